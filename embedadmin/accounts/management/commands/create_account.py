@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from embedadmin.accounts import services
+from embedadmin.accounts.management.commands._output import emit, fail
+from embedadmin.core.errors import ApiError
+
+
+class Command(BaseCommand):
+    help = "Create an account with a deployment, an admin user, an admin API key and a platform token."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("name", help="accountName: a DNS label (lowercase letters, digits, '-')")
+        parser.add_argument("--creator-mode", action="store_true", help="turn on the useCreatorMode flag")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, **options) -> None:
+        try:
+            created = services.account_create(name=options["name"], creator_mode=options["creator_mode"])
+        except ApiError as exc:
+            raise fail(exc) from None
+        emit(
+            self,
+            {
+                "accountName": created.account.name,
+                "deploymentId": created.deployment.pk,
+                "apiKey": created.api_key,
+                "deploymentApiSecret": created.deployment_api_secret,
+                "platformToken": created.platform_token,
+                "adminUsername": created.admin_username,
+                "adminPassword": created.admin_password,
+            },
+            as_json=options["json"],
+        )

@@ -1,0 +1,188 @@
+"""Accounts (tenants), their settings and limits, deployments, and the credentials that act for them."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+from embedadmin.core.models import TimestampedModel
+
+ACCOUNT_NAME_RE = r"^[a-z][a-z0-9-]{0,61}[a-z0-9]$"
+SLUG_RE = r"^[a-z0-9][a-z0-9-]{0,62}$"
+
+
+def _default_max_external_users() -> int:
+    return settings.EMBEDADMIN["DEFAULT_MAX_EXTERNAL_USERS"]
+
+
+def _default_max_non_ephemeral_chat_users() -> int:
+    return settings.EMBEDADMIN["DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS"]
+
+
+class Account(TimestampedModel):
+    """A customer of the install: the tenant everything else belongs to.
+
+    ``name`` is the ``accountName``: the first label of the account host and the path segment of the
+    Chat API URL, so it is a DNS label.
+    """
+
+    name = models.CharField(
+        max_length=63,
+        unique=True,
+        validators=[RegexValidator(ACCOUNT_NAME_RE, "lowercase letters, digits and '-', a valid DNS label")],
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TenantSettings(models.Model):
+    """Flags, embed defaults, user limits and usage counters of one account.
+
+    ``external_user_count`` is the number of external users the account has; the cap is enforced by
+    a conditional ``UPDATE ... WHERE external_user_count < max_external_users`` in the same
+    transaction that inserts the user, so concurrent requests cannot overshoot it. A periodic task
+    recounts it from the users table.
+    """
+
+    account = models.OneToOneField(Account, on_delete=models.CASCADE, related_name="tenant_settings")
+    use_creator_mode = models.BooleanField(default=False)
+    show_dashboard_chat = models.BooleanField(default=True)
+    max_external_users = models.PositiveIntegerField(default=_default_max_external_users)
+    max_non_ephemeral_chat_users = models.PositiveIntegerField(default=_default_max_non_ephemeral_chat_users)
+    external_user_count = models.PositiveIntegerField(default=0)
+    non_ephemeral_chat_user_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "tenant settings"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(external_user_count__gte=0), name="tenant_settings_external_count_nonnegative"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"settings of {self.account}"
+
+
+class Deployment(TimestampedModel):
+    """A semantic-layer deployment of an account: what sessions grant access to and tokens query."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="deployments")
+    name = models.CharField(max_length=200)
+    slug = models.CharField(max_length=63, validators=[RegexValidator(SLUG_RE, "lowercase letters, digits and '-'")])
+    # Optional external token verification (RS256/ES256) in addition to the HS256 secrets.
+    jwks_url = models.URLField(blank=True, default="")
+    jwt_audience = models.CharField(max_length=500, blank=True, default="")
+    jwt_issuer = models.CharField(max_length=500, blank=True, default="")
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["account", "slug"], name="deployment_slug_unique_per_account"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})"
+
+
+class DeploymentSecret(models.Model):
+    """An HS256 signing secret of a deployment, encrypted at rest. Several may be active for rotation;
+    the newest active one signs, all active ones verify."""
+
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="secrets")
+    encrypted_secret = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "active"
+        return f"secret #{self.pk} of deployment #{self.deployment_id} ({state})"
+
+
+class AccountMembership(models.Model):
+    """Makes a Django user an internal user of one account; ``is_admin`` grants account administration."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership")
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="memberships")
+    is_admin = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["account_id", "user_id"]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.account}"
+
+
+class ApiKey(models.Model):
+    """An account API key (``Api-Key <key>``), stored as a SHA-256 digest and found by its prefix.
+
+    Admin keys act for the account; personal keys belong to one internal user and cannot mint
+    sessions. A key with deployments is limited to them; a key without is valid for all.
+    """
+
+    class Kind(models.TextChoices):
+        ADMIN = "admin", "admin"
+        PERSONAL = "personal", "personal"
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.ADMIN)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    key_digest = models.CharField(max_length=64)
+    deployments = models.ManyToManyField(Deployment, blank=True, related_name="api_keys")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "API key"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(kind="admin") | models.Q(owner__isnull=False),
+                name="api_key_personal_has_owner",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} key {self.prefix}… of {self.account_id}"
+
+
+class PlatformToken(models.Model):
+    """A Platform API / SCIM bearer token of an account, stored as a digest."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="platform_tokens")
+    name = models.CharField(max_length=200, blank=True, default="")
+    prefix = models.CharField(max_length=16, unique=True)
+    token_digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"platform token {self.prefix}… of {self.account_id}"
+
+
+class RevokedToken(models.Model):
+    """A deployment token revoked before its expiry, by its ``jti``; kept until the token expires."""
+
+    jti = models.CharField(max_length=64, unique=True)
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="revoked_tokens")
+    expires_at = models.DateTimeField(db_index=True)
+    revoked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-revoked_at"]
+
+    def __str__(self) -> str:
+        return f"revoked {self.jti}"

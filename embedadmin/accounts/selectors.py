@@ -1,0 +1,90 @@
+"""Reads of accounts and credentials. Every lookup that could cross accounts takes ``account=``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Exists, OuterRef
+
+from embedadmin.accounts.models import Account, ApiKey, Deployment, DeploymentSecret, PlatformToken
+from embedadmin.accounts.services import API_KEY_KIND, PLATFORM_TOKEN_KIND
+from embedadmin.core import credentials
+from embedadmin.core.errors import Forbidden, NotFound
+
+
+@dataclass(frozen=True)
+class ApiKeyCaller:
+    """Who is calling with an ``Api-Key``: the account, and the key with its scope."""
+
+    account: Account
+    key: ApiKey
+    is_scoped: bool
+
+    @property
+    def is_admin(self) -> bool:
+        return self.key.kind == ApiKey.Kind.ADMIN
+
+
+@dataclass(frozen=True)
+class PlatformCaller:
+    """Who is calling the Platform API or SCIM with a bearer token."""
+
+    account: Account
+    token: PlatformToken
+
+
+def api_key_authenticate(plaintext: str) -> ApiKeyCaller | None:
+    """Return the caller for a presented API key, or None for an unknown, malformed or revoked key."""
+    prefix = credentials.split_prefix(API_KEY_KIND, plaintext)
+    if prefix is None:
+        return None
+    scoped = ApiKey.deployments.through.objects.filter(apikey_id=OuterRef("pk"))
+    key = (
+        ApiKey.objects.select_related("account", "account__tenant_settings")
+        .annotate(is_scoped=Exists(scoped))
+        .filter(prefix=prefix, revoked_at__isnull=True)
+        .first()
+    )
+    if key is None or not credentials.matches(plaintext, key.key_digest):
+        return None
+    return ApiKeyCaller(account=key.account, key=key, is_scoped=key.is_scoped)
+
+
+def platform_token_authenticate(plaintext: str) -> PlatformCaller | None:
+    prefix = credentials.split_prefix(PLATFORM_TOKEN_KIND, plaintext)
+    if prefix is None:
+        return None
+    token = PlatformToken.objects.select_related("account").filter(prefix=prefix, revoked_at__isnull=True).first()
+    if token is None or not credentials.matches(plaintext, token.token_digest):
+        return None
+    return PlatformCaller(account=token.account, token=token)
+
+
+def deployment_for_key(*, caller: ApiKeyCaller, deployment_id: int) -> Deployment:
+    """The caller's deployment ``deployment_id``: 404 when the account has none, 403 outside the key's scope."""
+    deployment = Deployment.objects.filter(account=caller.account, pk=deployment_id).first()
+    if deployment is None:
+        raise NotFound(f"Deployment {deployment_id} not found")
+    if caller.is_scoped and not caller.key.deployments.filter(pk=deployment_id).exists():
+        raise Forbidden(f"This API key is not allowed to access deployment {deployment_id}")
+    return deployment
+
+
+def deployment_signing_secret(*, deployment: Deployment) -> str:
+    """The newest active secret of a deployment, in clear: it signs tokens."""
+    row = (
+        DeploymentSecret.objects.filter(deployment=deployment, revoked_at__isnull=True)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if row is None:
+        raise Forbidden(f"Deployment {deployment.pk} has no active signing secret")
+    return credentials.decrypt_secret(row.encrypted_secret)
+
+
+def deployment_verification_secrets(*, deployment_id: int) -> list[str]:
+    """All active secrets of a deployment, newest first: any of them verifies a token."""
+    rows = DeploymentSecret.objects.filter(deployment_id=deployment_id, revoked_at__isnull=True).order_by(
+        "-created_at", "-id"
+    )
+    return [credentials.decrypt_secret(row.encrypted_secret) for row in rows]

@@ -1,0 +1,204 @@
+"""State changes of accounts, deployments, internal users and credentials.
+
+Each function here is the one write path for its state change: commands, the Platform API and the
+admin panel all call them.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from embedadmin.accounts.models import (
+    Account,
+    AccountMembership,
+    ApiKey,
+    Deployment,
+    DeploymentSecret,
+    PlatformToken,
+    TenantSettings,
+)
+from embedadmin.core import credentials
+from embedadmin.core.errors import BadRequest, Conflict, NotFound
+
+API_KEY_KIND = "eak"
+PLATFORM_TOKEN_KIND = "ept"
+
+
+@dataclass(frozen=True)
+class CreatedAccount:
+    """Everything an operator needs after creating an account; secrets appear here only once."""
+
+    account: Account
+    deployment: Deployment
+    api_key: str
+    deployment_api_secret: str
+    platform_token: str
+    admin_username: str
+    admin_password: str
+
+
+def _full_clean(instance) -> None:
+    try:
+        instance.full_clean(validate_unique=False, validate_constraints=False)
+    except ValidationError as exc:
+        messages = [f"{field}: {'; '.join(errors)}" for field, errors in exc.message_dict.items()]
+        raise BadRequest("; ".join(messages)) from None
+
+
+@transaction.atomic
+def account_create(*, name: str, creator_mode: bool = False) -> CreatedAccount:
+    """Create an account with its settings, a first deployment, an admin user and credentials."""
+    account = Account(name=name)
+    _full_clean(account)
+    if Account.objects.filter(name=name).exists():
+        raise Conflict(f"Account {name!r} already exists")
+    try:
+        with transaction.atomic():
+            account.save()
+    except IntegrityError:
+        raise Conflict(f"Account {name!r} already exists") from None
+    TenantSettings.objects.create(account=account, use_creator_mode=creator_mode)
+    deployment, secret = deployment_create(account=account, name=f"{name} default", slug="default")
+    admin_username = f"{name}-admin"
+    admin_password = secrets.token_urlsafe(18)
+    internal_user_create(account=account, username=admin_username, email="", password=admin_password, is_admin=True)
+    api_key, _ = api_key_create(account=account, name="initial admin key")
+    platform_token, _ = platform_token_create(account=account, name="initial platform token")
+    return CreatedAccount(
+        account=account,
+        deployment=deployment,
+        api_key=api_key,
+        deployment_api_secret=secret,
+        platform_token=platform_token,
+        admin_username=admin_username,
+        admin_password=admin_password,
+    )
+
+
+@transaction.atomic
+def deployment_create(*, account: Account, name: str, slug: str) -> tuple[Deployment, str]:
+    """Create a deployment and its first signing secret; returns the secret in clear, once."""
+    deployment = Deployment(account=account, name=name, slug=slug)
+    _full_clean(deployment)
+    if Deployment.objects.filter(account=account, slug=slug).exists():
+        raise Conflict(f"Deployment slug {slug!r} is already used in this account")
+    deployment.save()
+    secret = deployment_secret_rotate(deployment=deployment, revoke_previous=False)
+    return deployment, secret
+
+
+def deployment_secret_rotate(*, deployment: Deployment, revoke_previous: bool) -> str:
+    """Add a new signing secret (it signs from now on); optionally revoke the older ones."""
+    secret = secrets.token_urlsafe(48)
+    with transaction.atomic():
+        if revoke_previous:
+            deployment.secrets.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        DeploymentSecret.objects.create(deployment=deployment, encrypted_secret=credentials.encrypt_secret(secret))
+    return secret
+
+
+def internal_user_create(
+    *, account: Account, username: str, email: str, password: str | None = None, is_admin: bool = False
+) -> AbstractUser:
+    """Create a Django user that belongs to ``account``. Usernames are unique install-wide."""
+    user_model = get_user_model()
+    username = username.strip()
+    if not username:
+        raise BadRequest("username: must not be empty")
+    user = user_model(username=username, email=email.strip(), is_staff=is_admin)
+    if password:
+        user.set_password(password)
+    else:
+        user.set_unusable_password()
+    _full_clean(user)
+    with transaction.atomic():
+        if user_model.objects.filter(username=username).exists():
+            raise Conflict(f"A user named {username!r} already exists")
+        user.save()
+        AccountMembership.objects.create(user=user, account=account, is_admin=is_admin)
+    return user
+
+
+@transaction.atomic
+def api_key_create(
+    *,
+    account: Account,
+    name: str = "",
+    personal_owner: AbstractUser | None = None,
+    deployment_ids: Iterable[int] = (),
+) -> tuple[str, ApiKey]:
+    """Mint an API key. Returns the plaintext (shown once) and the stored row."""
+    deployment_ids = sorted(set(deployment_ids))
+    deployments = list(Deployment.objects.filter(account=account, id__in=deployment_ids))
+    missing = sorted(set(deployment_ids) - {d.id for d in deployments})
+    if missing:
+        raise NotFound(f"Deployments not found in account {account.name}: {', '.join(map(str, missing))}")
+    if (
+        personal_owner is not None
+        and not AccountMembership.objects.filter(user=personal_owner, account=account).exists()
+    ):
+        raise BadRequest("A personal key's owner must be an internal user of the account")
+    minted = credentials.mint(API_KEY_KIND)
+    key = ApiKey.objects.create(
+        account=account,
+        name=name,
+        kind=ApiKey.Kind.PERSONAL if personal_owner else ApiKey.Kind.ADMIN,
+        owner=personal_owner,
+        prefix=minted.prefix,
+        key_digest=minted.digest,
+    )
+    if deployments:
+        key.deployments.set(deployments)
+    return minted.plaintext, key
+
+
+def api_key_revoke(*, key: ApiKey) -> None:
+    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def platform_token_create(*, account: Account, name: str = "") -> tuple[str, PlatformToken]:
+    minted = credentials.mint(PLATFORM_TOKEN_KIND)
+    token = PlatformToken.objects.create(account=account, name=name, prefix=minted.prefix, token_digest=minted.digest)
+    return minted.plaintext, token
+
+
+def platform_token_revoke(*, token: PlatformToken) -> None:
+    PlatformToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+TENANT_SETTING_FIELDS = {
+    "useCreatorMode": ("use_creator_mode", bool),
+    "showDashboardChat": ("show_dashboard_chat", bool),
+    "maxExternalUsers": ("max_external_users", int),
+    "maxNonEphemeralChatUsers": ("max_non_ephemeral_chat_users", int),
+}
+
+
+def tenant_settings_update(*, account: Account, changes: dict) -> TenantSettings:
+    """Apply a flat set of setting changes (API names), all or nothing."""
+    unknown = sorted(set(changes) - set(TENANT_SETTING_FIELDS))
+    if unknown:
+        raise BadRequest(f"Unknown settings: {', '.join(unknown)}")
+    updates = {}
+    for api_name, value in changes.items():
+        field, kind = TENANT_SETTING_FIELDS[api_name]
+        if kind is bool and not isinstance(value, bool):
+            raise BadRequest(f"{api_name}: must be a boolean")
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > 2**31 - 1):
+            raise BadRequest(f"{api_name}: must be a non-negative integer")
+        updates[field] = value
+    with transaction.atomic():
+        settings_row = TenantSettings.objects.select_for_update().get(account=account)
+        for field, value in updates.items():
+            setattr(settings_row, field, value)
+        if updates:
+            settings_row.save(update_fields=list(updates))
+    return settings_row

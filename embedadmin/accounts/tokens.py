@@ -1,0 +1,72 @@
+"""Signing and verifying deployment tokens (JWTs).
+
+Tokens for a deployment are HS256-signed with one of its secrets. Verification accepts any active
+secret (rotation), pins the algorithm (``alg: none`` and algorithm confusion fail), enforces ``exp``
+and ``nbf``, the deployment's audience and issuer when configured, and refuses a revoked ``jti``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import jwt
+from django.utils import timezone
+
+from embedadmin.accounts.models import Deployment, RevokedToken
+from embedadmin.accounts.selectors import deployment_signing_secret, deployment_verification_secrets
+
+LEEWAY_SECONDS = 5
+
+
+class TokenInvalid(Exception):
+    """The token cannot be trusted; the message says why (safe to show to the caller)."""
+
+
+def deployment_token_sign(*, deployment: Deployment, claims: dict[str, Any], expires_at: dt.datetime) -> str:
+    payload = dict(claims)
+    now = timezone.now()
+    payload["iat"] = int(now.timestamp())
+    payload["exp"] = int(expires_at.timestamp())
+    if deployment.jwt_audience and "aud" not in payload:
+        payload["aud"] = deployment.jwt_audience
+    return jwt.encode(payload, deployment_signing_secret(deployment=deployment), algorithm="HS256")
+
+
+def deployment_token_verify(*, deployment: Deployment, token: str) -> dict[str, Any]:
+    """The verified payload of ``token`` for ``deployment``, or :class:`TokenInvalid`."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError:
+        raise TokenInvalid("Malformed token") from None
+    if header.get("alg") != "HS256":
+        raise TokenInvalid(f"Token algorithm {header.get('alg')!r} is not accepted")
+    options = {"require": ["exp"], "verify_aud": bool(deployment.jwt_audience)}
+    kwargs: dict[str, Any] = {"algorithms": ["HS256"], "leeway": LEEWAY_SECONDS, "options": options}
+    if deployment.jwt_audience:
+        kwargs["audience"] = deployment.jwt_audience
+    if deployment.jwt_issuer:
+        kwargs["issuer"] = deployment.jwt_issuer
+    payload = None
+    for secret in deployment_verification_secrets(deployment_id=deployment.pk):
+        try:
+            payload = jwt.decode(token, secret, **kwargs)
+            break
+        except jwt.InvalidSignatureError:
+            continue
+        except jwt.ExpiredSignatureError:
+            raise TokenInvalid("Token has expired") from None
+        except jwt.ImmatureSignatureError:
+            raise TokenInvalid("Token is not yet valid") from None
+        except jwt.PyJWTError as exc:
+            raise TokenInvalid(f"Invalid token: {exc}") from None
+    if payload is None:
+        raise TokenInvalid("Invalid token signature")
+    jti = payload.get("jti")
+    if jti is not None and RevokedToken.objects.filter(jti=str(jti)).exists():
+        raise TokenInvalid("Token has been revoked")
+    return payload
+
+
+def deployment_token_revoke(*, deployment: Deployment, jti: str, expires_at: dt.datetime) -> None:
+    RevokedToken.objects.get_or_create(jti=jti, defaults={"deployment": deployment, "expires_at": expires_at})

@@ -1,0 +1,106 @@
+"""One application error type and one renderer for it: every API error body is ``{"error": "..."}``.
+
+Services raise :class:`ApiError` subclasses; the DRF exception handler and the middleware below turn
+them (and DRF's own exceptions) into JSON with the right status. Nothing an API returns is HTML.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf_exceptions
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """An error a client caused or must be told about; ``message`` is shown to the client verbatim."""
+
+    status = 400
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if status is not None:
+            self.status = status
+
+
+class BadRequest(ApiError):
+    status = 400
+
+
+class Unauthorized(ApiError):
+    status = 401
+
+
+class Forbidden(ApiError):
+    status = 403
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+class Conflict(ApiError):
+    status = 409
+
+
+class LimitExceeded(ApiError):
+    """A per-account quota (such as the external-user cap) would be exceeded."""
+
+    status = 429
+
+
+def error_body(message: str) -> dict[str, str]:
+    return {"error": message}
+
+
+def flatten_validation_detail(detail: Any, prefix: str = "") -> list[str]:
+    """Turn DRF's nested validation detail into ``field: message`` strings, deepest path first."""
+    if isinstance(detail, dict):
+        out: list[str] = []
+        for key, value in detail.items():
+            name = prefix if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else str(key))
+            out.extend(flatten_validation_detail(value, name))
+        return out
+    if isinstance(detail, list):
+        out = []
+        for index, value in enumerate(detail):
+            if isinstance(value, dict | list):
+                out.extend(flatten_validation_detail(value, f"{prefix}[{index}]"))
+            else:
+                out.extend(flatten_validation_detail(value, prefix))
+        return out
+    text = str(detail)
+    return [f"{prefix}: {text}" if prefix else text]
+
+
+def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    """DRF exception handler rendering every failure as ``{"error": ...}``."""
+    if isinstance(exc, ApiError):
+        return Response(error_body(exc.message), status=exc.status)
+    if isinstance(exc, drf_exceptions.ValidationError):
+        return Response(error_body("; ".join(flatten_validation_detail(exc.detail))), status=400)
+    if isinstance(exc, drf_exceptions.ParseError):
+        return Response(error_body(f"Invalid JSON body: {exc.detail}"), status=400)
+    if isinstance(exc, drf_exceptions.APIException):
+        headers = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
+        return Response(error_body(str(exc.detail)), status=exc.status_code, headers=headers)
+    if isinstance(exc, Http404):
+        return Response(error_body("Not found"), status=404)
+    if isinstance(exc, PermissionDenied):
+        return Response(error_body("Forbidden"), status=403)
+    logger.exception("Unhandled error in API view", exc_info=exc)
+    return Response(error_body("Internal server error"), status=500)
+
+
+def json_error(message: str, status: int) -> JsonResponse:
+    return JsonResponse(error_body(message), status=status)

@@ -1,0 +1,75 @@
+"""Strict JSON serializer fields: a number is not a string and ``"true"`` is not a boolean.
+
+DRF's stock fields coerce (``123`` becomes ``"123"``, ``"yes"`` becomes ``True``); an API whose
+values feed access policies must not guess, so these refuse the wrong JSON type instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from rest_framework import serializers
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    default_error_messages = {"invalid": "Must be a boolean."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "Must be an integer."}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class JsonObjectField(serializers.JSONField):
+    default_error_messages = {"invalid": "Must be a JSON object."}
+
+    def to_internal_value(self, data: Any) -> dict:
+        if not isinstance(data, dict):
+            self.fail("invalid")
+        return data
+
+
+class HttpUrlField(StrictCharField):
+    """An absolute http(s) URL, checked syntactically only (never fetched)."""
+
+    default_error_messages = {"invalid": "Must be an absolute http:// or https:// URL."}
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        try:
+            parts = urlsplit(value)
+            ok = parts.scheme in {"http", "https"} and bool(parts.hostname) and " " not in value
+            _ = parts.port  # raises ValueError for a bad port
+        except ValueError:
+            ok = False
+        if not ok:
+            self.fail("invalid")
+        return value
+
+
+class RejectUnknownFieldsMixin:
+    """Refuse fields the endpoint does not know, so a misspelt field is an error, not a no-op."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(f"Unknown fields: {', '.join(unknown)}")
+        return super().to_internal_value(data)

@@ -1,0 +1,92 @@
+"""Keyset (cursor) pagination: ``first`` and ``after`` in, ``items`` and ``pageInfo`` out.
+
+The cursor is the ordering key of the last item returned, base64-encoded JSON. Keyset pages stay
+stable while rows are inserted or deleted, and each page is one indexed range scan, not an OFFSET.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from embedadmin.core.errors import BadRequest
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Any]
+    has_next_page: bool
+    end_cursor: str | None
+
+    def as_dict(self, serialize: Callable[[Any], dict]) -> dict:
+        return {
+            "items": [serialize(item) for item in self.items],
+            "pageInfo": {"hasNextPage": self.has_next_page, "endCursor": self.end_cursor},
+        }
+
+
+def parse_first(raw: str | None, *, default: int = DEFAULT_PAGE_SIZE) -> int:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"first must be an integer between 1 and {MAX_PAGE_SIZE}") from None
+    if not 1 <= value <= MAX_PAGE_SIZE:
+        raise BadRequest(f"first must be an integer between 1 and {MAX_PAGE_SIZE}")
+    return value
+
+
+def encode_cursor(values: Sequence[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(values), separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, *, types: Sequence[type]) -> list[Any]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        values = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise BadRequest("after is not a valid cursor") from None
+    if (
+        not isinstance(values, list)
+        or len(values) != len(types)
+        or not all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(values, types, strict=True))
+    ):
+        raise BadRequest("after is not a valid cursor")
+    return values
+
+
+def paginate(
+    queryset: QuerySet,
+    *,
+    params: Mapping[str, str],
+    order: Sequence[str] = ("id",),
+    types: Sequence[type] = (int,),
+    descending: bool = False,
+) -> Page:
+    """Return one page of ``queryset`` ordered by ``order`` (the last field must be unique)."""
+    first = parse_first(params.get("first"))
+    after = params.get("after")
+    qs = queryset.order_by(*[f"-{f}" if descending else f for f in order])
+    if after:
+        values = decode_cursor(after, types=types)
+        op = "lt" if descending else "gt"
+        condition = Q()
+        for i in range(len(order)):
+            step = Q(**{order[j]: values[j] for j in range(i)}) & Q(**{f"{order[i]}__{op}": values[i]})
+            condition |= step
+        qs = qs.filter(condition)
+    rows = list(qs[: first + 1])
+    has_next = len(rows) > first
+    rows = rows[:first]
+    end_cursor = encode_cursor([getattr(rows[-1], f) for f in order]) if rows else None
+    return Page(items=rows, has_next_page=has_next, end_cursor=end_cursor)

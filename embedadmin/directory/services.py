@@ -1,0 +1,400 @@
+"""State changes of the directory: tenants, external users within the account cap, groups, attributes.
+
+Functions that write several rows expect to run inside the caller's transaction (the generate-session
+service wraps them in one) and validate everything they can before writing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from embedadmin.accounts.models import Account, TenantSettings
+from embedadmin.core.errors import BadRequest, Conflict, LimitExceeded
+from embedadmin.directory.models import (
+    AttributeDefinition,
+    AttributeValue,
+    EmbedTenant,
+    ExternalUser,
+    Group,
+    GroupMembership,
+)
+
+ATTRIBUTE_TYPES = tuple(AttributeDefinition.Type.values)
+
+
+@dataclass(frozen=True)
+class GroupDefinitionInput:
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class AttributeDefinitionInput:
+    name: str
+    type: str
+    display_name: str | None = None
+    default_value: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class ProfileInput:
+    """Profile properties to overwrite; None means "keep what was saved"."""
+
+    display_name: str | None = None
+    picture: str | None = None
+
+
+# --- typed values -----------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def value_matches_type(attribute_type: str, value: Any) -> bool:
+    """Whether a JSON value is of an attribute type (null is handled by the caller: it clears)."""
+    if attribute_type == "string":
+        return isinstance(value, str)
+    if attribute_type == "number":
+        return _is_number(value)
+    if attribute_type == "string_array":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if attribute_type == "number_array":
+        return isinstance(value, list) and all(_is_number(v) for v in value)
+    return False
+
+
+def default_value_parse(attribute_type: str, raw: str) -> Any:
+    """The typed value a definition's string ``defaultValue`` stands for ('' means no default).
+
+    Numbers are written as JSON numbers (``"5"``), arrays as JSON arrays (``'["a", "b"]'``).
+    """
+    if raw == "":
+        return None
+    if attribute_type == "string":
+        return raw
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not value_matches_type(attribute_type, value):
+        raise BadRequest(f"defaultValue {raw!r} is not a valid {attribute_type}")
+    return value
+
+
+# --- embed tenants ----------------------------------------------------------------------------------
+
+
+def embed_tenant_get_or_create(*, account: Account, name: str) -> EmbedTenant:
+    tenant = EmbedTenant.objects.filter(account=account, name=name).first()
+    if tenant is not None:
+        return tenant
+    try:
+        with transaction.atomic():
+            return EmbedTenant.objects.create(account=account, name=name)
+    except IntegrityError:  # created concurrently
+        return EmbedTenant.objects.get(account=account, name=name)
+
+
+# --- definitions ------------------------------------------------------------------------------------
+
+
+def _reject_duplicates(names: Iterable[str], what: str) -> None:
+    seen: set[str] = set()
+    duplicates: list[str] = []
+    for name in names:
+        if name in seen and name not in duplicates:
+            duplicates.append(name)
+        seen.add(name)
+    if duplicates:
+        raise BadRequest(f"Duplicate names in {what}: {', '.join(duplicates)}")
+
+
+def definitions_apply(
+    *,
+    account: Account,
+    embed_tenant: EmbedTenant | None,
+    group_definitions: Sequence[GroupDefinitionInput],
+    attribute_definitions: Sequence[AttributeDefinitionInput],
+) -> None:
+    """Idempotently upsert group and attribute definitions in one scope.
+
+    Everything is validated first (duplicates, types, an existing definition of another type), so a
+    request that fails writes none of its definitions.
+    """
+    _reject_duplicates((d.name for d in group_definitions), "groupDefinitions")
+    _reject_duplicates((d.name for d in attribute_definitions), "userAttributeDefinitions")
+    for definition in attribute_definitions:
+        if definition.type not in ATTRIBUTE_TYPES:
+            raise BadRequest(
+                f"userAttributeDefinitions: type of {definition.name!r} must be one of {', '.join(ATTRIBUTE_TYPES)}"
+            )
+        if definition.default_value is not None:
+            default_value_parse(definition.type, definition.default_value)
+
+    existing_attrs = {
+        d.name: d
+        for d in AttributeDefinition.objects.filter(
+            account=account, embed_tenant=embed_tenant, name__in=[d.name for d in attribute_definitions]
+        )
+    }
+    changed_type = [
+        d.name for d in attribute_definitions if d.name in existing_attrs and existing_attrs[d.name].type != d.type
+    ]
+    if changed_type:
+        raise BadRequest(f"cannot change type of user attribute {', '.join(changed_type)}")
+
+    for definition in attribute_definitions:
+        current = existing_attrs.get(definition.name)
+        if current is None:
+            AttributeDefinition.objects.create(
+                account=account,
+                embed_tenant=embed_tenant,
+                name=definition.name,
+                type=definition.type,
+                display_name=definition.display_name or "",
+                default_value=definition.default_value or "",
+                description=definition.description or "",
+            )
+            continue
+        updates = {
+            field: value
+            for field, value in (
+                ("display_name", definition.display_name),
+                ("default_value", definition.default_value),
+                ("description", definition.description),
+            )
+            if value is not None and getattr(current, field) != value
+        }
+        if updates:
+            AttributeDefinition.objects.filter(pk=current.pk).update(**updates, updated_at=timezone.now())
+
+    existing_groups = {
+        g.name: g
+        for g in Group.objects.filter(
+            account=account, embed_tenant=embed_tenant, name__in=[d.name for d in group_definitions]
+        )
+    }
+    for definition in group_definitions:
+        current = existing_groups.get(definition.name)
+        if current is None:
+            Group.objects.create(
+                account=account,
+                embed_tenant=embed_tenant,
+                name=definition.name,
+                description=definition.description or "",
+            )
+        elif definition.description and definition.description != current.description:
+            # A description is updated when supplied and different, and never cleared (so "" is ignored).
+            Group.objects.filter(pk=current.pk).update(description=definition.description, updated_at=timezone.now())
+
+
+def attribute_definition_create(
+    *, account: Account, embed_tenant: EmbedTenant | None, data: AttributeDefinitionInput
+) -> AttributeDefinition:
+    """Create one attribute definition (Platform API); a name already used in the scope is 409."""
+    if data.type not in ATTRIBUTE_TYPES:
+        raise BadRequest(f"type must be one of {', '.join(ATTRIBUTE_TYPES)}")
+    if data.default_value:
+        default_value_parse(data.type, data.default_value)
+    try:
+        with transaction.atomic():
+            return AttributeDefinition.objects.create(
+                account=account,
+                embed_tenant=embed_tenant,
+                name=data.name,
+                type=data.type,
+                display_name=data.display_name or "",
+                default_value=data.default_value or "",
+                description=data.description or "",
+            )
+    except IntegrityError:
+        raise Conflict(f"A user attribute named {data.name!r} already exists") from None
+
+
+def attribute_definition_update(*, definition: AttributeDefinition, changes: dict[str, Any]) -> AttributeDefinition:
+    """Update the mutable fields of a definition; the type cannot change."""
+    if "type" in changes and changes["type"] != definition.type:
+        raise BadRequest("cannot change type")
+    if "name" in changes and changes["name"] != definition.name:
+        raise BadRequest("name cannot be changed: access policies refer to it")
+    if changes.get("default_value"):
+        default_value_parse(definition.type, changes["default_value"])
+    fields = [f for f in ("display_name", "default_value", "description") if f in changes]
+    for field in fields:
+        setattr(definition, field, changes[field] or "")
+    if fields:
+        definition.save(update_fields=[*fields, "updated_at"])
+    return definition
+
+
+def attribute_definition_delete(*, definition: AttributeDefinition) -> None:
+    """Delete a definition that no user has a value for; otherwise refuse (values would vanish silently)."""
+    with transaction.atomic():
+        holders = AttributeValue.objects.filter(definition=definition).count()
+        if holders:
+            raise BadRequest(
+                f"User attribute {definition.name!r} still has values for {holders} user(s); clear them first"
+            )
+        definition.delete()
+
+
+def group_create(*, account: Account, embed_tenant: EmbedTenant | None, name: str, description: str = "") -> Group:
+    name = name.strip()
+    if not name:
+        raise BadRequest("Group name must not be empty")
+    if name.startswith("system:"):
+        raise BadRequest("Group names starting with 'system:' are reserved")
+    try:
+        with transaction.atomic():
+            return Group.objects.create(account=account, embed_tenant=embed_tenant, name=name, description=description)
+    except IntegrityError:
+        raise Conflict(f"A group named {name!r} already exists") from None
+
+
+def group_delete(*, group: Group) -> None:
+    """Delete a group that has no members; otherwise refuse, as its members' access would change."""
+    with transaction.atomic():
+        members = GroupMembership.objects.filter(group=group).count() + group.internal_members.count()
+        if members:
+            raise BadRequest(f"Group {group.name!r} still has {members} member(s); remove them first")
+        group.delete()
+
+
+# --- external users ---------------------------------------------------------------------------------
+
+
+def external_user_count_reserve(*, account: Account) -> None:
+    """Take one place under the account's external-user cap, or raise 429.
+
+    A single conditional UPDATE: on PostgreSQL the row lock makes concurrent reservations queue, and
+    each re-checks the condition against the committed count, so the cap cannot be overshot.
+    """
+    taken = TenantSettings.objects.filter(account=account, external_user_count__lt=F("max_external_users")).update(
+        external_user_count=F("external_user_count") + 1
+    )
+    if not taken:
+        limit = TenantSettings.objects.filter(account=account).values_list("max_external_users", flat=True).first()
+        raise LimitExceeded(f"External user limit reached: this account allows at most {limit} external users")
+
+
+def external_user_upsert(
+    *,
+    account: Account,
+    external_id: str,
+    email: str | None,
+    profile: ProfileInput | None,
+    embed_tenant: EmbedTenant | None,
+) -> tuple[ExternalUser, bool]:
+    """Find or create the external user, overwriting only the properties supplied.
+
+    Creating one takes a place under the account cap in the same transaction; the caller's
+    transaction must be open (``session_generate`` holds one).
+    """
+    now = timezone.now()
+    user = ExternalUser.objects.filter(account=account, external_id=external_id).first()
+    created = False
+    if user is None:
+        try:
+            with transaction.atomic():
+                user = ExternalUser.objects.create(
+                    account=account,
+                    external_id=external_id,
+                    embed_tenant=embed_tenant,
+                    email=email or "",
+                    display_name=(profile.display_name if profile else None) or "",
+                    picture=(profile.picture if profile else None) or "",
+                    last_session_at=now,
+                )
+            created = True
+        except IntegrityError:  # another request created the same user first
+            user = ExternalUser.objects.get(account=account, external_id=external_id)
+    if created:
+        external_user_count_reserve(account=account)
+        return user, True
+
+    updates: dict[str, Any] = {"last_session_at": now, "updated_at": now}
+    if email is not None and email != user.email:
+        updates["email"] = email
+    if embed_tenant is not None and user.embed_tenant_id != embed_tenant.pk:
+        updates["embed_tenant"] = embed_tenant
+    if profile is not None:
+        if profile.display_name is not None:
+            updates["display_name"] = profile.display_name
+        if profile.picture is not None:
+            updates["picture"] = profile.picture
+    ExternalUser.objects.filter(pk=user.pk).update(**updates)
+    for field, value in updates.items():
+        setattr(user, field, value)
+    return user, False
+
+
+def external_user_groups_set(*, user: ExternalUser, embed_tenant: EmbedTenant | None, groups: Sequence[Group]) -> None:
+    """Make the user's memberships in one scope exactly ``groups`` (``[]`` clears them)."""
+    wanted = {g.pk for g in groups}
+    scope = Q(group__embed_tenant=embed_tenant) if embed_tenant is not None else Q(group__embed_tenant__isnull=True)
+    current = set(GroupMembership.objects.filter(scope, user=user).values_list("group_id", flat=True))
+    stale = current - wanted
+    if stale:
+        GroupMembership.objects.filter(user=user, group_id__in=stale).delete()
+    new = wanted - current
+    if new:
+        GroupMembership.objects.bulk_create(
+            [GroupMembership(user=user, group_id=gid) for gid in sorted(new)], ignore_conflicts=True
+        )
+
+
+def external_user_attributes_set(*, user: ExternalUser, values: Sequence[tuple[AttributeDefinition, Any]]) -> None:
+    """Write the supplied attribute values (already type-checked); ``None`` clears a value."""
+    cleared = [d.pk for d, v in values if v is None]
+    if cleared:
+        AttributeValue.objects.filter(user=user, definition_id__in=cleared).delete()
+    rows = [AttributeValue(user=user, definition=d, value=v) for d, v in values if v is not None]
+    if rows:
+        AttributeValue.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["user", "definition"], update_fields=["value", "updated_at"]
+        )
+
+
+def attribute_values_check(
+    *, definitions: dict[str, AttributeDefinition], values: Sequence[tuple[str, Any]]
+) -> list[tuple[AttributeDefinition, Any]]:
+    """Pair each supplied value with its definition, rejecting a value of the wrong type."""
+    _reject_duplicates((name for name, _ in values), "userAttributes")
+    checked = []
+    for name, value in values:
+        definition = definitions[name]
+        if value is not None and not value_matches_type(definition.type, value):
+            raise BadRequest(f"userAttributes: value of {name!r} must be a {definition.type}")
+        checked.append((definition, value))
+    return checked
+
+
+def external_user_delete(*, user: ExternalUser) -> None:
+    """Delete an external user and release its place under the cap."""
+    with transaction.atomic():
+        deleted, _ = ExternalUser.objects.filter(pk=user.pk).delete()
+        if deleted:
+            TenantSettings.objects.filter(account_id=user.account_id, external_user_count__gt=0).update(
+                external_user_count=F("external_user_count") - 1
+            )
+
+
+def external_user_count_reconcile(*, account: Account) -> int:
+    """Recount the account's external users into its counter; returns the count."""
+    with transaction.atomic():
+        settings_row = TenantSettings.objects.select_for_update().get(account=account)
+        count = ExternalUser.objects.filter(account=account).count()
+        if settings_row.external_user_count != count:
+            settings_row.external_user_count = count
+            settings_row.save(update_fields=["external_user_count"])
+    return count

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class EmbeddingConfig(AppConfig):
+    name = "embedadmin.embedding"
+    label = "embedding"

@@ -1,0 +1,117 @@
+"""Input contracts of the embedding endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from embedadmin.core.fields import (
+    HttpUrlField,
+    JsonObjectField,
+    RejectUnknownFieldsMixin,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+)
+from embedadmin.directory.models import EMBED_TENANT_NAME_RE
+from embedadmin.directory.services import AttributeDefinitionInput, GroupDefinitionInput, ProfileInput
+from embedadmin.embedding.services import EXTERNAL_ONLY_FIELDS, GenerateSessionInput
+
+
+class UserProfileSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    displayName = StrictCharField(required=False, allow_blank=True, max_length=255, trim_whitespace=False)
+    picture = HttpUrlField(required=False, max_length=2048)
+
+
+class UserAttributeSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    name = StrictCharField(max_length=255)
+    value = serializers.JSONField(allow_null=True)
+
+
+class GroupDefinitionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    name = StrictCharField(max_length=255)
+    description = StrictCharField(required=False, allow_blank=True)
+
+
+class AttributeDefinitionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    name = StrictCharField(max_length=255)
+    type = serializers.ChoiceField(choices=["string", "number", "string_array", "number_array"])
+    displayName = StrictCharField(required=False, allow_blank=True, max_length=255)
+    defaultValue = StrictCharField(required=False, allow_blank=True)
+    description = StrictCharField(required=False, allow_blank=True)
+
+
+class SessionSettingsSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    showDashboardChat = StrictBooleanField(required=False, allow_null=True)
+
+
+class GenerateSessionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    deploymentId = StrictIntegerField(min_value=1, max_value=2**63 - 1)
+    externalId = StrictCharField(required=False, allow_blank=True, max_length=255)
+    internalId = StrictCharField(required=False, max_length=150)
+    email = serializers.EmailField(required=False)
+    userProfile = UserProfileSerializer(required=False)
+    embedTenantName = serializers.RegexField(
+        EMBED_TENANT_NAME_RE,
+        required=False,
+        error_messages={"invalid": "must be 5 to 36 characters: a-z, 0-9 and '-', starting with a letter"},
+    )
+    creatorMode = StrictBooleanField(required=False)
+    userAttributes = serializers.ListField(child=UserAttributeSerializer(), required=False, max_length=1000)
+    groups = serializers.ListField(child=StrictCharField(max_length=255), required=False, max_length=1000)
+    userAttributeDefinitions = serializers.ListField(
+        child=AttributeDefinitionSerializer(), required=False, max_length=1000
+    )
+    groupDefinitions = serializers.ListField(child=GroupDefinitionSerializer(), required=False, max_length=1000)
+    securityContext = JsonObjectField(required=False)
+    settings = SessionSettingsSerializer(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "internalId" in self.initial_data:
+            sent = [name for name in EXTERNAL_ONLY_FIELDS if name in self.initial_data]
+            if sent:
+                raise serializers.ValidationError(f"{', '.join(sent)}: not allowed with internalId")
+            if "email" in self.initial_data:
+                raise serializers.ValidationError("email: only allowed with externalId")
+        return attrs
+
+    def to_input(self) -> GenerateSessionInput:
+        data = self.validated_data
+        external_id = data.get("externalId")
+        profile = data.get("userProfile")
+        return GenerateSessionInput(
+            deployment_id=data["deploymentId"],
+            external_id=external_id.strip().lower() if external_id is not None else None,
+            internal_id=data.get("internalId"),
+            email=data.get("email"),
+            profile=ProfileInput(display_name=profile.get("displayName"), picture=profile.get("picture"))
+            if profile is not None
+            else None,
+            embed_tenant_name=data.get("embedTenantName"),
+            creator_mode=data.get("creatorMode", False),
+            user_attributes=[(a["name"], a["value"]) for a in data["userAttributes"]]
+            if "userAttributes" in data
+            else None,
+            groups=data.get("groups"),
+            attribute_definitions=[
+                AttributeDefinitionInput(
+                    name=d["name"],
+                    type=d["type"],
+                    display_name=d.get("displayName"),
+                    default_value=d.get("defaultValue"),
+                    description=d.get("description"),
+                )
+                for d in data.get("userAttributeDefinitions", [])
+            ],
+            group_definitions=[
+                GroupDefinitionInput(name=d["name"], description=d.get("description"))
+                for d in data.get("groupDefinitions", [])
+            ],
+            security_context=data.get("securityContext"),
+            show_dashboard_chat=data.get("settings", {}).get("showDashboardChat"),
+        )
+
+
+class SessionIdSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    sessionId = StrictCharField(max_length=200)

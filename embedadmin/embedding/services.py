@@ -1,0 +1,262 @@
+"""The embed session lifecycle: generate (mint), exchange (redeem once for a token), revoke."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.selectors import ApiKeyCaller, deployment_for_key
+from embedadmin.accounts.tokens import deployment_token_revoke, deployment_token_sign
+from embedadmin.core import credentials
+from embedadmin.core.errors import BadRequest, Forbidden, Unauthorized
+from embedadmin.directory import selectors as directory_selectors
+from embedadmin.directory import services as directory
+from embedadmin.embedding.models import EmbedSession
+
+# Claims the token sets itself; a securityContext may not override them.
+RESERVED_CLAIMS = frozenset({"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "groups", "userAttributes", "embed"})
+
+# Fields that identify the viewer and so cannot accompany internalId (spec 4.2 rule 1).
+EXTERNAL_ONLY_FIELDS = (
+    "groups",
+    "userAttributes",
+    "groupDefinitions",
+    "userAttributeDefinitions",
+    "securityContext",
+    "userProfile",
+)
+
+
+@dataclass(frozen=True)
+class GenerateSessionInput:
+    """A parsed generate-session request. ``None`` means "not sent" wherever sending matters."""
+
+    deployment_id: int
+    external_id: str | None = None
+    internal_id: str | None = None
+    email: str | None = None
+    profile: directory.ProfileInput | None = None
+    embed_tenant_name: str | None = None
+    creator_mode: bool = False
+    user_attributes: list[tuple[str, Any]] | None = None
+    groups: list[str] | None = None
+    attribute_definitions: list[directory.AttributeDefinitionInput] = field(default_factory=list)
+    group_definitions: list[directory.GroupDefinitionInput] = field(default_factory=list)
+    security_context: dict[str, Any] | None = None
+    show_dashboard_chat: bool | None = None
+
+
+@dataclass(frozen=True)
+class ExchangedToken:
+    token: str
+    expires_at: dt.datetime
+
+
+def _new_session_key() -> str:
+    # 256 bits of randomness; only its digest is stored.
+    return secrets.token_urlsafe(32)
+
+
+def _check_request_shape(data: GenerateSessionInput, *, use_creator_mode: bool) -> None:
+    """Rules that need no database: which fields may go together."""
+    if (data.external_id is None) == (data.internal_id is None):
+        raise BadRequest("Exactly one of externalId or internalId is required")
+    if data.external_id is not None and not data.external_id:
+        raise BadRequest("externalId: must not be empty")
+    if data.creator_mode and not use_creator_mode:
+        raise Forbidden("creatorMode requires the useCreatorMode tenant flag")
+    has_definitions = bool(data.attribute_definitions or data.group_definitions)
+    if has_definitions and not data.creator_mode:
+        raise BadRequest("groupDefinitions and userAttributeDefinitions require creatorMode: true")
+    if has_definitions and not data.embed_tenant_name:
+        raise BadRequest("groupDefinitions and userAttributeDefinitions require embedTenantName")
+    if data.security_context:
+        reserved = sorted(RESERVED_CLAIMS & set(data.security_context))
+        if reserved:
+            raise BadRequest(f"securityContext: reserved claim names not allowed: {', '.join(reserved)}")
+
+
+def session_generate(*, caller: ApiKeyCaller, data: GenerateSessionInput) -> str:
+    """Mint a single-use session for one viewer; returns the ``sessionId`` (shown only here).
+
+    In one transaction: apply creator-mode definitions, upsert the external user within the account
+    cap, set its groups and attribute values, and store the session. Any failure writes nothing.
+    """
+    account = caller.account
+    tenant_settings = account.tenant_settings
+    _check_request_shape(data, use_creator_mode=tenant_settings.use_creator_mode)
+    deployment = deployment_for_key(caller=caller, deployment_id=data.deployment_id)
+
+    internal_user = None
+    if data.internal_id is not None:
+        internal_user = (
+            get_user_model()
+            .objects.filter(username=data.internal_id, membership__account=account, is_active=True)
+            .first()
+        )
+        if internal_user is None:
+            raise BadRequest(f"internalId: no internal user {data.internal_id!r} in this account")
+
+    now = timezone.now()
+    session_key = _new_session_key()
+    with transaction.atomic():
+        embed_tenant = (
+            directory.embed_tenant_get_or_create(account=account, name=data.embed_tenant_name)
+            if data.embed_tenant_name
+            else None
+        )
+        scope = embed_tenant if data.creator_mode else None
+        if data.creator_mode and (data.attribute_definitions or data.group_definitions):
+            directory.definitions_apply(
+                account=account,
+                embed_tenant=embed_tenant,
+                group_definitions=data.group_definitions,
+                attribute_definitions=data.attribute_definitions,
+            )
+
+        claims: dict[str, Any]
+        external_user = None
+        if internal_user is not None:
+            claims = {
+                "sub": internal_user.username,
+                "groups": directory_selectors.internal_user_group_names(account=account, user_id=internal_user.pk),
+                "userAttributes": {},
+                "securityContext": {},
+                "identity": {"internalId": internal_user.username, "email": internal_user.email},
+            }
+        else:
+            attribute_values = []
+            if data.user_attributes:
+                definitions = directory_selectors.attribute_definitions_resolve(
+                    account=account, embed_tenant=scope, names=[name for name, _ in data.user_attributes]
+                )
+                attribute_values = directory.attribute_values_check(
+                    definitions=definitions, values=data.user_attributes
+                )
+            groups = (
+                directory_selectors.groups_resolve(account=account, embed_tenant=scope, names=data.groups)
+                if data.groups
+                else []
+            )
+            external_user, _ = directory.external_user_upsert(
+                account=account,
+                external_id=data.external_id,
+                email=data.email,
+                profile=data.profile,
+                embed_tenant=embed_tenant,
+            )
+            if data.groups is not None:
+                directory.external_user_groups_set(user=external_user, embed_tenant=scope, groups=groups)
+            if attribute_values:
+                directory.external_user_attributes_set(user=external_user, values=attribute_values)
+            group_names, attributes = directory_selectors.external_user_claims(user=external_user, embed_tenant=scope)
+            claims = {
+                "sub": external_user.external_id,
+                "groups": group_names,
+                "userAttributes": attributes,
+                "securityContext": data.security_context or {},
+                "identity": {
+                    "externalId": external_user.external_id,
+                    "email": external_user.email,
+                    "userProfile": {"displayName": external_user.display_name, "picture": external_user.picture},
+                },
+            }
+
+        EmbedSession.objects.create(
+            key_digest=credentials.digest(session_key),
+            account=account,
+            deployment=deployment,
+            embed_tenant=embed_tenant,
+            external_user=external_user,
+            internal_user=internal_user,
+            creator_mode=data.creator_mode,
+            show_dashboard_chat=data.show_dashboard_chat,
+            claims=claims,
+            expires_at=now + dt.timedelta(seconds=settings.EMBEDADMIN["SESSION_TTL_SECONDS"]),
+        )
+    return session_key
+
+
+def session_exchange(*, session_id: str) -> ExchangedToken:
+    """Redeem a session once for an embed token; unknown, expired, used or revoked is 401.
+
+    The claim is one conditional UPDATE, so of two requests racing for one session exactly one wins.
+    """
+    now = timezone.now()
+    digest = credentials.digest(session_id)
+    claimed = EmbedSession.objects.filter(
+        key_digest=digest, exchanged_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now
+    ).update(exchanged_at=now)
+    if not claimed:
+        raise Unauthorized("Session is invalid, expired or already used")
+    session = EmbedSession.objects.select_related("deployment", "embed_tenant", "account__tenant_settings").get(
+        key_digest=digest
+    )
+    expires_at = now + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
+    token = deployment_token_sign(
+        deployment=session.deployment, claims=embed_token_claims(session=session), expires_at=expires_at
+    )
+    return ExchangedToken(token=token, expires_at=expires_at)
+
+
+def embed_token_claims(*, session: EmbedSession) -> dict[str, Any]:
+    """The payload of a session's embed token: the security context at top level, like any Core Data
+    API token, plus the reserved ``groups``, ``userAttributes`` and ``embed`` claims."""
+    stored = session.claims
+    show_chat = session.show_dashboard_chat
+    if show_chat is None:
+        show_chat = session.account.tenant_settings.show_dashboard_chat
+    return {
+        **stored.get("securityContext", {}),
+        "iss": settings.EMBEDADMIN["EMBED_TOKEN_ISSUER"],
+        "sub": stored["sub"],
+        "jti": str(session.public_id),
+        "groups": stored.get("groups", []),
+        "userAttributes": stored.get("userAttributes", {}),
+        "embed": {
+            "accountName": session.account.name,
+            "deploymentId": session.deployment_id,
+            "embedTenant": session.embed_tenant.name if session.embed_tenant else None,
+            "creatorMode": session.creator_mode,
+            "settings": {"showDashboardChat": show_chat},
+            **stored.get("identity", {}),
+        },
+    }
+
+
+def session_revoke(*, caller: ApiKeyCaller, session_id: str) -> None:
+    """Revoke a session of the caller's account, before or after its exchange. Idempotent: a session
+    that is unknown, of another account or already revoked is left alone without an error."""
+    now = timezone.now()
+    session = (
+        EmbedSession.objects.select_related("deployment")
+        .filter(key_digest=credentials.digest(session_id), account=caller.account)
+        .first()
+    )
+    if session is None:
+        return
+    if caller.is_scoped and not caller.key.deployments.filter(pk=session.deployment_id).exists():
+        return
+    with transaction.atomic():
+        EmbedSession.objects.filter(pk=session.pk, revoked_at__isnull=True).update(revoked_at=now)
+        # Re-read under the row lock the UPDATE took: an exchange that won the race is visible now.
+        exchanged_at = EmbedSession.objects.filter(pk=session.pk).values_list("exchanged_at", flat=True).get()
+        if exchanged_at is not None:
+            token_expiry = exchanged_at + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
+            deployment_token_revoke(deployment=session.deployment, jti=str(session.public_id), expires_at=token_expiry)
+
+
+def embed_session_for_token(*, deployment: Deployment, payload: dict[str, Any]) -> EmbedSession | None:
+    """The session a verified embed token was minted from, if it is one."""
+    jti = payload.get("jti")
+    if not isinstance(payload.get("embed"), dict) or not jti:
+        return None
+    return EmbedSession.objects.filter(public_id=jti, deployment=deployment).first()

@@ -1,0 +1,160 @@
+"""HTTP edge of embedding: generate-session, token exchange, revoke, session context, embed-tenant admin."""
+
+from __future__ import annotations
+
+import jwt
+from django.db.models import Count
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from embedadmin.accounts.authentication import ApiKeyAuthentication, IsAdminApiKey
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.tokens import TokenInvalid, deployment_token_verify
+from embedadmin.core.errors import NotFound, Unauthorized
+from embedadmin.core.pagination import paginate
+from embedadmin.directory import selectors as directory_selectors
+from embedadmin.directory import services as directory
+from embedadmin.directory.models import AttributeDefinition, EmbedTenant, Group
+from embedadmin.embedding import services
+from embedadmin.embedding.serializers import GenerateSessionSerializer, SessionIdSerializer
+
+
+class AdminApiKeyView(APIView):
+    """Base for endpoints that require an admin ``Api-Key``; ``request.user`` is the caller."""
+
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes = [IsAdminApiKey]
+
+
+class GenerateSessionView(AdminApiKeyView):
+    def post(self, request: Request) -> Response:
+        serializer = GenerateSessionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        session_id = services.session_generate(caller=request.user, data=serializer.to_input())
+        return Response({"sessionId": session_id})
+
+
+class SessionTokenView(APIView):
+    """Unauthenticated: the sessionId itself is the credential."""
+
+    def post(self, request: Request) -> Response:
+        serializer = SessionIdSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        exchanged = services.session_exchange(session_id=serializer.validated_data["sessionId"])
+        return Response(
+            {"token": exchanged.token, "expiresAt": exchanged.expires_at.isoformat().replace("+00:00", "Z")}
+        )
+
+
+class SessionRevokeView(AdminApiKeyView):
+    def post(self, request: Request) -> Response:
+        serializer = SessionIdSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        services.session_revoke(caller=request.user, session_id=serializer.validated_data["sessionId"])
+        return Response(status=204)
+
+
+class SessionContextView(APIView):
+    """What an embed token grants: ``Authorization: Bearer <embed token>``. A revoked, expired or
+    forged token is 401; this is how an embed page checks its token is still good."""
+
+    def get(self, request: Request) -> Response:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthorized("Authorization header must be 'Bearer <embed token>'")
+        token = token.strip()
+        try:
+            unverified = jwt.decode(token, options={"verify_signature": False})
+            deployment_id = int(unverified["embed"]["deploymentId"])
+        except Exception:
+            raise Unauthorized("Not an embed token") from None
+        deployment = Deployment.objects.filter(pk=deployment_id).first()
+        if deployment is None:
+            raise Unauthorized("Not an embed token")
+        try:
+            payload = deployment_token_verify(deployment=deployment, token=token)
+        except TokenInvalid as exc:
+            raise Unauthorized(str(exc)) from None
+        if services.embed_session_for_token(deployment=deployment, payload=payload) is None:
+            raise Unauthorized("Not an embed token")
+        return Response(payload)
+
+
+# --- embed-tenant admin (spec 4.3) ---------------------------------------------------------------------
+
+
+def _tenant_item(tenant: EmbedTenant) -> dict:
+    return {"id": tenant.pk, "name": tenant.name, "createdAt": tenant.created_at.isoformat()}
+
+
+def _group_item(group: Group) -> dict:
+    return {
+        "id": group.pk,
+        "name": group.name,
+        "description": group.description,
+        "memberCount": group.member_count,
+        "createdAt": group.created_at.isoformat(),
+    }
+
+
+def attribute_definition_item(definition: AttributeDefinition) -> dict:
+    return {
+        "id": definition.pk,
+        "name": definition.name,
+        "type": definition.type,
+        "displayName": definition.display_name,
+        "defaultValue": definition.default_value,
+        "description": definition.description,
+    }
+
+
+class EmbedTenantListView(AdminApiKeyView):
+    def get(self, request: Request) -> Response:
+        tenants = EmbedTenant.objects.filter(account=request.user.account)
+        search = request.query_params.get("search", "").strip()
+        if search:
+            tenants = tenants.filter(name__icontains=search)
+        page = paginate(tenants, params=request.query_params, order=("name", "id"), types=(str, int))
+        return Response(page.as_dict(_tenant_item))
+
+
+class EmbedTenantGroupListView(AdminApiKeyView):
+    def get(self, request: Request, tenant_name: str) -> Response:
+        tenant = directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
+        groups = Group.objects.filter(account=request.user.account, embed_tenant=tenant).annotate(
+            member_count=Count("memberships")
+        )
+        page = paginate(groups, params=request.query_params, order=("id",), types=(int,), descending=True)
+        return Response(page.as_dict(_group_item))
+
+
+class EmbedTenantGroupDetailView(AdminApiKeyView):
+    def delete(self, request: Request, tenant_name: str, group_id: int) -> Response:
+        tenant = directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
+        group = Group.objects.filter(account=request.user.account, embed_tenant=tenant, pk=group_id).first()
+        if group is None:
+            raise NotFound(f"Group {group_id} not found in embed tenant {tenant.name}")
+        directory.group_delete(group=group)
+        return Response(status=204)
+
+
+class EmbedTenantAttributeListView(AdminApiKeyView):
+    def get(self, request: Request, tenant_name: str) -> Response:
+        tenant = directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
+        definitions = AttributeDefinition.objects.filter(account=request.user.account, embed_tenant=tenant)
+        page = paginate(definitions, params=request.query_params, order=("name", "id"), types=(str, int))
+        return Response(page.as_dict(attribute_definition_item))
+
+
+class EmbedTenantAttributeDetailView(AdminApiKeyView):
+    def delete(self, request: Request, tenant_name: str, attribute_id: int) -> Response:
+        tenant = directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
+        definition = AttributeDefinition.objects.filter(
+            account=request.user.account, embed_tenant=tenant, pk=attribute_id
+        ).first()
+        if definition is None:
+            raise NotFound(f"User attribute {attribute_id} not found in embed tenant {tenant.name}")
+        directory.attribute_definition_delete(definition=definition)
+        return Response(status=204)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PanelConfig(AppConfig):
+    name = "embedadmin.panel"
+    label = "panel"

@@ -1,0 +1,155 @@
+"""Platform API v1 (``Authorization: Bearer <platform token>``): thin adapters over the services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from embedadmin.accounts import services as accounts
+from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
+from embedadmin.accounts.models import Deployment, TenantSettings
+from embedadmin.core.errors import NotFound
+from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictCharField
+from embedadmin.core.pagination import paginate
+from embedadmin.directory import services as directory
+from embedadmin.directory.models import AttributeDefinition
+from embedadmin.embedding.views import attribute_definition_item
+
+
+class PlatformView(APIView):
+    authentication_classes = [PlatformTokenAuthentication]
+    permission_classes = [IsPlatformCaller]
+
+
+def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
+    return {
+        "useCreatorMode": row.use_creator_mode,
+        "showDashboardChat": row.show_dashboard_chat,
+        "maxExternalUsers": row.max_external_users,
+        "maxNonEphemeralChatUsers": row.max_non_ephemeral_chat_users,
+        "externalUserCount": row.external_user_count,
+        "nonEphemeralChatUserCount": row.non_ephemeral_chat_user_count,
+    }
+
+
+class TenantSettingsView(PlatformView):
+    def get(self, request: Request) -> Response:
+        return Response(tenant_settings_item(TenantSettings.objects.get(account=request.user.account)))
+
+    def patch(self, request: Request) -> Response:
+        if not isinstance(request.data, dict):
+            raise serializers.ValidationError("Body must be a JSON object")
+        row = accounts.tenant_settings_update(account=request.user.account, changes=dict(request.data))
+        return Response(tenant_settings_item(row))
+
+
+class AttributeDefinitionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    name = StrictCharField(max_length=255)
+    type = serializers.ChoiceField(choices=AttributeDefinition.Type.values)
+    displayName = StrictCharField(required=False, allow_blank=True, max_length=255)
+    defaultValue = StrictCharField(required=False, allow_blank=True)
+    description = StrictCharField(required=False, allow_blank=True)
+
+
+class AttributeDefinitionUpdateSerializer(AttributeDefinitionSerializer):
+    name = StrictCharField(max_length=255, required=False)
+    type = serializers.ChoiceField(choices=AttributeDefinition.Type.values, required=False)
+
+
+class UserAttributeListView(PlatformView):
+    def get(self, request: Request) -> Response:
+        definitions = AttributeDefinition.objects.filter(account=request.user.account, embed_tenant__isnull=True)
+        page = paginate(definitions, params=request.query_params, order=("name", "id"), types=(str, int))
+        return Response(page.as_dict(attribute_definition_item))
+
+    def post(self, request: Request) -> Response:
+        serializer = AttributeDefinitionSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        definition = directory.attribute_definition_create(
+            account=request.user.account,
+            embed_tenant=None,
+            data=directory.AttributeDefinitionInput(
+                name=data["name"],
+                type=data["type"],
+                display_name=data.get("displayName"),
+                default_value=data.get("defaultValue"),
+                description=data.get("description"),
+            ),
+        )
+        return Response(attribute_definition_item(definition), status=201)
+
+
+class UserAttributeDetailView(PlatformView):
+    def _definition(self, request: Request, attribute_id: int) -> AttributeDefinition:
+        definition = AttributeDefinition.objects.filter(
+            account=request.user.account, embed_tenant__isnull=True, pk=attribute_id
+        ).first()
+        if definition is None:
+            raise NotFound(f"User attribute {attribute_id} not found")
+        return definition
+
+    def get(self, request: Request, attribute_id: int) -> Response:
+        return Response(attribute_definition_item(self._definition(request, attribute_id)))
+
+    def patch(self, request: Request, attribute_id: int) -> Response:
+        definition = self._definition(request, attribute_id)
+        serializer = AttributeDefinitionUpdateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        renames = {"displayName": "display_name", "defaultValue": "default_value"}
+        changes = {renames.get(k, k): v for k, v in serializer.validated_data.items()}
+        definition = directory.attribute_definition_update(definition=definition, changes=changes)
+        return Response(attribute_definition_item(definition))
+
+    put = patch
+
+    def delete(self, request: Request, attribute_id: int) -> Response:
+        directory.attribute_definition_delete(definition=self._definition(request, attribute_id))
+        return Response(status=204)
+
+
+class InternalUserSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    username = StrictCharField(max_length=150)
+    email = serializers.EmailField(required=False, allow_blank=True)
+    isAdmin = serializers.BooleanField(required=False, default=False)
+
+
+def internal_user_item(user) -> dict[str, Any]:
+    return {
+        "id": user.pk,
+        "username": user.username,
+        "email": user.email,
+        "isAdmin": user.membership.is_admin,
+        "isActive": user.is_active,
+    }
+
+
+class UserListView(PlatformView):
+    def get(self, request: Request) -> Response:
+        users = get_user_model().objects.filter(membership__account=request.user.account).select_related("membership")
+        page = paginate(users, params=request.query_params)
+        return Response(page.as_dict(internal_user_item))
+
+    def post(self, request: Request) -> Response:
+        serializer = InternalUserSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        user = accounts.internal_user_create(
+            account=request.user.account,
+            username=data["username"],
+            email=data.get("email", ""),
+            is_admin=data["isAdmin"],
+        )
+        return Response(internal_user_item(user), status=201)
+
+
+class DeploymentListView(PlatformView):
+    def get(self, request: Request) -> Response:
+        deployments = Deployment.objects.filter(account=request.user.account)
+        page = paginate(deployments, params=request.query_params)
+        return Response(page.as_dict(lambda d: {"id": d.pk, "name": d.name, "slug": d.slug}))

@@ -1,0 +1,171 @@
+"""Settings for embedadmin, all read from the environment (see docs/configuration.md).
+
+The defaults are the embedded install that ``make run`` serves: a SQLite file under ``var/``, a local
+memory cache, an in-process Celery worker on a SQLite broker. Production sets ``DATABASE_URL``,
+``REDIS_URL``, ``CELERY_BROKER_URL``, ``SECRET_KEY`` and ``ALLOWED_HOSTS``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from embedadmin.envconfig import (
+    database_from_url,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("EMBEDADMIN_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+
+_DEV_SECRET = "insecure-dev-secret-change-me-0123456789abcdef0123456789abcdef"
+SECRET_KEY = env_str("SECRET_KEY") or ""
+if not SECRET_KEY:
+    if DEBUG or env_bool("EMBEDADMIN_ALLOW_DEV_SECRET", False):
+        SECRET_KEY = _DEV_SECRET
+    else:
+        raise ImproperlyConfigured("SECRET_KEY is not set (or set DEBUG=true for a development install)")
+if len(SECRET_KEY) < 32:
+    raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters")
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", ".localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_celery_beat",
+    "django_celery_results",
+    "embedadmin.core",
+    "embedadmin.accounts",
+    "embedadmin.directory",
+    "embedadmin.embedding",
+    "embedadmin.platform",
+    "embedadmin.panel",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "embedadmin.core.middleware.ApiErrorMiddleware",
+]
+
+ROOT_URLCONF = "embedadmin.urls"
+ASGI_APPLICATION = "embedadmin.asgi.application"
+WSGI_APPLICATION = "embedadmin.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(
+        env_str("DATABASE_URL") or "sqlite:///var/embedadmin.sqlite3",
+        base_dir=BASE_DIR,
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL") or ""
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+LOGIN_URL = "/admin/login/"
+
+# Behind a TLS-terminating proxy, the proxy sets X-Forwarded-Proto.
+if env_bool("EMBEDADMIN_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    USE_X_FORWARDED_HOST = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "embedadmin.core.errors.api_exception_handler",
+}
+
+# Celery: Redis at scale, a SQLite broker file of its own for the embedded install.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or (REDIS_URL or f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
+CELERY_RESULT_BACKEND = "django-db"
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = 120
+CELERY_TASK_TIME_LIMIT = 180
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# Product settings.
+EMBEDADMIN = {
+    # Lifetime of a minted sessionId before it is exchanged.
+    "SESSION_TTL_SECONDS": env_int("EMBED_SESSION_TTL_SECONDS", 300, minimum=1),
+    # Lifetime of the embed token a session is exchanged for.
+    "EMBED_TOKEN_TTL_SECONDS": env_int("EMBED_TOKEN_TTL_SECONDS", 24 * 3600, minimum=60),
+    "EMBED_TOKEN_ISSUER": env_str("EMBED_TOKEN_ISSUER", "embedadmin"),
+    "DEFAULT_MAX_EXTERNAL_USERS": env_int("DEFAULT_MAX_EXTERNAL_USERS", 10_000, minimum=0),
+    "DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS": env_int("DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS", 10_000, minimum=0),
+    # Where the host of a request is {accountName}.{ACCOUNT_HOST_SUFFIX}; empty means path/credential only.
+    "ACCOUNT_HOST_SUFFIX": env_str("ACCOUNT_HOST_SUFFIX", ""),
+    "READYZ_TIMEOUT_SECONDS": env_float("READYZ_TIMEOUT_SECONDS", 2.0),
+    # Key for encrypting secrets that must stay recoverable (deployment JWT secrets).
+    "ENCRYPTION_KEY": env_str("EMBEDADMIN_ENCRYPTION_KEY") or SECRET_KEY,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.request": {"level": "ERROR"}},
+}
