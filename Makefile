@@ -1,0 +1,62 @@
+# embedadmin: `make run` serves the product on 127.0.0.1:4000; `make test` runs every test.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 4000
+PYTEST_ARGS ?=
+
+# The embedded install keeps its generated secret key and SQLite files under var/.
+RUNENV := SECRET_KEY_FILE=$(CURDIR)/var/secret_key EMBEDADMIN_VAR_DIR=$(CURDIR)/var
+
+.PHONY: help venv run serve migrate demo test test-fast lint format bench clean
+
+help:
+	@echo "make run    set up and serve on http://$(HOST):$(PORT) (SQLite + DuckDB, in-process worker)"
+	@echo "make test   start PostgreSQL/Redis if needed, lint, check migrations, run every test"
+	@echo "make bench  run the benchmarks under bench/ (see docs/benchmarks.md)"
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+var/secret_key:
+	mkdir -p var
+	umask 077 && $(PY) -c "import secrets; print(secrets.token_urlsafe(48))" > $@
+
+migrate: venv var/secret_key
+	$(RUNENV) $(PY) manage.py migrate --noinput -v0
+	$(RUNENV) $(PY) manage.py collectstatic --noinput -v0
+
+demo: migrate
+	$(RUNENV) $(PY) manage.py bootstrap_demo --url http://$(HOST):$(PORT)
+
+run: demo
+	$(RUNENV) $(VENV)/bin/uvicorn embedadmin.asgi:application --host $(HOST) --port $(PORT) --no-access-log
+
+test: venv
+	@eval "$$(bash scripts/test-services.sh)" && \
+	$(VENV)/bin/ruff check . && \
+	$(VENV)/bin/ruff format --check . && \
+	EMBEDADMIN_ALLOW_DEV_SECRET=true $(PY) manage.py makemigrations --check --dry-run && \
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test-fast: venv
+	@eval "$$(bash scripts/test-services.sh)" && $(VENV)/bin/pytest -x -q $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
+
+bench: venv
+	@eval "$$(bash scripts/test-services.sh)" && $(PY) bench/generate_session.py
+
+clean:
+	rm -rf var .pytest_cache .ruff_cache

@@ -1,0 +1,80 @@
+"""Shared fixtures: a fixed cast of accounts and callers, built through the real services."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from embedadmin.accounts import services as accounts
+from embedadmin.accounts.services import CreatedAccount
+
+
+@dataclass
+class Cast:
+    """One account as the tests see it: its objects and ready-made headers for each credential."""
+
+    created: CreatedAccount
+
+    @property
+    def account(self):
+        return self.created.account
+
+    @property
+    def deployment(self):
+        return self.created.deployment
+
+    @property
+    def api_key_headers(self) -> dict[str, str]:
+        return {"HTTP_AUTHORIZATION": f"Api-Key {self.created.api_key}"}
+
+    @property
+    def platform_headers(self) -> dict[str, str]:
+        return {"HTTP_AUTHORIZATION": f"Bearer {self.created.platform_token}"}
+
+
+@pytest.fixture
+def make_account(db) -> Callable[..., Cast]:
+    def make(name: str = "acme", *, creator_mode: bool = False) -> Cast:
+        return Cast(accounts.account_create(name=name, creator_mode=creator_mode))
+
+    return make
+
+
+@pytest.fixture
+def acme(make_account) -> Cast:
+    """Account A, with creator mode on."""
+    return make_account("acme", creator_mode=True)
+
+
+@pytest.fixture
+def globex(make_account) -> Cast:
+    """Account B, the other tenant every isolation test tries to reach."""
+    return make_account("globex", creator_mode=True)
+
+
+class JsonClient(Client):
+    """Django's test client speaking JSON: ``post_json(url, body, **headers)``."""
+
+    def post_json(self, path: str, body: Any, **extra):
+        data = body if isinstance(body, str | bytes) else json.dumps(body)
+        return self.post(path, data=data, content_type="application/json", **extra)
+
+    def patch_json(self, path: str, body: Any, **extra):
+        return self.patch(path, data=json.dumps(body), content_type="application/json", **extra)
+
+
+@pytest.fixture
+def api() -> JsonClient:
+    return JsonClient()
+
+
+@pytest.fixture
+def on_postgres() -> None:
+    """Skip-free guard: tests that need PostgreSQL fail loudly when run elsewhere."""
+    assert connection.vendor == "postgresql", "this test needs PostgreSQL (TEST_DATABASE_URL)"
