@@ -24,9 +24,12 @@ def _credential(request: Request, scheme: str) -> str:
     if not header:
         raise NotAuthenticated(f"Missing Authorization header: expected '{scheme} <credential>'")
     given_scheme, _, value = header.strip().partition(" ")
-    if given_scheme.lower() != scheme.lower() or not value.strip():
+    value = value.strip()
+    # Credentials we mint are printable ASCII; anything else cannot be one (and a NUL must not reach
+    # the database lookup).
+    if given_scheme.lower() != scheme.lower() or not value or not (value.isascii() and value.isprintable()):
         raise AuthenticationFailed(f"Authorization header must be '{scheme} <credential>'")
-    return value.strip()
+    return value
 
 
 class ApiKeyAuthentication(BaseAuthentication):

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db import DataError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -55,8 +56,20 @@ class LimitExceeded(ApiError):
     status = 429
 
 
+SCIM_ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error"
+SCIM_PATH_PREFIX = "/api/scim/"
+
+
 def error_body(message: str) -> dict[str, str]:
     return {"error": message}
+
+
+def scim_error_body(status: int, message: str, scim_type: str | None = None) -> dict[str, Any]:
+    """An RFC 7644 section 3.12 error, plus our ``error`` key so every API error reads the same way."""
+    body: dict[str, Any] = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": message, "error": message}
+    if scim_type:
+        body["scimType"] = scim_type
+    return body
 
 
 def flatten_validation_detail(detail: Any, prefix: str = "") -> list[str]:
@@ -98,9 +111,20 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         return Response(error_body("Not found"), status=404)
     if isinstance(exc, PermissionDenied):
         return Response(error_body("Forbidden"), status=403)
+    if isinstance(exc, RecursionError):
+        # The stdlib JSON decoder gives up on deeply nested input this way, not with a ValueError.
+        return Response(error_body("Invalid JSON body: nested too deeply"), status=400)
+    if isinstance(exc, DataError):
+        # A value the database refuses (a NUL character, a number out of range) is the client's input:
+        # the atomic block it failed in has rolled back. Logged, as it means a validation is missing.
+        logger.warning("Database refused a value in %s", context.get("view"), exc_info=exc)
+        return Response(error_body("Invalid request: a value is not acceptable"), status=400)
     logger.exception("Unhandled error in API view", exc_info=exc)
     return Response(error_body("Internal server error"), status=500)
 
 
-def json_error(message: str, status: int) -> JsonResponse:
+def json_error(message: str, status: int, *, path: str = "") -> JsonResponse:
+    """An error response outside DRF views; SCIM paths get the SCIM error shape and media type."""
+    if path.startswith(SCIM_PATH_PREFIX):
+        return JsonResponse(scim_error_body(status, message), status=status, content_type="application/scim+json")
     return JsonResponse(error_body(message), status=status)

@@ -37,13 +37,39 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-class JsonObjectField(serializers.JSONField):
+def contains_nul(value: Any) -> bool:
+    """Whether a parsed JSON value has a NUL character in any string or object key, at any depth.
+
+    PostgreSQL stores neither text nor ``jsonb`` with a NUL in it, so such a value is refused at the
+    edge with a 400 instead of failing in the database.
+    """
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(v) for v in value)
+    return False
+
+
+class JsonValueField(serializers.JSONField):
+    """Any JSON value that can be stored: strings and keys without NUL characters."""
+
+    default_error_messages = {"nul": "Must not contain NUL characters."}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if contains_nul(data):
+            self.fail("nul")
+        return super().to_internal_value(data)
+
+
+class JsonObjectField(JsonValueField):
     default_error_messages = {"invalid": "Must be a JSON object."}
 
     def to_internal_value(self, data: Any) -> dict:
         if not isinstance(data, dict):
             self.fail("invalid")
-        return data
+        return super().to_internal_value(data)
 
 
 class HttpUrlField(StrictCharField):

@@ -50,16 +50,24 @@ def encode_cursor(values: Sequence[Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(list(values), separators=(",", ":")).encode()).decode().rstrip("=")
 
 
+def _cursor_value_ok(value: Any, expected: type) -> bool:
+    """A decoded cursor value must have the type of its ordering field and be one the database can
+    compare with (a client can hand-craft a cursor, so a NUL in a string must not reach PostgreSQL)."""
+    if isinstance(value, bool) or not isinstance(value, expected):
+        return False
+    return not (isinstance(value, str) and "\x00" in value)
+
+
 def decode_cursor(cursor: str, *, types: Sequence[type]) -> list[Any]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         values = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+    except (ValueError, binascii.Error, RecursionError):
         raise BadRequest("after is not a valid cursor") from None
     if (
         not isinstance(values, list)
         or len(values) != len(types)
-        or not all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(values, types, strict=True))
+        or not all(_cursor_value_ok(v, t) for v, t in zip(values, types, strict=True))
     ):
         raise BadRequest("after is not a valid cursor")
     return values

@@ -120,19 +120,33 @@ class EmbedTenantListView(AdminApiKeyView):
         return Response(page.as_dict(_tenant_item))
 
 
-class EmbedTenantGroupListView(AdminApiKeyView):
+class EmbedTenantScopedView(AdminApiKeyView):
+    """Base of the per-tenant admin endpoints: the tenant is looked up within the caller's account, so
+    another account's tenant is a 404 exactly like one that does not exist.
+
+    Deleting a group that still has members, or an attribute definition that users still have values
+    for, is refused with 400 and changes nothing (the directory services' policy): the viewers' access
+    would otherwise change silently. Clear the memberships or values with generate-session first.
+    """
+
+    def tenant(self, request: Request, tenant_name: str) -> EmbedTenant:
+        return directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
+
+
+class EmbedTenantGroupListView(EmbedTenantScopedView):
     def get(self, request: Request, tenant_name: str) -> Response:
-        tenant = directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
+        tenant = self.tenant(request, tenant_name)
         groups = Group.objects.filter(account=request.user.account, embed_tenant=tenant).annotate(
             member_count=Count("memberships")
         )
+        # Newest first, like the rest of the embed-tenant admin API.
         page = paginate(groups, params=request.query_params, order=("id",), types=(int,), descending=True)
         return Response(page.as_dict(_group_item))
 
 
-class EmbedTenantGroupDetailView(AdminApiKeyView):
+class EmbedTenantGroupDetailView(EmbedTenantScopedView):
     def delete(self, request: Request, tenant_name: str, group_id: int) -> Response:
-        tenant = directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
+        tenant = self.tenant(request, tenant_name)
         group = Group.objects.filter(account=request.user.account, embed_tenant=tenant, pk=group_id).first()
         if group is None:
             raise NotFound(f"Group {group_id} not found in embed tenant {tenant.name}")
@@ -140,17 +154,17 @@ class EmbedTenantGroupDetailView(AdminApiKeyView):
         return Response(status=204)
 
 
-class EmbedTenantAttributeListView(AdminApiKeyView):
+class EmbedTenantAttributeListView(EmbedTenantScopedView):
     def get(self, request: Request, tenant_name: str) -> Response:
-        tenant = directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
+        tenant = self.tenant(request, tenant_name)
         definitions = AttributeDefinition.objects.filter(account=request.user.account, embed_tenant=tenant)
         page = paginate(definitions, params=request.query_params, order=("name", "id"), types=(str, int))
         return Response(page.as_dict(attribute_definition_item))
 
 
-class EmbedTenantAttributeDetailView(AdminApiKeyView):
+class EmbedTenantAttributeDetailView(EmbedTenantScopedView):
     def delete(self, request: Request, tenant_name: str, attribute_id: int) -> Response:
-        tenant = directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
+        tenant = self.tenant(request, tenant_name)
         definition = AttributeDefinition.objects.filter(
             account=request.user.account, embed_tenant=tenant, pk=attribute_id
         ).first()

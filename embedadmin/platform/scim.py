@@ -3,6 +3,10 @@
 This first cut covers what administrators need for generate-session: create a group by
 ``displayName``, list (with ``startIndex``/``count`` and a ``displayName eq`` filter), read and delete.
 Errors carry the SCIM error schema plus our ``error`` key.
+
+Deleting a group removes its internal (IdP-managed) members with it, as SCIM expects; a group that
+external viewers still belong to (through generate-session ``groups``) is refused with 400 and left
+as it was, the same policy as everywhere else groups are deleted.
 """
 
 from __future__ import annotations
@@ -10,26 +14,29 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.db import transaction
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
-from embedadmin.core.errors import ApiError, BadRequest, NotFound
+from embedadmin.core.errors import ApiError, BadRequest, NotFound, scim_error_body
 from embedadmin.directory import services as directory
 from embedadmin.directory.models import Group
 
 GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
 LIST_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
-ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error"
 FILTER_RE = re.compile(r'^\s*displayName\s+eq\s+"((?:[^"\\]|\\.)*)"\s*$', re.IGNORECASE)
+SCIM_MEDIA_TYPE = "application/scim+json"
+MAX_COUNT = 500
+MAX_ID_DIGITS = 19  # a bigint
+NAME_MAX_LENGTH = Group._meta.get_field("name").max_length
 
 
-def scim_error(status: int, detail: str, scim_type: str | None = None) -> Response:
-    body: dict[str, Any] = {"schemas": [ERROR_SCHEMA], "status": str(status), "detail": detail, "error": detail}
-    if scim_type:
-        body["scimType"] = scim_type
-    return Response(body, status=status, content_type="application/scim+json")
+def scim_error(status: int, detail: str, scim_type: str | None = None, headers: dict | None = None) -> Response:
+    return Response(
+        scim_error_body(status, detail, scim_type), status=status, content_type=SCIM_MEDIA_TYPE, headers=headers
+    )
 
 
 def group_resource(group: Group, request: Request) -> dict[str, Any]:
@@ -57,14 +64,16 @@ class ScimView(APIView):
             return scim_error(exc.status, exc.message, "uniqueness" if exc.status == 409 else None)
         response = super().handle_exception(exc)
         detail = response.data.get("error", "Request failed") if isinstance(response.data, dict) else "Request failed"
-        return scim_error(response.status_code, detail)
+        headers = {k: response[k] for k in ("WWW-Authenticate", "Allow") if response.has_header(k)}
+        return scim_error(response.status_code, detail, headers=headers)
 
 
-def _positive_int(raw: str | None, name: str, default: int) -> int:
+def _query_int(raw: str | None, name: str, *, default: int, minimum: int) -> int:
+    """A paging parameter; RFC 7644 section 3.4.2.4 reads values below the minimum as the minimum."""
     if raw is None or raw == "":
         return default
     try:
-        return max(int(raw), 0 if name == "count" else 1)
+        return max(int(raw), minimum)
     except ValueError:
         raise BadRequest(f"{name} must be an integer") from None
 
@@ -80,10 +89,13 @@ class ScimGroupListView(ScimView):
             if not match:
                 return scim_error(400, "Only 'displayName eq \"...\"' filters are supported", "invalidFilter")
             groups = groups.filter(name=match.group(1).replace('\\"', '"'))
-        start = _positive_int(request.query_params.get("startIndex"), "startIndex", 1)
-        count = min(_positive_int(request.query_params.get("count"), "count", 100), 500)
+        params = request.query_params
+        count = min(_query_int(params.get("count"), "count", default=100, minimum=0), MAX_COUNT)
+        start = _query_int(params.get("startIndex"), "startIndex", default=1, minimum=1)
         total = groups.count()
-        page = list(groups.order_by("id")[start - 1 : start - 1 + count])
+        # Past the end the page is empty; capping the offset keeps it within what the database accepts.
+        offset = min(start - 1, total)
+        page = list(groups.order_by("id")[offset : offset + count])
         return Response(
             {
                 "schemas": [LIST_SCHEMA],
@@ -92,7 +104,7 @@ class ScimGroupListView(ScimView):
                 "itemsPerPage": len(page),
                 "Resources": [group_resource(g, request) for g in page],
             },
-            content_type="application/scim+json",
+            content_type=SCIM_MEDIA_TYPE,
         )
 
     def post(self, request: Request) -> Response:
@@ -100,15 +112,21 @@ class ScimGroupListView(ScimView):
         name = data.get("displayName")
         if not isinstance(name, str) or not name.strip():
             return scim_error(400, "displayName is required", "invalidValue")
+        if len(name.strip()) > NAME_MAX_LENGTH or "\x00" in name:
+            return scim_error(
+                400, f"displayName must be at most {NAME_MAX_LENGTH} characters, without NUL", "invalidValue"
+            )
         group = directory.group_create(account=request.user.account, embed_tenant=None, name=name)
-        return Response(group_resource(group, request), status=201, content_type="application/scim+json")
+        return Response(group_resource(group, request), status=201, content_type=SCIM_MEDIA_TYPE)
 
 
 class ScimGroupDetailView(ScimView):
     def _group(self, request: Request, group_id: str) -> Group:
+        # Ids are short decimal ASCII: "²".isdigit() is true too, and int() refuses it and huge numbers.
+        is_id = group_id.isascii() and group_id.isdigit() and len(group_id) <= MAX_ID_DIGITS
         group = (
-            Group.objects.filter(account=request.user.account, embed_tenant__isnull=True, pk=group_id).first()
-            if group_id.isdigit()
+            Group.objects.filter(account=request.user.account, embed_tenant__isnull=True, pk=int(group_id)).first()
+            if is_id
             else None
         )
         if group is None:
@@ -116,10 +134,11 @@ class ScimGroupDetailView(ScimView):
         return group
 
     def get(self, request: Request, group_id: str) -> Response:
-        return Response(group_resource(self._group(request, group_id), request), content_type="application/scim+json")
+        return Response(group_resource(self._group(request, group_id), request), content_type=SCIM_MEDIA_TYPE)
 
     def delete(self, request: Request, group_id: str) -> Response:
         group = self._group(request, group_id)
-        group.internal_members.clear()  # SCIM deletes a group with its memberships; users stay
-        directory.group_delete(group=group)
+        with transaction.atomic():  # a refused delete keeps the internal members too
+            group.internal_members.clear()  # SCIM deletes a group with its memberships; users stay
+            directory.group_delete(group=group)
         return Response(status=204)

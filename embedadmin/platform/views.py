@@ -14,7 +14,7 @@ from embedadmin.accounts import services as accounts
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
 from embedadmin.accounts.models import Deployment, TenantSettings
 from embedadmin.core.errors import NotFound
-from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictCharField
+from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField
 from embedadmin.core.pagination import paginate
 from embedadmin.directory import services as directory
 from embedadmin.directory.models import AttributeDefinition
@@ -116,7 +116,7 @@ class UserAttributeDetailView(PlatformView):
 class InternalUserSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     username = StrictCharField(max_length=150)
     email = serializers.EmailField(required=False, allow_blank=True)
-    isAdmin = serializers.BooleanField(required=False, default=False)
+    isAdmin = StrictBooleanField(required=False, default=False)
 
 
 def internal_user_item(user) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from embedadmin.accounts.services import CreatedAccount
 from embedadmin.core.errors import ApiError
 
 
@@ -16,6 +17,19 @@ def emit(command: BaseCommand, payload: dict, *, as_json: bool) -> None:
         width = max(len(k) for k in payload)
         for key, value in payload.items():
             command.stdout.write(f"{key.ljust(width)}  {value}")
+
+
+def created_account_payload(created: CreatedAccount) -> dict:
+    """What ``create_account --json`` prints (a stable contract operators script against)."""
+    return {
+        "accountName": created.account.name,
+        "deploymentId": created.deployment.pk,
+        "apiKey": created.api_key,
+        "deploymentApiSecret": created.deployment_api_secret,
+        "platformToken": created.platform_token,
+        "adminUsername": created.admin_username,
+        "adminPassword": created.admin_password,
+    }
 
 
 def fail(exc: ApiError) -> CommandError:

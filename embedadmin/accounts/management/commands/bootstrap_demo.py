@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import json
+import os
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from embedadmin.accounts import services
+from embedadmin.accounts.management.commands._output import created_account_payload, fail
 from embedadmin.accounts.models import Account
+from embedadmin.core.errors import ApiError, Conflict
 
 
 class Command(BaseCommand):
@@ -24,20 +27,19 @@ class Command(BaseCommand):
         name = options["name"]
         path = settings.VAR_DIR / f"{name}-credentials.json"
         if not Account.objects.filter(name=name).exists():
-            created = services.account_create(name=name, creator_mode=True)
-            credentials = {
-                "accountName": created.account.name,
-                "deploymentId": created.deployment.pk,
-                "apiKey": created.api_key,
-                "deploymentApiSecret": created.deployment_api_secret,
-                "platformToken": created.platform_token,
-                "adminUsername": created.admin_username,
-                "adminPassword": created.admin_password,
-            }
-            created.account.tenant_settings  # noqa: B018  (settings row exists)
-            settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(credentials, indent=2))
-            path.chmod(0o600)
+            try:
+                created = services.account_create(name=name, creator_mode=True)
+            except Conflict:
+                created = None  # another bootstrap created it a moment ago: it writes the file
+            except ApiError as exc:
+                raise fail(exc) from None
+            if created is not None:
+                settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+                # Created private from the start: the file holds the only readable copy of the secrets.
+                descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.fchmod(descriptor, 0o600)  # a file left by an earlier install keeps its mode otherwise
+                with os.fdopen(descriptor, "w") as file:
+                    json.dump(created_account_payload(created), file, indent=2)
         if not path.exists():
             self.stdout.write(f"Demo account {name!r} exists but {path} is gone; create a new key with create_api_key.")
             return

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 
 from embedadmin.accounts import services
-from embedadmin.accounts.management.commands._output import emit, fail
+from embedadmin.accounts.management.commands._output import created_account_payload, emit, fail
 from embedadmin.core.errors import ApiError
 
 
@@ -20,16 +20,4 @@ class Command(BaseCommand):
             created = services.account_create(name=options["name"], creator_mode=options["creator_mode"])
         except ApiError as exc:
             raise fail(exc) from None
-        emit(
-            self,
-            {
-                "accountName": created.account.name,
-                "deploymentId": created.deployment.pk,
-                "apiKey": created.api_key,
-                "deploymentApiSecret": created.deployment_api_secret,
-                "platformToken": created.platform_token,
-                "adminUsername": created.admin_username,
-                "adminPassword": created.admin_password,
-            },
-            as_json=options["json"],
-        )
+        emit(self, created_account_payload(created), as_json=options["json"])

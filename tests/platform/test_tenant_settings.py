@@ -1,0 +1,113 @@
+"""GET/PATCH /api/v1/tenant/settings: flat keys, validated all or nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from embedadmin.accounts.models import TenantSettings
+from tests.platform.support import TENANT_SETTINGS_URL, db_rows
+
+DEFAULTS = {
+    "useCreatorMode": True,
+    "showDashboardChat": True,
+    "maxExternalUsers": 10_000,
+    "maxNonEphemeralChatUsers": 10_000,
+    "externalUserCount": 0,
+    "nonEphemeralChatUserCount": 0,
+}
+
+
+def test_get_returns_the_flat_settings_of_the_callers_account(api, acme, globex):
+    # given: globex differs, so a leak would show
+    TenantSettings.objects.filter(account=globex.account).update(max_external_users=7, show_dashboard_chat=False)
+
+    # when
+    response = api.get(TENANT_SETTINGS_URL, **acme.platform_headers)
+
+    # then
+    assert response.status_code == 200
+    assert response.json() == DEFAULTS
+
+
+def test_an_account_created_without_creator_mode_has_the_flag_off(api, make_account):
+    # given
+    initech = make_account("initech", creator_mode=False)
+
+    # when
+    response = api.get(TENANT_SETTINGS_URL, **initech.platform_headers)
+
+    # then
+    assert response.json() == {**DEFAULTS, "useCreatorMode": False}
+
+
+def test_patch_changes_only_the_keys_sent_and_returns_the_result(api, acme):
+    # when
+    response = api.patch_json(
+        TENANT_SETTINGS_URL, {"showDashboardChat": False, "maxExternalUsers": 25}, **acme.platform_headers
+    )
+
+    # then
+    expected = {**DEFAULTS, "showDashboardChat": False, "maxExternalUsers": 25}
+    assert response.status_code == 200
+    assert response.json() == expected
+    assert api.get(TENANT_SETTINGS_URL, **acme.platform_headers).json() == expected
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"useCreatorMode": "true"}, "useCreatorMode: must be a boolean"),
+        ({"showDashboardChat": 1}, "showDashboardChat: must be a boolean"),
+        ({"showDashboardChat": None}, "showDashboardChat: must be a boolean"),
+        ({"maxExternalUsers": -1}, "maxExternalUsers: must be a non-negative integer"),
+        ({"maxExternalUsers": 1.5}, "maxExternalUsers: must be a non-negative integer"),
+        ({"maxExternalUsers": "10"}, "maxExternalUsers: must be a non-negative integer"),
+        ({"maxExternalUsers": True}, "maxExternalUsers: must be a non-negative integer"),
+        ({"maxExternalUsers": 2**31}, "maxExternalUsers: must be a non-negative integer"),
+        ({"maxNonEphemeralChatUsers": -5}, "maxNonEphemeralChatUsers: must be a non-negative integer"),
+        ({"maxExternalUsers": 5, "externalUserCount": 0}, "Unknown settings: externalUserCount"),
+        ({"usecreatormode": True}, "Unknown settings: usecreatormode"),
+        # the valid key is not applied when another one in the same request is wrong
+        ({"showDashboardChat": False, "maxExternalUsers": -1}, "maxExternalUsers: must be a non-negative integer"),
+    ],
+)
+def test_a_wrong_type_negative_or_unknown_key_is_400_and_nothing_changes(api, acme, changes, message):
+    # given
+    before = db_rows()
+
+    # when
+    response = api.patch_json(TENANT_SETTINGS_URL, changes, **acme.platform_headers)
+
+    # then
+    assert response.status_code == 400
+    assert response.json() == {"error": message}
+    assert db_rows() == before
+
+
+@pytest.mark.parametrize("body", [[], "x", 5, None])
+def test_a_body_that_is_not_an_object_is_400(api, acme, body):
+    # when
+    response = api.patch_json(TENANT_SETTINGS_URL, body, **acme.platform_headers)
+
+    # then
+    assert response.status_code == 400
+    assert response.json() == {"error": "Body must be a JSON object"}
+
+
+def test_an_empty_patch_changes_nothing(api, acme):
+    # when
+    response = api.patch_json(TENANT_SETTINGS_URL, {}, **acme.platform_headers)
+
+    # then
+    assert response.status_code == 200
+    assert response.json() == DEFAULTS
+
+
+@pytest.mark.parametrize("method", ["post", "put", "delete"])
+def test_other_methods_are_405(api, acme, method):
+    # when
+    response = getattr(api, method)(TENANT_SETTINGS_URL, **acme.platform_headers)
+
+    # then
+    assert response.status_code == 405
+    assert response.json() == {"error": f'Method "{method.upper()}" not allowed.'}
