@@ -1,0 +1,326 @@
+"""Panel pages of accounts: the account and its settings, deployments, credentials, internal users."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db.models import Count, Model, Q, QuerySet
+from django.forms import BaseForm, BaseInlineFormSet
+from django.http import HttpRequest
+
+from embedadmin.accounts import services as accounts
+from embedadmin.accounts.models import Account, AccountMembership, ApiKey, Deployment, PlatformToken, TenantSettings
+from embedadmin.panel import tenancy
+from embedadmin.panel.base import Created, PanelAdmin, PanelInline, RevokedFilter
+from embedadmin.panel.forms import AccountAddForm, ApiKeyAddForm, InternalUserCreationForm
+from embedadmin.panel.site import panel_site
+
+User = get_user_model()
+
+# Tenant settings are written through ``tenant_settings_update``, which speaks the Platform API's names.
+SETTING_API_NAMES = {field: api_name for api_name, (field, _kind) in accounts.TENANT_SETTING_FIELDS.items()}
+
+SHOWN_ONCE_NOTE = "Copy the secrets now: this page is the only place they are ever shown."
+
+
+class TenantSettingsInline(PanelInline):
+    model = TenantSettings
+    panel_allows = frozenset({"view", "change"})
+    fields = (
+        "use_creator_mode",
+        "show_dashboard_chat",
+        "max_external_users",
+        "external_user_count",
+        "max_non_ephemeral_chat_users",
+        "non_ephemeral_chat_user_count",
+    )
+    readonly_fields = ("external_user_count", "non_ephemeral_chat_user_count")
+    max_num = 1
+
+
+@admin.register(Account, site=panel_site)
+class AccountAdmin(PanelAdmin):
+    panel_allows = frozenset({"view", "add", "change"})
+    superuser_only = frozenset({"add"})
+    shows_secrets_on_add = True
+    list_display = ("name", "creator_mode", "external_users", "deployment_count", "created_at")
+    search_fields = ("name",)
+    list_filter = ("tenant_settings__use_creator_mode", "tenant_settings__show_dashboard_chat", "created_at")
+    inlines = (TenantSettingsInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("tenant_settings")
+            .annotate(deployment_count=Count("deployments"))
+        )
+
+    def get_fields(self, request: HttpRequest, obj: Account | None = None) -> tuple[str, ...]:
+        return ("name", "creator_mode") if obj is None else ("name", "created_at", "updated_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Account | None = None) -> tuple[str, ...]:
+        # The name is the account's DNS label and URL segment: it does not change.
+        return () if obj is None else ("name", "created_at", "updated_at")
+
+    def get_form(self, request: HttpRequest, obj: Account | None = None, **kwargs: Any):
+        if obj is None:
+            kwargs["form"] = AccountAddForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_inlines(self, request: HttpRequest, obj: Account | None) -> tuple:
+        return () if obj is None else self.inlines  # account_create makes the settings
+
+    def create_through_service(self, request: HttpRequest, form: BaseForm) -> Created:
+        created = accounts.account_create(
+            name=form.cleaned_data["name"], creator_mode=form.cleaned_data["creator_mode"]
+        )
+        return Created(
+            created.account,
+            secrets=(
+                ("Admin API key", created.api_key),
+                ("Deployment API secret", created.deployment_api_secret),
+                ("Platform token", created.platform_token),
+                ("Admin username", created.admin_username),
+                ("Admin password", created.admin_password),
+            ),
+            notes=(SHOWN_ONCE_NOTE, f"The first deployment is #{created.deployment.pk}."),
+        )
+
+    def update_through_service(self, request: HttpRequest, obj: Model, form: BaseForm) -> None:
+        """Nothing of the account itself is editable; its settings are saved in :meth:`save_formset`."""
+
+    def save_formset(self, request: HttpRequest, form: BaseForm, formset: BaseInlineFormSet, change: bool) -> None:
+        assert formset.model is TenantSettings
+        for settings_form in formset.forms:
+            changes = {SETTING_API_NAMES[name]: settings_form.cleaned_data[name] for name in settings_form.changed_data}
+            if changes:
+                accounts.tenant_settings_update(account=form.instance, changes=changes)
+
+    @admin.display(description="creator mode", boolean=True, ordering="tenant_settings__use_creator_mode")
+    def creator_mode(self, obj: Account) -> bool:
+        return obj.tenant_settings.use_creator_mode
+
+    @admin.display(description="external users (limit)")
+    def external_users(self, obj: Account) -> str:
+        return f"{obj.tenant_settings.external_user_count} / {obj.tenant_settings.max_external_users}"
+
+    @admin.display(description="deployments", ordering="deployment_count")
+    def deployment_count(self, obj: Account) -> int:
+        return obj.deployment_count
+
+
+@admin.register(Deployment, site=panel_site)
+class DeploymentAdmin(PanelAdmin):
+    panel_allows = frozenset({"view", "add"})
+    shows_secrets_on_add = True
+    list_display = ("id", "name", "slug", "account", "active_secrets", "created_at")
+    list_display_links = ("id", "name")
+    search_fields = ("name", "slug")
+    list_filter = ("account", "created_at")
+    list_select_related = ("account",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        active = Count("secrets", filter=Q(secrets__revoked_at__isnull=True))
+        return super().get_queryset(request).annotate(active_secret_count=active)
+
+    def get_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
+        if obj is None:
+            return ("account", "name", "slug")
+        return ("id", "account", "name", "slug", "jwks_url", "jwt_audience", "jwt_issuer", "active_secrets")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
+        return () if obj is None else ("id", "active_secrets")
+
+    def create_through_service(self, request: HttpRequest, form: BaseForm) -> Created:
+        data = form.cleaned_data
+        deployment, secret = accounts.deployment_create(account=data["account"], name=data["name"], slug=data["slug"])
+        return Created(
+            deployment,
+            secrets=(("Deployment API secret", secret),),
+            notes=(
+                SHOWN_ONCE_NOTE,
+                f"Deployment ID: {deployment.pk}. The secret signs (HS256) the tokens of this deployment.",
+            ),
+        )
+
+    @admin.display(description="active signing secrets", ordering="active_secret_count")
+    def active_secrets(self, obj: Deployment) -> int:
+        return obj.active_secret_count
+
+
+class CredentialAdmin(PanelAdmin):
+    """API keys and platform tokens: created through a service, shown once, revoked, never edited."""
+
+    panel_allows = frozenset({"view", "add", "revoke"})
+    shows_secrets_on_add = True
+    actions = ("revoke_selected",)
+    list_select_related = ("account",)
+    kind_tag = ""  # the credential's leading tag, as minted
+
+    def revoke_credential(self, credential: Any) -> None:
+        raise NotImplementedError
+
+    @admin.action(description="Revoke selected %(verbose_name_plural)s", permissions=["revoke"])
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
+        active = list(queryset.filter(revoked_at__isnull=True))
+        for credential in active:
+            self.revoke_credential(credential)
+        noun = self.opts.verbose_name if len(active) == 1 else self.opts.verbose_name_plural
+        self.message_user(request, f"Revoked {len(active)} {noun}.", messages.SUCCESS)
+
+    @admin.display(description="key", ordering="prefix")
+    def masked(self, obj: ApiKey | PlatformToken) -> str:
+        return f"{self.kind_tag}_{obj.prefix}_…"
+
+    @admin.display(description="status", ordering="revoked_at")
+    def status(self, obj: ApiKey | PlatformToken) -> str:
+        return "revoked" if obj.revoked_at else "active"
+
+
+@admin.register(ApiKey, site=panel_site)
+class ApiKeyAdmin(CredentialAdmin):
+    kind_tag = accounts.API_KEY_KIND
+    form = ApiKeyAddForm
+    list_display = ("masked", "name", "kind", "account", "owner", "scope", "created_at", "status")
+    search_fields = ("name", "prefix", "owner__username")
+    list_filter = (RevokedFilter, "kind", "account", "created_at")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).select_related("owner").prefetch_related("deployments")
+
+    def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> tuple[str, ...]:
+        if obj is None:
+            return ("account", "name", "owner", "deployments")
+        return ("account", "name", "kind", "owner", "masked", "scope", "created_at", "status", "revoked_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> tuple[str, ...]:
+        return () if obj is None else ("masked", "scope", "created_at", "status")
+
+    def create_through_service(self, request: HttpRequest, form: BaseForm) -> Created:
+        data = form.cleaned_data
+        plaintext, key = accounts.api_key_create(
+            account=data["account"],
+            name=data["name"],
+            personal_owner=data["owner"],
+            deployment_ids=[d.pk for d in data["deployments"]],
+        )
+        return Created(
+            key,
+            secrets=(("API key", plaintext),),
+            notes=(SHOWN_ONCE_NOTE, "Only its SHA-256 digest is stored. Send it as: Authorization: Api-Key <key>"),
+        )
+
+    def revoke_credential(self, credential: ApiKey) -> None:
+        accounts.api_key_revoke(key=credential)
+
+    @admin.display(description="deployments")
+    def scope(self, obj: ApiKey) -> str:
+        return ", ".join(f"#{d.pk}" for d in obj.deployments.all()) or "all"
+
+
+@admin.register(PlatformToken, site=panel_site)
+class PlatformTokenAdmin(CredentialAdmin):
+    kind_tag = accounts.PLATFORM_TOKEN_KIND
+    list_display = ("masked", "name", "account", "created_at", "status")
+    search_fields = ("name", "prefix")
+    list_filter = (RevokedFilter, "account", "created_at")
+
+    def get_fields(self, request: HttpRequest, obj: PlatformToken | None = None) -> tuple[str, ...]:
+        if obj is None:
+            return ("account", "name")
+        return ("account", "name", "masked", "created_at", "status", "revoked_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: PlatformToken | None = None) -> tuple[str, ...]:
+        return () if obj is None else ("masked", "created_at", "status")
+
+    def create_through_service(self, request: HttpRequest, form: BaseForm) -> Created:
+        plaintext, token = accounts.platform_token_create(
+            account=form.cleaned_data["account"], name=form.cleaned_data["name"]
+        )
+        return Created(
+            token,
+            secrets=(("Platform token", plaintext),),
+            notes=(SHOWN_ONCE_NOTE, "Only its SHA-256 digest is stored. Send it as: Authorization: Bearer <token>"),
+        )
+
+    def revoke_credential(self, credential: PlatformToken) -> None:
+        accounts.platform_token_revoke(token=credential)
+
+
+class MembershipInline(PanelInline):
+    model = AccountMembership
+    panel_allows = frozenset({"view", "change"})
+    fields = ("account", "is_admin")
+    readonly_fields = ("account",)
+    max_num = 1
+
+
+# What an account administrator may edit of a user: no superuser flag, no Django permissions.
+ACCOUNT_ADMIN_USER_FIELDSETS = (
+    (None, {"fields": ("username", "password")}),
+    ("Personal info", {"fields": ("first_name", "last_name", "email")}),
+    ("Panel access", {"fields": ("is_active", "is_staff")}),
+    ("Important dates", {"fields": ("last_login", "date_joined")}),
+)
+
+
+@admin.register(User, site=panel_site)
+class InternalUserAdmin(PanelAdmin, UserAdmin):
+    """Internal users: Django users with an account membership (superusers see operators as well)."""
+
+    panel_allows = frozenset({"view", "add", "change"})
+    add_form = InternalUserCreationForm
+    add_fieldsets = (
+        (
+            None,
+            {
+                "classes": ("wide",),
+                "fields": ("account", "username", "email", "is_admin", "usable_password", "password1", "password2"),
+            },
+        ),
+    )
+    list_display = ("username", "email", "account_name", "account_admin", "is_active", "is_staff", "last_login")
+    list_select_related = ("membership__account",)
+    search_fields = ("username", "email", "first_name", "last_name")
+    list_filter = ("membership__is_admin", "is_active", "is_staff", "membership__account")
+    inlines = (MembershipInline,)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None or tenancy.viewer(request).is_superuser:
+            return super().get_fieldsets(request, obj)
+        return ACCOUNT_ADMIN_USER_FIELDSETS
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ("last_login", "date_joined") if obj is not None else ()
+
+    def get_inlines(self, request: HttpRequest, obj: Any) -> tuple:
+        return () if obj is None else self.inlines  # internal_user_create makes the membership
+
+    def create_through_service(self, request: HttpRequest, form: BaseForm) -> Created:
+        data = form.cleaned_data
+        user = accounts.internal_user_create(
+            account=data["account"],
+            username=data["username"],
+            email=data.get("email") or "",
+            password=data["password1"] if data["set_usable_password"] else None,
+            is_admin=data["is_admin"],
+        )
+        return Created(user)
+
+    def update_through_service(self, request: HttpRequest, obj: Model, form: BaseForm) -> None:
+        # Django's own user fields (name, email, active, staff, password hash); no service owns them yet.
+        obj.save()
+
+    @admin.display(description="account", ordering="membership__account__name")
+    def account_name(self, obj: Any) -> str:
+        membership = getattr(obj, "membership", None)
+        return membership.account.name if membership else "—"
+
+    @admin.display(description="account admin", boolean=True, ordering="membership__is_admin")
+    def account_admin(self, obj: Any) -> bool:
+        membership = getattr(obj, "membership", None)
+        return bool(membership and membership.is_admin)

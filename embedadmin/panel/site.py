@@ -1,0 +1,47 @@
+"""The admin panel's site: who may log in, and what the header says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest
+
+from embedadmin.panel import tenancy
+
+
+class PanelAuthenticationForm(AdminAuthenticationForm):
+    """Refuses at the login form whoever the panel would refuse afterwards (non-admin internal users)."""
+
+    def confirm_login_allowed(self, user: Any) -> None:
+        super().confirm_login_allowed(user)
+        if not tenancy.viewer_of(user).may_use_panel:
+            raise ValidationError(
+                "This account may not use the admin panel: ask an administrator of your account.",
+                code="not_panel_user",
+            )
+
+
+class PanelSite(admin.AdminSite):
+    """Django admin for superusers and account administrators (see :mod:`embedadmin.panel.tenancy`)."""
+
+    site_header = "embedadmin"
+    site_title = "embedadmin panel"
+    index_title = "Administration"
+    login_form = PanelAuthenticationForm
+    enable_nav_sidebar = True
+
+    def has_permission(self, request: HttpRequest) -> bool:
+        return tenancy.viewer(request).may_use_panel
+
+    def each_context(self, request: HttpRequest) -> dict[str, Any]:
+        context = super().each_context(request)
+        account = tenancy.viewer(request).account
+        if account is not None:
+            context["site_header"] = f"embedadmin · {account.name}"
+        return context
+
+
+panel_site = PanelSite(name="admin")
