@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 from django.db.models import Exists, OuterRef
 
@@ -88,3 +89,19 @@ def deployment_verification_secrets(*, deployment_id: int) -> list[str]:
         "-created_at", "-id"
     )
     return [credentials.decrypt_secret(row.encrypted_secret) for row in rows]
+
+
+def deployment_data_source_url(*, deployment: Deployment) -> str:
+    """The deployment's data source URL in clear ('' when none is configured)."""
+    if not deployment.data_source_url_encrypted:
+        return ""
+    return credentials.decrypt_secret(deployment.data_source_url_encrypted)
+
+
+def data_source_url_redacted(url: str) -> str:
+    """The URL with any password replaced, for display in the panel and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

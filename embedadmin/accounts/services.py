@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
@@ -202,3 +203,38 @@ def tenant_settings_update(*, account: Account, changes: dict) -> TenantSettings
         if updates:
             settings_row.save(update_fields=list(updates))
     return settings_row
+
+
+DATA_SOURCE_SCHEMES = ("duckdb://", "postgresql://", "postgres://")
+
+
+def deployment_configure(
+    *,
+    deployment: Deployment,
+    model_dir: str | None = None,
+    data_source_url: str | None = None,
+    chat_token_auth: bool | None = None,
+) -> Deployment:
+    """Set a deployment's data model directory, data source URL and chat token authentication.
+
+    ``None`` leaves a setting as it is. The model directory must exist; the data source URL must be
+    ``duckdb:///path`` or ``postgresql://...`` and is stored encrypted (it may hold a password).
+    """
+    updates: list[str] = []
+    if model_dir is not None:
+        path = Path(model_dir).expanduser().resolve()
+        if not path.is_dir():
+            raise BadRequest(f"model directory {model_dir!r} does not exist")
+        deployment.model_dir = str(path)
+        updates.append("model_dir")
+    if data_source_url is not None:
+        if not data_source_url.startswith(DATA_SOURCE_SCHEMES):
+            raise BadRequest("data source URL must start with duckdb:/// or postgresql://")
+        deployment.data_source_url_encrypted = credentials.encrypt_secret(data_source_url)
+        updates.append("data_source_url_encrypted")
+    if chat_token_auth is not None:
+        deployment.chat_token_auth = chat_token_auth
+        updates.append("chat_token_auth")
+    if updates:
+        deployment.save(update_fields=[*updates, "updated_at"])
+    return deployment
