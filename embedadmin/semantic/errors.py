@@ -1,0 +1,58 @@
+"""The errors the semantic layer raises; each carries the HTTP status Cube answers with.
+
+They subclass :class:`embedadmin.core.errors.ApiError`, so the API's one exception handler renders them
+as ``{"error": "..."}`` with the right status and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from embedadmin.core.errors import ApiError
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProblem:
+    """One fault in a model file: where it is, which cube/view member it concerns, and what is wrong."""
+
+    file: str
+    line: int
+    member: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.member}: {self.message}" if self.member else f"{where}: {self.message}"
+
+
+class ModelError(ApiError):
+    """A data model that does not compile. ``problems`` lists every fault found; the message names the first.
+
+    Reported to API callers with status 400 (the model, not the server, is at fault), in logs and in the panel.
+    """
+
+    status = 400
+
+    def __init__(self, problems: list[ModelProblem]) -> None:
+        self.problems = problems
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        super().__init__(f"Model error: {first}{more}")
+        self.file = first.file
+        self.line = first.line
+        self.member = first.member
+
+
+class QueryError(ApiError):
+    """A query Cube would answer with 400: bad shape, unknown or hidden member, bad time zone, bad date."""
+
+    status = 400
+
+
+class QueryLimitError(ApiError):
+    """``limit`` above the maximum: Cube answers 500 ``Error: The query limit has been exceeded.``."""
+
+    status = 500
+
+    def __init__(self) -> None:
+        super().__init__("Error: The query limit has been exceeded.")
