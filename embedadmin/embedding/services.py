@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,6 +258,10 @@ def session_revoke(*, caller: ApiKeyCaller, session_id: str) -> None:
 def embed_session_for_token(*, deployment: Deployment, payload: dict[str, Any]) -> EmbedSession | None:
     """The session a verified embed token was minted from, if it is one."""
     jti = payload.get("jti")
-    if not isinstance(payload.get("embed"), dict) or not jti:
+    if not isinstance(payload.get("embed"), dict) or not isinstance(jti, str):
         return None
-    return EmbedSession.objects.filter(public_id=jti, deployment=deployment).first()
+    try:
+        public_id = uuid.UUID(jti)
+    except ValueError:  # another issuer's jti: the token is valid for the deployment but no session's
+        return None
+    return EmbedSession.objects.filter(public_id=public_id, deployment=deployment).first()
