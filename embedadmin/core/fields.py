@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 
 class StrictCharField(serializers.CharField):
@@ -97,5 +98,8 @@ class RejectUnknownFieldsMixin:
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
-                raise serializers.ValidationError(f"Unknown fields: {', '.join(unknown)}")
+                # Keyed like any object-level error: a top-level serializer's errors must be a dict.
+                raise serializers.ValidationError(
+                    {api_settings.NON_FIELD_ERRORS_KEY: [f"Unknown fields: {', '.join(unknown)}"]}
+                )
         return super().to_internal_value(data)

@@ -117,7 +117,10 @@ class ScimGroupListView(ScimView):
                 400, f"displayName must be at most {NAME_MAX_LENGTH} characters, without NUL", "invalidValue"
             )
         group = directory.group_create(account=request.user.account, embed_tenant=None, name=name)
-        return Response(group_resource(group, request), status=201, content_type=SCIM_MEDIA_TYPE)
+        resource = group_resource(group, request)
+        return Response(
+            resource, status=201, content_type=SCIM_MEDIA_TYPE, headers={"Location": resource["meta"]["location"]}
+        )
 
 
 class ScimGroupDetailView(ScimView):
