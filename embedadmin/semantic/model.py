@@ -82,6 +82,7 @@ class MemberReference:
     member: str
     granularity: str | None = None
     path: tuple[str, ...] = ()  # join hint: cubes from the referring cube to ``cube``
+    kind: str = "dimension"  # what the member is: measure, dimension or segment
 
 
 @dataclass(frozen=True, slots=True)

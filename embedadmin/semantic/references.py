@@ -111,7 +111,8 @@ def resolve_reference(content: str, scope: SnippetScope) -> Reference:
     elif len(rest) > 2:
         raise SnippetError(f"{{{content}}}: cannot resolve reference")
     join_path = tuple([scope.cube, *path]) if len(path) > 1 else ()
-    return MemberReference(cube=cube, member=member, granularity=granularity, path=join_path)
+    kind = scope.members[cube][member]
+    return MemberReference(cube=cube, member=member, granularity=granularity, path=join_path, kind=kind)
 
 
 def _qualify_bare_columns(tree: exp.Expression, refs: dict[str, Reference], self_alias: Callable[[], str]) -> None:

@@ -1,0 +1,198 @@
+"""Query filters as SQL conditions. Every value a caller sent becomes a bound parameter (``$1``, ``$2``...).
+
+Operator semantics follow Cube's ``BaseFilter``: ``equals`` with several values is ``IN``; ``notEquals``
+keeps NULL rows unless ``null`` is one of the values; ``contains``/``startsWith``/``endsWith`` are
+case-insensitive ``ILIKE`` (the value's own ``%``, ``_`` and ``\\`` match literally); date operators compare
+the stored column with the query-time-zone bounds converted to UTC instants.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlglot import exp
+
+from .dates import local_to_utc, pad_end, pad_start
+from .query import Contradiction, FilterCondition, FilterGroup, FilterNode
+from .sql_expressions import TIMESTAMPTZ, wrap
+
+_INTEGER = re.compile(r"^[-+]?\d{1,18}$")
+_DECIMAL = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+_LIKE_SPECIAL = re.compile(r"([\\%_])")
+_NEGATIVE_LIKE = {"notContains": "contains", "notStartsWith": "startsWith", "notEndsWith": "endsWith"}
+_LIKE = ("contains", "startsWith", "endsWith")
+
+
+class Parameters:
+    """The bound values of one statement, in ``$n`` order."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def add(self, value: Any) -> exp.Expression:
+        self.values.append(value)
+        return exp.Parameter(this=exp.Literal.number(len(self.values)))
+
+
+def typed_value(value: str, member_type: str) -> Any:
+    """The Python value to bind for a filter value of a member of ``member_type``."""
+    if member_type == "number":
+        if _INTEGER.match(value):
+            return int(value)
+        if _DECIMAL.match(value):
+            try:
+                return Decimal(value)
+            except InvalidOperation:
+                return value
+    if member_type == "boolean" and value in ("true", "false"):
+        return value == "true"
+    return value
+
+
+class FilterCompiler:
+    """Turns filter trees into conditions; ``member_sql`` gives the expression a member name stands for."""
+
+    def __init__(
+        self,
+        params: Parameters,
+        zone: ZoneInfo,
+        member_sql: Callable[[str], exp.Expression],
+        member_type: Callable[[str], str],
+        measure_filter: Callable[[str], exp.Expression],
+    ) -> None:
+        self.params = params
+        self.zone = zone
+        self.member_sql = member_sql
+        self.member_type = member_type
+        self.measure_filter = measure_filter
+
+    def condition(self, node: FilterNode) -> exp.Expression:
+        if isinstance(node, Contradiction):
+            return exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(0))
+        if isinstance(node, FilterGroup):
+            parts = [wrap(self.condition(item)) for item in node.items]
+            if not parts:
+                return exp.true() if node.kind == "and" else exp.false()
+            if len(parts) == 1:
+                return parts[0]
+            return exp.and_(*parts) if node.kind == "and" else exp.Paren(this=exp.or_(*parts))
+        return exp.Paren(this=self.leaf(node))
+
+    def leaf(self, node: FilterCondition) -> exp.Expression:
+        operator = node.operator
+        if operator == "measureFilter":
+            return self.measure_filter(node.member)
+        column = self.member_sql(node.member)
+        kind = self.member_type(node.member)
+        values = node.values or ()
+        if operator == "set":
+            return exp.Not(this=exp.Is(this=column, expression=exp.Null()))
+        if operator == "notSet":
+            return exp.Is(this=column, expression=exp.Null())
+        if operator in (
+            "inDateRange",
+            "notInDateRange",
+            "onTheDate",
+            "beforeDate",
+            "beforeOrOnDate",
+            "afterDate",
+            "afterOrOnDate",
+        ):
+            return self.date_condition(operator, column, values)
+        if operator in ("gt", "gte", "lt", "lte"):
+            comparison = {"gt": exp.GT, "gte": exp.GTE, "lt": exp.LT, "lte": exp.LTE}[operator]
+            return comparison(this=column, expression=self.value(values[0], kind))
+        if operator in ("equals", "in"):
+            return self.membership(column, values, kind, negated=False)
+        if operator in ("notEquals", "notIn"):
+            return self.membership(column, values, kind, negated=True)
+        if operator in _LIKE:
+            return self.like(column, kind, operator, values, negated=False)
+        return self.like(column, kind, _NEGATIVE_LIKE[operator], values, negated=True)
+
+    def value(self, value: str | None, kind: str) -> exp.Expression:
+        if kind == "time" and value is not None:
+            return self.instant(pad_start(value, self.zone))
+        return self.params.add(typed_value(value, kind) if value is not None else None)
+
+    def instant(self, local: str) -> exp.Expression:
+        """A local timestamp of the query time zone as a ``timestamptz`` parameter (UTC)."""
+        utc = local_to_utc(local, self.zone)
+        text = f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+        return exp.Cast(this=self.params.add(text), to=TIMESTAMPTZ.copy())
+
+    def membership(
+        self, column: exp.Expression, values: tuple[str | None, ...], kind: str, *, negated: bool
+    ) -> exp.Expression:
+        present = [v for v in values if v is not None]
+        has_null = len(present) != len(values)
+        test: exp.Expression | None = None
+        if len(present) == 1:
+            comparison = exp.NEQ if negated else exp.EQ
+            test = comparison(this=column, expression=self.value(present[0], kind))
+        elif present:
+            test = exp.In(this=column, expressions=[self.value(v, kind) for v in present])
+            if negated:
+                test = exp.Not(this=test)
+        null_test = exp.Is(this=column.copy(), expression=exp.Null())
+        if negated:
+            if has_null:
+                not_null = exp.Not(this=null_test)
+                return not_null if test is None else exp.and_(test, not_null)
+            return exp.or_(test, null_test) if test is not None else exp.true()
+        if has_null:
+            return null_test if test is None else exp.or_(test, null_test)
+        return test if test is not None else exp.false()
+
+    def like(
+        self, column: exp.Expression, member_type: str, kind: str, values: tuple[str | None, ...], *, negated: bool
+    ) -> exp.Expression:
+        text = column if member_type == "string" else exp.Cast(this=column, to=exp.DataType.build("text"))
+        tests: list[exp.Expression] = []
+        has_null = any(v is None for v in values)
+        for value in values:
+            if value is None:
+                continue
+            escaped = _LIKE_SPECIAL.sub(r"\\\1", value)
+            pattern = {"contains": f"%{escaped}%", "startsWith": f"{escaped}%", "endsWith": f"%{escaped}"}[kind]
+            test: exp.Expression = exp.Escape(
+                this=exp.ILike(this=text.copy(), expression=self.params.add(pattern)),
+                expression=exp.Literal.string("\\"),
+            )
+            tests.append(exp.Not(this=test) if negated else test)
+        null_test = exp.Is(this=column.copy(), expression=exp.Null())
+        if negated:
+            combined = exp.and_(*tests) if tests else exp.true()
+            if has_null:
+                return exp.and_(combined, exp.Not(this=null_test))
+            return exp.or_(exp.Paren(this=combined), null_test)
+        combined = exp.or_(*tests) if tests else exp.false()
+        return exp.or_(combined, null_test) if has_null else combined
+
+    def date_condition(self, operator: str, column: exp.Expression, values: tuple[str | None, ...]) -> exp.Expression:
+        first = str(values[0])
+        start = pad_start(first, self.zone)
+        end = pad_end(str(values[1]) if len(values) > 1 else first, self.zone)
+        if operator == "onTheDate":
+            end = pad_end(first, self.zone)
+        if operator in ("inDateRange", "onTheDate"):
+            return exp.and_(
+                exp.GTE(this=column, expression=self.instant(start)),
+                exp.LTE(this=column.copy(), expression=self.instant(end)),
+            )
+        if operator == "notInDateRange":
+            return exp.or_(
+                exp.LT(this=column, expression=self.instant(start)),
+                exp.GT(this=column.copy(), expression=self.instant(end)),
+            )
+        comparison, bound = {
+            "beforeDate": (exp.LT, start),
+            "beforeOrOnDate": (exp.LTE, end),
+            "afterDate": (exp.GT, end),
+            "afterOrOnDate": (exp.GTE, start),
+        }[operator]
+        return comparison(this=column, expression=self.instant(bound))
