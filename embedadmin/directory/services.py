@@ -119,6 +119,25 @@ def _reject_duplicates(names: Iterable[str], what: str) -> None:
         raise BadRequest(f"Duplicate names in {what}: {', '.join(duplicates)}")
 
 
+def _attribute_definitions_by_name(
+    *, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]
+) -> dict[str, AttributeDefinition]:
+    rows = AttributeDefinition.objects.filter(account=account, embed_tenant=embed_tenant, name__in=names)
+    return {d.name: d for d in rows}
+
+
+def _groups_by_name(*, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]) -> dict[str, Group]:
+    return {g.name: g for g in Group.objects.filter(account=account, embed_tenant=embed_tenant, name__in=names)}
+
+
+def _reject_type_changes(
+    definitions: Sequence[AttributeDefinitionInput], existing: dict[str, AttributeDefinition]
+) -> None:
+    changed_type = [d.name for d in definitions if d.name in existing and existing[d.name].type != d.type]
+    if changed_type:
+        raise BadRequest(f"cannot change type of user attribute {', '.join(changed_type)}")
+
+
 def definitions_apply(
     *,
     account: Account,
@@ -128,8 +147,10 @@ def definitions_apply(
 ) -> None:
     """Idempotently upsert group and attribute definitions in one scope.
 
-    Everything is validated first (duplicates, types, an existing definition of another type), so a
-    request that fails writes none of its definitions.
+    The request is validated before anything is written (duplicates, types, an existing definition of
+    another type). Missing definitions are inserted with ``ON CONFLICT DO NOTHING``: when concurrent
+    requests define the same new name (the first sessions of a new customer), the losers wait for the
+    winner and reuse its row instead of failing. The caller's transaction makes the whole call atomic.
     """
     _reject_duplicates((d.name for d in group_definitions), "groupDefinitions")
     _reject_duplicates((d.name for d in attribute_definitions), "userAttributeDefinitions")
@@ -141,31 +162,33 @@ def definitions_apply(
         if definition.default_value is not None:
             default_value_parse(definition.type, definition.default_value)
 
-    existing_attrs = {
-        d.name: d
-        for d in AttributeDefinition.objects.filter(
-            account=account, embed_tenant=embed_tenant, name__in=[d.name for d in attribute_definitions]
+    scope = {"account": account, "embed_tenant": embed_tenant}
+    attribute_names = [d.name for d in attribute_definitions]
+    existing_attrs = _attribute_definitions_by_name(**scope, names=attribute_names)
+    _reject_type_changes(attribute_definitions, existing_attrs)
+    missing_attrs = [d for d in attribute_definitions if d.name not in existing_attrs]
+    if missing_attrs:
+        AttributeDefinition.objects.bulk_create(
+            [
+                AttributeDefinition(
+                    **scope,
+                    name=d.name,
+                    type=d.type,
+                    display_name=d.display_name or "",
+                    default_value=d.default_value or "",
+                    description=d.description or "",
+                )
+                for d in missing_attrs
+            ],
+            ignore_conflicts=True,
         )
-    }
-    changed_type = [
-        d.name for d in attribute_definitions if d.name in existing_attrs and existing_attrs[d.name].type != d.type
-    ]
-    if changed_type:
-        raise BadRequest(f"cannot change type of user attribute {', '.join(changed_type)}")
+        # Re-read: a concurrent request may have won a name, possibly with another type.
+        existing_attrs = _attribute_definitions_by_name(**scope, names=attribute_names)
+        _reject_type_changes(attribute_definitions, existing_attrs)
 
-    for definition in attribute_definitions:
-        current = existing_attrs.get(definition.name)
-        if current is None:
-            AttributeDefinition.objects.create(
-                account=account,
-                embed_tenant=embed_tenant,
-                name=definition.name,
-                type=definition.type,
-                display_name=definition.display_name or "",
-                default_value=definition.default_value or "",
-                description=definition.description or "",
-            )
-            continue
+    # Updates in primary-key order, so two requests updating the same definitions cannot deadlock.
+    for definition in sorted(attribute_definitions, key=lambda d: existing_attrs[d.name].pk):
+        current = existing_attrs[definition.name]
         updates = {
             field: value
             for field, value in (
@@ -178,22 +201,18 @@ def definitions_apply(
         if updates:
             AttributeDefinition.objects.filter(pk=current.pk).update(**updates, updated_at=timezone.now())
 
-    existing_groups = {
-        g.name: g
-        for g in Group.objects.filter(
-            account=account, embed_tenant=embed_tenant, name__in=[d.name for d in group_definitions]
+    group_names = [d.name for d in group_definitions]
+    existing_groups = _groups_by_name(**scope, names=group_names)
+    missing_groups = [d for d in group_definitions if d.name not in existing_groups]
+    if missing_groups:
+        Group.objects.bulk_create(
+            [Group(**scope, name=d.name, description=d.description or "") for d in missing_groups],
+            ignore_conflicts=True,
         )
-    }
-    for definition in group_definitions:
-        current = existing_groups.get(definition.name)
-        if current is None:
-            Group.objects.create(
-                account=account,
-                embed_tenant=embed_tenant,
-                name=definition.name,
-                description=definition.description or "",
-            )
-        elif definition.description and definition.description != current.description:
+        existing_groups = _groups_by_name(**scope, names=group_names)
+    for definition in sorted(group_definitions, key=lambda d: existing_groups[d.name].pk):
+        current = existing_groups[definition.name]
+        if definition.description and definition.description != current.description:
             # A description is updated when supplied and different, and never cleared (so "" is ignored).
             Group.objects.filter(pk=current.pk).update(description=definition.description, updated_at=timezone.now())
 
