@@ -1,0 +1,74 @@
+"""The semantic layer: Cube-format data models, ``/v1/meta``, and JSON queries compiled to SQL.
+
+It knows nothing of HTTP, embedding or chat: it takes a compiled model and a :class:`QueryContext`
+(security context, groups, user attributes) and returns Cube-shaped data. Typical use by an endpoint::
+
+    version = load_model(deployment.model_dir, dialect="duckdb")   # cached; recompiles on change
+    model = version.require()                                       # ModelError if nothing compiles
+    ctx = QueryContext(security_context=payload, groups=groups, user_attributes=attributes)
+
+    body = meta(model, ctx)                                         # GET /v1/meta
+
+    plan = plan_queries(model, request_query, ctx)                  # /v1/load, /v1/sql, /v1/dry-run
+    outcomes = [QueryOutcome(rows=execute(q.sql, q.params).rows) for q in plan.queries]
+    body = load_response(model, plan, outcomes, multi=query_type == "multi", db_type="duckdb")
+    body = sql_response(plan)
+    body = dry_run_response(plan)
+
+Errors are :class:`ModelError` (400), :class:`QueryError` (400) and :class:`QueryLimitError` (500, as in
+Cube), all ``embedadmin.core.errors.ApiError`` subclasses carrying ``status`` and ``message``.
+"""
+
+from .api import (
+    BLENDING,
+    COMPARE_DATE_RANGE,
+    REGULAR,
+    LoadPlan,
+    QueryOutcome,
+    compile_cached,
+    dry_run_response,
+    load_response,
+    parse_query_param,
+    plan_queries,
+    sql_response,
+)
+from .context import QueryContext
+from .errors import ModelError, ModelProblem, QueryError, QueryLimitError
+from .meta import meta
+from .model import CompiledModel
+from .normalize import Limits, normalize_query
+from .query import NormalizedQuery
+from .registry import ModelVersion, clear_models, load_model
+from .results import result_body
+from .sql_builder import CompiledQuery, ResultColumn, compile_query
+
+__all__ = [
+    "BLENDING",
+    "COMPARE_DATE_RANGE",
+    "REGULAR",
+    "CompiledModel",
+    "CompiledQuery",
+    "Limits",
+    "LoadPlan",
+    "ModelError",
+    "ModelProblem",
+    "ModelVersion",
+    "NormalizedQuery",
+    "QueryContext",
+    "QueryError",
+    "QueryLimitError",
+    "QueryOutcome",
+    "ResultColumn",
+    "clear_models",
+    "compile_cached",
+    "compile_query",
+    "dry_run_response",
+    "load_model",
+    "load_response",
+    "meta",
+    "normalize_query",
+    "parse_query_param",
+    "plan_queries",
+    "result_body",
+    "sql_response",
+]

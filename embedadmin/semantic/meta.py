@@ -13,7 +13,7 @@ from typing import Any
 
 from .context import QueryContext
 from .formats import dimension_format, format_description, measure_format
-from .model import CompiledModel, Dimension, Entity, Folder, Measure, Segment
+from .model import CompiledModel, Dimension, Entity, Folder, Measure, Member, Segment
 from .policies import entity_access
 from .titles import titleize
 
@@ -41,6 +41,21 @@ def meta(model: CompiledModel, ctx: QueryContext, *, only_views: bool = False) -
     if mask:
         compiler_id = hashlib.sha256(f"{compiler_id}|{'|'.join(mask)}".encode()).hexdigest()
     return {"cubes": cubes, "compilerId": compiler_id}
+
+
+def member_json(model: CompiledModel, member: Member) -> dict[str, Any]:
+    """A member as ``/v1/meta`` describes it (whatever its visibility); cached per model."""
+    cache: dict[str, dict[str, Any]] = model.caches.setdefault("member_json", {})
+    found = cache.get(member.full_name)
+    if found is None:
+        if isinstance(member, Measure):
+            found = _measure_json(model, member)
+        elif isinstance(member, Dimension):
+            found = _dimension_json(member)
+        else:
+            found = _segment_json(member)
+        cache[member.full_name] = found
+    return found
 
 
 def _members(entity_json: dict[str, Any]) -> list[dict[str, Any]]:
@@ -99,9 +114,9 @@ def _entity_json(model: CompiledModel, entity: Entity) -> dict[str, Any]:
     def shown(m):
         return visible_entity and m.display.public
 
-    body["measures"] = [_measure_json(model, m) for m in entity.measures.values() if shown(m)]
-    body["dimensions"] = [_dimension_json(m) for m in entity.dimensions.values() if shown(m)]
-    body["segments"] = [_segment_json(m) for m in entity.segments.values() if shown(m)]
+    body["measures"] = [member_json(model, m) for m in entity.measures.values() if shown(m)]
+    body["dimensions"] = [member_json(model, m) for m in entity.dimensions.values() if shown(m)]
+    body["segments"] = [member_json(model, m) for m in entity.segments.values() if shown(m)]
     visible = {m["name"] for m in _members(body)}
     body["hierarchies"] = [_hierarchy_json(entity, h) for h in entity.hierarchies if set(h.levels) & visible]
     flat: list[dict[str, Any]] = []
