@@ -1,0 +1,238 @@
+"""Who is asking the Core Data API: the token of a request, verified for a deployment.
+
+The token comes in ``x-cube-authorization`` or ``Authorization``, raw (as ``@cubejs-client/core``
+sends it) or after a scheme such as ``Bearer``. Its header's ``alg`` picks the verification, nothing
+else does:
+
+- ``HS256``: any active secret of the deployment, through :func:`deployment_token_verify` (the same
+  rules as every deployment token: audience and issuer when configured, ``exp`` required, ``nbf``,
+  revoked ``jti``). Embed tokens are of this kind.
+- ``RS256`` / ``ES256``: the key named by ``kid`` in the deployment's JWKS, with the algorithm the key
+  itself implies (an RSA key verifies RS256 only, a P-256 key ES256 only), then the same claim rules.
+
+Any other algorithm (``none``, ``HS512``, ``PS256``...) is refused, and because a JWKS key can never
+verify an HS256 token, signing HS256 with a published public key ("algorithm confusion") fails too.
+The verified payload becomes a :class:`SecurityContext`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import jwt
+
+from embedadmin.accounts.models import Deployment, RevokedToken
+from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid, deployment_token_verify
+
+logger = logging.getLogger(__name__)
+
+# Asymmetric algorithms a JWKS key may verify, by the algorithm PyJWT derives from the key.
+JWKS_ALGORITHMS = frozenset({"RS256", "ES256"})
+# Claims that differ between two tokens for the same viewer; they cannot change what a query returns.
+VOLATILE_CLAIMS = frozenset({"iat", "exp", "nbf", "jti"})
+MAX_JWKS_BYTES = 256 * 1024
+
+_DECODE_ERRORS: tuple[tuple[type[jwt.PyJWTError], str], ...] = (
+    (jwt.ExpiredSignatureError, "Token has expired"),
+    (jwt.ImmatureSignatureError, "Token is not yet valid"),
+    (jwt.InvalidSignatureError, "Invalid token signature"),
+)
+
+
+@dataclass(frozen=True)
+class SecurityContext:
+    """A verified caller: the whole token payload, plus the groups and user attributes it carries.
+
+    ``groups`` is the ``groups`` claim when it is a list of strings, else empty; ``user_attributes``
+    is the ``userAttributes`` claim when it is an object, else empty. Access policies read both.
+    """
+
+    payload: dict[str, Any]
+    groups: tuple[str, ...] = ()
+    user_attributes: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> SecurityContext:
+        groups = payload.get("groups")
+        attributes = payload.get("userAttributes")
+        valid_groups = isinstance(groups, list) and all(isinstance(group, str) for group in groups)
+        return cls(
+            payload=payload,
+            groups=tuple(groups) if valid_groups else (),
+            user_attributes=dict(attributes) if isinstance(attributes, dict) else {},
+        )
+
+    @property
+    def cache_identity(self) -> str:
+        """A digest of everything in the payload that can change a query's answer.
+
+        Two tokens of one viewer differ only in ``iat``, ``exp``, ``nbf`` and ``jti``; they share cached
+        results, while any other difference (groups, attributes, tenant ids) keeps them apart.
+        """
+        stable = {key: value for key, value in self.payload.items() if key not in VOLATILE_CLAIMS}
+        canonical = json.dumps(stable, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def authorization_token(*, authorization: str | None, cube_authorization: str | None = None) -> str:
+    """The token of a request: ``x-cube-authorization`` wins over ``Authorization``; the value is the
+    token itself or ``<scheme> <token>`` (``Bearer``), as in Cube."""
+    value = (cube_authorization or authorization or "").strip()
+    scheme, _, rest = value.partition(" ")
+    token = rest.strip() if rest else scheme
+    if not token:
+        raise TokenInvalid("Authorization header isn't set")
+    return token
+
+
+@dataclass
+class _KeySet:
+    """What we last learnt from one JWKS URL."""
+
+    keys: dict[str, jwt.PyJWK]
+    fetched_at: float  # when ``keys`` came, -inf before any success
+    attempted_at: float  # when we last asked, successfully or not
+    error: str | None = None  # why the last attempt failed
+
+
+FETCH_FAILED = "Unable to decode JWT key: the key set could not be fetched"
+
+
+class JwksClient:
+    """Keys of JWKS URLs, fetched with a bounded timeout and kept for ``ttl_s``.
+
+    A ``kid`` missing from the cached set triggers a refetch (key rotation), and so does an expired
+    set; either happens at most once per ``refetch_interval_s`` per URL, so tokens with made-up ``kid``
+    values or an identity provider that is down cannot make every request wait on it. When a refetch
+    fails, the keys fetched before keep verifying.
+    """
+
+    def __init__(self, *, ttl_s: float = 300.0, refetch_interval_s: float = 10.0, timeout_s: float = 3.0) -> None:
+        self.ttl_s = ttl_s
+        self.refetch_interval_s = refetch_interval_s
+        self.timeout_s = timeout_s
+        self._sets: dict[str, _KeySet] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def key(self, url: str, kid: str) -> jwt.PyJWK:
+        """The key ``kid`` of the set at ``url``; :class:`TokenInvalid` when there is none."""
+        cached = self._sets.get(url)
+        if cached is not None and kid in cached.keys and time.monotonic() - cached.fetched_at < self.ttl_s:
+            return cached.keys[kid]
+        with self._lock_for(url):
+            now = time.monotonic()
+            cached = self._sets.get(url) or _KeySet(keys={}, fetched_at=-math.inf, attempted_at=-math.inf)
+            fresh = now - cached.fetched_at < self.ttl_s
+            if (kid in cached.keys and fresh) or now - cached.attempted_at < self.refetch_interval_s:
+                # Known and fresh, or asked a moment ago (perhaps by a thread we waited for).
+                return self._known(cached, kid)
+            try:
+                keys = self._fetch(url)
+            except TokenInvalid as exc:
+                cached.attempted_at, cached.error = now, str(exc)
+                self._sets[url] = cached
+                return self._known(cached, kid)
+            cached = self._sets[url] = _KeySet(keys=keys, fetched_at=now, attempted_at=now)
+            return self._known(cached, kid)
+
+    @staticmethod
+    def _known(key_set: _KeySet, kid: str) -> jwt.PyJWK:
+        if kid in key_set.keys:
+            return key_set.keys[kid]
+        raise TokenInvalid(key_set.error or f'Unable to verify, JWK with kid: "{kid}" not found')
+
+    def _lock_for(self, url: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(url, threading.Lock())
+
+    def _fetch(self, url: str) -> dict[str, jwt.PyJWK]:
+        try:
+            with httpx.stream("GET", url, timeout=self.timeout_s, follow_redirects=False) as response:
+                response.raise_for_status()
+                body = b""
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_JWKS_BYTES:
+                        raise ValueError("key set too large")
+            document = json.loads(body)
+            entries = document["keys"]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            logger.warning("cannot fetch JWKS %s: %s", url, exc)
+            raise TokenInvalid(FETCH_FAILED) from None
+        keys: dict[str, jwt.PyJWK] = {}
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("kid"), str):
+                continue
+            try:
+                key = jwt.PyJWK(entry)
+            except jwt.PyJWTError:
+                continue  # a key type or curve we do not use
+            if key.algorithm_name in JWKS_ALGORITHMS and entry.get("use", "sig") == "sig":
+                keys[entry["kid"]] = key
+        return keys
+
+
+_default_jwks = JwksClient()
+
+
+def _decode(token: str, key: Any, algorithm: str, deployment: Deployment) -> dict[str, Any]:
+    """Verify signature and claims with one key and algorithm, as :mod:`embedadmin.accounts.tokens` does."""
+    kwargs: dict[str, Any] = {
+        "algorithms": [algorithm],
+        "leeway": LEEWAY_SECONDS,
+        "options": {"require": ["exp"], "verify_aud": bool(deployment.jwt_audience)},
+    }
+    if deployment.jwt_audience:
+        kwargs["audience"] = deployment.jwt_audience
+    if deployment.jwt_issuer:
+        kwargs["issuer"] = deployment.jwt_issuer
+    try:
+        return jwt.decode(token, key, **kwargs)
+    except jwt.PyJWTError as exc:
+        message = next((text for kind, text in _DECODE_ERRORS if isinstance(exc, kind)), f"Invalid token: {exc}")
+        raise TokenInvalid(message) from None
+
+
+def core_token_verify(*, deployment: Deployment, token: str, jwks: JwksClient | None = None) -> SecurityContext:
+    """The security context of a Core Data API token for ``deployment``, or :class:`TokenInvalid`."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError:
+        raise TokenInvalid("Invalid token") from None
+    algorithm = header.get("alg")
+    if algorithm == "HS256":
+        return SecurityContext.from_payload(deployment_token_verify(deployment=deployment, token=token))
+    if algorithm not in JWKS_ALGORITHMS or not deployment.jwks_url:
+        raise TokenInvalid(f"Token algorithm {algorithm!r} is not accepted")
+    kid = header.get("kid")
+    if not isinstance(kid, str) or not kid:
+        raise TokenInvalid("JWT without kid inside headers")
+    key = (jwks or _default_jwks).key(deployment.jwks_url, kid)
+    if key.algorithm_name != algorithm:
+        raise TokenInvalid(f"Token algorithm {algorithm!r} does not match its key {kid!r}")
+    payload = _decode(token, key.key, algorithm, deployment)
+    jti = payload.get("jti")
+    if jti is not None and RevokedToken.objects.filter(jti=str(jti)).exists():
+        raise TokenInvalid("Token has been revoked")
+    return SecurityContext.from_payload(payload)
+
+
+def request_security_context(
+    *, deployment: Deployment, headers: Mapping[str, str], jwks: JwksClient | None = None
+) -> SecurityContext:
+    """Authenticate a Core Data API request from its headers (case-insensitive, as Django's
+    ``request.headers``); :class:`TokenInvalid` carries the 403 message."""
+    token = authorization_token(
+        authorization=headers.get("Authorization"), cube_authorization=headers.get("x-cube-authorization")
+    )
+    return core_token_verify(deployment=deployment, token=token, jwks=jwks)
