@@ -26,6 +26,7 @@ from .model import (
     Measure,
     Member,
     MemberReference,
+    Reference,
     Segment,
     SqlSnippet,
 )
@@ -82,29 +83,39 @@ class Renderer:
         tree = snippet.tree.copy()
         refs = snippet.refs
         for node in list(tree.find_all(exp.Column, exp.Table)):
-            if isinstance(node, exp.Table):
-                reference = refs.get(node.name)
-                if isinstance(reference, CubeSqlReference):
-                    node.replace(
-                        exp.Subquery(this=self.cube_source_query(reference.cube), alias=node.args.get("alias"))
-                    )
-                elif isinstance(reference, CubeReference):
-                    node.set("this", quoted(reference.cube))
+            replacement = self._replacement(node, refs, measure)
+            if replacement is None:
                 continue
-            table_ref = refs.get(node.table) if node.table else None
-            if isinstance(table_ref, CubeReference):
-                node.set("table", quoted(table_ref.cube))
-                continue
-            reference = refs.get(node.name) if not node.table else None
-            if reference is None:
-                continue
-            if isinstance(reference, CubeReference):
-                node.replace(exp.column(quoted(reference.cube)))
-            elif isinstance(reference, MemberReference):
-                node.replace(wrap(self.reference(reference, measure)))
+            if node is tree:
+                tree = replacement
             else:
-                raise QueryError(f"{{{reference.cube}.sql()}} cannot be used as a value")
+                node.replace(replacement)
         return tree
+
+    def _replacement(
+        self, node: exp.Expression, refs: dict[str, Reference], measure: MeasureLeaf | None
+    ) -> exp.Expression | None:
+        """What a placeholder node becomes (None: nothing, or the node was fixed in place)."""
+        if isinstance(node, exp.Table):
+            reference = refs.get(node.name)
+            if isinstance(reference, CubeSqlReference):
+                return exp.Subquery(this=self.cube_source_query(reference.cube), alias=node.args.get("alias"))
+            if isinstance(reference, CubeReference):
+                node.set("this", quoted(reference.cube))
+            return None
+        assert isinstance(node, exp.Column)
+        table_ref = refs.get(node.table) if node.table else None
+        if isinstance(table_ref, CubeReference):
+            node.set("table", quoted(table_ref.cube))
+            return None
+        reference = refs.get(node.name) if not node.table else None
+        if reference is None:
+            return None
+        if isinstance(reference, CubeReference):
+            return exp.column(quoted(reference.cube))
+        if isinstance(reference, MemberReference):
+            return wrap(self.reference(reference, measure))
+        raise QueryError(f"{{{reference.cube}.sql()}} cannot be used as a value")
 
     def reference(self, reference: MemberReference, measure: MeasureLeaf | None) -> exp.Expression:
         target = self.cube_member(reference.cube, reference.member)
@@ -271,12 +282,13 @@ class Renderer:
             assert measure.sql is not None
             return self.snippet(measure.sql, self._no_nested_leaf)
         if measure.type == "count" and measure.sql is None:
-            if distinct_keys:
-                key = _when(condition, self.primary_key(measure.entity))
-                return exp.Count(this=exp.Distinct(expressions=[key]))
-            if condition is None:
-                return exp.Count(this=exp.Star())
-            return exp.Count(this=_when(condition, exp.Literal.number(1)))
+            # Cube counts the primary key: rows a LEFT JOIN adds without a match (NULL key) do not count.
+            keys = self.model.entities[measure.entity].primary_keys
+            if len(keys) != 1:
+                counted = exp.Star() if condition is None else _when(condition, exp.Literal.number(1))
+                return exp.Count(this=counted)
+            key = _when(condition, self.primary_key(measure.entity))
+            return exp.Count(this=exp.Distinct(expressions=[key]) if distinct_keys else key)
         assert measure.sql is not None
         argument = _when(condition, self.snippet(measure.sql, self._no_nested_leaf))
         if measure.type == "count":

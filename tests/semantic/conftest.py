@@ -1,0 +1,71 @@
+"""Fixtures of the semantic-layer tests: the shop model compiled per dialect, and the shop data in DuckDB
+and PostgreSQL, with a helper that runs a Cube query end to end (plan, execute, shape)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from embedadmin.semantic import QueryContext, QueryOutcome, clear_models, load_model, load_response, plan_queries
+from embedadmin.semantic.model import CompiledModel
+
+from .databases import DuckDBExecutor, Executor, PostgresExecutor, postgres_shop
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SHOP = FIXTURES / "shop"
+# A fixed "now" for relative dates and custom-granularity origins: Wednesday 2024-07-31 10:30 UTC.
+NOW = datetime(2024, 7, 31, 10, 30, tzinfo=UTC)
+
+Runner = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_models() -> Iterator[None]:
+    clear_models()
+    yield
+    clear_models()
+
+
+def shop_model(dialect: str) -> CompiledModel:
+    return load_model(SHOP, dialect=dialect, check_interval=0).require()
+
+
+@pytest.fixture(scope="session")
+def duck() -> DuckDBExecutor:
+    return DuckDBExecutor()
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[PostgresExecutor]:
+    with postgres_shop() as executor:
+        yield executor
+
+
+def run_query(
+    executor: Executor, query: Any, ctx: QueryContext | None = None, *, multi: bool = False, model: Any = None
+) -> dict[str, Any]:
+    """Plan, execute and shape ``query`` on ``executor``: the ``/v1/load`` body."""
+    compiled_model = model or shop_model(executor.dialect)
+    caller = ctx or QueryContext()
+    plan = plan_queries(compiled_model, query, caller, now=NOW)
+    outcomes = []
+    for compiled in plan.queries:
+        _, rows = executor.run(compiled.sql, compiled.params)
+        total = executor.run(compiled.total_sql, compiled.params)[1][0][0] if compiled.total_sql else None
+        outcomes.append(QueryOutcome(rows=rows, total=total))
+    return load_response(compiled_model, plan, outcomes, multi=multi, db_type=executor.dialect)
+
+
+@pytest.fixture
+def run_duck(duck: DuckDBExecutor) -> Runner:
+    return lambda query, ctx=None, **kw: run_query(duck, query, ctx, **kw)
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def executor(request: pytest.FixtureRequest) -> Executor:
+    """Each test using this runs twice: on DuckDB and on PostgreSQL."""
+    return request.getfixturevalue("duck" if request.param == "duckdb" else "pg")
