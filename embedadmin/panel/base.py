@@ -13,12 +13,13 @@ message elsewhere, never as a server error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import get_fields_from_path
+from django.contrib.admin.widgets import RelatedFieldWidgetWrapper
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Model, Q, QuerySet
@@ -27,6 +28,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
+from django.utils.text import capfirst
 
 from embedadmin.core.errors import ApiError
 from embedadmin.panel import tenancy
@@ -147,8 +149,8 @@ class PanelAdminMixin:
         return tenancy.restrict(super().get_queryset(request), request)
 
 
-class PanelInline(PanelAdminMixin, admin.TabularInline):
-    """A tabular inline, scoped like its parent; read-only unless it says otherwise."""
+class PanelInlineMixin(PanelAdminMixin):
+    """An inline, scoped like its parent; read-only unless it says otherwise."""
 
     extra = 0
     can_delete = False
@@ -157,6 +159,19 @@ class PanelInline(PanelAdminMixin, admin.TabularInline):
         formset = super().get_formset(request, obj, **kwargs)
         formset.form = scoped_form(formset.form, request, service_error=_service_error(request))
         return formset
+
+
+class PanelReadOnlyInline(PanelInlineMixin, admin.TabularInline):
+    """Related rows shown as a plain table, view only."""
+
+    template = "panel/readonly_inline.html"
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Sequence[str]:
+        return self.fields
+
+
+class PanelStackedInline(PanelInlineMixin, admin.StackedInline):
+    pass
 
 
 class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
@@ -209,6 +224,20 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
         return scoped_form(form, request, service_error=_service_error(request))
 
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        formfield = super().formfield_for_dbfield(db_field, request, **kwargs)
+        # Adding a related object in a popup would skip the page that shows its secrets once.
+        if formfield is not None and isinstance(formfield.widget, RelatedFieldWidgetWrapper):
+            formfield.widget.can_add_related = False
+        return formfield
+
+    def get_list_display(self, request: HttpRequest) -> Sequence[str]:
+        # An account administrator's rows are all of one account: the column says nothing.
+        columns = super().get_list_display(request)
+        if tenancy.viewer(request).is_superuser:
+            return columns
+        return [c for c in columns if c != "account"]
+
     def get_list_filter(self, request: HttpRequest) -> list:
         """Filters on a relation list only the related objects of visible rows (Django's default would
         list every account's); an account administrator gets no filter by account (they have one)."""
@@ -232,7 +261,7 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
     def response_add(self, request: HttpRequest, obj: Model, post_url_continue: str | None = None) -> HttpResponse:
         created: Created | None = getattr(request, "_panel_created", None)
         if created is not None and created.secrets:
-            title = f"{self.opts.verbose_name.capitalize()} created"
+            title = f"{capfirst(self.opts.verbose_name)} created"
             shown = ShownOnce(title=title, secrets=created.secrets, notes=created.notes)
             return render_shown_once(self, request, shown, obj=obj)
         return super().response_add(request, obj, post_url_continue)

@@ -31,7 +31,14 @@ class PanelSite(admin.AdminSite):
     site_title = "embedadmin panel"
     index_title = "Administration"
     login_form = PanelAuthenticationForm
-    enable_nav_sidebar = True
+    site_url = None  # the site root is this panel
+
+    def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
+        apps = super().get_app_list(request, app_label)
+        for app in apps:
+            if app["app_label"] == "auth":
+                app["name"] = "Internal users"
+        return apps
 
     def has_permission(self, request: HttpRequest) -> bool:
         return tenancy.viewer(request).may_use_panel

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import Account, AccountMembership, ApiKey, Deployment, PlatformToken, TenantSettings
 from embedadmin.panel import tenancy
-from embedadmin.panel.base import Created, PanelAdmin, PanelInline, RevokedFilter
+from embedadmin.panel.base import Created, PanelAdmin, PanelStackedInline, RevokedFilter
 from embedadmin.panel.forms import AccountAddForm, ApiKeyAddForm, InternalUserCreationForm
 from embedadmin.panel.site import panel_site
 
@@ -26,7 +26,7 @@ SETTING_API_NAMES = {field: api_name for api_name, (field, _kind) in accounts.TE
 SHOWN_ONCE_NOTE = "Copy the secrets now: this page is the only place they are ever shown."
 
 
-class TenantSettingsInline(PanelInline):
+class TenantSettingsInline(PanelStackedInline):
     model = TenantSettings
     panel_allows = frozenset({"view", "change"})
     fields = (
@@ -95,10 +95,13 @@ class AccountAdmin(PanelAdmin):
 
     def save_formset(self, request: HttpRequest, form: BaseForm, formset: BaseInlineFormSet, change: bool) -> None:
         assert formset.model is TenantSettings
+        # What formset.save() would record, for the change message of the history.
+        formset.new_objects, formset.deleted_objects, formset.changed_objects = [], [], []
         for settings_form in formset.forms:
             changes = {SETTING_API_NAMES[name]: settings_form.cleaned_data[name] for name in settings_form.changed_data}
             if changes:
                 accounts.tenant_settings_update(account=form.instance, changes=changes)
+                formset.changed_objects.append((settings_form.instance, settings_form.changed_data))
 
     @admin.display(description="creator mode", boolean=True, ordering="tenant_settings__use_creator_mode")
     def creator_mode(self, obj: Account) -> bool:
@@ -251,7 +254,7 @@ class PlatformTokenAdmin(CredentialAdmin):
         accounts.platform_token_revoke(token=credential)
 
 
-class MembershipInline(PanelInline):
+class MembershipInline(PanelStackedInline):
     model = AccountMembership
     panel_allows = frozenset({"view", "change"})
     fields = ("account", "is_admin")
@@ -283,7 +286,7 @@ class InternalUserAdmin(PanelAdmin, UserAdmin):
             },
         ),
     )
-    list_display = ("username", "email", "account_name", "account_admin", "is_active", "is_staff", "last_login")
+    list_display = ("username", "email", "account", "account_admin", "is_active", "is_staff", "last_login")
     list_select_related = ("membership__account",)
     search_fields = ("username", "email", "first_name", "last_name")
     list_filter = ("membership__is_admin", "is_active", "is_staff", "membership__account")
@@ -316,7 +319,7 @@ class InternalUserAdmin(PanelAdmin, UserAdmin):
         obj.save()
 
     @admin.display(description="account", ordering="membership__account__name")
-    def account_name(self, obj: Any) -> str:
+    def account(self, obj: Any) -> str:
         membership = getattr(obj, "membership", None)
         return membership.account.name if membership else "—"
 

@@ -27,7 +27,7 @@ from embedadmin.panel import tenancy
 from embedadmin.panel.base import (
     Created,
     PanelAdmin,
-    PanelInline,
+    PanelReadOnlyInline,
     ScopeFilter,
     ShownOnce,
     page_context,
@@ -72,15 +72,15 @@ class EmbedTenantAdmin(PanelAdmin):
         return obj.group_count
 
 
-class GroupMembershipInline(PanelInline):
+class GroupMembershipInline(PanelReadOnlyInline):
     model = GroupMembership
-    fields = readonly_fields = ("group",)
+    fields = ("group",)
     verbose_name = "group membership"
 
 
-class AttributeValueInline(PanelInline):
+class AttributeValueInline(PanelReadOnlyInline):
     model = AttributeValue
-    fields = readonly_fields = ("definition", "value", "updated_at")
+    fields = ("definition", "value", "updated_at")
     verbose_name = "attribute value"
 
 

@@ -38,16 +38,8 @@ class SessionStatusFilter(admin.SimpleListFilter):
 
 @admin.register(EmbedSession, site=panel_site)
 class EmbedSessionAdmin(PanelAdmin):
-    list_display = (
-        "public_id",
-        "viewer",
-        "deployment",
-        "embed_tenant",
-        "creator_mode",
-        "status",
-        "created_at",
-        "account",
-    )
+    list_display = ("viewer", "status", "deployment", "embed_tenant", "creator_mode", "created_at", "account")
+    list_display_links = ("viewer",)
     list_filter = (SessionStatusFilter, "creator_mode", "deployment", "embed_tenant", "account", "created_at")
     list_select_related = ("account", "deployment", "embed_tenant", "external_user", "internal_user")
     search_fields = ("public_id", "external_user__external_id", "internal_user__username")

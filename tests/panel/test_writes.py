@@ -1,0 +1,303 @@
+"""State changes made in the panel: each goes through its service, secrets are shown once, and a
+service's refusal is shown to the administrator (a form error or a message), never a server error."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.messages import get_messages
+from django.test import Client
+
+from embedadmin.accounts import services as accounts
+from embedadmin.accounts.models import Account, ApiKey, Deployment, PlatformToken, TenantSettings
+from embedadmin.accounts.selectors import deployment_verification_secrets
+from embedadmin.core import credentials
+from embedadmin.directory import services as directory
+from embedadmin.directory.models import AttributeDefinition, ExternalUser, Group
+from tests.conftest import Cast, JsonClient
+from tests.panel.conftest import AccountRows, admin_url
+
+GENERATE_URL = "/api/v1/embed/generate-session"
+TENANT_SETTINGS_URL = "/api/v1/tenant/settings"
+
+
+def shown_secrets(response) -> dict[str, str]:
+    """The secrets of a "shown once" page, by label."""
+    html = response.content.decode()
+    return dict(re.findall(r'<code class="panel-secret" data-label="([^"]+)">([^<]+)</code>', html))
+
+
+def messages_of(response) -> list[tuple[str, str]]:
+    return [(m.level_tag, m.message) for m in get_messages(response.wsgi_request)]
+
+
+def test_new_api_key_is_shown_once_stored_as_digest_and_works(acme_admin: Client, acme: Cast, api: JsonClient):
+    response = acme_admin.post(admin_url("apikey", "add"), {"name": "host backend"})
+
+    assert response.status_code == 200
+    assert response["Cache-Control"] == "max-age=0, no-cache, no-store, must-revalidate, private"
+    plaintext = shown_secrets(response)["API key"]
+    key = ApiKey.objects.get(name="host backend")
+    assert (key.account, key.kind, key.owner, key.revoked_at) == (acme.account, "admin", None, None)
+    assert key.key_digest == credentials.digest(plaintext)
+    assert plaintext.startswith(f"eak_{key.prefix}_")
+    # Never shown again: not on its page, not in the list.
+    assert plaintext.encode() not in acme_admin.get(admin_url("apikey", "change", key)).content
+    assert plaintext.encode() not in acme_admin.get(admin_url("apikey")).content
+    # And it is a working admin key.
+    minted = api.post_json(
+        GENERATE_URL,
+        {"deploymentId": acme.deployment.pk, "externalId": "from-panel-key"},
+        HTTP_AUTHORIZATION=f"Api-Key {plaintext}",
+    )
+    assert minted.status_code == 200
+    assert set(minted.json()) == {"sessionId"}
+
+
+def test_personal_scoped_api_key(acme_admin: Client, acme: Cast):
+    member = accounts.internal_user_create(account=acme.account, username="acme-analyst", email="")
+
+    response = acme_admin.post(
+        admin_url("apikey", "add"), {"name": "mine", "owner": member.pk, "deployments": [acme.deployment.pk]}
+    )
+
+    assert response.status_code == 200
+    key = ApiKey.objects.get(name="mine")
+    assert (key.kind, key.owner) == ("personal", member)
+    assert list(key.deployments.all()) == [acme.deployment]
+
+
+def test_revoke_action_revokes_through_the_service(acme_admin: Client, acme: Cast, api: JsonClient):
+    key = ApiKey.objects.get(account=acme.account)
+
+    response = acme_admin.post(admin_url("apikey"), {"action": "revoke_selected", "_selected_action": [key.pk]})
+
+    assert response.status_code == 302
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    assert messages_of(response) == [("success", "Revoked 1 API key.")]
+    refused = api.post_json(
+        GENERATE_URL, {"deploymentId": acme.deployment.pk, "externalId": "x"}, **acme.api_key_headers
+    )
+    assert refused.status_code == 401
+
+
+def test_new_platform_token_is_shown_once_and_works(acme_admin: Client, acme: Cast, api: JsonClient):
+    response = acme_admin.post(admin_url("platformtoken", "add"), {"name": "terraform"})
+
+    assert response.status_code == 200
+    plaintext = shown_secrets(response)["Platform token"]
+    token = PlatformToken.objects.get(name="terraform")
+    assert token.token_digest == credentials.digest(plaintext)
+    assert plaintext.encode() not in acme_admin.get(admin_url("platformtoken", "change", token)).content
+    assert api.get(TENANT_SETTINGS_URL, HTTP_AUTHORIZATION=f"Bearer {plaintext}").status_code == 200
+
+
+def test_revoke_platform_token(acme_admin: Client, acme: Cast, api: JsonClient):
+    token = PlatformToken.objects.get(account=acme.account)
+
+    acme_admin.post(admin_url("platformtoken"), {"action": "revoke_selected", "_selected_action": [token.pk]})
+
+    assert api.get(TENANT_SETTINGS_URL, **acme.platform_headers).status_code == 401
+
+
+def test_new_deployment_shows_its_secret_once(acme_admin: Client, acme: Cast):
+    response = acme_admin.post(admin_url("deployment", "add"), {"name": "Staging", "slug": "staging"})
+
+    assert response.status_code == 200
+    deployment = Deployment.objects.get(account=acme.account, slug="staging")
+    secret = shown_secrets(response)["Deployment API secret"]
+    assert deployment_verification_secrets(deployment_id=deployment.pk) == [secret]
+    assert f"Deployment ID: {deployment.pk}.".encode() in response.content
+    assert secret.encode() not in acme_admin.get(admin_url("deployment", "change", deployment)).content
+
+
+def test_duplicate_deployment_slug_is_a_form_error(acme_admin: Client, acme: Cast):
+    response = acme_admin.post(admin_url("deployment", "add"), {"name": "Again", "slug": "default"})
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.non_field_errors() == [
+        "Deployment with this Account and Slug already exists."
+    ]
+    assert Deployment.objects.filter(account=acme.account).count() == 1
+
+
+def test_superuser_creates_an_account_and_sees_its_credentials_once(superuser: Client, api: JsonClient):
+    response = superuser.post(admin_url("account", "add"), {"name": "initech", "creator_mode": "on"})
+
+    assert response.status_code == 200
+    shown = shown_secrets(response)
+    assert set(shown) == {
+        "Admin API key",
+        "Deployment API secret",
+        "Platform token",
+        "Admin username",
+        "Admin password",
+    }
+    account = Account.objects.get(name="initech")
+    assert account.tenant_settings.use_creator_mode is True
+    assert shown["Admin username"] == "initech-admin"
+    assert api.get(TENANT_SETTINGS_URL, HTTP_AUTHORIZATION=f"Bearer {shown['Platform token']}").status_code == 200
+    admin_client = Client()
+    assert admin_client.login(username="initech-admin", password=shown["Admin password"])
+    assert admin_client.get("/admin/").status_code == 200
+
+
+def test_tenant_settings_are_saved_through_the_service(acme_admin: Client, acme: Cast, monkeypatch):
+    calls = []
+    real_update = accounts.tenant_settings_update
+
+    def spy(**kwargs):
+        calls.append(kwargs["changes"])
+        return real_update(**kwargs)
+
+    monkeypatch.setattr(accounts, "tenant_settings_update", spy)
+    settings_row = acme.account.tenant_settings
+
+    response = acme_admin.post(
+        admin_url("account", "change", acme.account),
+        {
+            "tenant_settings-TOTAL_FORMS": "1",
+            "tenant_settings-INITIAL_FORMS": "1",
+            "tenant_settings-MIN_NUM_FORMS": "0",
+            "tenant_settings-MAX_NUM_FORMS": "1",
+            "tenant_settings-0-id": settings_row.pk,
+            "tenant_settings-0-account": acme.account.pk,
+            "tenant_settings-0-use_creator_mode": "on",
+            "tenant_settings-0-max_external_users": "25",
+            "tenant_settings-0-max_non_ephemeral_chat_users": "10000",
+            # Fields with a callable default post their initial value too, as the browser does.
+            "initial-tenant_settings-0-max_external_users": "10000",
+            "initial-tenant_settings-0-max_non_ephemeral_chat_users": "10000",
+        },
+    )
+
+    assert response.status_code == 302
+    assert calls == [{"showDashboardChat": False, "maxExternalUsers": 25}]
+    settings_row.refresh_from_db()
+    assert (settings_row.show_dashboard_chat, settings_row.max_external_users) == (False, 25)
+
+
+def test_internal_user_is_created_through_the_service(acme_admin: Client, acme: Cast):
+    response = acme_admin.post(
+        admin_url("user", "add"),
+        {
+            "username": "acme-ops",
+            "email": "ops@acme.example",
+            "is_admin": "on",
+            "usable_password": "true",
+            "password1": "a-long-enough-passphrase",
+            "password2": "a-long-enough-passphrase",
+        },
+    )
+
+    user = get_user_model().objects.get(username="acme-ops")
+    assert response.status_code == 302
+    assert response["Location"] == admin_url("user", "change", user)
+    assert (user.membership.account, user.membership.is_admin, user.is_staff) == (acme.account, True, True)
+    new_admin = Client()
+    assert new_admin.login(username="acme-ops", password="a-long-enough-passphrase")
+    assert new_admin.get("/admin/").status_code == 200
+
+
+def test_group_is_created_through_the_service(acme_admin: Client, acme_rows: AccountRows):
+    response = acme_admin.post(
+        admin_url("group", "add"), {"name": "store managers", "embed_tenant": acme_rows.embed_tenant.pk}
+    )
+
+    assert response.status_code == 302
+    group = Group.objects.get(name="store managers")
+    assert (group.account, group.embed_tenant) == (acme_rows.cast.account, acme_rows.embed_tenant)
+
+
+def test_reserved_group_name_refused_by_the_service_is_a_form_error(acme_admin: Client, acme: Cast):
+    response = acme_admin.post(admin_url("group", "add"), {"name": "system:all"})
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.non_field_errors() == ["Group names starting with 'system:' are reserved"]
+    assert not Group.objects.filter(name="system:all").exists()
+
+
+def test_deleting_a_group_with_members_shows_the_services_refusal(acme_admin: Client, acme_rows: AccountRows):
+    group = acme_rows.group
+    url = admin_url("group", "delete", group)
+
+    response = acme_admin.post(url, {"post": "yes"})
+
+    assert response.status_code == 302
+    assert response["Location"] == url
+    assert messages_of(response) == [("error", f"Group {group.name!r} still has 1 member(s); remove them first")]
+    assert Group.objects.filter(pk=group.pk).exists()
+
+
+def test_bulk_delete_is_all_or_nothing(acme_admin: Client, acme_rows: AccountRows):
+    # Deleted first (groups are ordered by name), then rolled back when the second is refused.
+    empty = directory.group_create(account=acme_rows.cast.account, embed_tenant=None, name="aaa-empty")
+    selected = [empty.pk, acme_rows.group.pk]
+
+    response = acme_admin.post(
+        admin_url("group"), {"action": "delete_selected", "_selected_action": selected, "post": "yes"}
+    )
+
+    assert response.status_code == 302
+    assert messages_of(response) == [
+        ("error", f"Group {acme_rows.group.name!r} still has 1 member(s); remove them first")
+    ]
+    assert Group.objects.filter(pk__in=selected).count() == 2
+
+
+def test_bad_default_value_refused_by_the_service_is_a_form_error(acme_admin: Client, acme: Cast):
+    response = acme_admin.post(
+        admin_url("attributedefinition", "add"), {"name": "level", "type": "number", "default_value": "high"}
+    )
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.non_field_errors() == ["defaultValue 'high' is not a valid number"]
+    # The submitted values are kept for the administrator to correct.
+    assert response.context["adminform"].form["name"].value() == "level"
+    assert not AttributeDefinition.objects.filter(name="level").exists()
+
+
+def test_attribute_definition_update_goes_through_the_service(acme_admin: Client, acme_rows: AccountRows):
+    definition = acme_rows.attribute
+
+    response = acme_admin.post(
+        admin_url("attributedefinition", "change", definition),
+        {"display_name": "Sales region", "default_value": "us", "description": ""},
+    )
+
+    assert response.status_code == 302
+    definition.refresh_from_db()
+    assert (definition.display_name, definition.default_value, definition.type) == ("Sales region", "us", "string")
+
+
+def test_deleting_an_external_user_frees_its_place_under_the_cap(acme_admin: Client, acme_rows: AccountRows):
+    user = acme_rows.external_user
+    settings_row = TenantSettings.objects.get(account=acme_rows.cast.account)
+    assert settings_row.external_user_count == 1
+
+    response = acme_admin.post(admin_url("externaluser", "delete", user), {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not ExternalUser.objects.filter(pk=user.pk).exists()
+    settings_row.refresh_from_db()
+    assert settings_row.external_user_count == 0
+
+
+@pytest.mark.parametrize("model_name", ["apikey", "platformtoken", "deployment", "externaluser", "embedsession"])
+def test_read_only_rows_cannot_be_changed(acme_admin: Client, acme_rows: AccountRows, model_name: str):
+    response = acme_admin.post(admin_url(model_name, "change", acme_rows.of(model_name)), {"name": "renamed"})
+
+    assert response.status_code == 403
+
+
+def test_session_page_never_shows_the_session_digest(acme_admin: Client, acme_rows: AccountRows):
+    session = acme_rows.session
+
+    response = acme_admin.get(admin_url("embedsession", "change", session))
+
+    assert response.status_code == 200
+    assert session.key_digest.encode() not in response.content
+    assert b"pending" in response.content
