@@ -289,12 +289,15 @@ def _granularities(definition: Definition, dimension_type: str) -> dict[str, Gra
         item.check_keys(GRANULARITY_KEYS)
         if name in result:
             raise item.fail(f'duplicate granularity "{name}"')
+        offset_text = item.string("offset")
         try:
             interval = parse_interval(item.string("interval", required=True) or "")
-            offset_text = item.string("offset")
+        except ValueError as exc:
+            raise item.fail(str(exc), "interval") from None
+        try:
             offset = parse_interval(offset_text) if offset_text else None
         except ValueError as exc:
-            raise item.fail(str(exc)) from None
+            raise item.fail(str(exc), "offset") from None
         if interval.months <= 0 and interval.seconds <= 0:
             raise item.fail("interval must be positive", "interval")
         if interval.months and interval.seconds:

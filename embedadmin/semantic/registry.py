@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CHECK_INTERVAL = 1.0
 DIALECTS = ("duckdb", "postgres")
+RACY_WINDOW_NS = 2_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ class _Entry:
     stamps: tuple[FileStamp, ...] | None = None
     content: str | None = None
     checked_at: float = float("-inf")
+    read_at_ns: int = 0
     version: ModelVersion = field(default_factory=lambda: ModelVersion(None, None))
 
 
@@ -85,8 +87,9 @@ class ModelRegistry:
             return
         paths = list_model_files(root)
         stamps = stamp_files(root, paths)
-        if stamps == entry.stamps:
+        if stamps == entry.stamps and not _racy(stamps, entry.read_at_ns):
             return
+        entry.read_at_ns = time.time_ns()
         files = read_model_files(root, paths)
         content = content_hash(files)
         entry.stamps = stamps
@@ -107,6 +110,12 @@ class ModelRegistry:
             (time.perf_counter() - started) * 1000,
         )
         entry.version = ModelVersion(model, None)
+
+
+def _racy(stamps: tuple[FileStamp, ...], read_at_ns: int) -> bool:
+    """Whether a file changed so close to our last read that its timestamp may not show a later edit
+    (file systems with coarse timestamps): then the contents are read again and compared by hash."""
+    return any(stamp.mtime_ns >= read_at_ns - RACY_WINDOW_NS for stamp in stamps)
 
 
 _registry = ModelRegistry()
