@@ -120,8 +120,9 @@ def _entity_json(model: CompiledModel, entity: Entity) -> dict[str, Any]:
     visible = {m["name"] for m in _members(body)}
     body["hierarchies"] = [_hierarchy_json(entity, h) for h in entity.hierarchies if set(h.levels) & visible]
     flat: list[dict[str, Any]] = []
-    body["nestedFolders"] = [_folder_json(f, visible, flat, root=True) for f in entity.folders]
+    nested = [_folder_json(f, visible, flat, root=True) for f in entity.folders]
     body["folders"] = flat
+    body["nestedFolders"] = nested
     return body
 
 
