@@ -45,51 +45,31 @@ def _values(external_id: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("mode", "group", "error"),
+    ("field", "mode", "name", "error"),
     [
-        (READ_ONLY, "hq", None),
-        (READ_ONLY, "field", "Groups with names field not found"),
-        (CREATOR, "field", None),
-        (CREATOR, "hq", "Groups with names hq not found"),
+        ("groups", READ_ONLY, "hq", None),
+        ("groups", READ_ONLY, "field", "Groups with names field not found"),
+        ("groups", CREATOR, "field", None),
+        ("groups", CREATOR, "hq", "Groups with names hq not found"),
+        ("userAttributes", READ_ONLY, "plan", None),
+        ("userAttributes", READ_ONLY, "seat", "User attributes not found: seat"),
+        ("userAttributes", CREATOR, "seat", None),
+        ("userAttributes", CREATOR, "plan", "User attributes not found: plan"),
     ],
 )
-def test_groups_resolve_in_the_catalog_of_the_sessions_mode(generate, two_scopes, acme, mode, group, error):
+def test_names_resolve_in_the_catalog_of_the_sessions_mode(generate, two_scopes, acme, field, mode, name, error):
     # given
     before = directory_counts(acme.account)
+    value = [name] if field == "groups" else [{"name": name, "value": "x"}]
 
     # when
-    response = generate(acme, externalId="alice", **mode, groups=[group])
+    response = generate(acme, externalId="alice", **mode, **{field: value})
 
     # then
     if error is None:
         assert response.status_code == 200
-        assert [name for _, name in _memberships("alice")] == [group]
-    else:
-        assert response.status_code == 400
-        assert response.json() == {"error": error}
-        assert directory_counts(acme.account) == before
-
-
-@pytest.mark.parametrize(
-    ("mode", "attribute", "error"),
-    [
-        (READ_ONLY, "plan", None),
-        (READ_ONLY, "seat", "User attributes not found: seat"),
-        (CREATOR, "seat", None),
-        (CREATOR, "plan", "User attributes not found: plan"),
-    ],
-)
-def test_attributes_resolve_in_the_catalog_of_the_sessions_mode(generate, two_scopes, acme, mode, attribute, error):
-    # given
-    before = directory_counts(acme.account)
-
-    # when
-    response = generate(acme, externalId="alice", **mode, userAttributes=[{"name": attribute, "value": "x"}])
-
-    # then
-    if error is None:
-        assert response.status_code == 200
-        assert _values("alice") == {attribute: "x"}
+        stored = [group for _, group in _memberships("alice")] if field == "groups" else list(_values("alice"))
+        assert stored == [name]
     else:
         assert response.status_code == 400
         assert response.json() == {"error": error}

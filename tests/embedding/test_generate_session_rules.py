@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from embedadmin.accounts import services as accounts
-from embedadmin.directory.models import EmbedTenant, ExternalUser
+from embedadmin.directory.models import EmbedTenant, ExternalUser, Group
 from embedadmin.embedding.models import EmbedSession
 from tests.embedding.support import GENERATE_URL, directory_counts
 
@@ -119,7 +119,14 @@ def test_an_external_id_empty_after_trimming_is_400(generate, acme, external_id)
     assert directory_counts(acme.account)["external_users"] == 0
 
 
-def test_internal_id_mints_a_session_for_an_internal_user(embed_claims, acme):
+def test_internal_id_mints_a_session_with_the_internal_users_own_permissions(embed_claims, tenant_group, acme):
+    # given: the admin is a member of the tenant-wide "hq" (SCIM membership is not in the API yet)
+    tenant_group(acme, "hq")
+    tenant_group(acme, "sales")
+    Group.objects.get(account=acme.account, name="hq").internal_members.add(
+        get_user_model().objects.get(username="acme-admin")
+    )
+
     # when
     claims = embed_claims(acme, internalId="acme-admin")
 
@@ -127,7 +134,7 @@ def test_internal_id_mints_a_session_for_an_internal_user(embed_claims, acme):
     session = EmbedSession.objects.get(account=acme.account)
     assert session.internal_user.username == "acme-admin"
     assert session.external_user is None
-    assert claims["sub"] == "acme-admin"
+    assert (claims["sub"], claims["groups"], claims["userAttributes"]) == ("acme-admin", ["hq"], {})
     assert claims["embed"]["internalId"] == "acme-admin"
     assert ExternalUser.objects.filter(account=acme.account).count() == 0
 
