@@ -25,6 +25,23 @@ EMBED_TENANTS_URL = "/api/v1/embed-tenants"
 SCIM_GROUPS_URL = "/api/scim/v2/Groups"
 SCIM_ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error"
 
+BAD_FIRST = "first must be an integer between 1 and 500"
+BAD_CURSOR = "after is not a valid cursor"
+# Queries every cursor-paginated list refuses with 400, and the message; an endpoint adds the
+# cursors that are wrong for its own ordering key.
+BAD_PAGE_QUERIES = [
+    ("first=0", BAD_FIRST),
+    ("first=-1", BAD_FIRST),
+    ("first=501", BAD_FIRST),
+    ("first=x", BAD_FIRST),
+    ("first=1.5", BAD_FIRST),
+    ("after=garbage", BAD_CURSOR),
+    ("after=%25%25%25", BAD_CURSOR),
+    ("after=e30", BAD_CURSOR),  # {}
+    ("after=W3RydWVd", BAD_CURSOR),  # [true]
+    ("after=" + "W" * 3000, BAD_CURSOR),
+]
+
 # The apps whose rows an API call may change; their auto-created many-to-many tables included.
 _APP_LABELS = ("accounts", "directory", "embedding")
 

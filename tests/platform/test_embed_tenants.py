@@ -12,6 +12,8 @@ import pytest
 from embedadmin.accounts import services as accounts
 from embedadmin.directory.models import AttributeDefinition, EmbedTenant, Group
 from tests.platform.support import (
+    BAD_CURSOR,
+    BAD_PAGE_QUERIES,
     EMBED_TENANTS_URL,
     db_rows,
     define_in_tenant,
@@ -173,16 +175,10 @@ LIST_URLS = [EMBED_TENANTS_URL, tenant_path("tenant-one", "groups"), tenant_path
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ("first=0", "first must be an integer between 1 and 500"),
-        ("first=-1", "first must be an integer between 1 and 500"),
-        ("first=501", "first must be an integer between 1 and 500"),
-        ("first=x", "first must be an integer between 1 and 500"),
-        ("after=garbage", "after is not a valid cursor"),
-        ("after=%25%25%25", "after is not a valid cursor"),
-        ("after=WyJhXHUwMDAwIiwxXQ", "after is not a valid cursor"),  # ["a\u0000",1]: NUL never reaches SQL
-        ("after=W251bGwsMV0", "after is not a valid cursor"),  # [null,1]
-        ("after=WzEsMl0", "after is not a valid cursor"),  # [1,2]: a number where a name goes, or too many
-        ("after=" + "W" * 3000, "after is not a valid cursor"),
+        *BAD_PAGE_QUERIES,
+        ("after=WyJhXHUwMDAwIiwxXQ", BAD_CURSOR),  # ["a\u0000",1]: a NUL never reaches SQL
+        ("after=W251bGwsMV0", BAD_CURSOR),  # [null,1]
+        ("after=WzEsMl0", BAD_CURSOR),  # [1,2]: a number where a name goes, or too many values
     ],
 )
 @pytest.mark.parametrize("url", LIST_URLS)

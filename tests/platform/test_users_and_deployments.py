@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 
 from embedadmin.accounts import services as accounts
 from embedadmin.core.pagination import encode_cursor
-from tests.platform.support import DEPLOYMENTS_URL, USERS_URL, db_rows, mint, walk_pages
+from tests.platform.support import BAD_CURSOR, BAD_PAGE_QUERIES, DEPLOYMENTS_URL, USERS_URL, db_rows, mint, walk_pages
 
 
 def _user_item(username: str, *, email: str = "", is_admin: bool = False) -> dict:
@@ -143,16 +143,9 @@ def test_deployments_answers_with_and_without_the_trailing_slash(api, acme, path
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ("first=0", "first must be an integer between 1 and 500"),
-        ("first=-1", "first must be an integer between 1 and 500"),
-        ("first=501", "first must be an integer between 1 and 500"),
-        ("first=x", "first must be an integer between 1 and 500"),
-        ("first=1.5", "first must be an integer between 1 and 500"),
-        ("after=garbage", "after is not a valid cursor"),
-        ("after=WyJ4Il0", "after is not a valid cursor"),  # ["x"]: a string where the id is an int
-        ("after=W3RydWVd", "after is not a valid cursor"),  # [true]
-        ("after=WzEsMl0", "after is not a valid cursor"),  # [1,2]: too many values
-        ("after=e30", "after is not a valid cursor"),  # {}
+        *BAD_PAGE_QUERIES,
+        ("after=WyJ4Il0", BAD_CURSOR),  # ["x"]: a string where the id is an int
+        ("after=WzEsMl0", BAD_CURSOR),  # [1,2]: too many values
     ],
 )
 @pytest.mark.parametrize("url", [DEPLOYMENTS_URL, USERS_URL])
