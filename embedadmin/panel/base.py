@@ -54,7 +54,9 @@ class Created:
     notes: tuple[str, ...] = ()
 
 
-def scoped_form(form_class: type[BaseForm], request: HttpRequest, *, service_error: str | None = None):
+def scoped_form(
+    form_class: type[BaseForm], request: HttpRequest, *, service_error: str | None = None
+) -> type[BaseForm]:
     """``form_class`` with its model choices limited to the viewer's account and cross-account
     combinations refused; with ``service_error``, the form is invalid and shows that error."""
 

@@ -3,6 +3,8 @@ attribute definitions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
@@ -165,13 +167,14 @@ class CatalogAdmin(PanelAdmin):
     """Groups and attribute definitions: the tenant-wide catalog or an embed tenant's own."""
 
     list_select_related = ("account", "embed_tenant")
+    help_texts = {"embed_tenant": "Leave empty for the tenant-wide catalog (read-only sessions and SCIM use it)."}
+
+    def get_form(self, request: HttpRequest, obj: Model | None = None, **kwargs: Any):
+        return super().get_form(request, obj, help_texts=self.help_texts, **kwargs)
 
     @admin.display(description="scope", ordering="embed_tenant__name")
     def scope(self, obj: Group | AttributeDefinition) -> str:
         return obj.embed_tenant.name if obj.embed_tenant_id else "tenant-wide"
-
-
-EMBED_TENANT_HELP = "Leave empty for the tenant-wide catalog (read-only sessions and SCIM use it)."
 
 
 @admin.register(Group, site=panel_site)
@@ -190,10 +193,6 @@ class GroupAdmin(CatalogAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Group | None = None) -> tuple[str, ...]:
         return () if obj is None else ("member_count",)
-
-    def get_form(self, request: HttpRequest, obj: Group | None = None, **kwargs):
-        kwargs["help_texts"] = {"embed_tenant": EMBED_TENANT_HELP}
-        return super().get_form(request, obj, **kwargs)
 
     def create_through_service(self, request: HttpRequest, form: BaseForm) -> Created:
         data = form.cleaned_data
@@ -225,12 +224,10 @@ class AttributeDefinitionAdmin(CatalogAdmin):
         # The type never changes; policies refer to the name; the scope is where it was defined.
         return () if obj is None else ("account", "embed_tenant", "name", "type")
 
-    def get_form(self, request: HttpRequest, obj: AttributeDefinition | None = None, **kwargs):
-        kwargs["help_texts"] = {
-            "embed_tenant": EMBED_TENANT_HELP,
-            "default_value": 'Text for a string; JSON for the others (5, ["a", "b"], [1, 2]); empty for none.',
-        }
-        return super().get_form(request, obj, **kwargs)
+    help_texts = {
+        **CatalogAdmin.help_texts,
+        "default_value": 'Text for a string; JSON for the others (5, ["a", "b"], [1, 2]); empty for none.',
+    }
 
     def create_through_service(self, request: HttpRequest, form: BaseForm) -> Created:
         data = form.cleaned_data
