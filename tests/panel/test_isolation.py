@@ -38,15 +38,17 @@ def rows(acme_rows: AccountRows, globex_rows: AccountRows) -> tuple[AccountRows,
 
 
 @pytest.mark.parametrize("model_name", PANEL_MODELS)
-def test_account_admin_changelist_lists_exactly_their_accounts_rows(acme_admin: Client, rows, model_name: str):
-    acme, _globex = rows
+@pytest.mark.parametrize("viewer", ["acme", "globex"])
+def test_account_admin_changelist_lists_exactly_their_accounts_rows(login, rows, model_name: str, viewer: str):
+    own, other = rows if viewer == "acme" else rows[::-1]
+    client = login(own.cast.created.admin_username, own.cast.created.admin_password)
 
-    response = acme_admin.get(admin_url(model_name))
+    response = client.get(admin_url(model_name))
 
     assert response.status_code == 200
-    assert set(response.context["cl"].queryset.values_list("pk", flat=True)) == {acme.of(model_name).pk}
+    assert set(response.context["cl"].queryset.values_list("pk", flat=True)) == {own.of(model_name).pk}
     # Nothing on the page (rows, filters, header) names the other account or its objects.
-    assert b"globex" not in response.content
+    assert other.cast.account.name.encode() not in response.content
 
 
 @pytest.mark.parametrize("model_name", PANEL_MODELS)
@@ -236,6 +238,33 @@ def test_bulk_delete_ignores_other_accounts_rows(acme_admin: Client, rows):
 
     assert response.status_code == 302
     assert ExternalUser.objects.filter(pk=globex.external_user.pk).exists()
+
+
+def test_account_admin_cannot_make_anyone_superuser(acme_admin: Client, rows):
+    acme, _globex = rows
+    user = acme.admin_user
+
+    response = acme_admin.post(
+        admin_url("user", "change", user),
+        {
+            "username": user.username,
+            "email": "admin@acme.example",
+            "is_active": "on",
+            "is_staff": "on",
+            "is_superuser": "on",
+            "membership-TOTAL_FORMS": "1",
+            "membership-INITIAL_FORMS": "1",
+            "membership-MIN_NUM_FORMS": "0",
+            "membership-MAX_NUM_FORMS": "1",
+            "membership-0-id": user.membership.pk,
+            "membership-0-user": user.pk,
+            "membership-0-is_admin": "on",
+        },
+    )
+
+    assert response.status_code == 302
+    user.refresh_from_db()
+    assert (user.email, user.is_superuser) == ("admin@acme.example", False)
 
 
 def test_account_admin_cannot_create_accounts(acme_admin: Client, rows):
