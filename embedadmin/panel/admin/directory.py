@@ -92,9 +92,9 @@ class ExternalUserAdmin(PanelAdmin):
     cap), and the place to mint a session for one."""
 
     panel_allows = frozenset({"view", "delete", "mint"})
-    list_display = ("external_id", "display_name", "email", "embed_tenant", "account", "last_session_at", "created_at")
+    list_display = ("external_id", "display_name", "embed_tenant", "last_session_at", "account")
     search_fields = ("external_id", "email", "display_name")
-    list_filter = ("account", "embed_tenant", "last_session_at", "created_at")
+    list_filter = ("account", "embed_tenant", "last_session_at")
     list_select_related = ("account", "embed_tenant")
     fields = (
         "external_id",
