@@ -30,7 +30,7 @@ from .joins import JoinHint, JoinTree, build_join_tree
 from .model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure, Member, SqlSnippet
 from .policies import row_restriction
 from .query import Contradiction, FilterCondition, FilterGroup, FilterNode, NormalizedQuery
-from .sql_expressions import Renderer, is_composite, quoted
+from .sql_expressions import Renderer, aliased, all_of, is_composite, quoted
 from .sql_filters import FilterCompiler, Parameters
 
 Role = Literal["measure", "dimension", "timeDimension"]
@@ -154,7 +154,7 @@ class _Builder:
         select = select.from_(self.renderer.cube_source(tree.root), copy=False)
         for edge in tree.edges:
             condition = self.renderer.snippet(edge.join.sql)
-            select = select.join(self.renderer.cube_source(edge.target), on=condition, join_type="left", copy=False)
+            select.append("joins", exp.Join(this=self.renderer.cube_source(edge.target), on=condition, side="LEFT"))
         return select
 
     # -- build --------------------------------------------------------------------------------------
@@ -188,8 +188,10 @@ class _Builder:
             counted = statement.copy()
             for key in ("order", "limit", "offset"):
                 counted.set(key, None)
-            total = exp.select(exp.Count(this=exp.Star()).as_("total_count")).from_(counted.subquery("original_query"))
-            total_sql = total.sql(dialect=self.model.dialect)
+            total = exp.select(exp.Count(this=exp.Star()).as_("total_count", copy=False)).from_(
+                counted.subquery("original_query", copy=False)
+            )
+            total_sql = total.sql(dialect=self.model.dialect, copy=False)
         if query.limit is not None:
             statement.limit(query.limit, copy=False)
         if query.offset:
@@ -197,7 +199,7 @@ class _Builder:
         return CompiledQuery(
             query=query,
             dialect=self.model.dialect,
-            sql=statement.sql(dialect=self.model.dialect),
+            sql=statement.sql(dialect=self.model.dialect, copy=False),
             params=tuple(self.params.values),
             total_sql=total_sql,
             columns=tuple(columns),
@@ -297,13 +299,13 @@ class _Builder:
         self, tree: JoinTree, dimensions: list[_Select], measure_names: list[str]
     ) -> tuple[exp.Select, list[ResultColumn]]:
         aggregate = self.leaf_aggregate(tree)
-        select = exp.select(*(exp.alias_(d.build(), quoted(d.alias)) for d in dimensions))
+        select = exp.select(*(aliased(d.build(), quoted(d.alias)) for d in dimensions))
         columns = []
         for name in measure_names:
             alias = _alias(name, self.taken)
             columns.append(ResultColumn(alias, name, name, "measure", self.value_type(name)))
             select = select.select(
-                exp.alias_(self.renderer.measure(self.member(name), aggregate), quoted(alias)), copy=False
+                aliased(self.renderer.measure(self.member(name), aggregate), quoted(alias)), copy=False
             )
         select = self.where(self.from_clause(select, tree))
         if dimensions and not self.ungrouped:
@@ -330,20 +332,20 @@ class _Builder:
             for number, leaf in enumerate(leaves.values()):
                 alias = f"m_{index}_{number}"
                 leaf_column[leaf.full_name] = exp.column(alias, table=name)
-                measures.append(exp.alias_(aggregate(leaf), alias))
+                measures.append(aliased(aggregate(leaf), alias))
             body = (
                 self.main_group(tree, dimensions, measures)
                 if not group
                 else self.keys_group(tree, dimensions, measures, group, list(leaves.values()))
             )
-            subqueries.append(body.subquery(name))
+            subqueries.append(body.subquery(name, copy=False))
         outer = exp.select(
-            *(exp.alias_(exp.column(f"d_{i}", table="q_0"), quoted(d.alias)) for i, d in enumerate(dimensions))
+            *(aliased(exp.column(f"d_{i}", table="q_0"), quoted(d.alias)) for i, d in enumerate(dimensions))
         )
         outer = outer.from_(subqueries[0], copy=False)
         for index, subquery in enumerate(subqueries[1:], start=1):
             if dimensions:
-                on = exp.and_(
+                on = all_of(
                     *(
                         exp.NullSafeEQ(
                             this=exp.column(f"d_{i}", table="q_0"), expression=exp.column(f"d_{i}", table=f"q_{index}")
@@ -351,9 +353,9 @@ class _Builder:
                         for i in range(len(dimensions))
                     )
                 )
-                outer = outer.join(subquery, on=on, join_type="inner", copy=False)
+                outer.append("joins", exp.Join(this=subquery, on=on, kind="INNER"))
             else:
-                outer = outer.join(subquery, join_type="cross", copy=False)
+                outer.append("joins", exp.Join(this=subquery, kind="CROSS"))
 
         def from_leaf(measure: Measure) -> exp.Expression:
             return leaf_column[measure.full_name].copy()
@@ -362,7 +364,7 @@ class _Builder:
         for name in measure_names:
             alias = _alias(name, self.taken)
             columns.append(ResultColumn(alias, name, name, "measure", self.value_type(name)))
-            outer = outer.select(exp.alias_(self.outer_measure(name, from_leaf), quoted(alias)), copy=False)
+            outer = outer.select(aliased(self.outer_measure(name, from_leaf), quoted(alias)), copy=False)
         having = self.filters(lambda n: self.outer_measure(n, from_leaf))
         for node in self.having_nodes:
             outer = outer.where(having.condition(node), copy=False)
@@ -375,7 +377,7 @@ class _Builder:
         return expression
 
     def main_group(self, tree: JoinTree, dimensions: list[_Select], measures: list[exp.Expression]) -> exp.Select:
-        select = exp.select(*(exp.alias_(d.build(), f"d_{i}") for i, d in enumerate(dimensions)), *measures)
+        select = exp.select(*(aliased(d.build(), f"d_{i}") for i, d in enumerate(dimensions)), *measures)
         select = self.where(self.from_clause(select, tree))
         if dimensions:
             select = select.group_by(*(exp.Literal.number(i + 1) for i in range(len(dimensions))), copy=False)
@@ -396,18 +398,16 @@ class _Builder:
         keys = self.model.entities[cube].primary_keys
         key_exprs = [self.renderer.dimension(self.model.entities[cube].dimensions[k]) for k in keys]
         inner = exp.select(
-            *(exp.alias_(d.build(), f"d_{i}") for i, d in enumerate(dimensions)),
-            *(exp.alias_(e.copy(), f"pk_{i}") for i, e in enumerate(key_exprs)),
+            *(aliased(d.build(), f"d_{i}") for i, d in enumerate(dimensions)),
+            *(aliased(e.copy(), f"pk_{i}") for i, e in enumerate(key_exprs)),
         ).distinct()
         inner = self.where(self.from_clause(inner, tree))
-        on = exp.and_(
-            *(exp.EQ(this=exp.column(f"pk_{i}", table="keys"), expression=e) for i, e in enumerate(key_exprs))
-        )
+        on = all_of(*(exp.EQ(this=exp.column(f"pk_{i}", table="keys"), expression=e) for i, e in enumerate(key_exprs)))
         select = exp.select(
-            *(exp.alias_(exp.column(f"d_{i}", table="keys"), f"d_{i}") for i in range(len(dimensions))), *measures
+            *(aliased(exp.column(f"d_{i}", table="keys"), f"d_{i}") for i in range(len(dimensions))), *measures
         )
-        select = select.from_(inner.subquery("keys"), copy=False)
-        select = select.join(self.renderer.cube_source(cube), on=on, join_type="left", copy=False)
+        select = select.from_(inner.subquery("keys", copy=False), copy=False)
+        select.append("joins", exp.Join(this=self.renderer.cube_source(cube), on=on, side="LEFT"))
         if dimensions:
             select = select.group_by(*(exp.Literal.number(i + 1) for i in range(len(dimensions))), copy=False)
         return select

@@ -42,6 +42,19 @@ def quoted(name: str) -> exp.Identifier:
     return exp.to_identifier(name, quoted=True)
 
 
+def all_of(*conditions: exp.Expression) -> exp.Expression:
+    """AND of freshly built conditions (sqlglot's helper would deep-copy them first)."""
+    return exp.and_(*conditions, copy=False)
+
+
+def any_of(*conditions: exp.Expression) -> exp.Expression:
+    return exp.or_(*conditions, copy=False)
+
+
+def aliased(expression: exp.Expression, alias: str | exp.Identifier) -> exp.Expression:
+    return exp.alias_(expression, alias, copy=False)
+
+
 def wrap(expression: exp.Expression) -> exp.Expression:
     """Parenthesize a substituted expression unless it binds tighter than any operator around it."""
     return expression if isinstance(expression, _SIMPLE) else exp.Paren(this=expression)
@@ -268,7 +281,7 @@ class Renderer:
         conditions = [wrap(self.snippet(f)) for f in measure.filters]
         if not conditions:
             return None
-        return exp.and_(*conditions) if len(conditions) > 1 else conditions[0]
+        return all_of(*conditions) if len(conditions) > 1 else conditions[0]
 
     def primary_key(self, cube: str) -> exp.Expression:
         keys = self.model.entities[cube].primary_keys
@@ -308,7 +321,7 @@ class Renderer:
         if measure.type == "count":
             if measure.sql is not None:
                 present = exp.Not(this=exp.Is(this=wrap(self.snippet(measure.sql)), expression=exp.Null()))
-                condition = present if condition is None else exp.and_(condition, present)
+                condition = present if condition is None else all_of(condition, present)
             if condition is None:
                 return exp.Literal.number(1)
             return exp.Case().when(condition, exp.Literal.number(1)).else_(exp.Literal.number(0))

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from .dates import local_to_utc, pad_end, pad_start
 from .query import Contradiction, FilterCondition, FilterGroup, FilterNode
-from .sql_expressions import TIMESTAMPTZ, wrap
+from .sql_expressions import TIMESTAMPTZ, all_of, any_of, wrap
 
 _INTEGER = re.compile(r"^[-+]?\d{1,18}$")
 _DECIMAL = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
@@ -79,7 +79,7 @@ class FilterCompiler:
                 return exp.true() if node.kind == "and" else exp.false()
             if len(parts) == 1:
                 return parts[0]
-            return exp.and_(*parts) if node.kind == "and" else exp.Paren(this=exp.or_(*parts))
+            return all_of(*parts) if node.kind == "and" else exp.Paren(this=any_of(*parts))
         return exp.Paren(this=self.leaf(node))
 
     def leaf(self, node: FilterCondition) -> exp.Expression:
@@ -142,10 +142,10 @@ class FilterCompiler:
         if negated:
             if has_null:
                 not_null = exp.Not(this=null_test)
-                return not_null if test is None else exp.and_(test, not_null)
-            return exp.or_(test, null_test) if test is not None else exp.true()
+                return not_null if test is None else all_of(test, not_null)
+            return any_of(test, null_test) if test is not None else exp.true()
         if has_null:
-            return null_test if test is None else exp.or_(test, null_test)
+            return null_test if test is None else any_of(test, null_test)
         return test if test is not None else exp.false()
 
     def like(
@@ -166,12 +166,12 @@ class FilterCompiler:
             tests.append(exp.Not(this=test) if negated else test)
         null_test = exp.Is(this=column.copy(), expression=exp.Null())
         if negated:
-            combined = exp.and_(*tests) if tests else exp.true()
+            combined = all_of(*tests) if tests else exp.true()
             if has_null:
-                return exp.and_(combined, exp.Not(this=null_test))
-            return exp.or_(exp.Paren(this=combined), null_test)
-        combined = exp.or_(*tests) if tests else exp.false()
-        return exp.or_(combined, null_test) if has_null else combined
+                return all_of(combined, exp.Not(this=null_test))
+            return any_of(exp.Paren(this=combined), null_test)
+        combined = any_of(*tests) if tests else exp.false()
+        return any_of(combined, null_test) if has_null else combined
 
     def date_condition(self, operator: str, column: exp.Expression, values: tuple[str | None, ...]) -> exp.Expression:
         first = str(values[0])
@@ -180,12 +180,12 @@ class FilterCompiler:
         if operator == "onTheDate":
             end = pad_end(first, self.zone)
         if operator in ("inDateRange", "onTheDate"):
-            return exp.and_(
+            return all_of(
                 exp.GTE(this=column, expression=self.instant(start)),
                 exp.LTE(this=column.copy(), expression=self.instant(end)),
             )
         if operator == "notInDateRange":
-            return exp.or_(
+            return any_of(
                 exp.LT(this=column, expression=self.instant(start)),
                 exp.GT(this=column.copy(), expression=self.instant(end)),
             )
