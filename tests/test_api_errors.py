@@ -115,6 +115,21 @@ def test_an_unparsable_body_is_400(api, acme, attribute_id, endpoint, label, dat
     assert db_rows() == before
 
 
+@pytest.mark.parametrize("endpoint", WRITE_ENDPOINTS, ids=str)
+def test_a_body_over_the_upload_limit_is_413(api, acme, attribute_id, endpoint, settings):
+    # given
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    data = json.dumps({"deploymentId": acme.deployment.pk, "externalId": "a", "securityContext": {"x": "y" * 2_000}})
+    before = db_rows()
+
+    # when
+    response = _send(api, acme, endpoint, attribute_id, data, "application/json")
+
+    # then
+    assert_error(response, 413, "Request body too large")
+    assert db_rows() == before
+
+
 NOT_AN_OBJECT = [("[]", "list"), ('"x"', "str"), ("5", "int"), ("true", "bool")]
 
 

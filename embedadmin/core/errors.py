@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.db import DataError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
@@ -92,10 +92,32 @@ def flatten_validation_detail(detail: Any, prefix: str = "") -> list[str]:
     return [f"{prefix}: {text}" if prefix else text]
 
 
+def client_error(exc: BaseException) -> tuple[int, str] | None:
+    """Status and message for an exception the request caused, wherever it was raised (a DRF view, a
+    plain Django view, reading the body); None when it is a fault of the server."""
+    if isinstance(exc, ApiError):
+        return exc.status, exc.message
+    if isinstance(exc, Http404):
+        return 404, "Not found"
+    if isinstance(exc, PermissionDenied):
+        return 403, "Forbidden"
+    if isinstance(exc, RequestDataTooBig):
+        return 413, "Request body too large"
+    if isinstance(exc, SuspiciousOperation):  # Django's own refusals of a malformed request
+        return 400, "Bad request"
+    if isinstance(exc, RecursionError):
+        # The stdlib JSON decoder gives up on deeply nested input this way, not with a ValueError.
+        return 400, "Invalid JSON body: nested too deeply"
+    if isinstance(exc, DataError):
+        # A value the database refuses (a NUL character, a number out of range) is the client's input:
+        # the atomic block it failed in has rolled back. Logged, as it means a validation is missing.
+        logger.warning("Database refused a value: %s", exc)
+        return 400, "Invalid request: a value is not acceptable"
+    return None
+
+
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     """DRF exception handler rendering every failure as ``{"error": ...}``."""
-    if isinstance(exc, ApiError):
-        return Response(error_body(exc.message), status=exc.status)
     if isinstance(exc, drf_exceptions.ValidationError):
         return Response(error_body("; ".join(flatten_validation_detail(exc.detail))), status=400)
     if isinstance(exc, drf_exceptions.ParseError):
@@ -107,18 +129,10 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         if getattr(exc, "wait", None):
             headers["Retry-After"] = str(int(exc.wait))
         return Response(error_body(str(exc.detail)), status=exc.status_code, headers=headers)
-    if isinstance(exc, Http404):
-        return Response(error_body("Not found"), status=404)
-    if isinstance(exc, PermissionDenied):
-        return Response(error_body("Forbidden"), status=403)
-    if isinstance(exc, RecursionError):
-        # The stdlib JSON decoder gives up on deeply nested input this way, not with a ValueError.
-        return Response(error_body("Invalid JSON body: nested too deeply"), status=400)
-    if isinstance(exc, DataError):
-        # A value the database refuses (a NUL character, a number out of range) is the client's input:
-        # the atomic block it failed in has rolled back. Logged, as it means a validation is missing.
-        logger.warning("Database refused a value in %s", context.get("view"), exc_info=exc)
-        return Response(error_body("Invalid request: a value is not acceptable"), status=400)
+    known = client_error(exc)
+    if known is not None:
+        status, message = known
+        return Response(error_body(message), status=status)
     logger.exception("Unhandled error in API view", exc_info=exc)
     return Response(error_body("Internal server error"), status=500)
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from embedadmin.core.errors import ApiError, json_error
+from embedadmin.core.errors import client_error, json_error
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +55,10 @@ class ApiErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not is_api_path(request.path):
             return None
-        if isinstance(exception, ApiError):
-            return json_error(exception.message, exception.status, path=request.path)
+        known = client_error(exception)
+        if known is not None:
+            status, message = known
+            return json_error(message, status, path=request.path)
         logger.exception("Unhandled error on %s", request.path, exc_info=exception)
         return json_error("Internal server error", 500, path=request.path)
 
