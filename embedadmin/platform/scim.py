@@ -40,6 +40,7 @@ def scim_error(status: int, detail: str, scim_type: str | None = None, headers: 
 
 
 def group_resource(group: Group, request: Request) -> dict[str, Any]:
+    """The RFC 7643 Group resource of a tenant-wide group; members are its internal users."""
     location = request.build_absolute_uri(f"/api/scim/v2/Groups/{group.pk}")
     return {
         "schemas": [GROUP_SCHEMA],
@@ -56,6 +57,8 @@ def group_resource(group: Group, request: Request) -> dict[str, Any]:
 
 
 class ScimView(APIView):
+    """Base of the SCIM endpoints: platform-token auth, and every error in the SCIM error shape."""
+
     authentication_classes = [PlatformTokenAuthentication]
     permission_classes = [IsPlatformCaller]
 
