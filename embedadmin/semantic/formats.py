@@ -53,32 +53,27 @@ def is_known_format(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") == "link" and isinstance(value.get("label", ""), str)
 
 
-def measure_format(value: Any) -> Any:
+def _shown(value: Any, plain: frozenset[str], custom_type: str | None) -> Any:
+    """Empty -> None; objects as written; named numeric formats resolved; ``plain`` names as is; any other
+    string as a ``custom_type`` format (or as is when there is none)."""
     if not value:
         return None
     if not isinstance(value, str):
         return value
     if value in NAMED_NUMERIC_FORMATS:
         return {"type": "custom-numeric", "value": NAMED_NUMERIC_FORMATS[value], "alias": value}
-    if value in _MEASURE_PLAIN_FORMATS:
+    if value in plain or custom_type is None:
         return value
-    return {"type": "custom-numeric", "value": value}
+    return {"type": custom_type, "value": value}
+
+
+def measure_format(value: Any) -> Any:
+    return _shown(value, _MEASURE_PLAIN_FORMATS, "custom-numeric")
 
 
 def dimension_format(value: Any, dimension_type: str) -> Any:
-    if not value:
-        return None
-    if not isinstance(value, str):
-        return value
-    if value in NAMED_NUMERIC_FORMATS:
-        return {"type": "custom-numeric", "value": NAMED_NUMERIC_FORMATS[value], "alias": value}
-    if value in _DIMENSION_PLAIN_FORMATS:
-        return value
-    if dimension_type == "time":
-        return {"type": "custom-time", "value": value}
-    if dimension_type == "number":
-        return {"type": "custom-numeric", "value": value}
-    return value
+    custom = {"time": "custom-time", "number": "custom-numeric"}.get(dimension_type)
+    return _shown(value, _DIMENSION_PLAIN_FORMATS, custom)
 
 
 def format_description(shown_format: Any, member_type: str, *, is_measure: bool, currency: str | None) -> Any:

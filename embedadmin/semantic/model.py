@@ -60,6 +60,9 @@ FILTER_OPERATORS = (
     "measureFilter",
 )
 VALUELESS_OPERATORS = frozenset({"set", "notSet", "measureFilter"})
+DATE_OPERATORS = frozenset(
+    {"inDateRange", "notInDateRange", "onTheDate", "beforeDate", "beforeOrOnDate", "afterDate", "afterOrOnDate"}
+)
 # Measures whose value survives a fan-out join unchanged (duplicates do not alter them).
 FANOUT_SAFE_MEASURE_TYPES = frozenset({"count_distinct", "count_distinct_approx", "min", "max"})
 # Measures whose ``sql`` is an aggregate expression already (Cube does not wrap them).

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 from .context import QueryContext
 from .dates import canonical_timezone, is_absolute, pad_start, resolve_date_range, resolve_timezone
 from .errors import QueryError, QueryLimitError
-from .model import FILTER_OPERATORS, VALUELESS_OPERATORS, CompiledModel, Dimension, Member
+from .model import DATE_OPERATORS, FILTER_OPERATORS, VALUELESS_OPERATORS, CompiledModel, Dimension, Member
 from .policies import EntityAccess, entity_access, stringify
 from .query import (
     DEFAULT_LIMIT,
@@ -55,9 +55,6 @@ QUERY_KEYS = frozenset(
 MEMBER_ID = re.compile(r"^[a-zA-Z0-9_]+\.[a-zA-Z0-9_]+$")
 DIMENSION_ID = re.compile(r"^[a-zA-Z0-9_]+\.[a-zA-Z0-9_]+(\.[a-zA-Z0-9_]+)?$")
 ORDER_ID = re.compile(r"^[a-zA-Z0-9_]+(\.[a-zA-Z0-9_]+){0,2}$")
-DATE_OPERATORS = frozenset(
-    {"inDateRange", "notInDateRange", "onTheDate", "beforeDate", "beforeOrOnDate", "afterDate", "afterOrOnDate"}
-)
 RESPONSE_FORMATS = ("default", "compact", "columnar")
 CACHE_MODES = ("stale-if-slow", "stale-while-revalidate", "must-revalidate", "no-cache")
 HIDDEN_MEMBER = (

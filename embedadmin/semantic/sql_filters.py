@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from sqlglot import exp
 
 from .dates import local_to_utc, pad_end, pad_start
+from .model import DATE_OPERATORS
 from .query import Contradiction, FilterCondition, FilterGroup, FilterNode
 from .sql_expressions import TIMESTAMPTZ, all_of, any_of, wrap
 
@@ -93,15 +94,7 @@ class FilterCompiler:
             return exp.Not(this=exp.Is(this=column, expression=exp.Null()))
         if operator == "notSet":
             return exp.Is(this=column, expression=exp.Null())
-        if operator in (
-            "inDateRange",
-            "notInDateRange",
-            "onTheDate",
-            "beforeDate",
-            "beforeOrOnDate",
-            "afterDate",
-            "afterOrOnDate",
-        ):
+        if operator in DATE_OPERATORS:
             return self.date_condition(operator, column, values)
         if operator in ("gt", "gte", "lt", "lte"):
             comparison = {"gt": exp.GT, "gte": exp.GTE, "lt": exp.LT, "lte": exp.LTE}[operator]
