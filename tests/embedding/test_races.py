@@ -174,6 +174,35 @@ def test_new_definitions_from_many_clients_are_applied_once(on_postgres, new_ses
         assert ExternalUser.objects.filter(embed_tenant=tenant).count() == 8 + tenant_exists
 
 
+def test_racing_definitions_of_one_new_name_with_two_types_keep_one_type(on_postgres, new_session, acme):
+    for round_ in range(ROUNDS):
+        # given
+        tenant_name = f"tenant-{round_}"
+        new_session(acme, externalId=f"{tenant_name}-first", creatorMode=True, embedTenantName=tenant_name)
+        types = ["string", "number"] * 4
+        requests = [
+            _generate(
+                acme,
+                externalId=f"{tenant_name}-user-{n}",
+                creatorMode=True,
+                embedTenantName=tenant_name,
+                userAttributeDefinitions=[{"name": "seat", "type": type_}],
+            )
+            for n, type_ in enumerate(types)
+        ]
+
+        # when
+        results = run_concurrently(requests)
+
+        # then: the first to commit set the type; every request of the other type was refused
+        (kept,) = AttributeDefinition.objects.filter(embed_tenant__name=tenant_name).values_list("type", flat=True)
+        expected = [(200 if type_ == kept else 400) for type_ in types]
+        assert [status for status, _ in results] == expected
+        assert all(
+            body == {"error": "cannot change type of user attribute seat"} for status, body in results if status == 400
+        )
+
+
 def test_of_many_exchanges_racing_for_one_session_exactly_one_wins(on_postgres, new_session, acme):
     for _ in range(ROUNDS):
         # given
