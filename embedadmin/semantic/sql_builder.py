@@ -25,9 +25,10 @@ from typing import Any, Literal
 from sqlglot import exp
 
 from .context import QueryContext
+from .dependencies import member_dependencies, snippet_dependencies
 from .errors import QueryError
 from .joins import JoinHint, JoinTree, build_join_tree
-from .model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure, Member, SqlSnippet
+from .model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure, Member
 from .policies import row_restriction
 from .query import Contradiction, FilterCondition, FilterGroup, FilterNode, NormalizedQuery
 from .sql_expressions import Renderer, aliased, all_of, is_composite, quoted
@@ -108,6 +109,8 @@ class _Builder:
         self.taken: set[str] = set()
         self.where_nodes: list[FilterNode] = []
         self.having_nodes: list[FilterNode] = []
+        self.sub_joins: dict[str, tuple[str, exp.Select]] = {}
+        self.renderer.sub_query = self.sub_query_value
 
     # -- members ------------------------------------------------------------------------------------
 
@@ -136,10 +139,7 @@ class _Builder:
         origin = self.renderer.origin(member)
         if not member.alias_member:
             hints.append(origin.entity)
-        cache: dict[str, list[JoinHint]] = self.model.caches.setdefault("member_deps", {})
-        if origin.full_name not in cache:
-            cache[origin.full_name] = _snippet_dependencies(self.model, origin, set())
-        hints.extend(cache[origin.full_name])
+        hints.extend(member_dependencies(self.model, origin).hints)
         return hints
 
     def join_tree(self, members: Iterable[str]) -> JoinTree:
@@ -151,11 +151,40 @@ class _Builder:
         return build_join_tree(self.model, unique)
 
     def from_clause(self, select: exp.Select, tree: JoinTree) -> exp.Select:
+        """FROM the root cube, LEFT JOIN the tree's cubes, then the sub-query dimensions of those cubes."""
         select = select.from_(self.renderer.cube_source(tree.root), copy=False)
         for edge in tree.edges:
             condition = self.renderer.snippet(edge.join.sql)
             select.append("joins", exp.Join(this=self.renderer.cube_source(edge.target), on=condition, side="LEFT"))
+        for alias, (cube, subquery) in self.sub_joins.items():
+            if cube in tree.cubes:
+                on = exp.EQ(this=exp.column("pk_0", table=quoted(alias)), expression=self.renderer.primary_key(cube))
+                select.append(
+                    "joins", exp.Join(this=subquery.copy().subquery(quoted(alias), copy=False), on=on, side="LEFT")
+                )
         return select
+
+    def sub_query_value(self, dimension: Dimension) -> exp.Expression:
+        """A ``sub_query`` dimension: its value per primary key, computed in a subquery joined by key."""
+        alias = f"{dimension.entity}__{dimension.name}__subquery"
+        if alias not in self.sub_joins:
+            self.sub_joins[alias] = (dimension.entity, self.sub_query_select(dimension))
+        return exp.column("value", table=quoted(alias))
+
+    def sub_query_select(self, dimension: Dimension) -> exp.Select:
+        cube = dimension.entity
+        if len(self.model.entities[cube].primary_keys) != 1:
+            raise QueryError(f"sub_query dimension '{dimension.full_name}' needs a cube with one primary key")
+        tree = build_join_tree(self.model, [cube, *snippet_dependencies(self.model, dimension).hints])
+
+        def leaf(measure: Measure) -> exp.Expression:
+            distinct = measure.entity in tree.multiplied and measure.type == "count"
+            return self.renderer.aggregate(measure, distinct_keys=distinct)
+
+        assert dimension.sql is not None
+        value = self.renderer.snippet(dimension.sql, leaf)
+        select = exp.select(aliased(self.renderer.primary_key(cube), "pk_0"), aliased(value, "value"))
+        return self.from_clause(select, tree).group_by(exp.Literal.number(1), copy=False)
 
     # -- build --------------------------------------------------------------------------------------
 
@@ -167,6 +196,9 @@ class _Builder:
         restrictions = row_restriction(self.model, entities, self.ctx)
         used.extend(leaf.member for node in restrictions for leaf in _leaves(node))
         tree = self.join_tree(used)
+        for name in used:
+            for dimension in member_dependencies(self.model, self.renderer.origin(self.member(name))).sub_queries:
+                self.sub_query_value(dimension)
         conditions = [*query.filters, *restrictions]
         self.where_nodes = [n for n in conditions if not self.is_measure(n)]
         self.having_nodes = [n for n in conditions if self.is_measure(n)]
@@ -425,41 +457,6 @@ class _Builder:
             position = positions.get(order.id)
             if position is not None:
                 select.order_by(exp.Ordered(this=exp.Literal.number(position), desc=order.desc), copy=False)
-
-
-def _snippet_dependencies(model: CompiledModel, member: Member, seen: set[str]) -> list[JoinHint]:
-    """Cubes (or join paths) the member's SQL reaches through references, recursively."""
-    if member.full_name in seen:
-        return []
-    seen.add(member.full_name)
-    snippets: list[SqlSnippet] = []
-    for attribute in ("sql", "latitude", "longitude"):
-        value = getattr(member, attribute, None)
-        if value is not None:
-            snippets.append(value)
-    snippets.extend(getattr(member, "filters", ()))
-    case = getattr(member, "case", None)
-    if case is not None:
-        for when in case.when:
-            snippets.append(when.sql)
-            if isinstance(when.label, SqlSnippet):
-                snippets.append(when.label)
-        if isinstance(case.else_label, SqlSnippet):
-            snippets.append(case.else_label)
-    hints: list[JoinHint] = []
-    for snippet in snippets:
-        for reference in snippet.refs.values():
-            cube = getattr(reference, "cube", None)
-            if cube is None or (cube == member.entity and not getattr(reference, "member", None)):
-                continue
-            path = getattr(reference, "path", ())
-            hints.append(path if len(path) > 1 else cube)
-            name = getattr(reference, "member", None)
-            if name:
-                target = model.entities[cube].member(name)
-                if target is not None:
-                    hints.extend(_snippet_dependencies(model, target, seen))
-    return hints
 
 
 __all__ = ["CompiledQuery", "Contradiction", "ResultColumn", "compile_query"]

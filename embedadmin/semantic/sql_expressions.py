@@ -77,6 +77,8 @@ class Renderer:
         self.zone = ZoneInfo(timezone)
         self.now = now
         self._stack: list[str] = []
+        # How a sub_query dimension becomes a value: set by the statement builder, which owns the joins.
+        self.sub_query: Callable[[Dimension], exp.Expression] | None = None
 
     # -- resolution ---------------------------------------------------------------------------------
 
@@ -172,7 +174,9 @@ class Renderer:
         dimension = self.origin(member)
         assert isinstance(dimension, Dimension)
         if dimension.sub_query:
-            raise QueryError(f"sub_query dimension '{dimension.full_name}' is not supported yet")
+            if self.sub_query is None:
+                raise QueryError(f"sub_query dimension '{dimension.full_name}' cannot be used here")
+            return self.sub_query(dimension)
         if dimension.case is not None:
             case = exp.Case()
             for when in dimension.case.when:

@@ -181,6 +181,39 @@ CASES: list[tuple[str, dict[str, Any], list[str], str]] = [
         "SELECT status, amount, 1, amount FROM orders ORDER BY amount DESC LIMIT 3",
     ),
     (
+        "sub_query dimension: a measure of another cube per order",
+        {
+            "measures": ["orders.count"],
+            "dimensions": ["orders.items_total"],
+            "order": {"orders.items_total": "asc"},
+        },
+        ["orders.items_total", "orders.count"],
+        """
+        SELECT t, count(*) FROM (
+            SELECT o.id, (SELECT sum(li.quantity * li.price) FROM line_items li WHERE li.order_id = o.id) AS t
+            FROM orders o
+        ) per_order GROUP BY t ORDER BY t NULLS LAST
+        """,
+    ),
+    (
+        "dimension built on a sub_query dimension, with fan-out measures and a sub_query filter",
+        {
+            "measures": ["orders.revenue", "line_items.quantity"],
+            "dimensions": ["orders.big_basket"],
+            "filters": [{"member": "orders.items_total", "operator": "set"}],
+            "order": {"orders.big_basket": "asc"},
+        },
+        ["orders.big_basket", "orders.revenue", "line_items.quantity"],
+        """
+        SELECT big, sum(amount), sum(quantity) FROM (
+            SELECT o.amount,
+                   (SELECT sum(li.quantity * li.price) FROM line_items li WHERE li.order_id = o.id) >= 100 AS big,
+                   (SELECT sum(li.quantity) FROM line_items li WHERE li.order_id = o.id) AS quantity
+            FROM orders o WHERE EXISTS (SELECT 1 FROM line_items li WHERE li.order_id = o.id)
+        ) per_order GROUP BY big ORDER BY big
+        """,
+    ),
+    (
         "month buckets in Europe/Berlin",
         {
             "measures": ["orders.count", "orders.revenue"],
