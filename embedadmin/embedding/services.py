@@ -13,11 +13,11 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.models import Account, Deployment
 from embedadmin.accounts.selectors import ApiKeyCaller, deployment_for_key
 from embedadmin.accounts.tokens import deployment_token_revoke, deployment_token_sign
 from embedadmin.core import credentials
-from embedadmin.core.errors import BadRequest, Forbidden, Unauthorized
+from embedadmin.core.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.embedding.models import EmbedSession
@@ -85,16 +85,22 @@ def _check_request_shape(data: GenerateSessionInput, *, use_creator_mode: bool) 
             raise BadRequest(f"securityContext: reserved claim names not allowed: {', '.join(reserved)}")
 
 
-def session_generate(*, caller: ApiKeyCaller, data: GenerateSessionInput) -> str:
+def session_generate_for_key(*, caller: ApiKeyCaller, data: GenerateSessionInput) -> str:
+    """Mint a session for an API-key caller: the deployment must be in the key's scope."""
+    deployment = deployment_for_key(caller=caller, deployment_id=data.deployment_id)
+    return session_generate(account=caller.account, deployment=deployment, data=data)
+
+
+def session_generate(*, account: Account, deployment: Deployment, data: GenerateSessionInput) -> str:
     """Mint a single-use session for one viewer; returns the ``sessionId`` (shown only here).
 
     In one transaction: apply creator-mode definitions, upsert the external user within the account
     cap, set its groups and attribute values, and store the session. Any failure writes nothing.
+    The API and the admin panel both come here.
     """
-    account = caller.account
-    tenant_settings = account.tenant_settings
-    _check_request_shape(data, use_creator_mode=tenant_settings.use_creator_mode)
-    deployment = deployment_for_key(caller=caller, deployment_id=data.deployment_id)
+    if deployment.account_id != account.pk:
+        raise NotFound(f"Deployment {deployment.pk} not found")
+    _check_request_shape(data, use_creator_mode=account.tenant_settings.use_creator_mode)
 
     internal_user = None
     if data.internal_id is not None:

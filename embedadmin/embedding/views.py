@@ -31,7 +31,7 @@ class GenerateSessionView(AdminApiKeyView):
     def post(self, request: Request) -> Response:
         serializer = GenerateSessionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        session_id = services.session_generate(caller=request.user, data=serializer.to_input())
+        session_id = services.session_generate_for_key(caller=request.user, data=serializer.to_input())
         return Response({"sessionId": session_id})
 
 
