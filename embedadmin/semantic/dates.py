@@ -93,7 +93,7 @@ def parse_local(value: str, zone: ZoneInfo | None = None) -> datetime:
     return moment
 
 
-def _start_of(moment: datetime, unit: str) -> datetime:
+def start_of(moment: datetime, unit: str) -> datetime:
     if unit == "second":
         return moment.replace(microsecond=0)
     if unit == "minute":
@@ -112,11 +112,11 @@ def _start_of(moment: datetime, unit: str) -> datetime:
     return day.replace(day=1, month=1)
 
 
-def _end_of(moment: datetime, unit: str) -> datetime:
-    return _start_of(moment, unit) + _delta(unit, 1) - timedelta(milliseconds=1)
+def end_of(moment: datetime, unit: str) -> datetime:
+    return start_of(moment, unit) + unit_delta(unit, 1) - timedelta(milliseconds=1)
 
 
-def _delta(unit: str, amount: int) -> relativedelta:
+def unit_delta(unit: str, amount: int) -> relativedelta:
     if unit == "quarter":
         return relativedelta(months=3 * amount)
     if unit == "week":
@@ -137,26 +137,28 @@ def parse_relative_range(phrase: str, zone: ZoneInfo, now: datetime | None) -> t
         unit = next((u for u in ("second", "minute", "hour") if u in text), "day")
         start = _point(match.group(1).strip(), current, phrase, zone)
         end = _point(match.group(2).strip(), current, phrase, zone)
-        return _range(_start_of(start, unit), _end_of(end, unit))
+        return _range(start_of(start, unit), end_of(end, unit))
     match = _THIS_LAST_NEXT.search(text)
     if match:
         unit = match.group(2)
         shift = {"this": 0, "last": -1, "next": 1}[match.group(1)]
-        moment = current + _delta(unit, shift)
-        return _range(_start_of(moment, unit), _end_of(moment, unit))
+        moment = current + unit_delta(unit, shift)
+        return _range(start_of(moment, unit), end_of(moment, unit))
     match = _LAST_NEXT_N.search(text)
     if match:
         amount, unit = int(match.group(2)), match.group(3)
         if match.group(1) == "last":
-            return _range(_start_of(current + _delta(unit, -amount), unit), _end_of(current + _delta(unit, -1), unit))
-        return _range(_start_of(current + _delta(unit, 1), unit), _end_of(current + _delta(unit, amount), unit))
+            return _range(
+                start_of(current + unit_delta(unit, -amount), unit), end_of(current + unit_delta(unit, -1), unit)
+            )
+        return _range(start_of(current + unit_delta(unit, 1), unit), end_of(current + unit_delta(unit, amount), unit))
     for word, shift in (("today", 0), ("yesterday", -1), ("tomorrow", 1)):
         if word in text:
             day = current + timedelta(days=shift)
-            return _range(_start_of(day, "day"), _end_of(day, "day"))
+            return _range(start_of(day, "day"), end_of(day, "day"))
     unit = next((u for u in ("second", "minute", "hour") if u in text), "day")
     moment = _point(text, current, phrase, zone)
-    return _range(_start_of(moment, unit), _end_of(moment, unit))
+    return _range(start_of(moment, unit), end_of(moment, unit))
 
 
 def _point(text: str, current: datetime, phrase: str, zone: ZoneInfo) -> datetime:
@@ -167,11 +169,11 @@ def _point(text: str, current: datetime, phrase: str, zone: ZoneInfo) -> datetim
         return fixed[text]
     match = _AGO.match(text)
     if match:
-        return current + _delta(match.group(2), -_count(match.group(1)))
+        return current + unit_delta(match.group(2), -_count(match.group(1)))
     match = _FROM_NOW.match(text)
     if match:
         amount, unit = (match.group(1), match.group(2)) if match.group(2) else (match.group(3), match.group(4))
-        return current + _delta(unit, _count(amount))
+        return current + unit_delta(unit, _count(amount))
     try:
         return parse_local(text.upper(), zone)
     except ValueError:

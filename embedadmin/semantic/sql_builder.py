@@ -30,11 +30,13 @@ from .errors import QueryError
 from .joins import JoinHint, JoinTree, build_join_tree
 from .model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure, Member
 from .policies import row_restriction
-from .query import Contradiction, FilterCondition, FilterGroup, FilterNode, NormalizedQuery
-from .sql_expressions import Renderer, aliased, all_of, is_composite, quoted
+from .query import Contradiction, FilterCondition, FilterGroup, FilterNode, NormalizedQuery, TimeDimensionSpec
+from .sql_expressions import Renderer, aliased, all_of, any_of, is_composite, quoted
 from .sql_filters import FilterCompiler, Parameters
+from .sql_rolling import bucket_aggregate, buckets, read_bounds, row_value, series_source, window_condition
 
 Role = Literal["measure", "dimension", "timeDimension"]
+ROLLING = "__rolling__"  # the aggregation group of rolling-window measures
 _ALIAS_UNSAFE = re.compile(r"[^a-z0-9_]")
 
 
@@ -70,6 +72,7 @@ class CompiledQuery:
 @dataclass
 class _Select:
     alias: str
+    key: str  # the row key: member name, or "Cube.td.granularity"
     build: Callable[[], exp.Expression]
 
 
@@ -110,6 +113,8 @@ class _Builder:
         self.where_nodes: list[FilterNode] = []
         self.having_nodes: list[FilterNode] = []
         self.sub_joins: dict[str, tuple[str, exp.Select]] = {}
+        self.rolling_td: TimeDimensionSpec | None = None
+        self.rolling_range: FilterNode | None = None
         self.renderer.sub_query = self.sub_query_value
 
     # -- members ------------------------------------------------------------------------------------
@@ -204,11 +209,19 @@ class _Builder:
         self.having_nodes = [n for n in conditions if self.is_measure(n)]
         for td in query.time_dimensions:
             if td.date_range is not None:
-                self.where_nodes.append(FilterCondition(td.dimension, "inDateRange", td.date_range))
+                node = FilterCondition(td.dimension, "inDateRange", td.date_range)
+                self.where_nodes.append(node)
+                if td.granularity and self.rolling_td is None:
+                    self.rolling_td, self.rolling_range = td, node
         columns, dimension_selects = self.dimension_columns()
         measure_names = list(query.measures)
         leaves = self.leaf_measures([*measure_names, *(leaf.member for n in self.having_nodes for leaf in _leaves(n))])
         groups = self.measure_groups(leaves, tree)
+        if ROLLING in groups and (self.ungrouped or self.rolling_td is None):
+            names = ", ".join(f"'{name}'" for name in groups[ROLLING])
+            raise QueryError(
+                f"rolling_window measures ({names}) need a time dimension with a granularity and a dateRange"
+            )
         if self.ungrouped or set(groups) <= {""}:
             statement, measure_columns = self.flat(tree, dimension_selects, measure_names)
         else:
@@ -250,7 +263,7 @@ class _Builder:
         for name in self.query.dimensions:
             alias = _alias(name, taken)
             columns.append(ResultColumn(alias, name, name, "dimension", self.value_type(name)))
-            selects.append(_Select(alias, lambda n=name: self.renderer.dimension(self.member(n))))
+            selects.append(_Select(alias, name, lambda n=name: self.renderer.dimension(self.member(n))))
         for td in self.query.time_dimensions:
             if not td.granularity:
                 continue
@@ -260,7 +273,11 @@ class _Builder:
             alias = _alias(key, taken)
             columns.append(ResultColumn(alias, key, td.dimension, "timeDimension", "time", td.granularity))
             selects.append(
-                _Select(alias, lambda d=td.dimension, g=td.granularity: self.renderer.time_dimension(self.member(d), g))
+                _Select(
+                    alias,
+                    key,
+                    lambda d=td.dimension, g=td.granularity: self.renderer.time_dimension(self.member(d), g),
+                )
             )
         return columns, selects
 
@@ -282,8 +299,6 @@ class _Builder:
         for name in names:
             member = self.renderer.origin(self.member(name))
             if isinstance(member, Measure):
-                if member.rolling_window is not None:
-                    raise QueryError(f"rolling_window measure '{name}' is not supported yet")
                 visit(member)
         return list(found.values())
 
@@ -291,6 +306,9 @@ class _Builder:
         """Leaves by aggregation group: "" for the main query, a cube name for its fan-out-safe subquery."""
         groups: dict[str, dict[str, Measure]] = {}
         for leaf in leaves:
+            if leaf.rolling_window is not None:
+                groups.setdefault(ROLLING, {})[leaf.full_name] = leaf
+                continue
             cube = leaf.entity
             group = ""
             if not self.ungrouped and cube in tree.multiplied and leaf.type not in FANOUT_SAFE_MEASURE_TYPES:
@@ -319,12 +337,13 @@ class _Builder:
 
         return FilterCompiler(self.params, self.renderer.zone, member_sql, self.value_type, measure_filter)
 
-    def where(self, select: exp.Select) -> exp.Select:
+    def where(self, select: exp.Select, *, skip: FilterNode | None = None) -> exp.Select:
         compiler = self.filters(lambda n: self.renderer.dimension(self.member(n)))
         for segment in self.query.segments:
             select = select.where(self.renderer.segment(self.member(segment)), copy=False)
         for node in self.where_nodes:
-            select = select.where(compiler.condition(node), copy=False)
+            if node is not skip:
+                select = select.where(compiler.condition(node), copy=False)
         return select
 
     def flat(
@@ -358,36 +377,27 @@ class _Builder:
         aggregate = self.leaf_aggregate(tree)
         leaf_column: dict[str, exp.Column] = {}
         subqueries: list[exp.Expression] = []
-        for index, (group, leaves) in enumerate(sorted(groups.items(), key=lambda g: g[0] != "")):
+        ordered = sorted(groups.items(), key=lambda g: (g[0] != ROLLING, g[0] != ""))
+        for index, (group, leaves) in enumerate(ordered):
             name = f"q_{index}"
-            measures = []
+            aliases = {}
             for number, leaf in enumerate(leaves.values()):
-                alias = f"m_{index}_{number}"
-                leaf_column[leaf.full_name] = exp.column(alias, table=name)
-                measures.append(aliased(aggregate(leaf), alias))
-            body = (
-                self.main_group(tree, dimensions, measures)
-                if not group
-                else self.keys_group(tree, dimensions, measures, group, list(leaves.values()))
-            )
-            subqueries.append(body.subquery(name, copy=False))
-        outer = exp.select(
-            *(aliased(exp.column(f"d_{i}", table="q_0"), quoted(d.alias)) for i, d in enumerate(dimensions))
-        )
-        outer = outer.from_(subqueries[0], copy=False)
-        for index, subquery in enumerate(subqueries[1:], start=1):
-            if dimensions:
-                on = all_of(
-                    *(
-                        exp.NullSafeEQ(
-                            this=exp.column(f"d_{i}", table="q_0"), expression=exp.column(f"d_{i}", table=f"q_{index}")
-                        )
-                        for i in range(len(dimensions))
-                    )
-                )
-                outer.append("joins", exp.Join(this=subquery, on=on, kind="INNER"))
+                aliases[leaf.full_name] = f"m_{index}_{number}"
+                leaf_column[leaf.full_name] = exp.column(aliases[leaf.full_name], table=name)
+            if group == ROLLING:
+                body = self.rolling_group(tree, dimensions, [(leaf, aliases[n]) for n, leaf in leaves.items()])
             else:
-                outer.append("joins", exp.Join(this=subquery, kind="CROSS"))
+                measures = [aliased(aggregate(leaf), aliases[n]) for n, leaf in leaves.items()]
+                body = (
+                    self.main_group(tree, dimensions, measures)
+                    if not group
+                    else self.keys_group(tree, dimensions, measures, group, list(leaves.values()))
+                )
+            subqueries.append(body.subquery(name, copy=False))
+        if ROLLING in groups and len(subqueries) > 1:
+            outer = self.union_of_keys(dimensions, subqueries)
+        else:
+            outer = self.inner_joined(dimensions, subqueries)
 
         def from_leaf(measure: Measure) -> exp.Expression:
             return leaf_column[measure.full_name].copy()
@@ -402,6 +412,49 @@ class _Builder:
             outer = outer.where(having.condition(node), copy=False)
         return outer, columns
 
+    @staticmethod
+    def _same_dimensions(left: str, right: str, count: int) -> exp.Expression:
+        return all_of(
+            *(
+                exp.NullSafeEQ(this=exp.column(f"d_{i}", table=left), expression=exp.column(f"d_{i}", table=right))
+                for i in range(count)
+            )
+        )
+
+    def inner_joined(self, dimensions: list[_Select], subqueries: list[exp.Expression]) -> exp.Select:
+        """Groups over the same rows have the same dimension values: join them on those (Cube's way)."""
+        outer = exp.select(
+            *(aliased(exp.column(f"d_{i}", table="q_0"), quoted(d.alias)) for i, d in enumerate(dimensions))
+        )
+        outer = outer.from_(subqueries[0], copy=False)
+        for index, subquery in enumerate(subqueries[1:], start=1):
+            if dimensions:
+                on = self._same_dimensions("q_0", f"q_{index}", len(dimensions))
+                outer.append("joins", exp.Join(this=subquery, on=on, kind="INNER"))
+            else:
+                outer.append("joins", exp.Join(this=subquery, kind="CROSS"))
+        return outer
+
+    def union_of_keys(self, dimensions: list[_Select], subqueries: list[exp.Expression]) -> exp.Select:
+        """Rolling windows give buckets the other groups may lack (and the reverse): every group is a CTE, left
+        joined to the union of their dimension values (no FULL JOIN: PostgreSQL refuses one on IS NOT DISTINCT FROM)."""
+        names = [f"q_{i}" for i in range(len(subqueries))]
+        columns = [f"d_{i}" for i in range(len(dimensions))]
+        keys: exp.Expression = exp.select(*columns).from_(names[0])
+        for name in names[1:]:
+            keys = exp.union(keys, exp.select(*columns).from_(name), distinct=True, copy=False)
+        outer = exp.select(
+            *(aliased(exp.column(c, table="keys"), quoted(d.alias)) for c, d in zip(columns, dimensions, strict=True))
+        )
+        outer = outer.from_(exp.Subquery(this=keys, alias=exp.TableAlias(this=exp.to_identifier("keys"))), copy=False)
+        for name, subquery in zip(names, subqueries, strict=True):
+            outer.append(
+                "joins",
+                exp.Join(this=exp.to_table(name), on=self._same_dimensions("keys", name, len(columns)), side="LEFT"),
+            )
+            outer = outer.with_(name, as_=subquery.this, copy=False)
+        return outer
+
     def outer_measure(self, name: str, from_leaf: Callable[[Measure], exp.Expression]) -> exp.Expression:
         expression = self.renderer.measure(self.member(name), from_leaf)
         if any(not col.table.startswith("q_") for col in expression.find_all(exp.Column)):
@@ -411,6 +464,55 @@ class _Builder:
     def main_group(self, tree: JoinTree, dimensions: list[_Select], measures: list[exp.Expression]) -> exp.Select:
         select = exp.select(*(aliased(d.build(), f"d_{i}") for i, d in enumerate(dimensions)), *measures)
         select = self.where(self.from_clause(select, tree))
+        if dimensions:
+            select = select.group_by(*(exp.Literal.number(i + 1) for i in range(len(dimensions))), copy=False)
+        return select
+
+    def rolling_group(
+        self, tree: JoinTree, dimensions: list[_Select], measures: list[tuple[Measure, str]]
+    ) -> exp.Select:
+        """Rolling-window measures over the time series of the query's time dimension (see :mod:`.sql_rolling`)."""
+        td = self.rolling_td
+        assert td is not None
+        assert td.date_range is not None
+        assert td.granularity is not None
+        key = f"{td.dimension}.{td.granularity}"
+        dimension = self.renderer.origin(self.member(td.dimension))
+        assert isinstance(dimension, Dimension)
+        series = buckets(self.renderer, dimension.granularities, td.granularity, td.date_range)
+        base = exp.select(
+            *(aliased(d.build(), f"d_{i}") for i, d in enumerate(dimensions) if d.key != key),
+            aliased(self.renderer.local_time(self.renderer.dimension(dimension)), "t"),
+            *(aliased(row_value(self.renderer, m), f"v_{j}") for j, (m, _) in enumerate(measures)),
+        )
+        base = self.where(self.from_clause(base, tree), skip=self.rolling_range)
+        lower, upper = read_bounds([m.rolling_window for m, _ in measures if m.rolling_window], td.date_range)
+        bounds = self.filters(lambda n: self.renderer.dimension(self.member(n)))
+        if lower is not None:
+            base = base.where(
+                exp.GTE(this=self.renderer.dimension(dimension), expression=bounds.instant(lower)), copy=False
+            )
+        if upper is not None:
+            base = base.where(
+                exp.LTE(this=self.renderer.dimension(dimension), expression=bounds.instant(upper)), copy=False
+            )
+        time = exp.column("t", table="base")
+        windows = [window_condition(m.rolling_window, time) for m, _ in measures if m.rolling_window]
+        select = exp.select(
+            *(
+                aliased(
+                    exp.column("date_from", table="series") if d.key == key else exp.column(f"d_{i}", table="base"),
+                    f"d_{i}",
+                )
+                for i, d in enumerate(dimensions)
+            ),
+            *(
+                aliased(bucket_aggregate(m, exp.Case().when(window.copy(), exp.column(f"v_{j}", table="base"))), alias)
+                for j, ((m, alias), window) in enumerate(zip(measures, windows, strict=True))
+            ),
+        ).from_(series_source(series), copy=False)
+        join_on = windows[0] if len(windows) == 1 else any_of(*(exp.Paren(this=w.copy()) for w in windows))
+        select.append("joins", exp.Join(this=base.subquery("base", copy=False), on=join_on, side="LEFT"))
         if dimensions:
             select = select.group_by(*(exp.Literal.number(i + 1) for i in range(len(dimensions))), copy=False)
         return select

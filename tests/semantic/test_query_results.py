@@ -248,3 +248,79 @@ def test_total_counts_rows_without_limit(executor: Executor) -> None:
     _, expected = executor.run("SELECT count(DISTINCT status) FROM orders")
     assert len(body["data"]) == 1
     assert body["total"] == expected[0][0] == 4
+
+
+ROLLING = [
+    (
+        "trailing 7 days, unbounded running count and a plain measure, by month",
+        {
+            "measures": ["orders.revenue_7d", "orders.running_count", "orders.revenue"],
+            "timeDimensions": [
+                {"dimension": "orders.created_at", "granularity": "month", "dateRange": ["2024-01-01", "2024-06-30"]}
+            ],
+        },
+        ["orders.created_at.month", "orders.revenue_7d", "orders.running_count", "orders.revenue"],
+        """
+        SELECT s.d,
+               (SELECT sum(amount) FROM orders WHERE created_at > s.d + INTERVAL '1 month' - INTERVAL '7 day'
+                  AND created_at < s.d + INTERVAL '1 month'),
+               (SELECT count(*) FROM orders WHERE created_at < s.d + INTERVAL '1 month'),
+               (SELECT sum(amount) FROM orders WHERE created_at >= s.d
+                  AND created_at < s.d + INTERVAL '1 month')
+        FROM generate_series(TIMESTAMP '2024-01-01', TIMESTAMP '2024-06-01', INTERVAL '1 month') AS s(d)
+        ORDER BY 1
+        """,
+    ),
+    (
+        "year to date by quarter and status",
+        {
+            "measures": ["orders.revenue_ytd"],
+            "dimensions": ["orders.status"],
+            "timeDimensions": [
+                {"dimension": "orders.created_at", "granularity": "quarter", "dateRange": ["2024-01-01", "2024-12-31"]}
+            ],
+            "order": [["orders.created_at", "asc"], ["orders.status", "asc"]],
+        },
+        ["orders.status", "orders.created_at.quarter", "orders.revenue_ytd"],
+        """
+        SELECT o.status, s.d, sum(o.amount)
+        FROM generate_series(TIMESTAMP '2024-01-01', TIMESTAMP '2024-10-01', INTERVAL '3 month') AS s(d)
+        JOIN orders o ON o.created_at >= TIMESTAMP '2024-01-01' AND o.created_at < s.d + INTERVAL '3 month'
+        GROUP BY 1, 2 ORDER BY 2, 1
+        """,
+    ),
+    (
+        "window around the bucket start: the month before and the month itself",
+        {
+            "measures": ["orders.next_month_revenue"],
+            "timeDimensions": [
+                {"dimension": "orders.created_at", "granularity": "month", "dateRange": ["2024-02-01", "2024-04-30"]}
+            ],
+        },
+        ["orders.created_at.month", "orders.next_month_revenue"],
+        """
+        SELECT s.d,
+               (SELECT sum(amount) FROM orders WHERE created_at >= s.d - INTERVAL '1 month'
+                  AND created_at < s.d + INTERVAL '1 month')
+        FROM generate_series(TIMESTAMP '2024-02-01', TIMESTAMP '2024-04-01', INTERVAL '1 month') AS s(d) ORDER BY 1
+        """,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "query", "keys", "sql"), ROLLING, ids=[c[0] for c in ROLLING])
+def test_rolling_windows_match_hand_written_sql(
+    executor: Executor, name: str, query: dict[str, Any], keys: list[str], sql: str
+) -> None:
+    body = run_query(executor, query)
+    _, expected = executor.run(sql)
+    assert engine_rows(body, keys) == [tuple(canonical(v) for v in row) for row in expected], name
+
+
+def test_rolling_windows_need_a_granularity_and_a_date_range() -> None:
+    from embedadmin.semantic import QueryError, plan_queries
+
+    from .conftest import shop_model
+
+    with pytest.raises(QueryError, match="need a time dimension with a granularity and a dateRange"):
+        plan_queries(shop_model("duckdb"), {"measures": ["orders.revenue_7d"]}, QueryContext())
