@@ -31,7 +31,7 @@ from .joins import JoinHint, JoinTree, build_join_tree
 from .model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure, Member
 from .policies import row_restriction
 from .query import Contradiction, FilterCondition, FilterGroup, FilterNode, NormalizedQuery, TimeDimensionSpec
-from .sql_expressions import Renderer, aliased, all_of, any_of, is_composite, quoted
+from .sql_expressions import Renderer, aliased, all_of, any_of, is_composite, quoted, wrap
 from .sql_filters import FilterCompiler, Parameters
 from .sql_rolling import bucket_aggregate, buckets, read_bounds, row_value, series_source, window_condition
 
@@ -163,7 +163,9 @@ class _Builder:
             select.append("joins", exp.Join(this=self.renderer.cube_source(edge.target), on=condition, side="LEFT"))
         for alias, (cube, subquery) in self.sub_joins.items():
             if cube in tree.cubes:
-                on = exp.EQ(this=exp.column("pk_0", table=quoted(alias)), expression=self.renderer.primary_key(cube))
+                on = exp.EQ(
+                    this=exp.column("pk_0", table=quoted(alias)), expression=wrap(self.renderer.primary_key(cube))
+                )
                 select.append(
                     "joins", exp.Join(this=subquery.copy().subquery(quoted(alias), copy=False), on=on, side="LEFT")
                 )
@@ -536,7 +538,9 @@ class _Builder:
             *(aliased(e.copy(), f"pk_{i}") for i, e in enumerate(key_exprs)),
         ).distinct()
         inner = self.where(self.from_clause(inner, tree))
-        on = all_of(*(exp.EQ(this=exp.column(f"pk_{i}", table="keys"), expression=e) for i, e in enumerate(key_exprs)))
+        on = all_of(
+            *(exp.EQ(this=exp.column(f"pk_{i}", table="keys"), expression=wrap(e)) for i, e in enumerate(key_exprs))
+        )
         select = exp.select(
             *(aliased(exp.column(f"d_{i}", table="keys"), f"d_{i}") for i in range(len(dimensions))), *measures
         )

@@ -134,7 +134,7 @@ class Renderer:
 
     def reference(self, reference: MemberReference, measure: MeasureLeaf | None) -> exp.Expression:
         target = self.cube_member(reference.cube, reference.member)
-        key = f"{target.full_name}.{reference.granularity or ''}"
+        key = f"{target.full_name}.{reference.granularity}" if reference.granularity else target.full_name
         if key in self._stack:
             raise QueryError(f"Circular reference: {' -> '.join([*self._stack, key])}")
         self._stack.append(key)

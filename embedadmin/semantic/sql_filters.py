@@ -87,7 +87,7 @@ class FilterCompiler:
         operator = node.operator
         if operator == "measureFilter":
             return self.measure_filter(node.member)
-        column = self.member_sql(node.member)
+        column = wrap(self.member_sql(node.member))
         kind = self.member_type(node.member)
         values = node.values or ()
         if operator == "set":
