@@ -20,8 +20,15 @@ from .titles import titleize
 _CALCULATED_AGG_TYPES = {"count_distinct": "countDistinct", "count_distinct_approx": "countDistinctApprox"}
 
 
-def meta(model: CompiledModel, ctx: QueryContext, *, only_views: bool = False) -> dict[str, Any]:
-    """The ``/v1/meta`` body for ``ctx``: ``{"cubes": [...], "compilerId": "..."}``."""
+def meta(
+    model: CompiledModel, ctx: QueryContext, *, only_views: bool = False, extended: bool = False
+) -> dict[str, Any]:
+    """The ``/v1/meta`` body for ``ctx``: ``{"cubes": [...], "compilerId": "..."}``.
+
+    ``only_views``: views only (``?onlyViews=true``). ``extended`` (``?extended``): cubes also list their
+    ``joins`` as ``{name, relationship, sql}`` (relationship spelled as Cube stores it: belongsTo, hasMany,
+    hasOne) and their ``sql`` or ``sqlTable``.
+    """
     base: dict[str, dict[str, Any]] = model.caches.get("meta") or _build_base(model)
     cubes: list[dict[str, Any]] = []
     mask: list[str] = []
@@ -36,11 +43,23 @@ def meta(model: CompiledModel, ctx: QueryContext, *, only_views: bool = False) -
             mask.append(f"{name}:{','.join(m['name'] for m in _members(shown)) if shown else '-'}")
             if shown is None:
                 continue
-        cubes.append(shown)
+        cubes.append(_extended(entity, shown) if extended else shown)
     compiler_id = model.compiler_id
     if mask:
         compiler_id = hashlib.sha256(f"{compiler_id}|{'|'.join(mask)}".encode()).hexdigest()
     return {"cubes": cubes, "compilerId": compiler_id}
+
+
+def _extended(entity: Entity, shown: dict[str, Any]) -> dict[str, Any]:
+    if entity.is_view:
+        return shown
+    body = dict(shown)
+    if entity.sql is not None:
+        body["sql"] = entity.sql.text
+    else:
+        body["sqlTable"] = entity.sql_table
+    body["joins"] = [{"name": j.target, "relationship": j.relationship, "sql": j.sql.text} for j in entity.joins]
+    return body
 
 
 def member_json(model: CompiledModel, member: Member) -> dict[str, Any]:

@@ -378,6 +378,19 @@ def test_view_members_carry_alias_member_folders_and_hierarchies() -> None:
     ]
 
 
+def test_extended_meta_lists_joins_and_sql() -> None:
+    cubes = by_name(meta(shop_model("duckdb"), QueryContext(groups=["admin"]), extended=True))
+
+    assert cubes["orders"]["joins"] == [
+        {"name": "users", "relationship": "belongsTo", "sql": "{CUBE}.user_id = {users.id}"},
+        {"name": "line_items", "relationship": "hasMany", "sql": "{CUBE}.id = {line_items.order_id}"},
+    ]
+    assert cubes["orders"]["sqlTable"] == "orders"
+    assert cubes["products"]["sql"] == "SELECT id, name, category, price FROM products"
+    assert "joins" not in cubes["orders_view"]
+    assert "joins" not in by_name(meta(shop_model("duckdb"), QueryContext()))["orders"]
+
+
 def test_only_views() -> None:
     body = meta(shop_model("duckdb"), QueryContext(groups=["admin"]), only_views=True)
 
