@@ -30,6 +30,7 @@ from .api import (
     load_response,
     parse_query_param,
     plan_queries,
+    refresh_interval,
     sql_response,
 )
 from .context import QueryContext
@@ -69,6 +70,7 @@ __all__ = [
     "normalize_query",
     "parse_query_param",
     "plan_queries",
+    "refresh_interval",
     "result_body",
     "sql_response",
 ]

@@ -20,6 +20,7 @@ from typing import Any
 from .context import QueryContext
 from .dates import local_now, resolve_timezone
 from .errors import QueryError
+from .intervals import parse_interval
 from .model import CompiledModel
 from .normalize import Limits, compare_date_range_queries, normalize_query
 from .query import NormalizedQuery
@@ -30,6 +31,7 @@ REGULAR = "regularQuery"
 COMPARE_DATE_RANGE = "compareDateRangeQuery"
 BLENDING = "blendingQuery"
 _CACHE_SIZE = 2048
+DEFAULT_REFRESH_SECONDS = 10
 _cache_lock = threading.Lock()
 
 
@@ -53,6 +55,22 @@ class QueryOutcome:
     total: int | None = None
     last_refresh_time: datetime | None = None
     slow_query: bool = False
+
+
+def refresh_interval(model: CompiledModel, compiled: CompiledQuery) -> float:
+    """Seconds a cached result of ``compiled`` stays fresh: the shortest ``refresh_key.every`` of the cubes it
+    reads (Cube's default, 10 s, for cubes without one, or with a cron or ``sql`` refresh key)."""
+    cubes = [compiled.hints.get("root"), *compiled.hints.get("joins", [])]
+    intervals = []
+    for name in cubes:
+        entity = model.entities.get(name) if name else None
+        every = entity.refresh_key.every if entity is not None and entity.refresh_key is not None else None
+        try:
+            parsed = parse_interval(str(every)) if every else None
+        except ValueError:
+            parsed = None
+        intervals.append(parsed.months * 30 * 86400 + parsed.seconds if parsed else DEFAULT_REFRESH_SECONDS)
+    return float(min(intervals, default=DEFAULT_REFRESH_SECONDS))
 
 
 def parse_query_param(value: Any) -> Any:

@@ -359,3 +359,27 @@ def test_numbers_from_postgres_numeric_keep_their_digits(pg) -> None:
     )
 
     assert body["data"][0] == {"orders.status": "cancelled", "orders.average_amount": "10.0000000000000000"}
+
+
+def test_refresh_interval_is_the_shortest_refresh_key_of_the_cubes_read(tmp_path) -> None:
+    from embedadmin.semantic import load_model, refresh_interval
+
+    (tmp_path / "m.yml").write_text(
+        "cubes:\n"
+        "  - name: a\n    sql_table: a\n    refresh_key:\n      every: 1 hour\n"
+        "    joins:\n      - name: b\n        sql: '{CUBE}.id = {b.id}'\n        relationship: one_to_one\n"
+        "    dimensions:\n      - name: id\n        sql: id\n        type: number\n        primary_key: true\n"
+        "      - name: y\n        sql: y\n        type: string\n"
+        "  - name: b\n    sql_table: b\n    refresh_key:\n      every: 5 minutes\n"
+        "    dimensions:\n      - name: id\n        sql: id\n        type: number\n        primary_key: true\n"
+        "      - name: x\n        sql: x\n        type: string\n"
+        "  - name: c\n    sql_table: c\n    dimensions:\n      - name: x\n        sql: x\n        type: string\n"
+    )
+    model = load_model(tmp_path, dialect="duckdb", check_interval=0).require()
+
+    def interval(query: dict[str, Any]) -> float:
+        return refresh_interval(model, plan_queries(model, query, QueryContext()).queries[0])
+
+    assert interval({"dimensions": ["a.y"]}) == 3600
+    assert interval({"dimensions": ["a.y", "b.x"]}) == 300
+    assert interval({"dimensions": ["c.x"]}) == 10
