@@ -11,6 +11,8 @@ from .files import YamlList, YamlMap
 from .model import SourceLocation
 from .titles import titleize
 
+# Keys every cube, view and member may carry.
+DESCRIPTIVE_KEYS = frozenset({"name", "title", "description", "public", "shown", "visible", "meta"})
 NAME_PATTERN = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
@@ -119,7 +121,7 @@ class Definition:
         return Definition(raw, self.file, what, self.problems)
 
 
-def visibility(definition: Definition, default: bool) -> bool:
+def visibility(definition: Definition, default: bool | None) -> bool | None:
     """``public``, or the legacy ``shown``/``visible``, else ``default``."""
     for key in ("public", "visible", "shown"):
         value = definition.boolean(key)

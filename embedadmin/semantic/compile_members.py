@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .compile_base import Abort, Definition, Problems, definition_name, short_title, snake_key, visibility
+from .compile_base import (
+    DESCRIPTIVE_KEYS,
+    Abort,
+    Definition,
+    Problems,
+    definition_name,
+    short_title,
+    snake_key,
+    visibility,
+)
 from .formats import is_known_format
 from .intervals import parse_interval
 from .model import (
@@ -23,7 +32,7 @@ from .model import (
 )
 from .references import PREDEFINED_GRANULARITIES, SnippetError, SnippetScope, parse_snippet
 
-_COMMON = frozenset({"name", "sql", "title", "description", "public", "shown", "visible", "meta"})
+_COMMON = DESCRIPTIVE_KEYS | {"sql"}
 MEASURE_KEYS = _COMMON | {"type", "filters", "format", "currency", "drill_members", "rolling_window", "cumulative"}
 MEASURE_UNSUPPORTED = frozenset(
     {"multi_stage", "time_shift", "grain", "reduce_by", "add_group_by", "group_by", "order_by", "case", "mask"}
@@ -69,7 +78,7 @@ class CubeScope:
 
     def display(self, definition: Definition, name: str, *, default_public: bool) -> MemberDisplay:
         own_title = definition.string("title")
-        own_public = visibility(definition, None)  # type: ignore[arg-type]
+        own_public = visibility(definition, None)
         shown = short_title(name, own_title)
         return MemberDisplay(
             title=f"{self.cube_title} {shown}",

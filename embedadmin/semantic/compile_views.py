@@ -12,28 +12,13 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from .compile_base import Definition, Problems, visibility
+from .compile_base import DESCRIPTIVE_KEYS, Definition, Problems, visibility
 from .compile_policies import compile_policies
 from .model import Dimension, Entity, Folder, Hierarchy, Join, Measure, Member, MemberDisplay, Segment
 from .titles import titleize
 
 RAW_MEMBER_SECTIONS = {"measures": "measure", "dimensions": "dimension", "segments": "segment"}
-VIEW_KEYS = frozenset(
-    {
-        "name",
-        "title",
-        "description",
-        "public",
-        "shown",
-        "visible",
-        "meta",
-        "cubes",
-        "folders",
-        "access_policy",
-        "view_group",
-        "view_groups",
-    }
-)
+VIEW_KEYS = DESCRIPTIVE_KEYS | {"cubes", "folders", "access_policy", "view_group", "view_groups"}
 VIEW_UNSUPPORTED = frozenset({"measures", "dimensions", "segments", "extends", "includes", "excludes"})
 VIEW_CUBE_KEYS = frozenset({"join_path", "includes", "excludes", "prefix", "alias", "split"})
 INCLUDE_KEYS = frozenset({"name", "alias", "title", "description", "format", "meta"})

@@ -16,7 +16,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from .compile_base import NAME_PATTERN, Abort, Definition, Problems, definition_name, visibility
+from .compile_base import DESCRIPTIVE_KEYS, NAME_PATTERN, Abort, Definition, Problems, definition_name, visibility
 from .compile_members import CubeScope, compile_dimension, compile_measure, compile_segment
 from .compile_policies import compile_policies
 from .compile_views import RAW_MEMBER_SECTIONS, compile_view, folder_tree
@@ -37,33 +37,24 @@ from .model import (
 from .references import SnippetError, SnippetScope, parse_snippet
 from .titles import titleize
 
-CUBE_KEYS = frozenset(
-    {
-        "name",
-        "sql_table",
-        "sql",
-        "sql_alias",
-        "data_source",
-        "extends",
-        "title",
-        "description",
-        "public",
-        "shown",
-        "visible",
-        "meta",
-        "refresh_key",
-        "calendar",
-        "joins",
-        "measures",
-        "dimensions",
-        "segments",
-        "hierarchies",
-        "pre_aggregations",
-        "access_policy",
-        "folders",
-        "rewrite_queries",
-    }
-)
+CUBE_KEYS = DESCRIPTIVE_KEYS | {
+    "sql_table",
+    "sql",
+    "sql_alias",
+    "data_source",
+    "extends",
+    "refresh_key",
+    "calendar",
+    "joins",
+    "measures",
+    "dimensions",
+    "segments",
+    "hierarchies",
+    "pre_aggregations",
+    "access_policy",
+    "folders",
+    "rewrite_queries",
+}
 JOIN_KEYS = frozenset({"name", "sql", "relationship"})
 HIERARCHY_KEYS = frozenset({"name", "title", "levels", "public"})
 RELATIONSHIPS = {
