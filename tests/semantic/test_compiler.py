@@ -307,6 +307,16 @@ BROKEN = [
         "model/cubes/orders.yml:1: template error: 'nope' is undefined",
     ),
     (
+        "templates run sandboxed",
+        "# {{ ''.__class__.__mro__ }}\n" + ORDERS,
+        "model/cubes/orders.yml:1: template error: access to attribute '__class__' of 'str' object is unsafe.",
+    ),
+    (
+        "templates cannot read files outside the model",
+        '{% include "../../../../../../etc/passwd" %}\n' + ORDERS,
+        "model/cubes/orders.yml:1: template error: ../../../../../../etc/passwd",
+    ),
+    (
         "sql_table and sql",
         ORDERS.replace("    sql_table: public.orders\n", "    sql_table: a\n    sql: SELECT 1\n"),
         'model/cubes/orders.yml:2: cube orders: a cube needs exactly one of "sql_table" or "sql"',
