@@ -48,7 +48,11 @@ class _DuplicateKey(yaml.MarkedYAMLError):
     pass
 
 
-class _LineLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML has it (several times faster); the constructors below are ours either way.
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _LineLoader(_SafeLoader):  # type: ignore[misc, valid-type]
     """PyYAML's safe loader building :class:`YamlMap`/:class:`YamlList` and refusing duplicate keys."""
 
 
@@ -180,7 +184,7 @@ def parse_model_file(model_file: ModelFile, env: SandboxedEnvironment) -> Any:
     if any(marker in text for marker in JINJA_MARKERS):
         text = _render(model_file, text, env)
     try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a SafeLoader
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a (C)SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0

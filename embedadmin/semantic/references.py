@@ -24,6 +24,29 @@ from .model import CubeReference, CubeSqlReference, MemberReference, Reference, 
 PLACEHOLDER_PREFIX = "__cuberef_"
 _REFERENCE = re.compile(r"\{([^{}]*)\}")
 _CONTEXT_VARIABLES = ("SECURITY_CONTEXT", "FILTER_PARAMS", "FILTER_GROUP", "SQL_UTILS", "COMPILE_CONTEXT")
+_PLAIN_COLUMN = re.compile(r"^\s*(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\s*$")
+# Bare words the parser reads as something other than a column.
+_NOT_COLUMNS = frozenset(
+    {
+        "true",
+        "false",
+        "null",
+        "current_date",
+        "current_time",
+        "current_timestamp",
+        "localtime",
+        "localtimestamp",
+        "current_user",
+        "session_user",
+        "current_schema",
+        "current_catalog",
+        "current_role",
+        "default",
+        "interval",
+        "select",
+        "with",
+    }
+)
 PREDEFINED_GRANULARITIES = ("second", "minute", "hour", "day", "week", "month", "quarter", "year")
 
 
@@ -60,16 +83,28 @@ def parse_snippet(
         return placeholder(resolve_reference(match.group(1).strip(), scope))
 
     source = _REFERENCE.sub(substitute, str(text))
-    try:
-        statements = [s for s in sqlglot.parse(source, read=dialect) if s is not None]
-    except SqlglotError as exc:
-        raise SnippetError(f"invalid SQL {str(text)!r}: {_first_line(exc)}") from None
-    if len(statements) != 1:
-        raise SnippetError(f"invalid SQL {str(text)!r}: expected one expression")
-    tree = statements[0]
+    tree = _plain_column(source) or _parse(source, str(text), dialect)
     if qualify and not isinstance(tree, exp.Query):
         _qualify_bare_columns(tree, refs, lambda: placeholder(CubeReference(scope.cube)))
     return SqlSnippet(text=str(text), tree=tree, refs=refs, location=location)
+
+
+def _parse(source: str, text: str, dialect: str) -> exp.Expression:
+    try:
+        statements = [s for s in sqlglot.parse(source, read=dialect) if s is not None]
+    except SqlglotError as exc:
+        raise SnippetError(f"invalid SQL {text!r}: {_first_line(exc)}") from None
+    if len(statements) != 1:
+        raise SnippetError(f"invalid SQL {text!r}: expected one expression")
+    return statements[0]
+
+
+def _plain_column(source: str) -> exp.Column | None:
+    """``amount`` or ``{CUBE}.amount``, by far the most common member SQL, without running the parser."""
+    match = _PLAIN_COLUMN.match(source)
+    if match is None or match.group(2).lower() in _NOT_COLUMNS or (match.group(1) or "").lower() in _NOT_COLUMNS:
+        return None
+    return exp.column(match.group(2), table=match.group(1))
 
 
 def resolve_reference(content: str, scope: SnippetScope) -> Reference:
