@@ -92,7 +92,11 @@ def _for_caller(entity: Entity, shown: dict[str, Any], ctx: QueryContext) -> dic
     filtered = dict(shown)
     for key in ("measures", "dimensions", "segments"):
         filtered[key] = [m for m in shown[key] if m["name"] in visible]
-    filtered["hierarchies"] = [h for h in shown["hierarchies"] if set(h["levels"]) & visible]
+    filtered["hierarchies"] = [
+        {**h, "levels": [level for level in h["levels"] if level in visible]}
+        for h in shown["hierarchies"]
+        if set(h["levels"]) & visible
+    ]
     filtered["folders"] = [
         {"name": f["name"], "members": [n for n in f["members"] if n in visible]} for f in shown["folders"]
     ]

@@ -133,3 +133,39 @@ def test_denied_cube_joined_through_a_query_reads_no_rows() -> None:
     plan = plan_queries(secure_model(), {"measures": ["secure_view.count"]}, NOBODY)
 
     assert "1 = 0" in plan.queries[0].sql
+
+
+def test_meta_leaves_hidden_members_out_of_hierarchies_and_folders(tmp_path) -> None:
+    (tmp_path / "users.yml").write_text(
+        """
+cubes:
+  - name: people
+    sql_table: users
+    dimensions:
+      - {name: id, sql: id, type: number, primary_key: true}
+      - {name: country, sql: country, type: string}
+      - {name: city, sql: city, type: string}
+    measures:
+      - {name: count, type: count}
+    hierarchies:
+      - {name: place, levels: [country, city]}
+      - {name: town, levels: [city]}
+    folders:
+      - name: Where
+        includes: [country, city, {name: Inner, includes: [city, count]}]
+    access_policy:
+      - group: "*"
+        member_level:
+          includes: [country, count]
+"""
+    )
+    model = load_model(tmp_path, dialect="duckdb", check_interval=0).require()
+
+    people = meta(model, NOBODY)["cubes"][0]
+
+    assert [d["name"] for d in people["dimensions"]] == ["people.country"]
+    assert people["hierarchies"] == [{"name": "people.place", "levels": ["people.country"], "public": True}]
+    assert people["folders"] == [{"name": "Where", "members": ["people.country", "people.count"]}]
+    assert people["nestedFolders"] == [
+        {"name": "Where", "members": ["people.country", {"name": "Inner", "members": ["people.count"]}]}
+    ]
