@@ -184,7 +184,9 @@ class RunResult:
 RequestFactory = Callable[[int], tuple[str, str, dict[str, str], bytes]]
 
 
-async def _run(port: int, clients: int, total: int, make: RequestFactory, expect: int) -> tuple[list[float], int, float]:
+async def _run(
+    port: int, clients: int, total: int, make: RequestFactory, expect: int
+) -> tuple[list[float], int, float]:
     counter = iter(range(total))
     latencies: list[float] = []
     errors = 0
@@ -208,9 +210,7 @@ async def _run(port: int, clients: int, total: int, make: RequestFactory, expect
     return latencies, errors, time.perf_counter() - started
 
 
-def run_load(
-    label: str, *, port: int, clients: int, total: int, make: RequestFactory, expect: int = 200
-) -> RunResult:
+def run_load(label: str, *, port: int, clients: int, total: int, make: RequestFactory, expect: int = 200) -> RunResult:
     latencies, errors, seconds = asyncio.run(_run(port, clients, total, make, expect))
     return RunResult(label=label, requests=total, errors=errors, seconds=seconds, latencies_ms=latencies)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import bench_database_url, json_body, manage, run_load, server_env, start_server  # noqa: E402
+from _harness import bench_database_url, json_body, manage, run_load, server_env, start_server
 
 
 def main() -> None:
@@ -87,7 +87,9 @@ def main() -> None:
             make=lambda i: session_request(i, prefix="steady", modulo=args.users),
         )
 
-        baseline = run_load("baseline: authenticated no-op", port=args.port, clients=args.clients, total=args.requests, make=noop)
+        baseline = run_load(
+            "baseline: authenticated no-op", port=args.port, clients=args.clients, total=args.requests, make=noop
+        )
         steady = run_load(
             "generate-session (existing users)",
             port=args.port,

@@ -52,19 +52,22 @@ INSTALLED_APPS = [
     "embedadmin.accounts",
     "embedadmin.directory",
     "embedadmin.embedding",
+    "embedadmin.semantic",
+    "embedadmin.chat",
     "embedadmin.platform",
     "embedadmin.panel",
 ]
 
+# Sync-only variants of the standard middleware: see embedadmin/core/middleware.py for why.
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "embedadmin.core.middleware.SecurityMiddleware",
+    "embedadmin.core.middleware.StaticFilesMiddleware",
+    "embedadmin.core.middleware.SessionMiddleware",
+    "embedadmin.core.middleware.CommonMiddleware",
+    "embedadmin.core.middleware.CsrfViewMiddleware",
+    "embedadmin.core.middleware.AuthenticationMiddleware",
+    "embedadmin.core.middleware.MessageMiddleware",
+    "embedadmin.core.middleware.XFrameOptionsMiddleware",
     "embedadmin.core.middleware.ApiErrorMiddleware",
 ]
 
@@ -164,6 +167,20 @@ EMBEDADMIN = {
     "READYZ_TIMEOUT_SECONDS": env_float("READYZ_TIMEOUT_SECONDS", 2.0),
     # Key for encrypting secrets that must stay recoverable (deployment JWT secrets).
     "ENCRYPTION_KEY": env_str("EMBEDADMIN_ENCRYPTION_KEY") or SECRET_KEY,
+}
+
+# Core Data API (the semantic layer). See docs/configuration.md.
+CUBEJS_BASE_PATH = "/" + (env_str("CUBEJS_BASE_PATH", "/cubejs-api") or "/cubejs-api").strip("/")
+SEMANTIC = {
+    # A deployment a request is routed to when neither its path nor its host names one.
+    "DEFAULT_DEPLOYMENT_ID": env_int("DEFAULT_DEPLOYMENT_ID", 0, minimum=0),
+    "QUERY_TIMEOUT_SECONDS": env_float("QUERY_TIMEOUT_SECONDS", 30.0),
+    # How long /v1/load waits before answering {"error": "Continue wait"} (Cube's continueWaitTimeout).
+    "CONTINUE_WAIT_SECONDS": env_float("CONTINUE_WAIT_SECONDS", 10.0),
+    "QUERY_WORKERS": env_int("QUERY_WORKERS", 8, minimum=1),
+    "DEFAULT_QUERY_LIMIT": env_int("DEFAULT_QUERY_LIMIT", 10_000, minimum=1),
+    "MAX_QUERY_LIMIT": env_int("MAX_QUERY_LIMIT", 50_000, minimum=1),
+    "JWKS_TTL_SECONDS": env_int("JWKS_TTL_SECONDS", 300, minimum=1),
 }
 
 LOGGING = {

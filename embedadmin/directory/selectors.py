@@ -13,42 +13,74 @@ from embedadmin.directory.models import AttributeDefinition, AttributeValue, Emb
 from embedadmin.directory.services import default_value_parse
 
 
-def attribute_definitions_resolve(
-    *, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]
+def attribute_definitions_in_scope(
+    *, account: Account, embed_tenant: EmbedTenant | None
 ) -> dict[str, AttributeDefinition]:
-    """The definitions named, all of which must exist in the scope (``User attributes not found``)."""
-    found = {
-        d.name: d
-        for d in AttributeDefinition.objects.filter(account=account, embed_tenant=embed_tenant, name__in=names)
+    """Every attribute definition of one scope, by name (catalogs are small: one query serves both
+    name resolution and the defaults of the token's claims)."""
+    return {
+        d.name: d for d in AttributeDefinition.objects.filter(account=account, embed_tenant=embed_tenant).order_by()
     }
-    missing = [n for n in dict.fromkeys(names) if n not in found]
+
+
+def attribute_definitions_resolve(
+    *, definitions: dict[str, AttributeDefinition], names: Sequence[str]
+) -> dict[str, AttributeDefinition]:
+    """The definitions named, all of which must be in ``definitions`` (``User attributes not found``)."""
+    missing = [n for n in dict.fromkeys(names) if n not in definitions]
     if missing:
         raise BadRequest(f"User attributes not found: {', '.join(missing)}")
-    return found
+    return {n: definitions[n] for n in names}
 
 
 def groups_resolve(*, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]) -> list[Group]:
     """The groups named, all of which must exist in the scope (``Groups with names ... not found``)."""
     unique_names = list(dict.fromkeys(names))
-    found = {g.name: g for g in Group.objects.filter(account=account, embed_tenant=embed_tenant, name__in=unique_names)}
+    found = {
+        g.name: g
+        for g in Group.objects.filter(account=account, embed_tenant=embed_tenant, name__in=unique_names).order_by()
+    }
     missing = [n for n in unique_names if n not in found]
     if missing:
         raise BadRequest(f"Groups with names {', '.join(missing)} not found")
     return [found[n] for n in unique_names]
 
 
-def external_user_claims(*, user: ExternalUser, embed_tenant: EmbedTenant | None) -> tuple[list[str], dict[str, Any]]:
-    """The group names and attribute values (defaults filled in) of a user in one scope."""
-    scope = Q(embed_tenant=embed_tenant) if embed_tenant is not None else Q(embed_tenant__isnull=True)
-    groups = sorted(Group.objects.filter(scope, memberships__user=user).values_list("name", flat=True))
+def external_user_claims(
+    *,
+    user: ExternalUser,
+    embed_tenant: EmbedTenant | None,
+    definitions: dict[str, AttributeDefinition],
+    group_names: Sequence[str] | None = None,
+    written_values: dict[int, Any] | None = None,
+    user_is_new: bool = False,
+) -> tuple[list[str], dict[str, Any]]:
+    """The group names and attribute values (defaults filled in) of a user in one scope.
+
+    ``definitions`` are the scope's definitions; ``group_names`` and ``written_values`` (definition id
+    -> value, ``None`` for cleared) are what the caller has just written, so only the rest is read.
+    """
+    if group_names is None:
+        scope = Q(embed_tenant=embed_tenant) if embed_tenant is not None else Q(embed_tenant__isnull=True)
+        group_names = Group.objects.filter(scope, memberships__user=user).order_by().values_list("name", flat=True)
+    written = written_values or {}
+    unread = [d.pk for d in definitions.values() if d.pk not in written]
+    stored: dict[int, Any] = {}
+    if unread and not user_is_new:
+        stored = dict(
+            AttributeValue.objects.filter(user=user, definition_id__in=unread)
+            .order_by()
+            .values_list("definition_id", "value")
+        )
     attributes: dict[str, Any] = {}
-    values = {v.definition_id: v.value for v in AttributeValue.objects.filter(user=user)}
-    for definition in AttributeDefinition.objects.filter(scope, account_id=user.account_id):
-        if definition.pk in values:
-            attributes[definition.name] = values[definition.pk]
-        elif definition.default_value:
-            attributes[definition.name] = default_value_parse(definition.type, definition.default_value)
-    return groups, attributes
+    for name in sorted(definitions):
+        definition = definitions[name]
+        value = written[definition.pk] if definition.pk in written else stored.get(definition.pk)
+        if value is None and definition.default_value:
+            value = default_value_parse(definition.type, definition.default_value)
+        if value is not None:
+            attributes[name] = value
+    return sorted(set(group_names)), attributes
 
 
 def internal_user_group_names(*, account: Account, user_id: int) -> list[str]:

@@ -320,7 +320,7 @@ def external_user_upsert(
     transaction must be open (``session_generate`` holds one).
     """
     now = timezone.now()
-    user = ExternalUser.objects.filter(account=account, external_id=external_id).first()
+    user = ExternalUser.objects.filter(account=account, external_id=external_id).order_by().first()
     created = False
     if user is None:
         try:
@@ -357,11 +357,15 @@ def external_user_upsert(
     return user, False
 
 
-def external_user_groups_set(*, user: ExternalUser, embed_tenant: EmbedTenant | None, groups: Sequence[Group]) -> None:
+def external_user_groups_set(
+    *, user: ExternalUser, embed_tenant: EmbedTenant | None, groups: Sequence[Group], user_is_new: bool = False
+) -> None:
     """Make the user's memberships in one scope exactly ``groups`` (``[]`` clears them)."""
     wanted = {g.pk for g in groups}
     scope = Q(group__embed_tenant=embed_tenant) if embed_tenant is not None else Q(group__embed_tenant__isnull=True)
-    current = set(GroupMembership.objects.filter(scope, user=user).values_list("group_id", flat=True))
+    current: set[int] = set()
+    if not user_is_new:
+        current = set(GroupMembership.objects.filter(scope, user=user).order_by().values_list("group_id", flat=True))
     stale = current - wanted
     if stale:
         GroupMembership.objects.filter(user=user, group_id__in=stale).delete()

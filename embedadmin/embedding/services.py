@@ -140,20 +140,19 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
                 "identity": {"internalId": internal_user.username, "email": internal_user.email},
             }
         else:
+            definitions = directory_selectors.attribute_definitions_in_scope(account=account, embed_tenant=scope)
             attribute_values = []
             if data.user_attributes:
-                definitions = directory_selectors.attribute_definitions_resolve(
-                    account=account, embed_tenant=scope, names=[name for name, _ in data.user_attributes]
+                named = directory_selectors.attribute_definitions_resolve(
+                    definitions=definitions, names=[name for name, _ in data.user_attributes]
                 )
-                attribute_values = directory.attribute_values_check(
-                    definitions=definitions, values=data.user_attributes
-                )
+                attribute_values = directory.attribute_values_check(definitions=named, values=data.user_attributes)
             groups = (
                 directory_selectors.groups_resolve(account=account, embed_tenant=scope, names=data.groups)
                 if data.groups
                 else []
             )
-            external_user, _ = directory.external_user_upsert(
+            external_user, created = directory.external_user_upsert(
                 account=account,
                 external_id=data.external_id,
                 email=data.email,
@@ -161,10 +160,19 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
                 embed_tenant=embed_tenant,
             )
             if data.groups is not None:
-                directory.external_user_groups_set(user=external_user, embed_tenant=scope, groups=groups)
+                directory.external_user_groups_set(
+                    user=external_user, embed_tenant=scope, groups=groups, user_is_new=created
+                )
             if attribute_values:
                 directory.external_user_attributes_set(user=external_user, values=attribute_values)
-            group_names, attributes = directory_selectors.external_user_claims(user=external_user, embed_tenant=scope)
+            group_names, attributes = directory_selectors.external_user_claims(
+                user=external_user,
+                embed_tenant=scope,
+                definitions=definitions,
+                group_names=[g.name for g in groups] if data.groups is not None else None,
+                written_values={d.pk: v for d, v in attribute_values},
+                user_is_new=created,
+            )
             claims = {
                 "sub": external_user.external_id,
                 "groups": group_names,

@@ -258,10 +258,10 @@ _runner_lock = threading.Lock()
 
 
 def query_runner() -> QueryRunner:
-    """The process's shared runner, on the default cache; ``EMBEDADMIN["QUERY_WORKERS"]`` threads."""
+    """The process's shared runner, on the default cache; ``SEMANTIC["QUERY_WORKERS"]`` threads."""
     global _runner
     if _runner is None:
         with _runner_lock:
             if _runner is None:
-                _runner = QueryRunner(workers=settings.EMBEDADMIN.get("QUERY_WORKERS", 8))
+                _runner = QueryRunner(workers=settings.SEMANTIC["QUERY_WORKERS"])
     return _runner

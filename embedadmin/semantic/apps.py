@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SemanticConfig(AppConfig):
+    name = "embedadmin.semantic"
+    label = "semantic"
