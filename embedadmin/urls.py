@@ -1,5 +1,6 @@
 """URL map: versioned APIs under /api, the admin panel under /admin, probes at the root."""
 
+from django.conf import settings
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -8,6 +9,9 @@ from embedadmin.core import health
 from embedadmin.panel.site import panel_site
 from embedadmin.platform.urls import api_v1 as platform_v1
 from embedadmin.platform.urls import scim_v2
+
+# The Core Data API: {base_path}/v1/... for the default deployment, d/{id}{base_path}/v1/... for any.
+_CORE_API = (settings.CUBEJS_BASE_PATH.strip("/") + "/").lstrip("/")
 
 urlpatterns = [
     path("livez", health.livez),
@@ -18,4 +22,7 @@ urlpatterns = [
     path("api/scim/v2/", include(scim_v2)),
     path("admin/", panel_site.urls),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    # Last: the Core Data API answers a JSON 404 for any other path under its prefixes.
+    path(_CORE_API, include("embedadmin.semantic.urls")),
+    path(f"d/<int:deployment_id>/{_CORE_API}", include("embedadmin.semantic.urls")),
 ]

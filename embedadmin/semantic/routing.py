@@ -1,0 +1,96 @@
+"""Which deployment a Core Data API request is for, and who is asking.
+
+The routing rule (documented in ``docs/core-data-api.md``):
+
+1. ``/d/{deploymentId}{base_path}/v1/...`` names the deployment in the path, so one server can serve
+   every deployment to Cube's client: ``new CubeApi(token, {apiUrl: "http://host:4000/d/7/cubejs-api/v1"})``.
+   An unknown id is 404.
+2. ``{base_path}/v1/...`` (no prefix, as a stock Cube install is reached) goes to
+   ``SEMANTIC["DEFAULT_DEPLOYMENT_ID"]`` when that is set; otherwise to the only deployment with a data model
+   configured, when there is exactly one; otherwise the request is a 404 that says how to name one.
+
+Then the token is verified for that deployment (:mod:`embedadmin.semantic.auth`). A missing token is 403
+``Authorization header isn't set`` and any token that fails verification is 403 ``Invalid token`` (Cube's
+messages; the reason is logged), except the JWKS messages Cube also shows as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.tokens import TokenInvalid
+from embedadmin.core.errors import Forbidden, NotFound
+
+from .auth import FETCH_FAILED, SecurityContext, request_security_context
+from .context import QueryContext
+
+logger = logging.getLogger(__name__)
+
+MISSING_TOKEN = "Authorization header isn't set"
+INVALID_TOKEN = "Invalid token"
+# Messages Cube itself answers with for JWKS problems: shown as they are.
+_JWKS_MESSAGE_PREFIXES = (FETCH_FAILED.split(":")[0], "JWT without kid", "Unable to verify, JWK with kid")
+
+
+@dataclass(frozen=True)
+class CoreApiCaller:
+    """A verified Core Data API request: the deployment it is for and the caller as policies see them."""
+
+    deployment: Deployment
+    security: SecurityContext
+    ctx: QueryContext
+
+
+def query_context(security: SecurityContext) -> QueryContext:
+    """The query context of a verified token: the payload as ``securityContext``, its ``groups`` claim as
+    groups and its ``userAttributes`` claim as user attributes (embed tokens carry both)."""
+    return QueryContext(
+        security_context=security.payload,
+        groups=list(security.groups),
+        user_attributes=security.user_attributes,
+    )
+
+
+def deployment_resolve(*, deployment_id: int | None) -> Deployment:
+    """The deployment a request is for, by the rule in the module docstring; :class:`NotFound` otherwise."""
+    if deployment_id is not None:
+        deployment = Deployment.objects.filter(pk=deployment_id).first()
+        if deployment is None:
+            raise NotFound(f"Deployment {deployment_id} not found")
+        return deployment
+    default_id = settings.SEMANTIC["DEFAULT_DEPLOYMENT_ID"]
+    if default_id:
+        deployment = Deployment.objects.filter(pk=default_id).first()
+        if deployment is None:
+            raise NotFound(f"The default deployment {default_id} (DEFAULT_DEPLOYMENT_ID) does not exist")
+        return deployment
+    candidates = list(Deployment.objects.exclude(model_dir="")[:2])
+    if len(candidates) == 1:
+        return candidates[0]
+    raise NotFound(
+        "No deployment is named by this URL: use /d/{deploymentId}"
+        f"{settings.CUBEJS_BASE_PATH}/v1/..., or set DEFAULT_DEPLOYMENT_ID"
+    )
+
+
+def _public_message(exc: TokenInvalid) -> str:
+    message = str(exc)
+    if message == MISSING_TOKEN or message.startswith(_JWKS_MESSAGE_PREFIXES):
+        return message
+    return INVALID_TOKEN
+
+
+def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) -> CoreApiCaller:
+    """Route a request to its deployment and verify its token: :class:`NotFound` or :class:`Forbidden`."""
+    deployment = deployment_resolve(deployment_id=deployment_id)
+    try:
+        security = request_security_context(deployment=deployment, headers=headers)
+    except TokenInvalid as exc:
+        logger.info("Core Data API token refused for deployment %s: %s", deployment.pk, exc)
+        raise Forbidden(_public_message(exc)) from None
+    return CoreApiCaller(deployment=deployment, security=security, ctx=query_context(security))

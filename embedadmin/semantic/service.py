@@ -1,0 +1,208 @@
+"""The Core Data API as functions of a deployment and a query context, with no HTTP in sight.
+
+The endpoints in :mod:`embedadmin.semantic.views` call these after routing and token verification; the chat
+agent calls them with the context of the user it answers::
+
+    body = semantic_meta(deployment=deployment, ctx=ctx)
+    body = semantic_load(deployment=deployment, ctx=ctx, query={"measures": ["orders.count"]}, query_type="multi")
+
+Each raises an :class:`~embedadmin.core.errors.ApiError` (``ModelError``/``QueryError`` 400,
+``QueryLimitError`` and :class:`DataSourceFailure` 500) or, from :func:`semantic_load` only,
+:class:`~embedadmin.semantic.cache.ContinueWait` when the query outlives ``SEMANTIC["CONTINUE_WAIT_SECONDS"]``
+(repeat the call: it re-attaches to the running query).
+
+A deployment serves the last model of its ``model_dir`` that compiled. When the files on disk do not compile
+any more, queries keep running on that model, and an error a query meets (an unknown member the broken
+file was meant to add) names the file, line and member at fault too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.selectors import deployment_data_source_url
+from embedadmin.core.errors import ApiError
+
+from .api import LoadPlan, QueryOutcome, dry_run_response, load_response, parse_query_param, plan_queries, sql_response
+from .api import refresh_interval as result_refresh_interval
+from .auth import VOLATILE_CLAIMS
+from .cache import CachedResult, CacheMode, query_runner, result_cache_key
+from .context import QueryContext
+from .datasources import DataSourceError, QueryResult, get_data_source
+from .errors import ModelError, QueryError
+from .meta import meta
+from .model import CompiledModel
+from .normalize import CACHE_MODES, Limits
+from .registry import ModelVersion, load_model
+
+DEFAULT_DIALECT = "duckdb"
+
+
+class DataSourceFailure(ApiError):
+    """The data source could not answer (unreachable, timed out, refused the SQL): 500 with its safe message."""
+
+    status = 500
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What a deployment serves right now: its compiled model, the error of its files on disk if they do not
+    compile, and where its data lives."""
+
+    deployment: Deployment
+    model: CompiledModel
+    error: ModelError | None
+    source_url: str
+    dialect: str
+
+    def with_model_error(self, exc: QueryError) -> QueryError:
+        """``exc``, naming the model's compile error too when the files on disk are broken."""
+        if self.error is None:
+            return exc
+        return QueryError(f"{exc.message}. Note: {self.error.message}; the last version that compiled is serving")
+
+
+def _dialect(url: str) -> str:
+    return "postgres" if urlsplit(url).scheme.lower() in ("postgres", "postgresql") else DEFAULT_DIALECT
+
+
+def served_model(*, deployment: Deployment) -> ServedModel:
+    """The model ``deployment`` serves (compiled once per version, recompiled when a file changes)."""
+    if not deployment.model_dir:
+        raise ApiError(f"Deployment {deployment.pk} has no data model: set one with configure_deployment")
+    url = deployment_data_source_url(deployment=deployment)
+    dialect = _dialect(url) if url else DEFAULT_DIALECT
+    version: ModelVersion = load_model(deployment.model_dir, dialect=dialect)
+    return ServedModel(
+        deployment=deployment, model=version.require(), error=version.error, source_url=url, dialect=dialect
+    )
+
+
+def _limits() -> Limits:
+    semantic = settings.SEMANTIC
+    return Limits(default=semantic["DEFAULT_QUERY_LIMIT"], maximum=semantic["MAX_QUERY_LIMIT"])
+
+
+def _plan(served: ServedModel, ctx: QueryContext, query: Any) -> LoadPlan:
+    try:
+        return plan_queries(served.model, query, ctx, limits=_limits())
+    except QueryError as exc:
+        raise served.with_model_error(exc) from None
+
+
+def semantic_meta(
+    *, deployment: Deployment, ctx: QueryContext, extended: bool = False, only_views: bool = False
+) -> dict[str, Any]:
+    """``/v1/meta`` for ``ctx``: hidden members and members its access policies deny are left out."""
+    served = served_model(deployment=deployment)
+    return meta(served.model, ctx, extended=extended, only_views=only_views)
+
+
+def semantic_sql(*, deployment: Deployment, ctx: QueryContext, query: Any) -> Any:
+    """``/v1/sql``: the SQL ``query`` compiles to for ``ctx`` (access-policy filters included)."""
+    return sql_response(_plan(served_model(deployment=deployment), ctx, query))
+
+
+def semantic_dry_run(*, deployment: Deployment, ctx: QueryContext, query: Any) -> dict[str, Any]:
+    """``/v1/dry-run``: the normalized and planned query, not executed."""
+    return dry_run_response(_plan(served_model(deployment=deployment), ctx, query))
+
+
+def cache_mode(*, requested: Any, query: Any) -> CacheMode:
+    """The cache mode of a request: its ``cache`` parameter, else the query's ``cache`` or ``cacheMode``,
+    else ``must-revalidate`` for a query with ``renewQuery: true`` (Cube 1.6), else ``stale-if-slow``."""
+    first = query[0] if isinstance(query, list) and query else query
+    inner = first if isinstance(first, dict) else {}
+    for value in (requested, inner.get("cache"), inner.get("cacheMode")):
+        if value is not None:
+            if value not in CACHE_MODES:
+                raise QueryError(f'Invalid query format: "cache" must be one of [{", ".join(CACHE_MODES)}]')
+            return CacheMode(value)
+    return CacheMode.MUST_REVALIDATE if inner.get("renewQuery") is True else CacheMode.STALE_IF_SLOW
+
+
+def context_identity(ctx: QueryContext) -> str:
+    """A digest of what in ``ctx`` can change an answer: two tokens of one viewer (differing only in
+    ``iat``, ``exp``, ``nbf``, ``jti``) share cached results; any other difference keeps them apart."""
+    stable = {key: value for key, value in (ctx.security_context or {}).items() if key not in VOLATILE_CLAIMS}
+    material = json.dumps(
+        [stable, sorted(ctx.groups or []), ctx.user_attributes or {}],
+        sort_keys=True,
+        default=str,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def semantic_load(
+    *,
+    deployment: Deployment,
+    ctx: QueryContext,
+    query: Any,
+    query_type: str | None = None,
+    cache: str | None = None,
+) -> dict[str, Any]:
+    """``/v1/load``: run ``query`` (an object, an array or a JSON string of either) for ``ctx``.
+
+    ``query_type="multi"`` answers Cube's multi envelope (what ``@cubejs-client/core`` always asks for);
+    ``cache`` is Cube's cache mode. Raises ``ContinueWait`` when the query is still running after the wait.
+    """
+    served = served_model(deployment=deployment)
+    raw = parse_query_param(query)
+    mode = cache_mode(requested=cache, query=raw)
+    plan = _plan(served, ctx, raw)
+    if not served.source_url:
+        raise ApiError(f"Deployment {deployment.pk} has no data source: set one with configure_deployment")
+    identity = context_identity(ctx)
+    outcomes = []
+    for compiled in plan.queries:
+        every = result_refresh_interval(served.model, compiled)
+        main = _cached_rows(served, compiled.sql, compiled.params, identity, every, mode)
+        total = None
+        if compiled.total_sql:
+            counted = _cached_rows(served, compiled.total_sql, compiled.params, identity, every, mode)
+            total = int(counted.result.rows[0][0]) if counted.result.rows else 0
+        outcomes.append(
+            QueryOutcome(
+                rows=main.result.rows,
+                total=total,
+                last_refresh_time=datetime.fromtimestamp(main.refreshed_at, UTC),
+                slow_query=main.stale,
+            )
+        )
+    return load_response(served.model, plan, outcomes, multi=query_type == "multi", db_type=served.dialect)
+
+
+def _cached_rows(
+    served: ServedModel, sql: str, params: tuple[Any, ...], identity: str, every: float, mode: CacheMode
+) -> CachedResult:
+    semantic = settings.SEMANTIC
+    timeout_s = semantic["QUERY_TIMEOUT_SECONDS"]
+    key = result_cache_key(source=served.source_url, sql=sql, params=params, context=identity)
+    try:
+        return query_runner().load(
+            key=key,
+            run=_runner_for(served.source_url, sql, params, timeout_s),
+            refresh_every_s=every,
+            wait_s=semantic["CONTINUE_WAIT_SECONDS"],
+            job_timeout_s=timeout_s,
+            mode=mode,
+        )
+    except DataSourceError as exc:
+        raise DataSourceFailure(str(exc)) from None
+
+
+def _runner_for(url: str, sql: str, params: tuple[Any, ...], timeout_s: float) -> Callable[[], QueryResult]:
+    def run() -> QueryResult:
+        return get_data_source(url).execute(sql, params, timeout_s=timeout_s)
+
+    return run
