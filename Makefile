@@ -6,11 +6,13 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 4000
 PYTEST_ARGS ?=
+# Orders in the generated demo dataset (var/demo.duckdb); DEMO_ORDERS=10000000 for 10M (about a minute).
+DEMO_ORDERS ?= 100000
 
 # The embedded install keeps its generated secret key and SQLite files under var/.
 RUNENV := SECRET_KEY_FILE=$(CURDIR)/var/secret_key EMBEDADMIN_VAR_DIR=$(CURDIR)/var
 
-.PHONY: help venv run serve migrate demo test test-fast lint format bench clean
+.PHONY: help venv run serve migrate demo demo-data test test-fast lint format bench clean
 
 help:
 	@echo "make run    set up and serve on http://$(HOST):$(PORT) (SQLite + DuckDB, in-process worker)"
@@ -33,7 +35,14 @@ migrate: venv var/secret_key
 	$(RUNENV) $(PY) manage.py migrate --noinput -v0
 	$(RUNENV) $(PY) manage.py collectstatic --noinput -v0
 
-demo: migrate
+# Generated once; again only when DEMO_ORDERS changes (var/demo.orders remembers the size).
+demo-data: venv
+	@mkdir -p var
+	@if [ ! -f var/demo.duckdb ] || [ "$$(cat var/demo.orders 2>/dev/null)" != "$(DEMO_ORDERS)" ]; then \
+		$(PY) demo/generate.py var/demo.duckdb --orders $(DEMO_ORDERS) && echo $(DEMO_ORDERS) > var/demo.orders; \
+	fi
+
+demo: migrate demo-data
 	$(RUNENV) $(PY) manage.py bootstrap_demo --url http://$(HOST):$(PORT)
 
 run: demo

@@ -1,15 +1,25 @@
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import shlex
+from pathlib import Path
 
+import jwt
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from embedadmin.accounts import services
+from embedadmin.accounts import selectors, services
 from embedadmin.accounts.management.commands._output import created_account_payload, fail
-from embedadmin.accounts.models import Account
+from embedadmin.accounts.models import Account, Deployment
 from embedadmin.core.errors import ApiError, Conflict
+from embedadmin.semantic.datasources import duckdb_url
+
+# The demo token is valid for this long from the start of the day it is printed on: the same token all day,
+# so running the command twice prints the same thing.
+DEMO_TOKEN_DAYS = 30
+SAMPLE_QUERY = {"measures": ["orders.count"], "dimensions": ["orders.status"]}
 
 
 class Command(BaseCommand):
@@ -22,6 +32,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--name", default="demo")
         parser.add_argument("--url", default="http://127.0.0.1:4000")
+        parser.add_argument(
+            "--model-dir", default=str(settings.BASE_DIR / "demo" / "model"), help="the demo deployment's model"
+        )
+        parser.add_argument(
+            "--data-source",
+            default=None,
+            help="the demo deployment's data source URL (default: duckdb:/// of VAR_DIR/demo.duckdb)",
+        )
 
     def handle(self, *args, **options) -> None:
         name = options["name"]
@@ -45,6 +63,9 @@ class Command(BaseCommand):
             return
         credentials = json.loads(path.read_text())
         url = options["url"]
+        data_source = options["data_source"] or duckdb_url(settings.VAR_DIR / "demo.duckdb")
+        deployment = Deployment.objects.get(pk=credentials["deploymentId"])
+        _configure_once(deployment, model_dir=options["model_dir"], data_source=data_source)
         self.stdout.write(
             "\n".join(
                 [
@@ -57,6 +78,44 @@ class Command(BaseCommand):
                     f"  Platform token: {credentials['platformToken']}",
                     f"  (saved in {path})",
                     "",
+                    *_core_api_lines(url, credentials),
                 ]
             )
         )
+
+
+def _configure_once(deployment: Deployment, *, model_dir: str, data_source: str) -> None:
+    """Point the demo deployment at its model and data, writing only what differs (so a second run
+    changes nothing: the stored URL is encrypted afresh on every write)."""
+    wanted_dir = str(Path(model_dir).expanduser().resolve())
+    try:
+        services.deployment_configure(
+            deployment=deployment,
+            model_dir=model_dir if deployment.model_dir != wanted_dir else None,
+            data_source_url=(
+                data_source if selectors.deployment_data_source_url(deployment=deployment) != data_source else None
+            ),
+        )
+    except ApiError as exc:
+        raise fail(exc) from None
+
+
+def _core_api_lines(url: str, credentials: dict) -> list[str]:
+    """How to query the demo data: a token for the demo deployment (group admin) and a curl line."""
+    start = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    expires = start + dt.timedelta(days=DEMO_TOKEN_DAYS)
+    token = jwt.encode(
+        {"sub": "demo-admin", "groups": ["admin"], "iat": int(start.timestamp()), "exp": int(expires.timestamp())},
+        credentials["deploymentApiSecret"],
+        algorithm="HS256",
+    )
+    api_url = f"{url}{settings.CUBEJS_BASE_PATH}/v1"
+    query = shlex.quote(f"query={json.dumps(SAMPLE_QUERY, separators=(',', ':'))}")
+    return [
+        "Core Data API (Cube-compatible) on the demo data:",
+        f"  apiUrl:         {api_url}   (or {url}/d/{credentials['deploymentId']}{settings.CUBEJS_BASE_PATH}/v1)",
+        f"  Token:          {token}",
+        f"                  (group admin, valid until {expires:%Y-%m-%d})",
+        f'  Try:            curl -H "Authorization: {token}" -G --data-urlencode {query} {api_url}/load',
+        "",
+    ]
