@@ -72,6 +72,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "embedadmin.urls"
+# Threads per web process serving request/response endpoints (embedadmin/asgi.py); keep below the
+# database pool size (DATABASE_URL ?pool_max_size=, default 20).
+WEB_THREADS = env_int("WEB_THREADS", 8, minimum=1)
 ASGI_APPLICATION = "embedadmin.asgi.application"
 WSGI_APPLICATION = "embedadmin.wsgi.application"
 
@@ -151,7 +154,11 @@ CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 180
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    "chat-expire-ephemeral-users": {"task": "chat.expire_ephemeral_users", "schedule": 60.0},
+    "chat-fail-stale-runs": {"task": "chat.fail_stale_runs", "schedule": 20.0},
+    "chat-reconcile-user-counts": {"task": "chat.reconcile_user_counts", "schedule": 3600.0},
+}
 
 # Product settings.
 EMBEDADMIN = {

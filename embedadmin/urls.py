@@ -18,6 +18,7 @@ urlpatterns = [
     path("readyz", health.readyz),
     path("api/v1/api-keys/current", ApiKeyCurrentView.as_view()),
     path("api/v1/", include("embedadmin.embedding.urls")),
+    path("api/v1/", include("embedadmin.chat.urls")),
     path("api/v1/", include(platform_v1)),
     path("api/scim/v2/", include(scim_v2)),
     path("admin/", panel_site.urls),

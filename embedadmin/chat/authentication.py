@@ -1,0 +1,96 @@
+"""Who calls the Chat API (spec 5): an admin API key acting for the account, or a deployment token.
+
+``Authorization: Api-Key <key>`` wins when both headers are sent. ``X-Service-Auth-Token: <JWT>`` is
+accepted only when the agent's deployment enables it, is verified like a Core Data API token, and must
+carry ``externalId`` (else ``sub``; lowercased) and a ``scope`` that includes ``chat``. Failures raise
+:class:`ChatAuthError`, which the views render as a JSON-RPC error in an HTTP 200 response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from embedadmin.accounts.models import ApiKey
+from embedadmin.accounts.selectors import api_key_authenticate
+from embedadmin.accounts.tokens import TokenInvalid
+from embedadmin.chat.models import Agent
+from embedadmin.semantic.auth import SecurityContext, core_token_verify
+
+CHAT_SCOPE = "chat"
+
+
+class ChatAuthError(Exception):
+    """The request is not authenticated; the message says why (safe to show)."""
+
+
+@dataclass(frozen=True)
+class ChatCredential:
+    """An authenticated caller: ``token`` is set for a token caller (its verified security context)."""
+
+    via_api_key: bool
+    token: SecurityContext | None = None
+
+    @property
+    def token_external_id(self) -> str:
+        payload = self.token.payload if self.token else {}
+        return str(payload.get("externalId") or payload.get("sub")).strip().lower()
+
+    @property
+    def token_email(self) -> str | None:
+        email = self.token.payload.get("email") if self.token else None
+        return email if isinstance(email, str) else None
+
+
+def _printable(value: str) -> bool:
+    return value.isascii() and value.isprintable()
+
+
+def _api_key_credential(*, agent: Agent, header: str) -> ChatCredential:
+    scheme, _, key = header.strip().partition(" ")
+    key = key.strip()
+    if scheme.lower() != "api-key" or not key or not _printable(key):
+        raise ChatAuthError("Authorization header must be 'Api-Key <key>'")
+    caller = api_key_authenticate(key)
+    if caller is None or caller.account.pk != agent.account_id:
+        raise ChatAuthError("Invalid or revoked API key")
+    if caller.key.kind != ApiKey.Kind.ADMIN:
+        raise ChatAuthError("The Chat API requires an admin API key; personal API keys are not allowed")
+    if caller.is_scoped and not caller.key.deployments.filter(pk=agent.deployment_id).exists():
+        raise ChatAuthError(f"This API key is not allowed to access deployment {agent.deployment_id}")
+    return ChatCredential(via_api_key=True)
+
+
+def _has_chat_scope(scope: Any) -> bool:
+    if isinstance(scope, str):
+        return CHAT_SCOPE in scope.split()
+    return isinstance(scope, list) and CHAT_SCOPE in scope
+
+
+def _token_credential(*, agent: Agent, token: str) -> ChatCredential:
+    if not agent.deployment.chat_token_auth:
+        raise ChatAuthError("Token authentication is not enabled for this deployment's Chat API")
+    if not _printable(token):
+        raise ChatAuthError("Invalid token")
+    try:
+        context = core_token_verify(deployment=agent.deployment, token=token)
+    except TokenInvalid as exc:
+        raise ChatAuthError(str(exc)) from None
+    identity = context.payload.get("externalId") or context.payload.get("sub")
+    if not isinstance(identity, str) or not identity.strip():
+        raise ChatAuthError("The token has neither an externalId nor a sub claim")
+    if not _has_chat_scope(context.payload.get("scope")):
+        raise ChatAuthError("The token's scope does not include 'chat'")
+    return ChatCredential(via_api_key=False, token=context)
+
+
+def chat_authenticate(*, agent: Agent, headers: Mapping[str, str]) -> ChatCredential:
+    """Authenticate a Chat API request from its headers (case-insensitive, as ``request.headers``)."""
+    authorization = headers.get("Authorization", "")
+    if authorization.strip():
+        return _api_key_credential(agent=agent, header=authorization)
+    token = headers.get("X-Service-Auth-Token", "").strip()
+    if token:
+        return _token_credential(agent=agent, token=token)
+    raise ChatAuthError("Missing credentials: send 'Authorization: Api-Key <key>' or 'X-Service-Auth-Token: <token>'")

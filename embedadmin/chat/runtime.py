@@ -1,0 +1,306 @@
+"""Executing runs outside the HTTP request.
+
+:class:`ChatRuntime` is a thread pool in the web process; each run gets an event loop of its own in a
+pool thread (:meth:`ChatRuntime.execute`), which is also what a Celery worker would call (see
+``tasks.execute_chat_run``): a run depends only on its row, the database and the bus.
+
+A :class:`RunExecution` drives the agent's provider, logs every frame to the thread's event log (and
+publishes it), keeps a heartbeat, and ends the run with its terminal frames. An abort (published on the
+thread's channel, and recorded on the run for the heartbeat to see) cancels the provider at once, even
+in the middle of a slow tool call, and keeps what was produced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+from django.db import close_old_connections, connection
+
+from embedadmin.chat import events, selectors, services
+from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
+from embedadmin.chat.models import Agent, Run
+from embedadmin.chat.providers import (
+    CancelToken,
+    ContentDelta,
+    ModelUsage,
+    Provider,
+    ProviderRequest,
+    ProviderUnavailable,
+    ThinkingDelta,
+    provider_for,
+)
+from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools
+from embedadmin.core.errors import ApiError
+from embedadmin.semantic.context import QueryContext
+
+logger = logging.getLogger(__name__)
+
+RUNTIME_WORKERS = 16
+T = TypeVar("T")
+
+
+class RunExecution:
+    """One run on one event loop. Database calls go to a thread of their own (one connection per run)."""
+
+    def __init__(
+        self,
+        run: Run,
+        *,
+        bus: EventBus,
+        provider: Provider,
+        tools: ToolRegistry,
+        heartbeat_seconds: float,
+    ) -> None:
+        self.run = run
+        self.bus = bus
+        self.provider = provider
+        self.tools = tools
+        self.heartbeat_seconds = heartbeat_seconds
+        self.cancel = CancelToken()
+        self.lost = False  # someone else ended the run (stale recovery): write nothing more
+        self._next_seq = run.first_seq + 1
+        self._sorts: dict[str, int] = {}
+        self._tool_calls = 0
+        self._db_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"chat-run-{run.pk}-db")
+        self._models: list[str] = []
+        self._usage = {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}
+        agent = run.thread.agent
+        context = run.query_context
+        self.tool_context = ToolContext(
+            account_id=agent.account_id,
+            deployment_id=agent.deployment_id,
+            thread_id=run.thread_id,
+            query_context=QueryContext(
+                security_context=context.get("securityContext") or {},
+                groups=list(context.get("groups") or []),
+                user_attributes=context.get("userAttributes") or {},
+            ),
+            branch_name=context.get("branchName", ""),
+            is_default_branch=context.get("isDefaultBranch", True),
+        )
+
+    async def _db(self, function: Callable[..., T], **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._db_thread, functools.partial(function, **kwargs))
+
+    async def _append(self, message_id: str, build: Callable[[int], events.Frame]) -> None:
+        seq = self._next_seq
+        self._next_seq += 1
+        frame = build(self._sorts.setdefault(message_id, seq))
+        await self._db(services.run_frame_append, run=self.run, seq=seq, frame=frame, bus=self.bus)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        """What providers call: log the call, run the tool off the loop, log and return its result."""
+        self._tool_calls += 1
+        tool_id = f"{self.run.message_id}-tool-{self._tool_calls}"
+        input_json = json.dumps(arguments)
+
+        def frame(result: str | None) -> Callable[[int], events.Frame]:
+            return lambda sort: events.tool_call(
+                message_id=tool_id, sort=sort, name=name, input_json=input_json, result_json=result
+            )
+
+        await self._append(tool_id, frame(None))
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(None, self._tool_in_thread, name, arguments)
+        await self._append(tool_id, frame(result))
+        return result
+
+    def _tool_in_thread(self, name: str, arguments: dict[str, Any]) -> str:
+        try:
+            return self.tools.call(self.tool_context, name, arguments)
+        finally:
+            close_old_connections()
+
+    async def _produce(self) -> None:
+        """Run the provider to the end and log the final answer."""
+        answer_id = f"{self.run.message_id}-answer"
+        content, thinking = [], []
+        history = await self._db(selectors.thread_messages, thread_id=self.run.thread_id, before_seq=self.run.first_seq)
+        request = ProviderRequest(
+            question=self.run.input,
+            history=history,
+            tool_specs=self.tools.specs(),
+            call_tool=self.call_tool,
+            cancel=self.cancel,
+        )
+        async for event in self.provider.stream(request):
+            if isinstance(event, ThinkingDelta | ContentDelta):
+                is_thinking = isinstance(event, ThinkingDelta)
+                (thinking if is_thinking else content).append(event.text)
+                piece = {"thinking" if is_thinking else "content": event.text}
+                await self._append(
+                    answer_id, lambda s, p=piece: events.assistant_delta(message_id=answer_id, sort=s, **p)
+                )
+            elif isinstance(event, ModelUsage):
+                self._models.append(event.model)
+                self._usage["llm_calls"] += 1
+                self._usage["input_tokens"] += event.input_tokens
+                self._usage["output_tokens"] += event.output_tokens
+        await self._append(
+            answer_id,
+            lambda s: events.assistant_final(
+                message_id=answer_id, sort=s, content="".join(content), thinking="".join(thinking)
+            ),
+        )
+
+    async def _heartbeat(self) -> None:
+        """Keep the run alive in the database; notice an abort recorded there, or that the run was ended."""
+        while True:
+            state = await self._db(services.run_heartbeat, run=self.run)
+            if state is None:
+                self.lost = True
+            if state is not False:
+                self.cancel.cancel()
+                return
+            await asyncio.sleep(self.heartbeat_seconds)
+
+    async def _watch(self, subscription) -> None:
+        """Cancel on an abort published for this run."""
+        while True:
+            note = await subscription.get(timeout=60.0)
+            if note and note.get("kind") == "abort" and note.get("run") == self.run.pk:
+                self.cancel.cancel()
+                return
+
+    async def execute(self) -> None:
+        try:
+            async with self.bus.subscribe(thread_channel(self.run.thread_id)) as subscription:
+                helpers = [asyncio.create_task(self._watch(subscription)), asyncio.create_task(self._heartbeat())]
+                work = asyncio.create_task(self._produce())
+                stop = asyncio.create_task(self.cancel.wait())
+                try:
+                    await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for task in [*helpers, stop]:
+                        task.cancel()
+                    if not work.done():
+                        work.cancel()
+                    await asyncio.gather(work, stop, *helpers, return_exceptions=True)
+            await self._end(work)
+        finally:
+            await self._db(_close_connection)
+            self._db_thread.shutdown(wait=False)
+
+    async def _end(self, work: asyncio.Task) -> None:
+        if self.lost:
+            return
+        error_message = ""
+        if work.cancelled():
+            outcome = Run.Status.ABORTED
+        elif work.exception() is not None:
+            outcome = Run.Status.FAILED
+            error_message = _failure_message(work.exception())
+        else:
+            outcome = Run.Status.COMPLETED
+        usage = {"models": self._models, **self._usage}
+        await self._db(
+            services.run_end, run=self.run, outcome=outcome, bus=self.bus, error_message=error_message, usage=usage
+        )
+
+
+def _close_connection() -> None:
+    """Close the calling thread's database connection (``connection`` is per thread)."""
+    connection.close()
+
+
+def _failure_message(exc: BaseException) -> str:
+    if isinstance(exc, ProviderUnavailable):
+        return str(exc)
+    if isinstance(exc, ApiError):
+        return exc.message
+    logger.error("Chat run failed", exc_info=exc)
+    return "The agent failed to answer"
+
+
+class ChatRuntime:
+    """Executes runs in a pool of threads of this process.
+
+    ``provider_for`` and ``tools_for`` pick what a run's agent uses; they are attributes so that a
+    process (or a test) can plug in others.
+    """
+
+    def __init__(
+        self,
+        *,
+        bus: EventBus | None = None,
+        max_workers: int = RUNTIME_WORKERS,
+        heartbeat_seconds: float = services.HEARTBEAT_SECONDS,
+        worker_name: str | None = None,
+    ) -> None:
+        self.bus = bus or bus_for_settings()
+        self.heartbeat_seconds = heartbeat_seconds
+        self.worker_name = worker_name or f"{socket.gethostname()}:{os.getpid()}"
+        self.provider_for: Callable[[Agent], Provider] = provider_for
+        self.tools_for: Callable[[Agent], ToolRegistry] = lambda agent: default_tools()
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="chat-run")
+        self._pending: set[Future] = set()
+        self._pending_lock = threading.Lock()
+
+    def submit(self, run_id: int) -> None:
+        future = self._pool.submit(self.execute, run_id)
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future) -> None:
+        with self._pending_lock:
+            self._pending.discard(future)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait for the runs submitted so far to end (graceful shutdown, tests); False on timeout."""
+        with self._pending_lock:
+            pending = list(self._pending)
+        _, not_done = wait(pending, timeout=timeout)
+        return not not_done
+
+    def execute(self, run_id: int) -> None:
+        """Execute one run to its end (in the calling thread); does nothing if it is not ours to run."""
+        try:
+            run = selectors.run_for_execution(run_id=run_id)
+            if run is None or not services.run_claim(run=run, worker=self.worker_name):
+                return
+            agent = run.thread.agent
+            try:
+                provider = self.provider_for(agent)
+            except ProviderUnavailable as exc:
+                services.run_end(run=run, outcome=Run.Status.FAILED, bus=self.bus, error_message=str(exc))
+                return
+            execution = RunExecution(
+                run,
+                bus=self.bus,
+                provider=provider,
+                tools=self.tools_for(agent),
+                heartbeat_seconds=self.heartbeat_seconds,
+            )
+            asyncio.run(execution.execute())
+        except Exception:
+            logger.exception("Chat run %s could not be executed", run_id)
+        finally:
+            connection.close()
+
+    def shutdown(self, *, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait)
+
+
+_runtimes: dict[int, ChatRuntime] = {}
+_runtimes_lock = threading.Lock()
+
+
+def get_runtime() -> ChatRuntime:
+    """The process's runtime, on the process's bus."""
+    bus = bus_for_settings()
+    with _runtimes_lock:
+        runtime = _runtimes.get(id(bus))
+        if runtime is None:
+            runtime = _runtimes[id(bus)] = ChatRuntime(bus=bus)
+        return runtime

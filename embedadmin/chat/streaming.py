@@ -1,0 +1,99 @@
+"""The body of a stream-chat-state response: an async generator of NDJSON lines.
+
+A response never runs the agent: it tails the thread's event log. It subscribes to the thread's
+channel first, then reads what the run already logged (so a resubscribe replays the run from its
+start), then follows notifications; a gap in the sequence, or a quiet interval, sends it back to the
+log. The ``__state__`` marker is filled with the thread's messages as it goes out. It holds no
+transaction or lock: each database read is a short autocommit query in a worker thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+
+from embedadmin.chat import events, selectors, services
+from embedadmin.chat.bus import EventBus, thread_channel
+from embedadmin.chat.models import Run
+from embedadmin.chat.selectors import LoggedFrame
+from embedadmin.chat.services import StreamPlan
+
+# How long a response waits for a notification before it looks at the log (and the run's health).
+POLL_SECONDS = 2.0
+T = TypeVar("T")
+
+
+def _closing(function: Callable[..., T]) -> Callable[..., T]:
+    @functools.wraps(function)
+    def call(**kwargs: Any) -> T:
+        try:
+            return function(**kwargs)
+        finally:
+            close_old_connections()
+
+    return call
+
+
+async def _db(function: Callable[..., T], **kwargs: Any) -> T:
+    return await sync_to_async(_closing(function), thread_sensitive=False)(**kwargs)
+
+
+def _line(frame: events.Frame) -> bytes:
+    return (json.dumps(frame, separators=(",", ":"), default=str) + "\n").encode()
+
+
+def _run_alive(*, run_id: int) -> bool:
+    """Whether a tailed run can still log frames: False once it is gone (its user expired) or ended;
+    a run whose process died is failed here, which logs its terminal frames."""
+    status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+    if status is None:
+        return False
+    if status == Run.Status.RUNNING:
+        services.run_fail_if_stale(run_id=run_id)
+    return True
+
+
+async def tail_run(*, thread_id: int, run_id: int, from_seq: int, bus: EventBus) -> AsyncIterator[events.Frame]:
+    """The frames of one run from ``from_seq`` to its ``__usage__`` frame."""
+    last = from_seq - 1
+    async with bus.subscribe(thread_channel(thread_id)) as subscription:
+        pending: list[LoggedFrame] = await _db(selectors.run_frames_after, run_id=run_id, after_seq=last)
+        while True:
+            for logged in pending:
+                if logged.seq != last + 1:
+                    continue
+                last = logged.seq
+                message = logged.message
+                if message.get("id") == events.STATE_ID:
+                    messages = await _db(selectors.thread_messages, thread_id=thread_id, before_seq=logged.seq)
+                    message = events.state(sort=message["sort"], messages=messages)
+                yield message
+                if message.get("id") == events.USAGE_ID:
+                    return
+            note = await subscription.get(timeout=POLL_SECONDS)
+            if note is not None and (note.get("kind") != "event" or note.get("run") != run_id):
+                pending = []
+            elif note is not None and note["seq"] == last + 1:
+                pending = [LoggedFrame(seq=note["seq"], message=note["message"])]
+            else:
+                pending = await _db(selectors.run_frames_after, run_id=run_id, after_seq=last)
+                if note is None and not pending and not await _db(_run_alive, run_id=run_id):
+                    return
+
+
+async def plan_stream(plan: StreamPlan, *, bus: EventBus) -> AsyncIterator[bytes]:
+    """The NDJSON lines of a response: ``__cutoff__``, then a run's frames or the thread's state."""
+    yield _line(events.cutoff(chat_id=plan.chat_id, is_streaming=plan.is_streaming))
+    if plan.run_id is not None:
+        async for frame in tail_run(thread_id=plan.thread_id, run_id=plan.run_id, from_seq=plan.from_seq, bus=bus):
+            yield _line(frame)
+        return
+    messages = await _db(selectors.thread_messages, thread_id=plan.thread_id)
+    sort = await _db(selectors.thread_last_seq, thread_id=plan.thread_id) + 1
+    yield _line(events.state(sort=sort, messages=messages, is_streaming=plan.is_streaming))
+    yield _line(events.usage(sort=sort + 1))

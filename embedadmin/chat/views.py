@@ -1,0 +1,95 @@
+"""HTTP edge of the Chat API: stream-chat-state and abort (spec 4.4, 4.5).
+
+Plain Django views, so the stream can be an async generator the ASGI server sends line by line. Order
+of checks: unknown account or agent is 404; then authentication, whose failures are a JSON-RPC error in
+an HTTP 200 response; then the body (400). Other errors are ``{"error": ...}`` with their status,
+rendered by :class:`embedadmin.core.middleware.ApiErrorMiddleware`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+from rest_framework import serializers
+
+from embedadmin.chat import selectors, services
+from embedadmin.chat.authentication import ChatAuthError, ChatCredential, chat_authenticate
+from embedadmin.chat.bus import bus_for_settings
+from embedadmin.chat.models import Agent
+from embedadmin.chat.serializers import AbortSerializer, StreamChatStateSerializer
+from embedadmin.chat.streaming import plan_stream
+from embedadmin.core.errors import BadRequest, flatten_validation_detail
+
+JSONRPC_UNAUTHORIZED = -32001
+
+
+def jsonrpc_error(message: str) -> JsonResponse:
+    """An authentication failure, as the Chat API reports it: a JSON-RPC error object in a 200."""
+    return JsonResponse({"jsonrpc": "2.0", "error": {"code": JSONRPC_UNAUTHORIZED, "message": message}, "id": None})
+
+
+def _validated(
+    serializer_class: type[serializers.Serializer], request: HttpRequest, *, ignore: tuple[str, ...] = ()
+) -> serializers.Serializer:
+    try:
+        body: Any = json.loads(request.body or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("Invalid JSON body") from None
+    if not isinstance(body, dict):
+        raise BadRequest("The body must be a JSON object")
+    for name in ignore:
+        body.pop(name, None)
+    serializer = serializer_class(data=body)
+    if not serializer.is_valid():
+        raise BadRequest("; ".join(flatten_validation_detail(serializer.errors)))
+    return serializer
+
+
+def _authenticated(request: HttpRequest, account_name: str, agent_id: str) -> tuple[Agent, ChatCredential]:
+    agent = selectors.agent_get(account_name=account_name, agent_id=agent_id)
+    return agent, chat_authenticate(agent=agent, headers=request.headers)
+
+
+@csrf_exempt
+@require_POST
+def stream_chat_state(request: HttpRequest, account_name: str, agent_id: str) -> HttpResponse:
+    try:
+        agent, credential = _authenticated(request, account_name, agent_id)
+    except ChatAuthError as exc:
+        return jsonrpc_error(str(exc))
+    # With a token, sessionSettings is ignored altogether: the token's claims say who is asking.
+    ignored = () if credential.via_api_key else ("sessionSettings",)
+    serializer = _validated(StreamChatStateSerializer, request, ignore=ignored)
+    identity = services.identity_for_request(
+        agent=agent, credential=credential, session_settings=serializer.session_settings()
+    )
+    user = services.chat_user_upsert(account=agent.account, identity=identity)
+    bus = bus_for_settings()
+    plan = services.chat_stream_open(agent=agent, user=user, request=serializer.stream_request(), bus=bus)
+    response = StreamingHttpResponse(plan_stream(plan, bus=bus), content_type="application/json")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # proxies must pass lines through as they come
+    return response
+
+
+@csrf_exempt
+@require_POST
+def abort(request: HttpRequest, account_name: str, agent_id: str) -> HttpResponse:
+    try:
+        agent, credential = _authenticated(request, account_name, agent_id)
+    except ChatAuthError as exc:
+        return jsonrpc_error(str(exc))
+    data = _validated(AbortSerializer, request).validated_data
+    session_settings = data.get("sessionSettings") or {}
+    requester, account_wide = services.abort_requester(
+        agent=agent,
+        credential=credential,
+        external_id=session_settings.get("externalId"),
+        internal_id=session_settings.get("internalId"),
+    )
+    services.chat_abort(agent=agent, chat_id=data["chatId"], requester=requester, account_wide=account_wide)
+    return HttpResponse(status=204)
