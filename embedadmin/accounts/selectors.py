@@ -11,6 +11,7 @@ from embedadmin.accounts.models import Account, ApiKey, Deployment, DeploymentSe
 from embedadmin.accounts.services import API_KEY_KIND, PLATFORM_TOKEN_KIND
 from embedadmin.core import credentials
 from embedadmin.core.errors import Forbidden, NotFound
+from embedadmin.core.prepared import PreparedQuery
 
 
 @dataclass(frozen=True)
@@ -34,18 +35,25 @@ class PlatformCaller:
     token: PlatformToken
 
 
+# Runs on every API-key request: compiled once (see embedadmin/core/prepared.py).
+_API_KEY_BY_PREFIX: PreparedQuery[ApiKey] = PreparedQuery(
+    ApiKey,
+    lambda prefix: (
+        ApiKey.objects.select_related("account", "account__tenant_settings")
+        .annotate(is_scoped=Exists(ApiKey.deployments.through.objects.filter(apikey_id=OuterRef("pk"))))
+        .filter(prefix=prefix, revoked_at__isnull=True)
+        .order_by()[:1]
+    ),
+    sentinels=("\x00prefix",),
+)
+
+
 def api_key_authenticate(plaintext: str) -> ApiKeyCaller | None:
     """Return the caller for a presented API key, or None for an unknown, malformed or revoked key."""
     prefix = credentials.split_prefix(API_KEY_KIND, plaintext)
     if prefix is None:
         return None
-    scoped = ApiKey.deployments.through.objects.filter(apikey_id=OuterRef("pk"))
-    key = (
-        ApiKey.objects.select_related("account", "account__tenant_settings")
-        .annotate(is_scoped=Exists(scoped))
-        .filter(prefix=prefix, revoked_at__isnull=True)
-        .first()
-    )
+    key = _API_KEY_BY_PREFIX.first(prefix)
     if key is None or not credentials.matches(plaintext, key.key_digest):
         return None
     return ApiKeyCaller(account=key.account, key=key, is_scoped=key.is_scoped)
@@ -61,9 +69,16 @@ def platform_token_authenticate(plaintext: str) -> PlatformCaller | None:
     return PlatformCaller(account=token.account, token=token)
 
 
+_DEPLOYMENT_OF_ACCOUNT: PreparedQuery[Deployment] = PreparedQuery(
+    Deployment,
+    lambda account_id, deployment_id: Deployment.objects.filter(account_id=account_id, pk=deployment_id).order_by()[:1],
+    sentinels=(-9_000_001, -9_000_002),
+)
+
+
 def deployment_for_key(*, caller: ApiKeyCaller, deployment_id: int) -> Deployment:
     """The caller's deployment ``deployment_id``: 404 when the account has none, 403 outside the key's scope."""
-    deployment = Deployment.objects.filter(account=caller.account, pk=deployment_id).first()
+    deployment = _DEPLOYMENT_OF_ACCOUNT.first(caller.account.pk, deployment_id)
     if deployment is None:
         raise NotFound(f"Deployment {deployment_id} not found")
     if caller.is_scoped and not caller.key.deployments.filter(pk=deployment_id).exists():
