@@ -97,6 +97,9 @@ class Chat:
     async def astream(self, body: Any, headers: dict[str, str] | None = None) -> StreamResult:
         return await read_response(await self.apost(self.stream_url, body, headers))
 
+    def post(self, url: str, body: Any, headers: dict[str, str] | None = None):
+        return asyncio.run(self.apost(url, body, headers))
+
     def stream(self, body: Any, headers: dict[str, str] | None = None) -> StreamResult:
         return asyncio.run(self.astream(body, headers))
 
