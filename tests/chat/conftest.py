@@ -160,3 +160,38 @@ def tools_with(name: str, function: Callable[[ToolContext, dict[str, Any]], dict
 
 def running_runs() -> int:
     return Run.objects.filter(status=Run.Status.RUNNING).count()
+
+
+class LiveStream:
+    """A response read chunk by chunk as the server sends it (each chunk must be one whole line)."""
+
+    def __init__(self, response) -> None:
+        assert response.status_code == 200, response.content if not response.streaming else ""
+        self._chunks = response.streaming_content.__aiter__()
+        self.lines: list[dict[str, Any]] = []
+
+    async def next(self, timeout: float = 5.0) -> dict[str, Any] | None:
+        try:
+            chunk = await asyncio.wait_for(self._chunks.__anext__(), timeout)
+        except StopAsyncIteration:
+            return None
+        assert chunk.endswith(b"\n") and chunk.count(b"\n") == 1, chunk
+        self.lines.append(json.loads(chunk))
+        return self.lines[-1]
+
+    async def until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0) -> dict[str, Any]:
+        while True:
+            line = await self.next(timeout)
+            assert line is not None, f"stream ended before the expected line: {self.lines}"
+            if predicate(line):
+                return line
+
+    async def rest(self, timeout: float = 5.0) -> list[dict[str, Any]]:
+        while await self.next(timeout) is not None:
+            pass
+        return self.lines
+
+
+async def wait_for(event: threading.Event, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    assert await loop.run_in_executor(None, event.wait, timeout), "timed out"
