@@ -32,6 +32,7 @@ from .cubesql_terms import Term
 from .cubesql_translate import parse_statement, translate
 from .datasources import DataSourceError
 from .dates import format_local
+from .errors import QueryError
 from .meta import member_json
 from .model import CompiledModel, Dimension, Measure
 from .normalize import Limits
@@ -104,7 +105,10 @@ def cubesql_plan(
     statement = parse_statement(sql)
     translation = translate(model, statement, ctx, timezone=timezone, now=now, row_limit=row_limit)
     limits = Limits(default=row_limit, maximum=row_limit)
-    load_plan = plan_queries(model, translation.query, ctx, now=now, default_timezone=timezone, limits=limits)
+    try:
+        load_plan = plan_queries(model, translation.query, ctx, now=now, default_timezone=timezone, limits=limits)
+    except RecursionError:
+        raise QueryError("The SQL query has too many conditions") from None
     positions: dict[str, int] = {}
     for index, column in enumerate(load_plan.queries[0].columns):
         positions.setdefault(column.key, index)

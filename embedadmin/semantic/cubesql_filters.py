@@ -68,11 +68,23 @@ def _leaf(term: Term, operator: str, values: list[str | None] | None = None) -> 
 
 def conjuncts(node: exp.Expression) -> list[exp.Expression]:
     """The parts of a top-level ``a AND b AND c``."""
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return [*conjuncts(node.this), *conjuncts(node.expression)]
-    return [node]
+    return operands(node, exp.And)
+
+
+def operands(node: exp.Expression, kind: type[exp.Connector]) -> list[exp.Expression]:
+    """The operands of ``a OR b OR c`` (or AND), flattened through parentheses; iterative, as generated SQL
+    can chain thousands of them."""
+    found: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        while isinstance(current, exp.Paren):
+            current = current.this
+        if isinstance(current, kind):
+            stack.extend((current.expression, current.this))
+        else:
+            found.append(current)
+    return found
 
 
 class Conditions:
@@ -93,7 +105,7 @@ class Conditions:
             negated = not negated  # ``IS NOT NULL``, ``NOT IN`` and the like, written as one node
         if isinstance(node, exp.And | exp.Or):
             kind = "and" if isinstance(node, exp.And) != negated else "or"
-            items = [self.condition(part, negated) for part in _chain(node, type(node))]
+            items = [self.condition(part, negated) for part in operands(node, type(node))]
             return {kind: items}
         if type(node) in _COMPARISONS:
             return self.comparison(node, negated)
@@ -240,17 +252,6 @@ class Conditions:
             )
         operator = _PATTERN_OPERATORS[(leading, trailing)]
         return _leaf(term, _NEGATED[operator] if negated else operator, [text])
-
-
-def _chain(node: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
-    """The operands of ``a OR b OR c`` (or AND), flattened through parentheses."""
-    inner = node
-    while isinstance(inner, exp.Paren):
-        inner = inner.this
-    if isinstance(inner, kind):
-        assert isinstance(inner, exp.Binary)
-        return [*_chain(inner.this, kind), *_chain(inner.expression, kind)]
-    return [node]
 
 
 def _is_value(node: exp.Expression) -> bool:

@@ -16,6 +16,7 @@ caller's SQL nor any table or function the model does not define can reach a dat
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,7 @@ from .errors import QueryError
 from .model import CompiledModel, Measure
 
 MAX_SQL_LENGTH = 100_000
+_MAX_TOP_LEVEL_FILTERS = 64
 _CLAUSES = frozenset({"expressions", "from_", "from", "joins", "where", "group", "having", "order", "limit", "offset"})
 _JOIN_ARGS = frozenset({"this", "kind", "side", "on"})
 _JOIN_HINT = (
@@ -65,9 +67,7 @@ def parse_statement(sql: str) -> exp.Select:
     try:
         statements = [s for s in sqlglot.parse(sql, read="postgres") if s is not None]
     except (ParseError, TokenError) as exc:
-        errors = getattr(exc, "errors", None)
-        detail = errors[0].get("description") if errors else str(exc).splitlines()[0]
-        raise QueryError(f"SQL parse error: {detail}") from None
+        raise QueryError(f"SQL parse error: {_parse_problem(exc)}") from None
     except RecursionError:
         raise QueryError("The SQL query is nested too deeply") from None
     if not statements:
@@ -76,9 +76,21 @@ def parse_statement(sql: str) -> exp.Select:
         raise QueryError("Only one SQL statement is allowed")
     statement = statements[0]
     if not isinstance(statement, exp.Select):
-        kind = "WITH" if statement.args.get("with") or statement.args.get("with_") else statement.key.upper()
-        raise QueryError(f"Only SELECT statements are supported, got {kind}")
+        kind = statement.name if isinstance(statement, exp.Command) else statement.key
+        raise QueryError(f"Only SELECT statements are supported, got {kind.upper()}")
     return statement
+
+
+def _parse_problem(exc: ParseError | TokenError) -> str:
+    """sqlglot's first complaint without its internal object dumps, and where it is."""
+    errors = getattr(exc, "errors", None) or [{"description": str(exc).splitlines()[0]}]
+    first = errors[0]
+    text = str(first.get("description") or "invalid SQL")
+    if "<" in text:
+        text = re.sub(r"\s+(but got|for)$", "", text.split("<", 1)[0].rstrip(" :"))
+    if first.get("line"):
+        text += f" (line {first['line']}, column {first.get('col')})"
+    return text
 
 
 def translate(
@@ -113,8 +125,10 @@ class _Statement:
     def translate(self, row_limit: int) -> Translation:
         select = self.select
         for key, value in select.args.items():
-            if value and key not in _CLAUSES and not (key == "distinct" and not value.args.get("on")):
-                raise QueryError(f"Unsupported clause in the SQL API: {key.upper()}")
+            if key == "distinct" and value and value.args.get("on"):
+                raise QueryError("Unsupported clause in the SQL API: DISTINCT ON")
+            if value and key not in _CLAUSES and key != "distinct":
+                raise QueryError(f"Unsupported clause in the SQL API: {key.rstrip('_').upper()}")
         self.tables()
         self.select_items()
         order = [self.order_item(item) for item in (select.args.get("order") or exp.Order()).expressions]
@@ -289,6 +303,9 @@ class _Statement:
                 segments.append(segment)
             else:
                 filters.append(conditions.condition(part))
+        if len(filters) > _MAX_TOP_LEVEL_FILTERS:
+            # the SQL builder nests each top-level filter one level deeper; one group stays flat
+            filters = [{"and": filters}]
         return filters, list(dict.fromkeys(segments))
 
     def segment(self, node: exp.Expression) -> str | None:
