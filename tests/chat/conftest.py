@@ -175,7 +175,8 @@ class LiveStream:
             chunk = await asyncio.wait_for(self._chunks.__anext__(), timeout)
         except StopAsyncIteration:
             return None
-        assert chunk.endswith(b"\n") and chunk.count(b"\n") == 1, chunk
+        assert chunk.endswith(b"\n"), chunk
+        assert chunk.count(b"\n") == 1, chunk
         self.lines.append(json.loads(chunk))
         return self.lines[-1]
 
