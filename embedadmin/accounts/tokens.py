@@ -11,6 +11,7 @@ import datetime as dt
 from typing import Any
 
 import jwt
+from django.conf import settings
 from django.utils import timezone
 
 from embedadmin.accounts.models import Deployment, RevokedToken
@@ -46,7 +47,9 @@ def deployment_token_verify(*, deployment: Deployment, token: str) -> dict[str, 
     if deployment.jwt_audience:
         kwargs["audience"] = deployment.jwt_audience
     if deployment.jwt_issuer:
-        kwargs["issuer"] = deployment.jwt_issuer
+        # The configured issuer is the identity provider's; the deployment's own embed tokens are
+        # issued by embedadmin and must keep verifying when an issuer is configured.
+        kwargs["issuer"] = [deployment.jwt_issuer, settings.EMBEDADMIN["EMBED_TOKEN_ISSUER"]]
     payload = None
     for secret in deployment_verification_secrets(deployment_id=deployment.pk):
         try:

@@ -61,12 +61,16 @@ def _scoped_unique(model: str) -> list[models.UniqueConstraint]:
     """Names unique per scope: NULL embed_tenant (tenant-wide) needs its own partial constraint."""
     return [
         models.UniqueConstraint(
-            fields=["account", "name"], condition=Q(embed_tenant__isnull=True), name=f"{model}_name_unique_tenant_wide"
+            fields=["account", "name"],
+            condition=Q(embed_tenant__isnull=True),
+            name=f"{model}_name_unique_tenant_wide",
+            violation_error_message="This name is already used in the account's tenant-wide catalog.",
         ),
         models.UniqueConstraint(
             fields=["account", "embed_tenant", "name"],
             condition=Q(embed_tenant__isnull=False),
             name=f"{model}_name_unique_in_embed_tenant",
+            violation_error_message="This name is already used in this embed tenant.",
         ),
     ]
 

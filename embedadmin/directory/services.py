@@ -15,7 +15,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from embedadmin.accounts.models import Account, TenantSettings
-from embedadmin.core.errors import BadRequest, Conflict, LimitExceeded
+from embedadmin.core.errors import BadRequest, Conflict, LimitExceeded, NotFound
 from embedadmin.directory import selectors
 from embedadmin.directory.models import (
     AttributeDefinition,
@@ -49,6 +49,11 @@ class ProfileInput:
 
     display_name: str | None = None
     picture: str | None = None
+
+
+def _check_tenant_of(account: Account, embed_tenant: EmbedTenant | None) -> None:
+    if embed_tenant is not None and embed_tenant.account_id != account.pk:
+        raise NotFound("Embed tenant not found")
 
 
 # --- embed tenants ----------------------------------------------------------------------------------
@@ -181,6 +186,7 @@ def attribute_definition_create(
     *, account: Account, embed_tenant: EmbedTenant | None, data: AttributeDefinitionInput
 ) -> AttributeDefinition:
     """Create one attribute definition (Platform API); a name already used in the scope is 409."""
+    _check_tenant_of(account, embed_tenant)
     if data.type not in ATTRIBUTE_TYPES:
         raise BadRequest(f"type must be one of {', '.join(ATTRIBUTE_TYPES)}")
     if data.default_value:
@@ -228,6 +234,7 @@ def attribute_definition_delete(*, definition: AttributeDefinition) -> None:
 
 
 def group_create(*, account: Account, embed_tenant: EmbedTenant | None, name: str, description: str = "") -> Group:
+    _check_tenant_of(account, embed_tenant)
     name = name.strip()
     if not name:
         raise BadRequest("Group name must not be empty")

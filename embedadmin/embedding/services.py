@@ -207,18 +207,21 @@ def session_exchange(*, session_id: str) -> ExchangedToken:
     """
     now = timezone.now()
     digest = credentials.digest(session_id)
-    claimed = EmbedSession.objects.filter(
-        key_digest=digest, exchanged_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now
-    ).update(exchanged_at=now)
-    if not claimed:
-        raise Unauthorized("Session is invalid, expired or already used")
-    session = EmbedSession.objects.select_related("deployment", "embed_tenant", "account__tenant_settings").get(
-        key_digest=digest
-    )
-    expires_at = now + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
-    token = deployment_token_sign(
-        deployment=session.deployment, claims=embed_token_claims(session=session), expires_at=expires_at
-    )
+    # Claim and sign in one transaction: if signing fails (no active secret), the claim rolls back
+    # and the session stays usable. Concurrent claims queue on the row lock and re-check the WHERE.
+    with transaction.atomic():
+        claimed = EmbedSession.objects.filter(
+            key_digest=digest, exchanged_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now
+        ).update(exchanged_at=now)
+        if not claimed:
+            raise Unauthorized("Session is invalid, expired or already used")
+        session = EmbedSession.objects.select_related("deployment", "embed_tenant", "account__tenant_settings").get(
+            key_digest=digest
+        )
+        expires_at = now + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
+        token = deployment_token_sign(
+            deployment=session.deployment, claims=embed_token_claims(session=session), expires_at=expires_at
+        )
     return ExchangedToken(token=token, expires_at=expires_at)
 
 

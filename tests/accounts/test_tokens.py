@@ -1,0 +1,44 @@
+"""Deployment token verification rules that the embedding flow depends on."""
+
+import datetime as dt
+
+import jwt
+import pytest
+from django.utils import timezone
+
+from embedadmin.accounts.tokens import TokenInvalid, deployment_token_sign, deployment_token_verify
+
+
+def _token(acme, **claims):
+    expires = timezone.now() + dt.timedelta(minutes=5)
+    return deployment_token_sign(deployment=acme.deployment, claims=claims, expires_at=expires)
+
+
+@pytest.mark.django_db
+def test_embed_tokens_keep_verifying_when_the_deployment_configures_an_identity_provider_issuer(acme):
+    # given: a deployment whose external tokens must come from an identity provider
+    acme.deployment.jwt_issuer = "https://idp.example.com/"
+    acme.deployment.save()
+
+    # then: its own embed tokens (issued by embedadmin) and the provider's tokens verify
+    assert deployment_token_verify(deployment=acme.deployment, token=_token(acme, iss="embedadmin"))["iss"] == (
+        "embedadmin"
+    )
+    provider = _token(acme, iss="https://idp.example.com/")
+    assert deployment_token_verify(deployment=acme.deployment, token=provider)["iss"] == "https://idp.example.com/"
+    # and: any other issuer, or none, is refused
+    with pytest.raises(TokenInvalid):
+        deployment_token_verify(deployment=acme.deployment, token=_token(acme, iss="https://evil.example.com/"))
+    with pytest.raises(TokenInvalid):
+        deployment_token_verify(deployment=acme.deployment, token=_token(acme))
+
+
+@pytest.mark.django_db
+def test_a_token_signed_with_another_deployments_secret_is_refused(acme, globex):
+    token = jwt.encode(
+        {"exp": int((timezone.now() + dt.timedelta(minutes=5)).timestamp())},
+        globex.created.deployment_api_secret,
+        algorithm="HS256",
+    )
+    with pytest.raises(TokenInvalid, match="signature"):
+        deployment_token_verify(deployment=acme.deployment, token=token)
