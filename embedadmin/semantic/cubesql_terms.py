@@ -239,8 +239,8 @@ class Scope:
 
     def count(self, node: exp.Count) -> Measure:
         argument = node.this
-        if isinstance(argument, exp.Star):
-            return self.count_star()
+        if isinstance(argument, exp.Star) or (isinstance(argument, exp.Literal) and not argument.is_string):
+            return self.count_star()  # COUNT(*), COUNT(1)
         if isinstance(argument, exp.Distinct):
             if argument.args.get("on"):
                 raise QueryError("COUNT(DISTINCT ON ...) is not supported")
@@ -284,8 +284,8 @@ class Scope:
             return node.name
         if term.granularity:
             return f"date_trunc('{term.granularity}', {term.name})"
-        if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
-            return "count(*)"
+        if isinstance(node, exp.Count) and isinstance(node.this, exp.Star | exp.Literal):
+            return f"count({node.this.sql()})"
         if isinstance(node, exp.Count) and isinstance(node.this, exp.Distinct):
             return f"count(distinct {term.name})"
         function = node.name if isinstance(node, exp.Anonymous) else node.sql_name()

@@ -124,11 +124,7 @@ class _Statement:
 
     def translate(self, row_limit: int) -> Translation:
         select = self.select
-        for key, value in select.args.items():
-            if key == "distinct" and value and value.args.get("on"):
-                raise QueryError("Unsupported clause in the SQL API: DISTINCT ON")
-            if value and key not in _CLAUSES and key != "distinct":
-                raise QueryError(f"Unsupported clause in the SQL API: {key.rstrip('_').upper()}")
+        self.check_clauses()
         self.tables()
         self.select_items()
         order = [self.order_item(item) for item in (select.args.get("order") or exp.Order()).expressions]
@@ -139,19 +135,7 @@ class _Statement:
             or any(o.term.aggregated for o in self.outputs)
             or any(term.aggregated for term, _ in order)
         )
-        group = self.group_terms()
-        if select.args.get("distinct"):
-            group = self.distinct(group)
-        if self.aggregated:
-            self.grouped_keys = {t.key for t in group}
-            for term in [*(o.term for o in self.outputs), *(t for t, _ in order)]:
-                if not term.aggregated and term.key not in self.grouped_keys:
-                    raise QueryError(NON_AGGREGATE)
-            columns = [*group, *(o.term for o in self.outputs if o.term.aggregated)]
-            columns.extend(t for t, _ in order if t.aggregated)
-        else:
-            columns = [*(o.term for o in self.outputs), *(t for t, _ in order)]
-        query: dict[str, Any] = self.members(columns)
+        query: dict[str, Any] = self.members(self.columns([term for term, _ in order]))
         filters, segments = self.where()
         if having is not None:
             conditions = Conditions(self.having_operand, "HAVING", self.zone, self.now)
@@ -173,6 +157,28 @@ class _Statement:
         if len(self.scope.sources) > 1:
             query["joinHints"] = [[s.entity.name] for s in self.scope.sources]
         return Translation(query, tuple(self.outputs))
+
+    def check_clauses(self) -> None:
+        for key, value in self.select.args.items():
+            if key == "distinct" and value and value.args.get("on"):
+                raise QueryError("Unsupported clause in the SQL API: DISTINCT ON")
+            if value and key not in _CLAUSES and key != "distinct":
+                raise QueryError(f"Unsupported clause in the SQL API: {key.rstrip('_').upper()}")
+
+    def columns(self, ordered: list[Term]) -> list[Term]:
+        """What the query must compute: grouped columns and aggregates, or (ungrouped) every column; the
+        SQL's rule that an aggregated statement groups by every plain column is checked here."""
+        group = self.group_terms()
+        if self.select.args.get("distinct"):
+            group = self.distinct(group)
+        selected = [o.term for o in self.outputs]
+        if not self.aggregated:
+            return [*selected, *ordered]
+        self.grouped_keys = {t.key for t in group}
+        for term in [*selected, *ordered]:
+            if not term.aggregated and term.key not in self.grouped_keys:
+                raise QueryError(NON_AGGREGATE)
+        return [*group, *(t for t in [*selected, *ordered] if t.aggregated)]
 
     # -- FROM ---------------------------------------------------------------------------------------
 
@@ -221,22 +227,18 @@ class _Statement:
             name = item.alias if isinstance(item, exp.Alias) else self.scope.output_name(node, term)
             self.outputs.append(Output(name, term))
 
-    def reference(self, node: exp.Expression, clause: str, *, aliases_first: bool) -> Term:
-        """A GROUP BY / ORDER BY item: a select position, a select alias or an expression."""
+    def reference(self, node: exp.Expression, clause: str) -> Term:
+        """A GROUP BY / ORDER BY / HAVING item: a select position, a select alias (first, as BI tools mean
+        ``GROUP BY month`` for ``DATE_TRUNC('month', created_at) AS month``) or an expression."""
         if isinstance(node, exp.Literal) and not node.is_string:
             position = int(node.this) if node.this.isdigit() else 0
             if not 1 <= position <= len(self.outputs):
                 raise QueryError(f"{clause} position {node.this} is not in select list")
             return self.outputs[position - 1].term
         alias = self.alias_term(node)
-        if alias is not None and aliases_first:
+        if alias is not None and not (clause == "GROUP BY" and alias.aggregated):
             return alias
-        try:
-            return self.scope.term(node, clause)
-        except QueryError:
-            if alias is not None:
-                return alias
-            raise
+        return self.scope.term(node, clause)
 
     def alias_term(self, node: exp.Expression) -> Term | None:
         if not isinstance(node, exp.Column) or node.table or isinstance(node.this, exp.Star):
@@ -251,7 +253,7 @@ class _Statement:
     def order_item(self, node: exp.Expression) -> tuple[Term, bool]:
         if not isinstance(node, exp.Ordered):
             raise unsupported(node, "ORDER BY")
-        term = self.reference(node.this, "ORDER BY", aliases_first=True)
+        term = self.reference(node.this, "ORDER BY")
         return term, bool(node.args.get("desc"))
 
     def group_terms(self) -> list[Term]:
@@ -263,7 +265,7 @@ class _Statement:
                 raise QueryError(f"GROUP BY {key.upper()} is not supported")
         terms = []
         for node in group.expressions:
-            term = self.reference(node, "GROUP BY", aliases_first=False)
+            term = self.reference(node, "GROUP BY")
             if term.aggregated:
                 raise QueryError(f"Aggregate functions are not allowed in GROUP BY: {sql_text(node)}")
             terms.append(term)
@@ -340,7 +342,7 @@ class _Statement:
         return term
 
     def having_operand(self, node: exp.Expression) -> Term:
-        term = self.scope.term(node, "HAVING")
+        term = self.reference(node, "HAVING")
         if term.granularity or (not term.aggregated and term.key not in self.grouped_keys):
             raise QueryError(NON_AGGREGATE)
         return term

@@ -164,6 +164,12 @@ EQUIVALENT = {
         "SELECT status AS s, date_trunc('year', created_at) AS y, count(*) AS c FROM orders "
         "GROUP BY s, y ORDER BY y DESC, 3 DESC, s",
     ),
+    "GROUP BY, HAVING and ORDER BY an alias that shadows a column; COUNT(1)": (
+        "SELECT DATE_TRUNC('month', created_at) AS created_at, COUNT(1) AS n FROM orders "
+        "GROUP BY created_at HAVING n > 1 ORDER BY created_at",
+        "SELECT date_trunc('month', created_at) AS m, count(1) AS n FROM orders GROUP BY 1 HAVING count(1) > 1 "
+        "ORDER BY 1",
+    ),
     "ungrouped ORDER BY a column that is not selected": (
         "SELECT status FROM orders WHERE amount > 50 ORDER BY created_at",
         "SELECT status FROM orders WHERE amount > 50 ORDER BY created_at",
