@@ -53,7 +53,11 @@ test: venv
 	$(VENV)/bin/ruff check . && \
 	$(VENV)/bin/ruff format --check . && \
 	EMBEDADMIN_ALLOW_DEV_SECRET=true $(PY) manage.py makemigrations --check --dry-run && \
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	echo "== embedded default: SQLite (tests that need PostgreSQL run in the next pass)" && \
+	TEST_DATABASE_URL=sqlite:///var/test-embedded.sqlite3 $(VENV)/bin/pytest -q -n 2 -m "not postgres" \
+		tests/core tests/accounts tests/embedding tests/platform tests/test_health.py && \
+	echo "== every test on PostgreSQL" && \
+	$(VENV)/bin/pytest -n 2 $(PYTEST_ARGS)
 
 test-fast: venv
 	@eval "$$(bash scripts/test-services.sh)" && $(VENV)/bin/pytest -x -q $(PYTEST_ARGS)

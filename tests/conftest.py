@@ -74,6 +74,14 @@ def api() -> JsonClient:
     return JsonClient()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that need PostgreSQL carry the ``postgres`` marker, so the embedded (SQLite) pass of
+    ``make test`` can leave them to the PostgreSQL pass."""
+    for item in items:
+        if "on_postgres" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
 @pytest.fixture
 def on_postgres() -> None:
     """Skip-free guard: tests that need PostgreSQL fail loudly when run elsewhere."""

@@ -20,6 +20,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; production uses PBKDF2
 CELERY_TASK_ALWAYS_EAGER = True
+os.makedirs(STATIC_ROOT, exist_ok=True)  # noqa: F405  (served from here by whitenoise)
 CELERY_BROKER_URL = "memory://"
 
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
