@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlglot
@@ -28,7 +28,7 @@ from sqlglot.errors import ParseError, TokenError
 from .context import QueryContext
 from .cubesql_filters import Conditions, Filter, conjuncts
 from .cubesql_terms import JOIN_FIELD, NON_AGGREGATE, Scope, Term, sql_text, unsupported
-from .dates import canonical_timezone, resolve_timezone
+from .dates import canonical_timezone, format_local, resolve_timezone
 from .errors import QueryError
 from .model import CompiledModel, Measure
 
@@ -137,6 +137,11 @@ class _Statement:
         )
         query: dict[str, Any] = self.members(self.columns([term for term, _ in order]))
         filters, segments = self.where()
+        if self.rolling(query["measures"]):
+            filters = _move_date_range(query["timeDimensions"], filters)
+        if len(filters) > _MAX_TOP_LEVEL_FILTERS:
+            # the SQL builder nests each top-level filter one level deeper; one group stays flat
+            filters = [{"and": filters}]
         if having is not None:
             conditions = Conditions(self.having_operand, "HAVING", self.zone, self.now)
             filters.extend(conditions.condition(part) for part in conjuncts(having.this))
@@ -290,6 +295,16 @@ class _Statement:
             "timeDimensions": [{"dimension": t.name, "granularity": t.granularity} for t in unique if t.granularity],
         }
 
+    def rolling(self, measures: list[str]) -> bool:
+        """Whether a measure has a rolling window (it needs its time dimension's ``dateRange``)."""
+        members = self.scope.model.members
+        for name in measures:
+            member = members[name]
+            origin = members.get(member.alias_member) if member.alias_member else member
+            if any(isinstance(m, Measure) and m.rolling_window is not None for m in (member, origin)):
+                return True
+        return False
+
     # -- WHERE / HAVING -----------------------------------------------------------------------------
 
     def where(self) -> tuple[list[Filter], list[str]]:
@@ -303,11 +318,9 @@ class _Statement:
             segment = self.segment(part)
             if segment is not None:
                 segments.append(segment)
-            else:
-                filters.append(conditions.condition(part))
-        if len(filters) > _MAX_TOP_LEVEL_FILTERS:
-            # the SQL builder nests each top-level filter one level deeper; one group stays flat
-            filters = [{"and": filters}]
+                continue
+            condition = conditions.condition(part)
+            filters.extend(condition.get("and", [condition]))  # BETWEEN: two bounds
         return filters, list(dict.fromkeys(segments))
 
     def segment(self, node: exp.Expression) -> str | None:
@@ -346,6 +359,26 @@ class _Statement:
         if term.granularity or (not term.aggregated and term.key not in self.grouped_keys):
             raise QueryError(NON_AGGREGATE)
         return term
+
+
+def _move_date_range(time_dimensions: list[dict[str, Any]], filters: list[Filter]) -> list[Filter]:
+    """Top-level lower and upper bounds on a time dimension with a granularity become its ``dateRange``
+    (inclusive, to the millisecond: ``< x`` ends 1 ms before ``x``), as rolling windows need; the filters
+    left over are returned."""
+    for td in time_dimensions:
+        lower = [f for f in filters if f.get("member") == td["dimension"] and f["operator"] in ("gte", "gt")]
+        upper = [f for f in filters if f.get("member") == td["dimension"] and f["operator"] in ("lte", "lt")]
+        if len(lower) != 1 or len(upper) != 1:
+            continue
+        start = _shifted(lower[0]["values"][0], 1 if lower[0]["operator"] == "gt" else 0)
+        end = _shifted(upper[0]["values"][0], -1 if upper[0]["operator"] == "lt" else 0)
+        td["dateRange"] = [start, end]
+        filters = [f for f in filters if f is not lower[0] and f is not upper[0]]
+    return filters
+
+
+def _shifted(local: str, milliseconds: int) -> str:
+    return format_local(datetime.fromisoformat(local) + timedelta(milliseconds=milliseconds))
 
 
 def _count(node: exp.Expression | None, clause: str, default: int) -> int:

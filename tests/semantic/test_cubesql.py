@@ -254,3 +254,19 @@ def test_limit_above_the_row_limit_is_capped(executor: Executor) -> None:
 
     assert capped == [["5"], ["10"]]
     assert default == [["5"], ["10"], ["15"]]
+
+
+def test_rolling_window_measures_take_their_date_range_from_where(executor: Executor) -> None:
+    sql = (
+        "SELECT DATE_TRUNC('month', created_at) AS m, MEASURE(running_count), MEASURE(revenue_7d), COUNT(*) "
+        "FROM orders WHERE created_at >= '2024-01-01' AND created_at < '2024-04-01' AND status <> 'x' "
+        "GROUP BY 1 ORDER BY 1"
+    )
+
+    rows = data(executor, sql)
+
+    assert rows == [
+        ["2024-01-01T00:00:00.000", "2", "50", "2"],
+        ["2024-02-01T00:00:00.000", "3", None, "1"],
+        ["2024-03-01T00:00:00.000", "5", "320", "2"],
+    ]

@@ -228,12 +228,8 @@ def test_the_translated_query_is_a_cube_query() -> None:
         "timeDimensions": [{"dimension": "orders.created_at", "granularity": "month"}],
         "segments": ["orders.finished"],
         "filters": [
-            {
-                "and": [
-                    {"member": "orders.amount", "operator": "gte", "values": ["10"]},
-                    {"member": "orders.amount", "operator": "lte", "values": ["100"]},
-                ]
-            },
+            {"member": "orders.amount", "operator": "gte", "values": ["10"]},
+            {"member": "orders.amount", "operator": "lte", "values": ["100"]},
             {"member": "orders.user_country", "operator": "notEquals", "values": ["DE", None]},
             {"member": "orders.count", "operator": "gt", "values": ["1"]},
         ],
@@ -253,6 +249,34 @@ def test_an_ungrouped_statement_is_an_ungrouped_query() -> None:
     ]
     assert statement.query["order"] == []
     assert statement.query["limit"] == 50_000
+
+
+def test_bounds_on_a_truncated_time_dimension_become_its_date_range_for_rolling_windows() -> None:
+    rolling = plan(
+        "SELECT DATE_TRUNC('day', created_at), MEASURE(revenue_7d) FROM orders "
+        "WHERE created_at > '2024-01-01' AND created_at < '2024-02-01' AND amount > 1 GROUP BY 1"
+    )
+    between = plan(
+        "SELECT DATE_TRUNC('day', created_at), MEASURE(revenue_7d) FROM orders "
+        "WHERE created_at BETWEEN '2024-01-01' AND '2024-02-01' GROUP BY 1"
+    )
+    plain = plan(
+        "SELECT DATE_TRUNC('day', created_at), MEASURE(revenue) FROM orders "
+        "WHERE created_at > '2024-01-01' AND created_at < '2024-02-01' GROUP BY 1"
+    )
+
+    assert rolling.query["timeDimensions"] == [
+        {
+            "dimension": "orders.created_at",
+            "granularity": "day",
+            "dateRange": ["2024-01-01T00:00:00.001", "2024-01-31T23:59:59.999"],
+        }
+    ]
+    assert rolling.query["filters"] == [{"member": "orders.amount", "operator": "gt", "values": ["1"]}]
+    assert between.query["timeDimensions"][0]["dateRange"] == ["2024-01-01T00:00:00.000", "2024-02-01T00:00:00.000"]
+    assert between.query["filters"] == []
+    assert "dateRange" not in plain.query["timeDimensions"][0]
+    assert len(plain.query["filters"]) == 2
 
 
 def test_cross_join_tables_become_join_hints() -> None:
