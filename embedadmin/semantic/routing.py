@@ -25,6 +25,7 @@ from django.conf import settings
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.core.errors import Forbidden, NotFound
+from embedadmin.core.prepared import PreparedQuery
 
 from .auth import FETCH_FAILED, SecurityContext, request_security_context
 from .context import QueryContext
@@ -35,6 +36,13 @@ MISSING_TOKEN = "Authorization header isn't set"
 INVALID_TOKEN = "Invalid token"
 # Messages Cube itself answers with for JWKS problems: shown as they are.
 _JWKS_MESSAGE_PREFIXES = (FETCH_FAILED.split(":")[0], "JWT without kid", "Unable to verify, JWK with kid")
+
+# Runs on every Core Data API request: compiled once (see embedadmin/core/prepared.py).
+_DEPLOYMENT_BY_ID: PreparedQuery[Deployment] = PreparedQuery(
+    Deployment,
+    lambda deployment_id: Deployment.objects.filter(pk=deployment_id).order_by()[:1],
+    sentinels=(-9_000_003,),
+)
 
 
 @dataclass(frozen=True)
@@ -59,13 +67,13 @@ def query_context(security: SecurityContext) -> QueryContext:
 def deployment_resolve(*, deployment_id: int | None) -> Deployment:
     """The deployment a request is for, by the rule in the module docstring; :class:`NotFound` otherwise."""
     if deployment_id is not None:
-        deployment = Deployment.objects.filter(pk=deployment_id).first()
+        deployment = _DEPLOYMENT_BY_ID.first(deployment_id)
         if deployment is None:
             raise NotFound(f"Deployment {deployment_id} not found")
         return deployment
     default_id = settings.SEMANTIC["DEFAULT_DEPLOYMENT_ID"]
     if default_id:
-        deployment = Deployment.objects.filter(pk=default_id).first()
+        deployment = _DEPLOYMENT_BY_ID.first(default_id)
         if deployment is None:
             raise NotFound(f"The default deployment {default_id} (DEFAULT_DEPLOYMENT_ID) does not exist")
         return deployment

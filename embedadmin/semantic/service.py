@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.accounts.selectors import deployment_data_source_url
+from embedadmin.core import credentials
 from embedadmin.core.errors import ApiError
 
 from .api import LoadPlan, QueryOutcome, dry_run_response, load_response, parse_query_param, plan_queries, sql_response
@@ -45,6 +48,7 @@ from .normalize import CACHE_MODES, Limits
 from .registry import ModelVersion, load_model
 
 DEFAULT_DIALECT = "duckdb"
+META_JSON_CACHE_SIZE = 64
 
 
 class DataSourceFailure(ApiError):
@@ -75,11 +79,17 @@ def _dialect(url: str) -> str:
     return "postgres" if urlsplit(url).scheme.lower() in ("postgres", "postgresql") else DEFAULT_DIALECT
 
 
+@lru_cache(maxsize=256)
+def _data_source_url(encrypted: str) -> str:
+    """A stored data source URL in clear; remembered by its ciphertext (a changed URL has a new one)."""
+    return credentials.decrypt_secret(encrypted) if encrypted else ""
+
+
 def served_model(*, deployment: Deployment) -> ServedModel:
     """The model ``deployment`` serves (compiled once per version, recompiled when a file changes)."""
     if not deployment.model_dir:
         raise ApiError(f"Deployment {deployment.pk} has no data model: set one with configure_deployment")
-    url = deployment_data_source_url(deployment=deployment)
+    url = _data_source_url(deployment.data_source_url_encrypted)
     dialect = _dialect(url) if url else DEFAULT_DIALECT
     version: ModelVersion = load_model(deployment.model_dir, dialect=dialect)
     return ServedModel(
@@ -105,6 +115,36 @@ def semantic_meta(
     """``/v1/meta`` for ``ctx``: hidden members and members its access policies deny are left out."""
     served = served_model(deployment=deployment)
     return meta(served.model, ctx, extended=extended, only_views=only_views)
+
+
+_meta_json: OrderedDict[tuple[str, bool, bool], bytes] = OrderedDict()
+_meta_json_lock = threading.Lock()
+
+
+def semantic_meta_json(
+    *, deployment: Deployment, ctx: QueryContext, extended: bool = False, only_views: bool = False
+) -> bytes:
+    """:func:`semantic_meta` encoded as JSON. The encoding of a large model costs far more than building its
+    body, so it is remembered: the body's ``compilerId`` names the model version and the members this caller
+    may see, so equal ids (with the same options) mean equal bodies."""
+    body = semantic_meta(deployment=deployment, ctx=ctx, extended=extended, only_views=only_views)
+    key = (body["compilerId"], extended, only_views)
+    with _meta_json_lock:
+        encoded = _meta_json.get(key)
+        if encoded is not None:
+            _meta_json.move_to_end(key)
+            return encoded
+    encoded = json_bytes(body)
+    with _meta_json_lock:
+        _meta_json[key] = encoded
+        if len(_meta_json) > META_JSON_CACHE_SIZE:
+            _meta_json.popitem(last=False)
+    return encoded
+
+
+def json_bytes(body: Any) -> bytes:
+    """A Core Data API body as compact UTF-8 JSON."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode()
 
 
 def semantic_sql(*, deployment: Deployment, ctx: QueryContext, query: Any) -> Any:

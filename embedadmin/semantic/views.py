@@ -33,11 +33,12 @@ ALLOWED_HEADERS = "Authorization, Content-Type, X-Request-Id, X-Cube-Authorizati
 _HEADER_LIST = re.compile(r"^[A-Za-z0-9_\- ,]{1,1000}$")
 CONTINUE_WAIT = {"error": "Continue wait"}
 
+# A handler returns the body: an object to encode, or JSON already encoded.
 Handler = Callable[[HttpRequest, CoreApiCaller], Any]
 
 
 def _json(body: Any, status: int = 200) -> HttpResponse:
-    content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str)
+    content = body if isinstance(body, bytes) else service.json_bytes(body)
     return HttpResponse(content, status=status, content_type="application/json; charset=utf-8")
 
 
@@ -135,7 +136,7 @@ def _string_param(params: dict[str, Any], name: str) -> str | None:
 @core_api("GET")
 def meta_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     """``GET /v1/meta`` (``?extended``, ``?onlyViews=true``)."""
-    return service.semantic_meta(
+    return service.semantic_meta_json(
         deployment=caller.deployment,
         ctx=caller.ctx,
         extended="extended" in request.GET,
