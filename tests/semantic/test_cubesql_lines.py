@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 
 from embedadmin.semantic import QueryContext, QueryError
-from embedadmin.semantic.cubesql import CubeSqlPlan, cubesql_error_line, cubesql_lines, cubesql_plan
+from embedadmin.semantic.cubesql import (
+    CubeSqlPlan,
+    cubesql_error_line,
+    cubesql_lines,
+    cubesql_plan,
+    cubesql_query,
+)
 from embedadmin.semantic.datasources import DataSourceError
 
 from .conftest import NOW, run_query, shop_model
@@ -237,6 +243,21 @@ def test_the_translated_query_is_a_cube_query() -> None:
         "limit": 10,
         "timezone": "Europe/Berlin",
         "offset": 5,
+    }
+
+
+def test_convert_query_gives_the_translation_without_compiling() -> None:
+    query = cubesql_query(shop_model("duckdb"), "SELECT MEASURE(revenue) FROM orders WHERE status = 'foo'", ADMIN)
+
+    assert query == {
+        "measures": ["orders.revenue"],
+        "dimensions": [],
+        "timeDimensions": [],
+        "segments": [],
+        "filters": [{"member": "orders.status", "operator": "equals", "values": ["foo"]}],
+        "order": [],
+        "limit": 50_000,
+        "timezone": "UTC",
     }
 
 
