@@ -53,6 +53,7 @@ test: venv
 	$(VENV)/bin/ruff check . && \
 	$(VENV)/bin/ruff format --check . && \
 	EMBEDADMIN_ALLOW_DEV_SECRET=true $(PY) manage.py makemigrations --check --dry-run && \
+	{ test -d tests/js/node_modules/@cubejs-client/core || (cd tests/js && npm ci --no-audit --no-fund); } && \
 	echo "== embedded default: SQLite (tests that need PostgreSQL run in the next pass)" && \
 	TEST_DATABASE_URL=sqlite:///var/test-embedded.sqlite3 $(VENV)/bin/pytest -q -n 2 -m "not postgres" \
 		tests/core tests/accounts tests/embedding tests/platform tests/test_health.py && \

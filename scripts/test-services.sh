@@ -50,5 +50,10 @@ if [ ! -x /usr/bin/chromium ]; then
   apt_install chromium || log "chromium unavailable: browser tests will fail"
 fi
 
+# Node.js and npm for the test that drives the server with Cube's JavaScript client (tests/js).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  apt_install nodejs npm || log "node/npm unavailable: tests/semantic/test_cube_js_client.py will fail"
+fi
+
 echo "export TEST_DATABASE_URL=postgresql://$PGUSER_NAME:$PGPASS@127.0.0.1:5432/$PGDB"
 echo "export TEST_REDIS_URL=redis://127.0.0.1:6379/15"
