@@ -38,8 +38,9 @@ from embedadmin.core.errors import ApiError
 from .api import LoadPlan, QueryOutcome, dry_run_response, load_response, parse_query_param, plan_queries, sql_response
 from .api import refresh_interval as result_refresh_interval
 from .auth import VOLATILE_CLAIMS
-from .cache import CachedResult, CacheMode, query_runner, result_cache_key
+from .cache import CachedResult, CacheMode, ContinueWait, query_runner, result_cache_key
 from .context import QueryContext
+from .cubesql import CubeSqlPlan, cubesql_plan
 from .datasources import DataSourceError, QueryResult, get_data_source
 from .errors import ModelError, QueryError
 from .meta import meta
@@ -220,6 +221,51 @@ def semantic_load(
             )
         )
     return load_response(served.model, plan, outcomes, multi=query_type == "multi", db_type=served.dialect)
+
+
+@dataclass(frozen=True)
+class CubeSqlResult:
+    """A semantic SQL statement's plan (columns, compiled query) and the rows it read."""
+
+    plan: CubeSqlPlan
+    rows: Any
+    last_refresh_time: datetime
+
+
+def semantic_cubesql(
+    *,
+    deployment: Deployment,
+    ctx: QueryContext,
+    sql: str,
+    timezone: str = "UTC",
+    cache: str | None = None,
+    throw_continue_wait: bool = False,
+) -> CubeSqlResult:
+    """``/v1/cubesql`` (and the chat tool ``serviceSqlApi``): run one semantic SQL statement for ``ctx``.
+
+    As in Cube, a statement still running after the wait raises ``ContinueWait`` only when the caller asks for
+    it (``throw_continue_wait``); otherwise this waits, re-attaching to the running query, until it ends or
+    times out.
+    """
+    served = served_model(deployment=deployment)
+    mode = cache_mode(requested=cache, query={})
+    try:
+        plan = cubesql_plan(served.model, sql, ctx, timezone=timezone, row_limit=_limits().maximum)
+    except QueryError as exc:
+        raise served.with_model_error(exc) from None
+    if not served.source_url:
+        raise ApiError(f"Deployment {deployment.pk} has no data source: set one with configure_deployment")
+    compiled = plan.compiled
+    every = result_refresh_interval(served.model, compiled)
+    identity = context_identity(ctx)
+    while True:
+        try:
+            cached = _cached_rows(served, compiled.sql, compiled.params, identity, every, mode)
+            break
+        except ContinueWait:
+            if throw_continue_wait:
+                raise
+    return CubeSqlResult(plan, cached.result.rows, datetime.fromtimestamp(cached.refreshed_at, UTC))
 
 
 def _cached_rows(

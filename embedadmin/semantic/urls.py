@@ -11,5 +11,6 @@ urlpatterns = [
     path("v1/subscribe", views.load_view),
     path("v1/sql", views.sql_view),
     path("v1/dry-run", views.dry_run_view),
+    path("v1/cubesql", views.cubesql_view),
     re_path(r"^.*$", views.not_found_view),
 ]

@@ -1,4 +1,5 @@
-"""The Core Data API over HTTP: ``{base_path}/v1/meta``, ``/load``, ``/subscribe``, ``/sql``, ``/dry-run``.
+"""The Core Data API over HTTP: ``{base_path}/v1/meta``, ``/load``, ``/subscribe``, ``/sql``, ``/dry-run``,
+``/cubesql``.
 
 Each view parses Cube's parameters (GET query string or POST JSON body), routes the request to its deployment,
 verifies its token (:mod:`embedadmin.semantic.routing`) and calls one function of
@@ -25,6 +26,7 @@ from embedadmin.core.errors import ApiError, BadRequest, client_error, error_bod
 
 from . import service
 from .cache import ContinueWait
+from .cubesql import cubesql_lines
 from .routing import CoreApiCaller, core_api_caller
 
 logger = logging.getLogger(__name__)
@@ -172,6 +174,29 @@ def dry_run_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     """``GET/POST /v1/dry-run``."""
     params = request_params(request)
     return service.semantic_dry_run(deployment=caller.deployment, ctx=caller.ctx, query=params.get("query"))
+
+
+@core_api("POST")
+def cubesql_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
+    """``POST /v1/cubesql``: ``{"query": "<semantic SQL>", "timezone"?, "cache"?, "throwContinueWait"?}``,
+    answered in JSON lines (a schema line, then data lines)."""
+    params = request_params(request)
+    sql = params.get("query")
+    if not isinstance(sql, str) or not sql.strip():
+        raise BadRequest("Query param is required")
+    throw = params.get("throwContinueWait", False)
+    if not isinstance(throw, bool):
+        raise BadRequest('"throwContinueWait" must be a boolean')
+    result = service.semantic_cubesql(
+        deployment=caller.deployment,
+        ctx=caller.ctx,
+        sql=sql,
+        timezone=_string_param(params, "timezone") or "UTC",
+        cache=_string_param(params, "cache"),
+        throw_continue_wait=throw,
+    )
+    lines = cubesql_lines(result.plan, result.rows, last_refresh_time=result.last_refresh_time)
+    return "".join(lines).encode()
 
 
 @csrf_exempt

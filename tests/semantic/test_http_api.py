@@ -436,3 +436,48 @@ def test_answers_and_errors_carry_the_cors_origin(core):
 
     assert [r.status_code for r in (ok, refused, bad)] == [200, 403, 400]
     assert [r["Access-Control-Allow-Origin"] for r in (ok, refused, bad)] == ["*", "*", "*"]
+
+
+# --- /v1/cubesql ----------------------------------------------------------------------------------------
+
+
+def _json_lines(response) -> list[dict]:
+    return [json.loads(line) for line in response.content.decode().splitlines()]
+
+
+def test_cubesql_answers_json_lines_with_the_rows_of_the_database(core):
+    # when
+    response = core.post(
+        "cubesql", {"query": "SELECT status, MEASURE(count) FROM orders GROUP BY 1 ORDER BY 1", "cache": "no-cache"}
+    )
+
+    # then
+    lines = _json_lines(response)
+    expected = duck_rows(core.dataset, "SELECT status, count(*) FROM orders GROUP BY 1 ORDER BY 1")
+    assert response.status_code == 200
+    assert [c["name"] for c in lines[0]["schema"]] == ["status", "measure(orders.count)"]
+    assert lines[1:] == [{"data": [[status, str(count)] for status, count in expected]}]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({}, 400, "Query param is required"),
+        ({"query": "   "}, 400, "Query param is required"),
+        ({"query": "SELECT 1", "throwContinueWait": "yes"}, 400, '"throwContinueWait" must be a boolean'),
+        ({"query": "SELECT * FROM pg_catalog.pg_tables"}, 400, ""),
+    ],
+    ids=["missing", "blank", "throw-flag", "not-a-cube"],
+)
+def test_bad_cubesql_requests_are_json_errors(core, body, status, message):
+    response = core.post("cubesql", body)
+
+    assert response.status_code == status
+    assert list(response.json()) == ["error"]
+    assert response.json()["error"].startswith(message)
+
+
+def test_cubesql_is_post_only(core):
+    response = core.get("cubesql", {"query": "SELECT MEASURE(count) FROM orders"})
+
+    assert response.status_code == 405

@@ -182,3 +182,22 @@ def test_a_revoked_embed_token_is_403(core, embed_token):
     assert revoked.status_code == 204
     assert response.status_code == 403
     assert response.json() == {"error": "Invalid token"}
+
+
+def test_cubesql_applies_the_embed_users_row_filter_and_hidden_members(core, embed_token):
+    # given
+    token, _ = embed_token(groups=["regional"], country="Germany")
+
+    # when
+    rows = core.post(
+        "cubesql", {"query": "SELECT users_country, MEASURE(order_count) FROM sales GROUP BY 1"}, token=token
+    )
+    hidden = core.post("cubesql", {"query": "SELECT users_email FROM sales GROUP BY 1"}, token=token)
+
+    # then
+    expected = duck_rows(
+        core.dataset, "SELECT count(*) FROM orders JOIN users ON users.id = orders.user_id WHERE country = 'Germany'"
+    )[0][0]
+    assert rows.status_code == 200
+    assert rows.content.decode().splitlines()[1] == f'{{"data":[["Germany","{expected}"]]}}'
+    assert hidden.status_code == 400
