@@ -98,6 +98,7 @@ def cubesql_plan(
     row_limit: int = MAX_LIMIT,
 ) -> CubeSqlPlan:
     """Translate and compile one semantic SQL statement for ``ctx``; raises QueryError for what is unsupported.
+    ``plan.query`` is the Cube JSON query the statement means (what ``/v1/convert-query`` answers).
 
     ``LIMIT`` above ``row_limit`` (and a statement without ``LIMIT``) is silently capped at ``row_limit``, as
     Cube caps the SQL API's queries at ``CUBEJS_DB_QUERY_LIMIT``.
@@ -115,19 +116,6 @@ def cubesql_plan(
         _column(model, output.name, output.term, positions[output.term.key]) for output in translation.outputs
     )
     return CubeSqlPlan(translation.query, load_plan, columns)
-
-
-def cubesql_query(
-    model: CompiledModel,
-    sql: str,
-    ctx: QueryContext,
-    *,
-    timezone: str = "UTC",
-    now: datetime | None = None,
-    row_limit: int = MAX_LIMIT,
-) -> dict[str, Any]:
-    """The Cube JSON query a semantic SQL statement means, not yet compiled (``/v1/convert-query``)."""
-    return translate(model, parse_statement(sql), ctx, timezone=timezone, now=now, row_limit=row_limit).query
 
 
 def _column(model: CompiledModel, name: str, term: Term, index: int) -> CubeSqlColumn:
@@ -239,7 +227,6 @@ __all__ = [
     "cubesql_error_line",
     "cubesql_lines",
     "cubesql_plan",
-    "cubesql_query",
     "cubesql_rows",
     "cubesql_schema_line",
 ]
