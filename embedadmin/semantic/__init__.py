@@ -34,6 +34,7 @@ from .api import (
     sql_response,
 )
 from .context import QueryContext
+from .cubesql import CubeSqlColumn, CubeSqlPlan, cubesql_error_line, cubesql_lines, cubesql_plan, cubesql_rows
 from .errors import ModelError, ModelProblem, QueryError, QueryLimitError
 from .meta import meta
 from .model import CompiledModel
@@ -49,6 +50,8 @@ __all__ = [
     "REGULAR",
     "CompiledModel",
     "CompiledQuery",
+    "CubeSqlColumn",
+    "CubeSqlPlan",
     "Limits",
     "LoadPlan",
     "ModelError",
@@ -63,6 +66,10 @@ __all__ = [
     "clear_models",
     "compile_cached",
     "compile_query",
+    "cubesql_error_line",
+    "cubesql_lines",
+    "cubesql_plan",
+    "cubesql_rows",
     "dry_run_response",
     "load_model",
     "load_response",

@@ -31,7 +31,7 @@ from .model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure,
 from .policies import row_restriction
 from .query import FilterCondition, FilterNode, NormalizedQuery, TimeDimensionSpec
 from .sql_columns import ResultColumn, SelectItem, column_alias, filter_leaves
-from .sql_expressions import Renderer, aliased, is_composite, quoted, wrap
+from .sql_expressions import Renderer, aliased, all_of, is_composite, quoted, wrap
 from .sql_filters import FilterCompiler, Parameters
 from .sql_groups import ROLLING, GroupStatements
 
@@ -302,12 +302,11 @@ class _Builder(GroupStatements):
 
     def where(self, select: exp.Select, *, skip: FilterNode | None = None) -> exp.Select:
         compiler = self.filters(lambda n: self.renderer.dimension(self.member(n)))
-        for segment in self.query.segments:
-            select = select.where(self.renderer.segment(self.member(segment)), copy=False)
-        for node in self.where_nodes:
-            if node is not skip:
-                select = select.where(compiler.condition(node), copy=False)
-        return select
+        conditions = [self.renderer.segment(self.member(segment)) for segment in self.query.segments]
+        conditions += [compiler.condition(node) for node in self.where_nodes if node is not skip]
+        # One balanced AND: chaining .where() per filter nests a level each time (~150 filters used to exceed
+        # the recursion limit).
+        return select.where(all_of(*conditions), copy=False) if conditions else select
 
     def flat(
         self, tree: JoinTree, dimensions: list[SelectItem], measure_names: list[str]
@@ -325,8 +324,8 @@ class _Builder(GroupStatements):
         if dimensions and not self.ungrouped:
             select = select.group_by(*(exp.Literal.number(i + 1) for i in range(len(dimensions))), copy=False)
         having = self.filters(lambda n: self.renderer.measure(self.member(n), aggregate))
-        for node in self.having_nodes:
-            condition = having.condition(node)
+        if self.having_nodes:
+            condition = all_of(*(having.condition(node) for node in self.having_nodes))
             select = select.where(condition, copy=False) if self.ungrouped else select.having(condition, copy=False)
         return select, columns
 

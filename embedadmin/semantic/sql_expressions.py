@@ -42,13 +42,32 @@ def quoted(name: str) -> exp.Identifier:
     return exp.to_identifier(name, quoted=True)
 
 
+def _balanced(connector: type[exp.Connector], conditions: list[exp.Expression]) -> exp.Expression:
+    """Join conditions as a balanced tree: its depth grows with log(n), so hundreds of filters do not
+    reach Python's recursion limit when sqlglot walks or writes the tree (a chain would)."""
+    if len(conditions) == 1:
+        return conditions[0]
+    middle = len(conditions) // 2
+    return connector(
+        this=_balanced(connector, conditions[:middle]), expression=_balanced(connector, conditions[middle:])
+    )
+
+
+def _leaf(condition: exp.Expression, connector: type[exp.Connector]) -> exp.Expression:
+    # A nested AND/OR of the other kind is parenthesized, as sqlglot's own and_/or_ do.
+    if isinstance(condition, exp.Connector) and not isinstance(condition, connector):
+        return exp.Paren(this=condition)
+    return condition
+
+
 def all_of(*conditions: exp.Expression) -> exp.Expression:
-    """AND of freshly built conditions (sqlglot's helper would deep-copy them first)."""
-    return exp.and_(*conditions, copy=False)
+    """AND of freshly built conditions (not copied: sqlglot's helper would deep-copy them first)."""
+    return _balanced(exp.And, [_leaf(c, exp.And) for c in conditions])
 
 
 def any_of(*conditions: exp.Expression) -> exp.Expression:
-    return exp.or_(*conditions, copy=False)
+    """OR of freshly built conditions."""
+    return _balanced(exp.Or, [_leaf(c, exp.Or) for c in conditions])
 
 
 def aliased(expression: exp.Expression, alias: str | exp.Identifier) -> exp.Expression:

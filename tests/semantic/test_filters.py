@@ -264,3 +264,16 @@ def test_order_by_a_column_alias() -> None:
     )
 
     assert plan.queries[0].sql.endswith("GROUP BY 1 ORDER BY 2 ASC LIMIT 10000")
+
+
+def test_hundreds_of_filters_compile_and_combine_correctly(executor: Executor) -> None:
+    # given: 400 top-level filters (each true for every order) plus one OR group that selects two orders
+    always = [{"member": "orders.amount", "operator": "gte", "values": ["0"]}] * 400
+    either = {
+        "or": [
+            {"member": "orders.status", "operator": "equals", "values": ["shipped"]},
+            {"member": "orders.status", "operator": "equals", "values": ["cancelled"]},
+        ]
+    }
+    # then: the query still compiles (no recursion limit) and the OR keeps its parentheses under the ANDs
+    assert order_ids(executor, [*always, either]) == [3, 6, 8]
