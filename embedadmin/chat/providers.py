@@ -7,8 +7,8 @@ tool, logs the result and returns the JSON string, so a provider never writes fr
 runtime cancels the provider's task on abort; ``cancel`` lets a provider also notice it cooperatively
 (to close an upstream HTTP stream, say).
 
-Providers by ``Agent.provider``: ``builtin`` (offline and deterministic) is here; an OpenAI-compatible
-provider (chat completions with streamed tool calls) registers in :data:`PROVIDER_FACTORIES`.
+Providers by ``Agent.provider``: ``builtin`` (offline and deterministic) is here; ``openai`` (any
+OpenAI-compatible chat-completions endpoint, with streamed tool calls) is in :mod:`.providers_openai`.
 """
 
 from __future__ import annotations
@@ -113,8 +113,16 @@ class BuiltinProvider:
 
 ProviderFactory = Callable[[Agent], Provider]
 
+
+def _openai_provider(agent: Agent) -> Provider:
+    from embedadmin.chat.providers_openai import openai_provider_for  # it builds on this module
+
+    return openai_provider_for(agent)
+
+
 PROVIDER_FACTORIES: dict[str, ProviderFactory] = {
     Agent.Provider.BUILTIN: lambda agent: BuiltinProvider(),
+    Agent.Provider.OPENAI: _openai_provider,
 }
 
 
