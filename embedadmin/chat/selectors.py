@@ -92,3 +92,8 @@ def stale_run_ids(*, now: dt.datetime, stale_after: dt.timedelta) -> list[int]:
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+
+
+def chat_api_url(agent: Agent, site_url: str) -> str:
+    """The Chat API URL of an agent (what the panel shows as its Chat API URL)."""
+    return f"{site_url.rstrip('/')}/api/v1/public/{agent.account.name}/agents/{agent.public_id}"

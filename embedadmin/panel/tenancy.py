@@ -29,6 +29,7 @@ from embedadmin.accounts.models import (
     PlatformToken,
     TenantSettings,
 )
+from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser
 from embedadmin.directory.models import (
     AttributeDefinition,
     AttributeValue,
@@ -63,6 +64,9 @@ ACCOUNT_SCOPES: dict[type[Model], Callable[[Account], Q]] = {
     AttributeDefinition: _via("account"),
     AttributeValue: _via("user__account"),
     EmbedSession: _via("account"),
+    Agent: _via("account"),
+    ChatUser: _via("account"),
+    AccountUsageDay: _via("account"),
 }
 
 

@@ -119,6 +119,9 @@ def admin_url(model_name: str, view: str = "changelist", obj: Model | None = Non
         "group": "directory",
         "attributedefinition": "directory",
         "embedsession": "embedding",
+        "agent": "chat",
+        "chatuser": "chat",
+        "accountusageday": "chat",
     }[model_name]
     base = f"/admin/{app}/{model_name}/"
     if view == "changelist":

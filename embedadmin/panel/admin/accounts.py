@@ -13,6 +13,7 @@ from django.http import HttpRequest
 
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import Account, AccountMembership, ApiKey, Deployment, PlatformToken, TenantSettings
+from embedadmin.accounts.selectors import data_source_url_redacted, deployment_data_source_url
 from embedadmin.panel import tenancy
 from embedadmin.panel.base import Created, PanelAdmin, PanelStackedInline, RevokedFilter
 from embedadmin.panel.forms import AccountAddForm, ApiKeyAddForm, InternalUserCreationForm
@@ -133,10 +134,27 @@ class DeploymentAdmin(PanelAdmin):
     def get_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
         if obj is None:
             return ("account", "name", "slug")
-        return ("id", "account", "name", "slug", "jwks_url", "jwt_audience", "jwt_issuer", "active_secrets")
+        return (
+            "id",
+            "account",
+            "name",
+            "slug",
+            "jwks_url",
+            "jwt_audience",
+            "jwt_issuer",
+            "active_secrets",
+            "model_dir",
+            "data_source",
+            "chat_token_auth",
+        )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
-        return () if obj is None else ("id", "active_secrets")
+        # The data model settings change through `manage.py configure_deployment` (validated there).
+        return () if obj is None else ("id", "active_secrets", "model_dir", "data_source", "chat_token_auth")
+
+    @admin.display(description="data source")
+    def data_source(self, obj: Deployment) -> str:
+        return data_source_url_redacted(deployment_data_source_url(deployment=obj)) or "-"
 
     def create_through_service(self, request: HttpRequest, form: BaseForm) -> Created:
         data = form.cleaned_data

@@ -9,12 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from embedadmin.accounts.models import Account, Deployment
 from embedadmin.chat import services
 from embedadmin.chat.models import Agent
+from embedadmin.chat.selectors import chat_api_url
 from embedadmin.core.errors import ApiError
-
-
-def chat_api_url(agent: Agent, site_url: str) -> str:
-    """The Chat API URL of an agent (what the panel shows as its Chat API URL)."""
-    return f"{site_url.rstrip('/')}/api/v1/public/{agent.account.name}/agents/{agent.public_id}"
 
 
 class Command(BaseCommand):

@@ -1,0 +1,44 @@
+"""The panel's Chat API pages: agents with their Chat API URL, chat users and usage, per account."""
+
+import pytest
+
+from embedadmin.chat import services as chat
+from embedadmin.chat.models import Agent
+
+from .conftest import admin_url
+
+
+@pytest.fixture
+def agents(acme, globex) -> tuple[Agent, Agent]:
+    return (
+        chat.agent_create(account=acme.account, deployment=acme.deployment, name="acme analyst"),
+        chat.agent_create(account=globex.account, deployment=globex.deployment, name="globex analyst"),
+    )
+
+
+def test_an_account_admin_sees_its_agents_with_their_chat_api_url_and_no_other_account(acme_admin, agents):
+    acme_agent, globex_agent = agents
+
+    page = acme_admin.get(admin_url("agent")).content.decode()
+
+    assert f"http://testserver/api/v1/public/acme/agents/{acme_agent.public_id}" in page
+    assert "acme analyst" in page
+    assert globex_agent.public_id not in page
+    assert "globex" not in page
+    assert acme_admin.get(admin_url("agent", "change", globex_agent)).status_code == 302
+
+
+def test_an_agent_added_in_the_panel_is_created_by_the_service(acme, acme_admin):
+    response = acme_admin.post(
+        admin_url("agent", "add"),
+        {"account": acme.account.pk, "deployment": acme.deployment.pk, "name": "Sales bot", "provider": "builtin"},
+    )
+
+    assert response.status_code == 302
+    agent = Agent.objects.get(name="Sales bot")
+    assert (agent.account, agent.deployment, len(agent.public_id)) == (acme.account, acme.deployment, 16)
+
+
+@pytest.mark.parametrize("model_name", ["chatuser", "accountusageday"])
+def test_chat_users_and_usage_pages_open(acme_admin, agents, model_name):
+    assert acme_admin.get(admin_url(model_name)).status_code == 200
