@@ -14,7 +14,6 @@ OpenAI-compatible chat-completions endpoint, with streamed tool calls) is in :mo
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -80,35 +79,14 @@ class Provider(Protocol):
         """The answer to ``request`` as events; tool calls go through ``request.call_tool``."""
 
 
-def _chunks(text: str, parts: int) -> list[str]:
-    """``text`` cut at word boundaries into at most ``parts`` pieces that join back to it."""
-    words = text.split(" ")
-    size = max(1, -(-len(words) // parts))
-    pieces = [" ".join(words[i : i + size]) for i in range(0, len(words), size)]
-    return [piece + (" " if index < len(pieces) - 1 else "") for index, piece in enumerate(pieces)]
-
-
 class BuiltinProvider:
-    """The offline agent: searches the data model for the question's words and reports what it found.
+    """The offline, deterministic analyst of :mod:`.analyst`: ``serviceMeta``, then ``serviceSqlApi``, then an
+    answer that states the numbers."""
 
-    The full analyst (measures, dimensions, grain, filters from the model's names and synonyms, then
-    ``serviceSqlApi``) replaces this answer-writing; the event shape stays the same.
-    """
+    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        from embedadmin.chat.analyst import analyst_stream  # it builds on this module
 
-    answer_parts = 3
-
-    async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        yield ThinkingDelta(f"Searching the data model for: {request.question}")
-        meta = json.loads(await request.call_tool("serviceMeta", {"searchQuery": request.question}))
-        if "error" in meta:
-            answer = f"I could not search the data model: {meta['error']}"
-        elif not meta.get("cubes"):
-            answer = "I found nothing in the data model that matches your question."
-        else:
-            names = ", ".join(cube.get("title") or cube.get("name", "") for cube in meta["cubes"])
-            answer = f"These parts of the data model match your question: {names}."
-        for piece in _chunks(answer, self.answer_parts):
-            yield ContentDelta(piece)
+        return analyst_stream(request)
 
 
 ProviderFactory = Callable[[Agent], Provider]

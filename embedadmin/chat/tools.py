@@ -2,21 +2,26 @@
 
 A tool is a plain synchronous function of a :class:`ToolContext` (who asks, on which deployment and
 branch) and its JSON input, returning a JSON object. The runtime runs it off the event loop and turns
-any exception into a result with ``error``, so a failing tool never ends the stream. The real
-``serviceMeta`` and ``serviceSqlApi`` (over the semantic layer) replace the placeholders below by
-registering under the same names.
+any exception into a result with ``error``, so a failing tool never ends the stream. ``serviceMeta`` and
+``serviceSqlApi`` work over the Core Data API's service layer with the chat user's query context, so the
+deployment's access policies apply to what an agent sees and reads.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from embedadmin.accounts.models import Deployment
+from embedadmin.chat.analyst_vocabulary import content_stems, relevance
 from embedadmin.core.errors import ApiError
+from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.service import semantic_cubesql, semantic_meta
 
 logger = logging.getLogger(__name__)
 
@@ -103,14 +108,145 @@ SERVICE_SQL_API_PARAMETERS: dict[str, Any] = {
 }
 
 
-def service_meta_placeholder(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Until the semantic search is wired: no members match."""
-    return {"cubes": [], "searchQuery": str(arguments.get("searchQuery", ""))}
+class ToolFailure(ApiError):
+    """A tool could not run (bad input, unknown branch, no data model): its result is ``{"error": message}``."""
+
+    status = 400
 
 
-def service_sql_api_placeholder(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Until the semantic SQL runner is wired: a tool failure the agent can report."""
-    return {"error": "serviceSqlApi is not available on this server yet"}
+def _deployment(context: ToolContext) -> Deployment:
+    """The agent's deployment; a development branch other than the main one does not exist on this server."""
+    if context.branch_name and not context.is_default_branch:
+        raise ToolFailure(f"Branch {context.branch_name!r} is not found on deployment {context.deployment_id}")
+    deployment = Deployment.objects.filter(pk=context.deployment_id, account_id=context.account_id).first()
+    if deployment is None:
+        raise ToolFailure(f"Deployment {context.deployment_id} is not found")
+    return deployment
+
+
+def _string_argument(arguments: dict[str, Any], name: str, *, required: bool = False) -> str:
+    value = arguments.get(name, "")
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise ToolFailure(f"{name} must be a string")
+    if required and not value.strip():
+        raise ToolFailure(f"{name} is required")
+    return value
+
+
+def _member_result(member: dict[str, Any]) -> dict[str, Any]:
+    """A member as ``serviceMeta`` shows it (spec 2.17), with its ``meta`` (synonyms) when the model gives one."""
+    shown: dict[str, Any] = {
+        "name": member["name"],
+        "title": member.get("title") or member["name"],
+        "description": member.get("description") or "",
+        "type": member.get("type", ""),
+    }
+    if "aggType" in member:
+        shown["aggType"] = member["aggType"]
+    if member.get("meta"):
+        shown["meta"] = member["meta"]
+    return shown
+
+
+def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``serviceMeta``: the cubes and views this user may see that match ``searchQuery``, most relevant first.
+
+    A cube matches when its own name, title or synonyms, or one of its members, do; it is shown with all of its
+    visible members, ranked (best first, then model order), so a caller also sees the dimensions it may filter
+    or group by. With no match (or an empty search) every visible cube is shown in model order. Members the
+    user's access policies deny never appear: the model comes from ``semantic_meta`` for the user's context.
+    """
+    search_query = _string_argument(arguments, "searchQuery")
+    deployment = _deployment(context)
+    if not deployment.model_dir:
+        return {"cubes": [], "searchQuery": search_query}
+    body = semantic_meta(deployment=deployment, ctx=context.query_context)
+    wanted = content_stems(search_query)
+    ranked: list[tuple[float, bool, int, dict[str, Any]]] = []
+    everything: list[dict[str, Any]] = []
+    for index, cube in enumerate(body["cubes"]):
+        title = cube.get("title") or cube["name"]
+        members = [*cube.get("measures", []), *cube.get("dimensions", [])]
+        scores = [relevance(m, wanted, cube_title=title) for m in members]
+        order = sorted(range(len(members)), key=lambda i: -scores[i])
+        shown = {
+            "name": cube["name"],
+            "type": cube.get("type", "cube"),
+            "title": title,
+            "members": [_member_result(members[i]) for i in order],
+        }
+        everything.append({**shown, "members": [_member_result(m) for m in members]})
+        score = max([relevance(cube, wanted), *scores])
+        if score > 0:
+            # Views first among equals: they are what the model offers for querying.
+            ranked.append((-score, shown["type"] != "view", index, shown))
+    cubes = [shown for *_, shown in sorted(ranked, key=lambda r: r[:3])] if ranked else everything
+    return {"cubes": cubes, "searchQuery": search_query}
+
+
+TOOL_ROW_LIMIT = 100
+VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+NUMERIC_TYPES = frozenset({"Int64", "Int32", "Double", "Decimal", "Float", "Number"})
+
+
+def _without_data(spec: str) -> str:
+    """A caller's Vega-Lite spec with any inline data removed (data always comes from ``data``)."""
+    try:
+        parsed = json.loads(spec)
+    except ValueError:
+        raise ToolFailure("vegaSpec must be a JSON object") from None
+    if not isinstance(parsed, dict):
+        raise ToolFailure("vegaSpec must be a JSON object")
+    parsed.pop("data", None)
+    parsed.pop("datasets", None)
+    return json.dumps(parsed)
+
+
+def chart_spec(schema: list[dict[str, Any]], title: str) -> str:
+    """A Vega-Lite v5 spec (JSON, no data) for a result: a line for one time column and one number, a bar for
+    one category and one number; ``""`` when no chart fits."""
+    if len(schema) != 2 or schema[1]["column_type"] not in NUMERIC_TYPES:
+        return ""
+    x, y = schema[0], schema[1]
+    if x["column_type"] == "Timestamp":
+        mark: dict[str, Any] = {"type": "line", "point": True}
+        x_encoding: dict[str, Any] = {"field": x["name"], "type": "temporal"}
+    elif x["column_type"] in ("String", "Boolean"):
+        mark = {"type": "bar"}
+        x_encoding = {"field": x["name"], "type": "nominal", "sort": "-y"}
+    else:
+        return ""
+    spec = {
+        "$schema": VEGA_LITE_SCHEMA,
+        "title": title,
+        "mark": mark,
+        "encoding": {"x": x_encoding, "y": {"field": y["name"], "type": "quantitative"}},
+    }
+    return json.dumps(spec)
+
+
+def service_sql_api(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``serviceSqlApi``: run semantic SQL through the Core Data API's service layer for the user's context (its
+    access policies and row filters apply); the first 100 rows, the total count and a chart spec (spec 2.17)."""
+    sql = _string_argument(arguments, "sqlQuery", required=True)
+    query_title = _string_argument(arguments, "queryTitle")
+    given_spec = _string_argument(arguments, "vegaSpec")
+    result = semantic_cubesql(deployment=_deployment(context), ctx=context.query_context, sql=sql)
+    rows = list(cubesql_rows(result.plan, result.rows))
+    schema = [{"name": c.name, "column_type": c.column_type} for c in result.plan.columns]
+    return {
+        "sqlQuery": sql,
+        "queryTitle": query_title,
+        "description": _string_argument(arguments, "description"),
+        "userRequest": _string_argument(arguments, "userRequest"),
+        "schema": schema,
+        "data": rows[:TOOL_ROW_LIMIT],
+        "totalRows": len(rows),
+        "uuid": str(uuid.uuid4()),
+        "vegaSpec": _without_data(given_spec) if given_spec else chart_spec(schema, query_title),
+    }
 
 
 def default_tools() -> ToolRegistry:
@@ -121,13 +257,13 @@ def default_tools() -> ToolRegistry:
                 name="serviceMeta",
                 description="Search the data model for cubes, views, measures and dimensions",
                 parameters=SERVICE_META_PARAMETERS,
-                function=service_meta_placeholder,
+                function=service_meta,
             ),
             Tool(
                 name="serviceSqlApi",
                 description="Run a semantic SQL query and return its rows",
                 parameters=SERVICE_SQL_API_PARAMETERS,
-                function=service_sql_api_placeholder,
+                function=service_sql_api,
             ),
         ]
     )

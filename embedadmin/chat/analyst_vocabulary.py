@@ -1,0 +1,140 @@
+"""Words of the data model: how a question's words meet members' names, titles, descriptions and synonyms.
+
+Shared by the ``serviceMeta`` tool (which ranks members by relevance to a search) and the built-in analyst
+(which finds, in a question, the phrases that name members). Words are lowercased and reduced to a simple
+stem (plurals folded: ``categories`` and ``category``, ``orders`` and ``order`` meet), so the two always agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+WORD = re.compile(r"[a-z0-9]+")
+
+STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "give",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "of",
+        "on",
+        "or",
+        "per",
+        "please",
+        "show",
+        "tell",
+        "the",
+        "their",
+        "there",
+        "this",
+        "to",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "which",
+        "who",
+        "with",
+    }
+)
+
+# Weights: a whole phrase of a member's name, title or synonym present in the search counts most; a word
+# shared with a name, title or synonym less; a word of the description least.
+PHRASE_WEIGHT = 10.0
+WORD_WEIGHT = 2.0
+DESCRIPTION_WEIGHT = 0.5
+
+
+def stem(word: str) -> str:
+    """``word`` (lowercase) with a plural or third-person ending removed: a crude, consistent stemmer."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("sses"):
+        return word[:-2]
+    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
+        return word[:-2]
+    if len(word) > 4 and word.endswith(("ches", "shes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def stems(text: str) -> list[str]:
+    """The stems of the words of ``text``, in order."""
+    return [stem(word) for word in WORD.findall(text.lower())]
+
+
+def content_stems(text: str) -> set[str]:
+    """The stems of ``text`` that carry meaning (stopwords left out)."""
+    return {word for word in stems(text) if word not in STOPWORDS}
+
+
+def local_name(name: str) -> str:
+    """``orders.total_amount`` -> ``total_amount``."""
+    return name.rsplit(".", 1)[-1]
+
+
+def short_title(title: str, cube_title: str) -> str:
+    """A view member's title without its view's title (``Sales Order value`` -> ``Order value``)."""
+    prefix = f"{cube_title} "
+    return title[len(prefix) :] if cube_title and title.startswith(prefix) and len(title) > len(prefix) else title
+
+
+def _synonyms(item: Mapping[str, Any]) -> list[str]:
+    meta = item.get("meta")
+    found = meta.get("synonyms") if isinstance(meta, Mapping) else None
+    return [str(s) for s in found] if isinstance(found, list) else []
+
+
+def phrases(item: Mapping[str, Any], *, cube_title: str = "") -> list[tuple[str, ...]]:
+    """The phrases that name a member (or a cube): its name's words and their tail (``product_category`` gives
+    ``product category`` and ``category``), its title, its title without the view's, and its synonyms."""
+    local = local_name(str(item.get("name", ""))).replace("_", " ")
+    named = stems(local)
+    found = [tuple(named), *(tuple(named[i:]) for i in range(1, len(named)))]
+    title = str(item.get("title") or "")
+    for text in (title, short_title(title, cube_title), *_synonyms(item)):
+        found.append(tuple(stems(text)))
+    unique: list[tuple[str, ...]] = []
+    for phrase in found:
+        if phrase and phrase not in unique and not all(word in STOPWORDS for word in phrase):
+            unique.append(phrase)
+    return unique
+
+
+def relevance(item: Mapping[str, Any], search: Iterable[str], *, cube_title: str = "") -> float:
+    """How well a member (or cube) matches ``search`` (content stems); 0 when it does not match at all."""
+    wanted = set(search)
+    if not wanted:
+        return 0.0
+    score = 0.0
+    named_words: set[str] = set()
+    for phrase in phrases(item, cube_title=cube_title):
+        words = {word for word in phrase if word not in STOPWORDS}
+        named_words |= words
+        if words and words <= wanted:
+            score = max(score, PHRASE_WEIGHT * len(words))
+    score += WORD_WEIGHT * len(named_words & wanted)
+    score += DESCRIPTION_WEIGHT * len(content_stems(str(item.get("description") or "")) & wanted)
+    return score
