@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from django.db.models import Exists, OuterRef
 
-from embedadmin.accounts.models import Account, ApiKey, Deployment, DeploymentSecret, PlatformToken
+from embedadmin.accounts.models import Account, ApiKey, Deployment, DeploymentSecret, PlatformToken, RevokedToken
 from embedadmin.accounts.services import API_KEY_KIND, PLATFORM_TOKEN_KIND
 from embedadmin.core import credentials
 from embedadmin.core.errors import Forbidden, NotFound
@@ -98,12 +99,29 @@ def deployment_signing_secret(*, deployment: Deployment) -> str:
     return credentials.decrypt_secret(row.encrypted_secret)
 
 
+# Read on every Core Data API request with an HS256 token: compiled once (embedadmin/core/prepared.py).
+_ACTIVE_SECRETS: PreparedQuery[DeploymentSecret] = PreparedQuery(
+    DeploymentSecret,
+    lambda deployment_id: (
+        DeploymentSecret.objects.filter(deployment_id=deployment_id, revoked_at__isnull=True)
+        .only("encrypted_secret")
+        .order_by("-created_at", "-id")
+    ),
+    sentinels=(-9_000_001,),
+)
+_REVOKED_TOKEN: PreparedQuery[RevokedToken] = PreparedQuery(
+    RevokedToken, lambda jti: RevokedToken.objects.filter(jti=jti).only("id").order_by()[:1], sentinels=("\x00jti",)
+)
+
+
 def deployment_verification_secrets(*, deployment_id: int) -> list[str]:
     """All active secrets of a deployment, newest first: any of them verifies a token."""
-    rows = DeploymentSecret.objects.filter(deployment_id=deployment_id, revoked_at__isnull=True).order_by(
-        "-created_at", "-id"
-    )
-    return [credentials.decrypt_secret(row.encrypted_secret) for row in rows]
+    return [credentials.decrypt_secret(row.encrypted_secret) for row in _ACTIVE_SECRETS.fetch(deployment_id)]
+
+
+def token_is_revoked(*, jti: Any) -> bool:
+    """Whether a token's ``jti`` was revoked (tokens without one cannot be revoked individually)."""
+    return jti is not None and _REVOKED_TOKEN.first(str(jti)) is not None
 
 
 def deployment_data_source_url(*, deployment: Deployment) -> str:

@@ -15,7 +15,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from embedadmin.accounts.models import Deployment, RevokedToken
-from embedadmin.accounts.selectors import deployment_signing_secret, deployment_verification_secrets
+from embedadmin.accounts.selectors import (
+    deployment_signing_secret,
+    deployment_verification_secrets,
+    token_is_revoked,
+)
 
 LEEWAY_SECONDS = 5
 
@@ -66,7 +70,7 @@ def deployment_token_verify(*, deployment: Deployment, token: str) -> dict[str, 
     if payload is None:
         raise TokenInvalid("Invalid token signature")
     jti = payload.get("jti")
-    if jti is not None and RevokedToken.objects.filter(jti=str(jti)).exists():
+    if token_is_revoked(jti=jti):
         raise TokenInvalid("Token has been revoked")
     return payload
 

@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
@@ -57,6 +58,7 @@ def matches(plaintext: str, stored_digest: str) -> bool:
     return hmac.compare_digest(digest(plaintext), stored_digest)
 
 
+@lru_cache(maxsize=1)
 def _fernet() -> Fernet:
     material = hashlib.sha256(("embedadmin-secrets:" + settings.EMBEDADMIN["ENCRYPTION_KEY"]).encode()).digest()
     return Fernet(base64.urlsafe_b64encode(material))
@@ -66,7 +68,10 @@ def encrypt_secret(value: str) -> str:
     return _fernet().encrypt(value.encode()).decode()
 
 
+@lru_cache(maxsize=1024)
 def decrypt_secret(token: str) -> str:
+    """The clear value of an encrypted secret; remembered per ciphertext (a rotated secret is a new
+    ciphertext), so verifying a token does not pay for key derivation and decryption each time."""
     try:
         return _fernet().decrypt(token.encode()).decode()
     except InvalidToken as exc:  # the encryption key changed since the secret was stored

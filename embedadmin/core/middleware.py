@@ -20,7 +20,8 @@ from embedadmin.core.errors import client_error, json_error
 
 logger = logging.getLogger(__name__)
 
-API_PREFIXES = ("/api/", "/cubejs-api/", "/livez", "/readyz")
+# "/d/" is the per-deployment form of the Core Data API: /d/{deploymentId}{CUBEJS_BASE_PATH}/v1/...
+API_PREFIXES = ("/api/", "/cubejs-api/", "/d/", "/livez", "/readyz")
 
 
 def is_api_path(path: str) -> bool:

@@ -30,7 +30,8 @@ from typing import Any
 import httpx
 import jwt
 
-from embedadmin.accounts.models import Deployment, RevokedToken
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.selectors import token_is_revoked
 from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid, deployment_token_verify
 
 logger = logging.getLogger(__name__)
@@ -222,7 +223,7 @@ def core_token_verify(*, deployment: Deployment, token: str, jwks: JwksClient | 
         raise TokenInvalid(f"Token algorithm {algorithm!r} does not match its key {kid!r}")
     payload = _decode(token, key.key, algorithm, deployment)
     jti = payload.get("jti")
-    if jti is not None and RevokedToken.objects.filter(jti=str(jti)).exists():
+    if token_is_revoked(jti=jti):
         raise TokenInvalid("Token has been revoked")
     return SecurityContext.from_payload(payload)
 

@@ -25,14 +25,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.core import credentials
+from embedadmin.accounts.selectors import deployment_data_source_url
 from embedadmin.core.errors import ApiError
 
 from .api import LoadPlan, QueryOutcome, dry_run_response, load_response, parse_query_param, plan_queries, sql_response
@@ -80,17 +79,11 @@ def _dialect(url: str) -> str:
     return "postgres" if urlsplit(url).scheme.lower() in ("postgres", "postgresql") else DEFAULT_DIALECT
 
 
-@lru_cache(maxsize=256)
-def _data_source_url(encrypted: str) -> str:
-    """A stored data source URL in clear; remembered by its ciphertext (a changed URL has a new one)."""
-    return credentials.decrypt_secret(encrypted) if encrypted else ""
-
-
 def served_model(*, deployment: Deployment) -> ServedModel:
     """The model ``deployment`` serves (compiled once per version, recompiled when a file changes)."""
     if not deployment.model_dir:
         raise ApiError(f"Deployment {deployment.pk} has no data model: set one with configure_deployment")
-    url = _data_source_url(deployment.data_source_url_encrypted)
+    url = deployment_data_source_url(deployment=deployment)
     dialect = _dialect(url) if url else DEFAULT_DIALECT
     version: ModelVersion = load_model(deployment.model_dir, dialect=dialect)
     return ServedModel(
