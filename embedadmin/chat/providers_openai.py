@@ -326,6 +326,9 @@ class OpenAICompatibleProvider:
                             yield event
         except httpx.TimeoutException:
             raise ModelProviderError("The model provider did not answer in time")
+        except httpx.ConnectError as exc:
+            logger.warning("Model provider %s unreachable: %r", self.endpoint, exc)
+            raise ModelProviderError("The model provider could not be reached")
         except httpx.HTTPError as exc:
             logger.warning("Model provider %s failed: %r", self.endpoint, exc)
             raise ModelProviderError("The connection to the model provider failed")

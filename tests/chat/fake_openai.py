@@ -214,6 +214,10 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop serving and close the port (again is harmless); streams in progress end."""
         self.stopping.set()
         self._server.shutdown()
         self._server.server_close()

@@ -14,7 +14,7 @@ import pytest
 
 from embedadmin.chat import events, services
 from embedadmin.chat.models import Run
-from embedadmin.chat.providers_openai import SYSTEM_PROMPT, openai_provider_for
+from embedadmin.chat.providers_openai import SYSTEM_PROMPT, openai_provider_for, sse_data
 from embedadmin.chat.tools import SERVICE_META_PARAMETERS, SERVICE_SQL_API_PARAMETERS, ToolContext, default_tools
 from tests.chat.conftest import SESSION, Chat, LiveStream
 from tests.chat.fake_openai import FakeOpenAI, Reply, ScriptedCall, answer, chunk, error, sse, tool_calls
@@ -217,8 +217,10 @@ def test_deltas_are_passed_on_as_the_server_sends_them(llm_chat, fake):
 
     arrivals = asyncio.run(scenario())
 
+    # Sent 0.25 s apart: passed on one by one, not gathered until the model's call ended.
     assert len(arrivals) == 4
-    assert all(later - earlier > 0.15 for earlier, later in itertools.pairwise(arrivals))
+    assert arrivals[-1] - arrivals[0] > 0.5
+    assert all(later > earlier for earlier, later in itertools.pairwise(arrivals))
 
 
 def test_a_tool_call_streamed_in_fragments_runs_and_its_result_goes_back_to_the_model(llm_chat, fake, tools):
@@ -439,6 +441,15 @@ def test_a_silent_model_server_times_out_into_an_error_line(llm_chat, fake, runt
     assert Run.objects.get().status == "failed"
 
 
+def test_an_unreachable_model_server_is_an_error_line(llm_chat, fake):
+    fake.stop()  # nothing listens on its port any more
+
+    result = _ask(llm_chat)
+
+    assert _error_line(result.lines) == "The model provider could not be reached"
+    assert Run.objects.get().status == "failed"
+
+
 def test_a_wrong_key_is_sent_as_configured_and_rejected_cleanly(acme, fake, tools):
     chat = _agent_chat(acme, fake, "sk-test-wrong")
     fake.script(answer("never sent"))
@@ -449,3 +460,16 @@ def test_a_wrong_key_is_sent_as_configured_and_rejected_cleanly(acme, fake, tool
     assert request.headers["authorization"] == "Bearer sk-test-wrong"
     assert _error_line(result.lines) == "The model provider rejected the agent's API key (HTTP 401)"
     assert Run.objects.get().status == "failed"
+
+
+def test_server_sent_events_are_read_as_the_standard_says():
+    lines = ["data: one", "", ": keep-alive", "", "event: chunk", "id: 7", "data:two", "data:  three", "", "data: last"]
+
+    async def collect() -> list[str]:
+        async def source():
+            for line in lines:
+                yield line
+
+        return [data async for data in sse_data(source())]
+
+    assert asyncio.run(collect()) == ["one", "two\n three", "last"]
