@@ -44,8 +44,14 @@ demo-data: venv
 
 demo: migrate demo-data
 	$(RUNENV) $(PY) manage.py bootstrap_demo --url http://$(HOST):$(PORT)
+	$(RUNENV) $(PY) manage.py ensure_agent --account demo --site-url http://$(HOST):$(PORT)
 
+# The web server, plus a Celery worker with embedded beat on the SQLite broker (expiry of ephemeral
+# chat users, user-count reconciliation); the worker stops with the server.
 run: demo
+	@$(RUNENV) $(VENV)/bin/celery -A embedadmin worker -B --pool=solo --loglevel=INFO > var/worker.log 2>&1 & \
+	worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
+	echo "  Worker:         Celery with embedded beat, pid $$worker, log var/worker.log"; \
 	$(RUNENV) $(VENV)/bin/uvicorn embedadmin.asgi:application --host $(HOST) --port $(PORT) --no-access-log
 
 test: venv
