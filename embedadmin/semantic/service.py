@@ -285,3 +285,30 @@ def _runner_for(url: str, sql: str, params: tuple[Any, ...], timeout_s: float) -
         return get_data_source(url).execute(sql, params, timeout_s=timeout_s)
 
     return run
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """What the panel shows about a deployment's data model: what serves and what is broken."""
+
+    configured: bool
+    compiler_id: str | None = None
+    entities: int = 0
+    problems: tuple[str, ...] = ()
+
+
+def model_status(*, deployment: Deployment) -> ModelStatus:
+    """The deployment's model as it would serve now, with every compile problem (file, line, member)."""
+    if not deployment.model_dir:
+        return ModelStatus(configured=False)
+    url = deployment_data_source_url(deployment=deployment)
+    version = load_model(deployment.model_dir, dialect=_dialect(url) if url else DEFAULT_DIALECT)
+    problems = tuple(str(p) for p in version.error.problems) if version.error else ()
+    if version.model is None:
+        return ModelStatus(configured=True, problems=problems)
+    return ModelStatus(
+        configured=True,
+        compiler_id=version.model.compiler_id,
+        entities=len(version.model.entities),
+        problems=problems,
+    )

@@ -10,6 +10,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.db.models import Count, Model, Q, QuerySet
 from django.forms import BaseForm, BaseInlineFormSet
 from django.http import HttpRequest
+from django.utils.html import format_html
 
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import Account, AccountMembership, ApiKey, Deployment, PlatformToken, TenantSettings
@@ -18,6 +19,7 @@ from embedadmin.panel import tenancy
 from embedadmin.panel.base import Created, PanelAdmin, PanelStackedInline, RevokedFilter
 from embedadmin.panel.forms import AccountAddForm, ApiKeyAddForm, InternalUserCreationForm
 from embedadmin.panel.site import panel_site
+from embedadmin.semantic.service import model_status
 
 User = get_user_model()
 
@@ -144,13 +146,36 @@ class DeploymentAdmin(PanelAdmin):
             "jwt_issuer",
             "active_secrets",
             "model_dir",
+            "model_state",
             "data_source",
             "chat_token_auth",
         )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
         # The data model settings change through `manage.py configure_deployment` (validated there).
-        return () if obj is None else ("id", "active_secrets", "model_dir", "data_source", "chat_token_auth")
+        return (
+            ()
+            if obj is None
+            else ("id", "active_secrets", "model_dir", "model_state", "data_source", "chat_token_auth")
+        )
+
+    @admin.display(description="data model")
+    def model_state(self, obj: Deployment) -> str:
+        status = model_status(deployment=obj)
+        if not status.configured:
+            return "not configured (manage.py configure_deployment ID --model-dir DIR --data-source URL)"
+        serving = (
+            f"serving {status.entities} cubes and views (compiler {status.compiler_id[:12]})"
+            if status.compiler_id
+            else "nothing serves: the model has never compiled"
+        )
+        if not status.problems:
+            return serving
+        return format_html(
+            "{}<br><strong>Broken files (the last good model keeps serving):</strong><pre>{}</pre>",
+            serving,
+            "\n".join(status.problems),
+        )
 
     @admin.display(description="data source")
     def data_source(self, obj: Deployment) -> str:
