@@ -41,6 +41,7 @@ GRAINS = {
 }
 GRAIN_LEAD = {"by", "per", "each", "every", "a"}
 COUNT_WORDS = ("how many", "number of", "count of")
+TOP_WORDS = ("top", "bottom", "best", "worst")
 PLACE_STEMS = ("country", "nation")
 VALUE_SKIP = {"is", "equal", "equals", "of", "=", "being"}
 
@@ -111,6 +112,7 @@ class Plan:
     filters: list[tuple[Member, str]]
     time: Member | None
     reading: Reading
+    covered: int  # question words the plan uses
 
     @property
     def time_filtered(self) -> bool:
@@ -136,7 +138,7 @@ def read_question(question: str, *, now: datetime) -> Reading:
             reading.year = int(word)
             reading.year_words = f"in {word}"
             reading.used |= {i} | ({i - 1} if previous in ("in", "for", "during") else set())
-        elif word in ("top", "bottom", "best", "worst") and i + 1 < len(lower) and lower[i + 1].isdigit():
+        elif word in TOP_WORDS and i + 1 < len(lower) and lower[i + 1].isdigit():
             reading.top = int(lower[i + 1])
             reading.descending = word in ("top", "best")
             reading.used |= {i, i + 1}
@@ -188,7 +190,9 @@ def find_spans(cube: Cube, reading: Reading) -> list[Span]:
             for start in range(len(words) - size + 1):
                 if tuple(words[start : start + size]) == phrase:
                     candidates.append(Span(start, start + size, member))
-    candidates.sort(key=lambda s: (-(s.end - s.start), s.start, not s.member.is_measure))
+    # Right after "top N" a dimension is named ("top 5 products"); elsewhere a measure wins a tie.
+    after_top = next((i + 2 for i, t in enumerate(reading.tokens) if t.text.lower() in TOP_WORDS), -1)
+    candidates.sort(key=lambda s: (-(s.end - s.start), s.start, s.member.is_measure == (s.start == after_top)))
     taken: set[int] = set(reading.used)
     chosen: list[Span] = []
     for span in candidates:
@@ -202,34 +206,37 @@ def find_spans(cube: Cube, reading: Reading) -> list[Span]:
     return sorted(chosen, key=lambda s: s.start)
 
 
-def _value_after(span: Span, reading: Reading, taken: set[int]) -> str:
-    """The value written after a string dimension (``status completed``, ``status is shipped``)."""
+def _value_after(span: Span, reading: Reading, measures: set[int]) -> int | None:
+    """Where the value written after a string dimension is (``status completed``, ``status is shipped``)."""
     i = span.end
     tokens = reading.tokens
     while i < len(tokens) and tokens[i].text.lower() in VALUE_SKIP:
         i += 1
-    if i < len(tokens) and i not in taken and tokens[i].stem not in STOPWORDS:
-        return tokens[i].text
-    return ""
+    if i < len(tokens) and i not in reading.used and i not in measures and tokens[i].stem not in STOPWORDS:
+        return i
+    return None
 
 
 def plan_for(cube: Cube, reading: Reading, question: str) -> Plan | None:
     """The query ``cube`` would answer the question with; None when the cube has no measure for it."""
     spans = find_spans(cube, reading)
-    taken = set(reading.used) | {i for s in spans for i in range(s.start, s.end)}
+    measured = {i for s in spans if s.member.is_measure for i in range(s.start, s.end)}
+    values: set[int] = set()
     measures: list[Member] = []
     groups: list[Member] = []
     filters: list[tuple[Member, str]] = []
     time: Member | None = None
     for span in spans:
         member = span.member
+        if span.start in values:
+            continue  # the word is the value of a filter, not a member
         if member.is_measure:
             measures.append(member)
         elif member.type == "time":
             time = time or member
-        elif member.type == "string" and (value := _value_after(span, reading, taken)):
-            filters.append((member, value))
-            taken.add(next(i for i in range(span.end, len(reading.tokens)) if reading.tokens[i].text == value))
+        elif member.type == "string" and (at := _value_after(span, reading, measured)) is not None:
+            filters.append((member, reading.tokens[at].text))
+            values.add(at)
         else:
             groups.append(member)
     if not measures and any(words in question.lower() for words in COUNT_WORDS):
@@ -246,7 +253,10 @@ def plan_for(cube: Cube, reading: Reading, question: str) -> Plan | None:
         time = time or next((m for m in cube.members if m.type == "time"), None)
         if time is None:
             return None
-    return Plan(cube=cube, measures=measures, groups=groups, filters=filters, time=time, reading=reading)
+    covered = sum(s.end - s.start for s in spans if s.start not in values) + len(values) + bool(reading.place)
+    return Plan(
+        cube=cube, measures=measures, groups=groups, filters=filters, time=time, reading=reading, covered=covered
+    )
 
 
 def _names_place(member: Member) -> bool:
@@ -254,13 +264,14 @@ def _names_place(member: Member) -> bool:
 
 
 def choose_plan(cubes: Sequence[Cube], reading: Reading, question: str) -> Plan | None:
-    """The plan of the cube that uses the most of the question's words; views before cubes among equals."""
+    """The plan of the cube that uses the most of the question's words; views before cubes among equals, then
+    the order of relevance ``serviceMeta`` gave."""
     best: tuple[tuple[int, bool], Plan] | None = None
     for cube in cubes:
         plan = plan_for(cube, reading, question)
         if plan is None:
             continue
-        key = (len(plan.measures) + len(plan.groups) + len(plan.filters) + (plan.time is not None), cube.is_view)
+        key = (plan.covered, cube.is_view)
         if best is None or key > best[0]:
             best = (key, plan)
     return best[1] if best else None
@@ -323,7 +334,7 @@ def format_number(text: Any, *, integral: bool) -> str:
         number = Decimal(str(text))
     except InvalidOperation:
         return str(text)
-    if integral or (number == number.to_integral_value() and abs(number) >= 1000):
+    if integral or number == number.to_integral_value():
         return f"{number:,.0f}"
     return f"{number:,.2f}"
 

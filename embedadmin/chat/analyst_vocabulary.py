@@ -108,11 +108,14 @@ def _synonyms(item: Mapping[str, Any]) -> list[str]:
 
 
 def phrases(item: Mapping[str, Any], *, cube_title: str = "") -> list[tuple[str, ...]]:
-    """The phrases that name a member (or a cube): its name's words and their tail (``product_category`` gives
-    ``product category`` and ``category``), its title, its title without the view's, and its synonyms."""
+    """The phrases that name a member (or a cube): its name's words, for a dimension also their tail
+    (``product_category`` gives ``product category`` and ``category``), its title, its title without the view's,
+    and its synonyms."""
     local = local_name(str(item.get("name", ""))).replace("_", " ")
     named = stems(local)
-    found = [tuple(named), *(tuple(named[i:]) for i in range(1, len(named)))]
+    found = [tuple(named)]
+    if "aggType" not in item:
+        found += [tuple(named[i:]) for i in range(1, len(named))]
     title = str(item.get("title") or "")
     for text in (title, short_title(title, cube_title), *_synonyms(item)):
         found.append(tuple(stems(text)))

@@ -178,7 +178,7 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
             "members": [_member_result(members[i]) for i in order],
         }
         everything.append({**shown, "members": [_member_result(m) for m in members]})
-        score = max([relevance(cube, wanted), *scores])
+        score = max(scores, default=0.0) + relevance(cube, wanted)
         if score > 0:
             # Views first among equals: they are what the model offers for querying.
             ranked.append((-score, shown["type"] != "view", index, shown))

@@ -47,9 +47,10 @@ def test_service_meta_ranks_cubes_and_members_by_the_search(demo_deployment):
     result = call(demo_deployment, "serviceMeta", {"searchQuery": "GMV by product categories"})
 
     assert result["searchQuery"] == "GMV by product categories"
-    ranked = ["sales", "products", "product_catalog", "line_items", "orders"]  # "users" matches nothing
+    # The products cube and the catalogue are named by the search ("product"); "users" matches nothing.
+    ranked = ["products", "product_catalog", "sales", "orders", "line_items"]
     assert [cube["name"] for cube in result["cubes"]] == ranked
-    sales = result["cubes"][0]
+    sales = result["cubes"][2]
     assert {key: sales[key] for key in ("name", "type", "title")} == {"name": "sales", "type": "view", "title": "Sales"}
     # "GMV" is a synonym of the order value; "product categories" the product category (plural folded).
     assert [m["name"] for m in sales["members"][:2]] == ["sales.product_category", "sales.total_amount"]
