@@ -49,7 +49,9 @@ T = TypeVar("T")
 
 
 class RunExecution:
-    """One run on one event loop. Database calls go to a thread of their own (one connection per run)."""
+    """One run on one event loop. Database calls go to a thread of their own, which hands its connection
+    back to the pool after each call: a run waits on providers and tools most of the time, and holding a
+    connection meanwhile let fifty concurrent runs exhaust the pool."""
 
     def __init__(
         self,
@@ -90,7 +92,7 @@ class RunExecution:
 
     async def _db(self, function: Callable[..., T], **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._db_thread, functools.partial(function, **kwargs))
+        return await loop.run_in_executor(self._db_thread, _releasing_connection, functools.partial(function, **kwargs))
 
     async def _append(self, message_id: str, build: Callable[[int], events.Frame]) -> None:
         seq = self._next_seq
@@ -213,6 +215,14 @@ def _close_connection() -> None:
     connection.close()
 
 
+def _releasing_connection(call: Callable[[], T]) -> T:
+    """Run ``call``, then give the thread's connection back (to the pool on PostgreSQL)."""
+    try:
+        return call()
+    finally:
+        connection.close()
+
+
 def _failure_message(exc: BaseException) -> str:
     if isinstance(exc, ProviderUnavailable):
         return str(exc)
@@ -282,6 +292,7 @@ class ChatRuntime:
                 tools=self.tools_for(agent),
                 heartbeat_seconds=self.heartbeat_seconds,
             )
+            connection.close()  # the run's own thread does its database work; release this one meanwhile
             asyncio.run(execution.execute())
         except Exception:
             logger.exception("Chat run %s could not be executed", run_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -70,6 +71,9 @@ def stream_chat_state(request: HttpRequest, account_name: str, agent_id: str) ->
     user = services.chat_user_upsert(account=agent.account, identity=identity)
     bus = bus_for_settings()
     plan = services.chat_stream_open(agent=agent, user=user, request=serializer.stream_request(), bus=bus)
+    # Django returns a request's connection at request_finished, which for a stream is its end: give it
+    # back now (the stream reads the log from threads of its own), or every open stream pins one.
+    connection.close()
     response = StreamingHttpResponse(plan_stream(plan, bus=bus), content_type="application/json")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # proxies must pass lines through as they come
