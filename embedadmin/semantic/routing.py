@@ -54,6 +54,14 @@ class CoreApiCaller:
     ctx: QueryContext
 
 
+# The fallback rule runs on every request without a /d/ prefix: compiled once, like the lookup by id.
+_MODELLED_DEPLOYMENTS: PreparedQuery[Deployment] = PreparedQuery(
+    Deployment,
+    lambda no_model: Deployment.objects.exclude(model_dir=no_model).order_by("id")[:2],
+    sentinels=("\x00no-model",),
+)
+
+
 def query_context(security: SecurityContext) -> QueryContext:
     """The query context of a verified token: the payload as ``securityContext``, its ``groups`` claim as
     groups and its ``userAttributes`` claim as user attributes (embed tokens carry both)."""
@@ -77,7 +85,7 @@ def deployment_resolve(*, deployment_id: int | None) -> Deployment:
         if deployment is None:
             raise NotFound(f"The default deployment {default_id} (DEFAULT_DEPLOYMENT_ID) does not exist")
         return deployment
-    candidates = list(Deployment.objects.exclude(model_dir="")[:2])
+    candidates = _MODELLED_DEPLOYMENTS.fetch("")
     if len(candidates) == 1:
         return candidates[0]
     raise NotFound(
