@@ -26,12 +26,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=6000)
     parser.add_argument("--users", type=int, default=2000, help="distinct external users in the steady-state phase")
-    parser.add_argument("--workers", type=int, default=2, help="ASGI worker processes")
+    parser.add_argument("--workers", type=int, default=4, help="ASGI worker processes")
+    parser.add_argument("--threads", type=int, default=2, help="request threads per process (WEB_THREADS)")
     parser.add_argument("--port", type=int, default=4099)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
     args = parser.parse_args()
 
-    env = server_env(bench_database_url())
+    env = server_env(bench_database_url(), WEB_THREADS=str(args.threads))
     manage(env, "migrate", "--noinput", "-v0")
     created = json.loads(manage(env, "create_account", "bench", "--json"))
     platform = {"Authorization": f"Bearer {created['platformToken']}", "Content-Type": "application/json"}
@@ -107,7 +108,10 @@ def main() -> None:
     finally:
         server.stop()
 
-    print(f"\ngenerate-session benchmark: {args.clients} clients, {args.workers} ASGI workers, PostgreSQL")
+    print(
+        f"\ngenerate-session benchmark: {args.clients} clients, {args.workers} ASGI workers x {args.threads} threads,"
+        " PostgreSQL"
+    )
     for result in (baseline, steady, fresh):
         print("  " + result.line())
     for result in (steady, fresh):
