@@ -7,7 +7,7 @@ admin panel all call them.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from embedadmin.accounts.models import (
@@ -27,7 +28,7 @@ from embedadmin.accounts.models import (
     TenantSettings,
 )
 from embedadmin.core import credentials
-from embedadmin.core.errors import BadRequest, Conflict, NotFound
+from embedadmin.core.errors import BadRequest, Conflict, LimitExceeded, NotFound
 
 API_KEY_KIND = "eak"
 PLATFORM_TOKEN_KIND = "ept"
@@ -238,3 +239,61 @@ def deployment_configure(
     if updates:
         deployment.save(update_fields=[*updates, "updated_at"])
     return deployment
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A per-account cap kept as a counter on :class:`TenantSettings` next to its limit."""
+
+    counter: str
+    limit: str
+    exceeded: str  # message format with {limit}
+
+
+EXTERNAL_USERS = Quota(
+    counter="external_user_count",
+    limit="max_external_users",
+    exceeded="External user limit reached: this account allows at most {limit} external users",
+)
+NON_EPHEMERAL_CHAT_USERS = Quota(
+    counter="non_ephemeral_chat_user_count",
+    limit="max_non_ephemeral_chat_users",
+    exceeded=(
+        "Non-ephemeral chat user limit reached: this account allows at most {limit} non-ephemeral chat users; "
+        "send isEphemeral: true or remove users"
+    ),
+)
+
+
+def quota_reserve(*, account_id: int, quota: Quota) -> None:
+    """Take one place under an account's cap, or raise 429 (ADR 0002).
+
+    A single conditional UPDATE in the caller's transaction: on PostgreSQL the row lock makes
+    concurrent reservations queue, and each re-checks the condition against the committed count, so
+    the cap cannot be overshot.
+    """
+    taken = TenantSettings.objects.filter(account_id=account_id, **{f"{quota.counter}__lt": F(quota.limit)}).update(
+        **{quota.counter: F(quota.counter) + 1}
+    )
+    if not taken:
+        limit = TenantSettings.objects.filter(account_id=account_id).values_list(quota.limit, flat=True).first()
+        raise LimitExceeded(quota.exceeded.format(limit=limit))
+
+
+def quota_release(*, account_id: int, quota: Quota) -> None:
+    """Give back one place under an account's cap (never below zero)."""
+    TenantSettings.objects.filter(account_id=account_id, **{f"{quota.counter}__gt": 0}).update(
+        **{quota.counter: F(quota.counter) - 1}
+    )
+
+
+def quota_recount(*, account_id: int, quota: Quota, count: Callable[[], int]) -> int:
+    """Set a cap's counter to ``count()``, taken under the settings row lock so that no reservation
+    slips in between the count and the write; returns the count."""
+    with transaction.atomic():
+        settings_row = TenantSettings.objects.select_for_update().get(account_id=account_id)
+        actual = count()
+        if getattr(settings_row, quota.counter) != actual:
+            setattr(settings_row, quota.counter, actual)
+            settings_row.save(update_fields=[quota.counter])
+    return actual

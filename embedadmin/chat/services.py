@@ -18,16 +18,17 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
-from embedadmin.accounts.models import Account, Deployment, TenantSettings
+from embedadmin.accounts.models import Account, Deployment
+from embedadmin.accounts.services import NON_EPHEMERAL_CHAT_USERS, quota_recount, quota_release, quota_reserve
 from embedadmin.chat import events, selectors
 from embedadmin.chat.authentication import ChatCredential
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
 from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser, Run, Thread, ThreadEvent
 from embedadmin.core import credentials
-from embedadmin.core.errors import BadRequest, Conflict, Forbidden, LimitExceeded, NotFound
+from embedadmin.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 
@@ -159,27 +160,6 @@ def identity_from_session_settings(*, account: Account, data: SessionSettingsInp
     )
 
 
-def chat_user_count_reserve(*, account: Account) -> None:
-    """Take one place under the account's non-ephemeral chat user limit, or raise 429 (see
-    :func:`embedadmin.directory.services.external_user_count_reserve` for why this cannot overshoot)."""
-    taken = TenantSettings.objects.filter(
-        account=account, non_ephemeral_chat_user_count__lt=F("max_non_ephemeral_chat_users")
-    ).update(non_ephemeral_chat_user_count=F("non_ephemeral_chat_user_count") + 1)
-    if not taken:
-        limits = TenantSettings.objects.filter(account=account)
-        limit = limits.values_list("max_non_ephemeral_chat_users", flat=True).first()
-        raise LimitExceeded(
-            f"Non-ephemeral chat user limit reached: this account allows at most {limit} non-ephemeral chat users; "
-            "send isEphemeral: true or remove users"
-        )
-
-
-def _chat_user_count_release(*, account_id: int) -> None:
-    TenantSettings.objects.filter(account_id=account_id, non_ephemeral_chat_user_count__gt=0).update(
-        non_ephemeral_chat_user_count=F("non_ephemeral_chat_user_count") - 1
-    )
-
-
 def _expiry(now: dt.datetime, ttl_seconds: int | None) -> dt.datetime:
     return now + dt.timedelta(seconds=ttl_seconds or DEFAULT_EPHEMERAL_TTL_SECONDS)
 
@@ -201,7 +181,7 @@ def _chat_user_create(*, account: Account, identity: ChatIdentity, now: dt.datet
                 expires_at=_expiry(now, identity.ttl_seconds) if ephemeral else None,
             )
             if not ephemeral:
-                chat_user_count_reserve(account=account)
+                quota_reserve(account_id=account.pk, quota=NON_EPHEMERAL_CHAT_USERS)
             return user
     except IntegrityError:
         return None
@@ -221,10 +201,10 @@ def _chat_user_update(*, user: ChatUser, identity: ChatIdentity, now: dt.datetim
     }
     with transaction.atomic():
         if identity.is_ephemeral is False and user.is_ephemeral:
-            chat_user_count_reserve(account=user.account)
+            quota_reserve(account_id=user.account_id, quota=NON_EPHEMERAL_CHAT_USERS)
             updates.update(is_ephemeral=False, expires_at=None)
         elif identity.is_ephemeral is True and not user.is_ephemeral:
-            _chat_user_count_release(account_id=user.account_id)
+            quota_release(account_id=user.account_id, quota=NON_EPHEMERAL_CHAT_USERS)
             updates.update(is_ephemeral=True, expires_at=_expiry(now, identity.ttl_seconds))
         elif user.is_ephemeral and identity.ttl_seconds is not None:
             # Never outlive a TTL once given: a shorter one moves the expiry closer, a longer one does not.
@@ -587,13 +567,12 @@ def user_counts_reconcile(*, account: Account, day: dt.date | None = None) -> Ac
     """Recount the account's external and non-ephemeral chat users into its counters, and record the
     day's usage row (the panel reads these)."""
     external = directory.external_user_count_reconcile(account=account)
-    with transaction.atomic():
-        settings_row = TenantSettings.objects.select_for_update().get(account=account)
-        non_ephemeral = ChatUser.objects.filter(account=account, is_ephemeral=False).count()
-        ephemeral = ChatUser.objects.filter(account=account, is_ephemeral=True).count()
-        if settings_row.non_ephemeral_chat_user_count != non_ephemeral:
-            settings_row.non_ephemeral_chat_user_count = non_ephemeral
-            settings_row.save(update_fields=["non_ephemeral_chat_user_count"])
+    non_ephemeral = quota_recount(
+        account_id=account.pk,
+        quota=NON_EPHEMERAL_CHAT_USERS,
+        count=ChatUser.objects.filter(account=account, is_ephemeral=False).count,
+    )
+    ephemeral = ChatUser.objects.filter(account=account, is_ephemeral=True).count()
     usage, _ = AccountUsageDay.objects.update_or_create(
         account=account,
         day=day or timezone.localdate(),

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from embedadmin.accounts.models import Account, TenantSettings
-from embedadmin.core.errors import BadRequest, Conflict, LimitExceeded, NotFound
+from embedadmin.accounts.models import Account
+from embedadmin.accounts.services import EXTERNAL_USERS, quota_recount, quota_release, quota_reserve
+from embedadmin.core.errors import BadRequest, Conflict, NotFound
 from embedadmin.directory import selectors
 from embedadmin.directory.models import (
     AttributeDefinition,
@@ -259,20 +259,6 @@ def group_delete(*, group: Group) -> None:
 # --- external users ---------------------------------------------------------------------------------
 
 
-def external_user_count_reserve(*, account: Account) -> None:
-    """Take one place under the account's external-user cap, or raise 429.
-
-    A single conditional UPDATE: on PostgreSQL the row lock makes concurrent reservations queue, and
-    each re-checks the condition against the committed count, so the cap cannot be overshot.
-    """
-    taken = TenantSettings.objects.filter(account=account, external_user_count__lt=F("max_external_users")).update(
-        external_user_count=F("external_user_count") + 1
-    )
-    if not taken:
-        limit = TenantSettings.objects.filter(account=account).values_list("max_external_users", flat=True).first()
-        raise LimitExceeded(f"External user limit reached: this account allows at most {limit} external users")
-
-
 def external_user_upsert(
     *,
     account: Account,
@@ -305,7 +291,7 @@ def external_user_upsert(
         except IntegrityError:  # another request created the same user first
             user = ExternalUser.objects.get(account=account, external_id=external_id)
     if created:
-        external_user_count_reserve(account=account)
+        quota_reserve(account_id=account.pk, quota=EXTERNAL_USERS)
         return user, True
 
     updates: dict[str, Any] = {"last_session_at": now, "updated_at": now}
@@ -396,17 +382,11 @@ def external_user_delete(*, user: ExternalUser) -> None:
     with transaction.atomic():
         deleted, _ = ExternalUser.objects.filter(pk=user.pk).delete()
         if deleted:
-            TenantSettings.objects.filter(account_id=user.account_id, external_user_count__gt=0).update(
-                external_user_count=F("external_user_count") - 1
-            )
+            quota_release(account_id=user.account_id, quota=EXTERNAL_USERS)
 
 
 def external_user_count_reconcile(*, account: Account) -> int:
     """Recount the account's external users into its counter; returns the count."""
-    with transaction.atomic():
-        settings_row = TenantSettings.objects.select_for_update().get(account=account)
-        count = ExternalUser.objects.filter(account=account).count()
-        if settings_row.external_user_count != count:
-            settings_row.external_user_count = count
-            settings_row.save(update_fields=["external_user_count"])
-    return count
+    return quota_recount(
+        account_id=account.pk, quota=EXTERNAL_USERS, count=ExternalUser.objects.filter(account=account).count
+    )
