@@ -14,6 +14,7 @@ from embedadmin.core.fields import (
     StrictCharField,
     StrictIntegerField,
 )
+from embedadmin.directory.contracts import AttributeDefinitionSerializer
 from embedadmin.directory.models import EMBED_TENANT_NAME_RE
 from embedadmin.directory.services import AttributeDefinitionInput, GroupDefinitionInput, ProfileInput
 from embedadmin.embedding.services import EXTERNAL_ONLY_FIELDS, GenerateSessionInput
@@ -31,14 +32,6 @@ class UserAttributeSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 class GroupDefinitionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     name = StrictCharField(max_length=255)
-    description = StrictCharField(required=False, allow_blank=True)
-
-
-class AttributeDefinitionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    name = StrictCharField(max_length=255)
-    type = serializers.ChoiceField(choices=["string", "number", "string_array", "number_array"])
-    displayName = StrictCharField(required=False, allow_blank=True, max_length=255)
-    defaultValue = StrictCharField(required=False, allow_blank=True)
     description = StrictCharField(required=False, allow_blank=True)
 
 

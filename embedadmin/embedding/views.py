@@ -15,6 +15,7 @@ from embedadmin.core.errors import NotFound, Unauthorized
 from embedadmin.core.pagination import paginate
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
+from embedadmin.directory.contracts import attribute_definition_item
 from embedadmin.directory.models import AttributeDefinition, EmbedTenant, Group
 from embedadmin.embedding import services
 from embedadmin.embedding.serializers import GenerateSessionSerializer, SessionIdSerializer
@@ -96,17 +97,6 @@ def _group_item(group: Group) -> dict:
         "description": group.description,
         "memberCount": group.member_count,
         "createdAt": group.created_at.isoformat(),
-    }
-
-
-def attribute_definition_item(definition: AttributeDefinition) -> dict:
-    return {
-        "id": definition.pk,
-        "name": definition.name,
-        "type": definition.type,
-        "displayName": definition.display_name,
-        "defaultValue": definition.default_value,
-        "description": definition.description,
     }
 
 

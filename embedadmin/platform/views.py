@@ -17,8 +17,8 @@ from embedadmin.core.errors import NotFound
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField
 from embedadmin.core.pagination import paginate
 from embedadmin.directory import services as directory
+from embedadmin.directory.contracts import AttributeDefinitionSerializer, attribute_definition_item
 from embedadmin.directory.models import AttributeDefinition
-from embedadmin.embedding.views import attribute_definition_item
 
 
 class PlatformView(APIView):
@@ -46,14 +46,6 @@ class TenantSettingsView(PlatformView):
             raise serializers.ValidationError("Body must be a JSON object")
         row = accounts.tenant_settings_update(account=request.user.account, changes=dict(request.data))
         return Response(tenant_settings_item(row))
-
-
-class AttributeDefinitionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    name = StrictCharField(max_length=255)
-    type = serializers.ChoiceField(choices=AttributeDefinition.Type.values)
-    displayName = StrictCharField(required=False, allow_blank=True, max_length=255)
-    defaultValue = StrictCharField(required=False, allow_blank=True)
-    description = StrictCharField(required=False, allow_blank=True)
 
 
 class AttributeDefinitionUpdateSerializer(AttributeDefinitionSerializer):
