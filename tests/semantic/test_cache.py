@@ -195,7 +195,9 @@ def test_must_revalidate_never_serves_stale_rows(runner):
     fresh = load(runner, query, mode=CacheMode.MUST_REVALIDATE, refresh_every_s=0.2, wait_s=5)
 
     assert str(caught.value) == "Continue wait"
-    assert (fresh.result, fresh.from_cache, fresh.stale) == (rows(2), False, False)
+    # The fresh rows come from the re-attached job or, if it finished first, from the cache it just
+    # filled: either way never the stale rows, and the query ran once more, not twice.
+    assert (fresh.result, fresh.stale) == (rows(2), False)
     assert query.calls == 2
 
 
