@@ -24,7 +24,7 @@ def test_create_agent_prints_its_id_and_chat_api_url(acme):
     agent = Agent.objects.get()
     assert payload == {
         "agentId": agent.public_id,
-        "chatApiUrl": f"http://127.0.0.1:8000/api/v1/public/acme/agents/{agent.public_id}",
+        "chatApiUrl": f"http://127.0.0.1:4000/api/v1/public/acme/agents/{agent.public_id}",
     }
     assert (agent.deployment, agent.provider) == (acme.deployment, "builtin")
 

@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="", help="OpenAI-compatible endpoint (provider openai)")
         parser.add_argument("--model", default="", help="model name (provider openai)")
         parser.add_argument("--api-key", default="", help="provider API key, stored encrypted")
-        parser.add_argument("--site-url", default="http://127.0.0.1:8000", help="where this server is reached")
+        parser.add_argument("--site-url", default="http://127.0.0.1:4000", help="where this server is reached")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **options) -> None:
