@@ -158,6 +158,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     "chat-expire-ephemeral-users": {"task": "chat.expire_ephemeral_users", "schedule": 60.0},
     "chat-fail-stale-runs": {"task": "chat.fail_stale_runs", "schedule": 20.0},
     "chat-reconcile-user-counts": {"task": "chat.reconcile_user_counts", "schedule": 3600.0},
+    "accounts-purge-revoked-tokens": {"task": "accounts.purge_revoked_tokens", "schedule": 3600.0},
 }
 
 # Product settings.

@@ -77,3 +77,9 @@ def deployment_token_verify(*, deployment: Deployment, token: str) -> dict[str, 
 
 def deployment_token_revoke(*, deployment: Deployment, jti: str, expires_at: dt.datetime) -> None:
     RevokedToken.objects.get_or_create(jti=jti, defaults={"deployment": deployment, "expires_at": expires_at})
+
+
+def revoked_tokens_purge(*, now: dt.datetime | None = None) -> int:
+    """Forget revocations of tokens that have expired anyway (an expired token is refused on its own)."""
+    deleted, _ = RevokedToken.objects.filter(expires_at__lt=now or timezone.now()).delete()
+    return deleted

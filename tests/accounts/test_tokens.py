@@ -42,3 +42,21 @@ def test_a_token_signed_with_another_deployments_secret_is_refused(acme, globex)
     )
     with pytest.raises(TokenInvalid, match="signature"):
         deployment_token_verify(deployment=acme.deployment, token=token)
+
+
+@pytest.mark.django_db
+def test_revocations_are_purged_once_their_tokens_expired(acme):
+    from embedadmin.accounts.models import RevokedToken
+    from embedadmin.accounts.tasks import purge_revoked_tokens
+    from embedadmin.accounts.tokens import deployment_token_revoke
+
+    now = timezone.now()
+    deployment_token_revoke(deployment=acme.deployment, jti="expired", expires_at=now - dt.timedelta(seconds=1))
+    deployment_token_revoke(deployment=acme.deployment, jti="live", expires_at=now + dt.timedelta(hours=1))
+    live = _token(acme, jti="live")
+
+    assert purge_revoked_tokens.delay().get() == 1
+
+    assert list(RevokedToken.objects.values_list("jti", flat=True)) == ["live"]
+    with pytest.raises(TokenInvalid, match="revoked"):
+        deployment_token_verify(deployment=acme.deployment, token=live)
