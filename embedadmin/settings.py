@@ -170,9 +170,6 @@ EMBEDADMIN = {
     "EMBED_TOKEN_ISSUER": env_str("EMBED_TOKEN_ISSUER", "embedadmin"),
     "DEFAULT_MAX_EXTERNAL_USERS": env_int("DEFAULT_MAX_EXTERNAL_USERS", 10_000, minimum=0),
     "DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS": env_int("DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS", 10_000, minimum=0),
-    # Where the host of a request is {accountName}.{ACCOUNT_HOST_SUFFIX}; empty means path/credential only.
-    "ACCOUNT_HOST_SUFFIX": env_str("ACCOUNT_HOST_SUFFIX", ""),
-    "READYZ_TIMEOUT_SECONDS": env_float("READYZ_TIMEOUT_SECONDS", 2.0),
     # Key for encrypting secrets that must stay recoverable (deployment JWT secrets).
     "ENCRYPTION_KEY": env_str("EMBEDADMIN_ENCRYPTION_KEY") or SECRET_KEY,
 }

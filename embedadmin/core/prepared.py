@@ -7,8 +7,9 @@ executes the cached SQL with the real values as bound parameters and builds the 
 the ORM's own converters and related-object populators, exactly as iterating the queryset would.
 
 Limits: every argument must reach the SQL as exactly the bound parameter it was given (a plain
-``field=value`` lookup), or be an :class:`InList` for an ``__in`` lookup (compiled once per list
-length, up to ``MAX_IN_LENGTHS`` lengths); lookups that transform a value (``__contains`` patterns)
+``field=value`` lookup), be an :class:`InList` for an ``__in`` lookup (compiled once per list
+length), or a :class:`Nullable` that may be None (compiled once with ``IS NULL``, once with a
+parameter), up to ``MAX_SHAPES`` shapes; lookups that transform a value (``__contains`` patterns)
 are refused when the query is first compiled.
 """
 
@@ -25,7 +26,7 @@ from django.db.models.query import get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
 
 M = TypeVar("M", bound=Model)
-MAX_IN_LENGTHS = 64
+MAX_SHAPES = 64
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,14 @@ class InList:
         if isinstance(self.item, str):
             return [f"{self.item}{i}" for i in range(length)]
         return [self.item - i for i in range(length)]
+
+
+@dataclass(frozen=True)
+class Nullable:
+    """Marks an argument that may be None (``field=None`` compiles to ``IS NULL``); ``value`` is a
+    sentinel of its type for the non-null case."""
+
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -68,19 +77,22 @@ class PreparedQuery(Generic[M]):
 
     def _compile(self, alias: str | None, args: Sequence[Any]) -> _Compiled:
         db = alias or router.db_for_read(self._model)
-        lengths = tuple(len(a) for a, s in zip(args, self._sentinels, strict=True) if isinstance(s, InList))
-        key = f"{db}:{lengths}"
+        shape = tuple(
+            len(a) if isinstance(s, InList) else a is None
+            for a, s in zip(args, self._sentinels, strict=True)
+            if isinstance(s, InList | Nullable)
+        )
+        key = f"{db}:{shape}"
         cached = self._compiled.get(key)
         if cached is not None:
             return cached
         with self._lock:
             if key in self._compiled:
                 return self._compiled[key]
-            lengths_left = iter(lengths)
-            # Each argument's sentinel values; an InList stands for one value per list item.
-            expanded = [s.sentinels(next(lengths_left)) if isinstance(s, InList) else [s] for s in self._sentinels]
+            # Each argument's sentinel values: one per list item for an InList, none for a null Nullable.
+            expanded = [_expanded(s, a) for s, a in zip(self._sentinels, args, strict=True)]
             build_args = [
-                values if isinstance(s, InList) else values[0]
+                values if isinstance(s, InList) else (values[0] if values else None)
                 for s, values in zip(self._sentinels, expanded, strict=True)
             ]
             compiler = self._build(*build_args).query.get_compiler(using=db)
@@ -108,7 +120,7 @@ class PreparedQuery(Generic[M]):
                 fields_end=end,
                 populators=tuple(get_related_populators(klass_info, compiler.select, db)),
             )
-            if len(self._compiled) < MAX_IN_LENGTHS:
+            if len(self._compiled) < MAX_SHAPES:
                 self._compiled[key] = compiled
         return compiled
 
@@ -139,3 +151,12 @@ class PreparedQuery(Generic[M]):
         """The first instance, or None (build the queryset with ``[:1]`` to fetch only one row)."""
         found = self.fetch(*args, using=using)
         return found[0] if found else None
+
+
+def _expanded(sentinel: Any, arg: Any) -> list[Any]:
+    """The sentinel values standing for one argument in the compiled parameters."""
+    if isinstance(sentinel, InList):
+        return sentinel.sentinels(len(arg))
+    if isinstance(sentinel, Nullable):
+        return [] if arg is None else [sentinel.value]
+    return [sentinel]

@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from embedadmin.accounts.models import Account
 from embedadmin.core.errors import BadRequest, NotFound
-from embedadmin.core.prepared import InList, PreparedQuery
+from embedadmin.core.prepared import InList, Nullable, PreparedQuery
 from embedadmin.directory.models import (
     AttributeDefinition,
     AttributeValue,
@@ -21,17 +21,13 @@ from embedadmin.directory.models import (
 from embedadmin.directory.values import default_value_parse
 
 # generate-session reads these on every call: compiled once (embedadmin/core/prepared.py).
-_TENANT_WIDE_DEFINITIONS: PreparedQuery[AttributeDefinition] = PreparedQuery(
-    AttributeDefinition,
-    lambda account_id: AttributeDefinition.objects.filter(account_id=account_id, embed_tenant__isnull=True).order_by(),
-    sentinels=(-9_000_001,),
-)
-_EMBED_TENANT_DEFINITIONS: PreparedQuery[AttributeDefinition] = PreparedQuery(
+# A scope is an embed tenant's id, or None for the tenant-wide catalog (``IS NULL``).
+_DEFINITIONS: PreparedQuery[AttributeDefinition] = PreparedQuery(
     AttributeDefinition,
     lambda account_id, tenant_id: AttributeDefinition.objects.filter(
         account_id=account_id, embed_tenant_id=tenant_id
     ).order_by(),
-    sentinels=(-9_000_001, -9_000_002),
+    sentinels=(-9_000_001, Nullable(-9_000_002)),
 )
 _EXTERNAL_USER: PreparedQuery[ExternalUser] = PreparedQuery(
     ExternalUser,
@@ -40,18 +36,17 @@ _EXTERNAL_USER: PreparedQuery[ExternalUser] = PreparedQuery(
     ).order_by()[:1],
     sentinels=(-9_000_001, "\x00external-id"),
 )
-_TENANT_WIDE_MEMBERSHIPS: PreparedQuery[GroupMembership] = PreparedQuery(
-    GroupMembership,
-    lambda user_id: GroupMembership.objects.filter(user_id=user_id, group__embed_tenant__isnull=True).order_by(),
-    sentinels=(-9_000_001,),
-)
-_EMBED_TENANT_MEMBERSHIPS: PreparedQuery[GroupMembership] = PreparedQuery(
+_MEMBERSHIPS: PreparedQuery[GroupMembership] = PreparedQuery(
     GroupMembership,
     lambda user_id, tenant_id: GroupMembership.objects.filter(
         user_id=user_id, group__embed_tenant_id=tenant_id
     ).order_by(),
-    sentinels=(-9_000_001, -9_000_002),
+    sentinels=(-9_000_001, Nullable(-9_000_002)),
 )
+
+
+def _scope_id(embed_tenant: EmbedTenant | None) -> int | None:
+    return embed_tenant.pk if embed_tenant is not None else None
 
 
 def attribute_definitions_in_scope(
@@ -59,11 +54,7 @@ def attribute_definitions_in_scope(
 ) -> dict[str, AttributeDefinition]:
     """Every attribute definition of one scope, by name (catalogs are small: one query serves both
     name resolution and the defaults of the token's claims)."""
-    if embed_tenant is None:
-        found = _TENANT_WIDE_DEFINITIONS.fetch(account.pk)
-    else:
-        found = _EMBED_TENANT_DEFINITIONS.fetch(account.pk, embed_tenant.pk)
-    return {d.name: d for d in found}
+    return {d.name: d for d in _DEFINITIONS.fetch(account.pk, _scope_id(embed_tenant))}
 
 
 def external_user_by_external_id(*, account: Account, external_id: str) -> ExternalUser | None:
@@ -72,11 +63,7 @@ def external_user_by_external_id(*, account: Account, external_id: str) -> Exter
 
 def external_user_group_ids(*, user: ExternalUser, embed_tenant: EmbedTenant | None) -> set[int]:
     """Ids of the user's groups in one scope."""
-    if embed_tenant is None:
-        memberships = _TENANT_WIDE_MEMBERSHIPS.fetch(user.pk)
-    else:
-        memberships = _EMBED_TENANT_MEMBERSHIPS.fetch(user.pk, embed_tenant.pk)
-    return {m.group_id for m in memberships}
+    return {m.group_id for m in _MEMBERSHIPS.fetch(user.pk, _scope_id(embed_tenant))}
 
 
 def attribute_definitions_resolve(
@@ -89,29 +76,19 @@ def attribute_definitions_resolve(
     return {n: definitions[n] for n in names}
 
 
-_TENANT_WIDE_GROUPS: PreparedQuery[Group] = PreparedQuery(
-    Group,
-    lambda account_id, names: Group.objects.filter(
-        account_id=account_id, embed_tenant__isnull=True, name__in=names
-    ).order_by(),
-    sentinels=(-9_000_001, InList("\x00group-")),
-)
-_EMBED_TENANT_GROUPS: PreparedQuery[Group] = PreparedQuery(
+_GROUPS: PreparedQuery[Group] = PreparedQuery(
     Group,
     lambda account_id, tenant_id, names: Group.objects.filter(
         account_id=account_id, embed_tenant_id=tenant_id, name__in=names
     ).order_by(),
-    sentinels=(-9_000_001, -9_000_002, InList("\x00group-")),
+    sentinels=(-9_000_001, Nullable(-9_000_002), InList("\x00group-")),
 )
 
 
 def groups_resolve(*, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]) -> list[Group]:
     """The groups named, all of which must exist in the scope (``Groups with names ... not found``)."""
     unique_names = list(dict.fromkeys(names))
-    if embed_tenant is None:
-        found = {g.name: g for g in _TENANT_WIDE_GROUPS.fetch(account.pk, unique_names)}
-    else:
-        found = {g.name: g for g in _EMBED_TENANT_GROUPS.fetch(account.pk, embed_tenant.pk, unique_names)}
+    found = {g.name: g for g in _GROUPS.fetch(account.pk, _scope_id(embed_tenant), unique_names)}
     missing = [n for n in unique_names if n not in found]
     if missing:
         raise BadRequest(f"Groups with names {', '.join(missing)} not found")

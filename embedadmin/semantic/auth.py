@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 import jwt
+from django.conf import settings
 
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.selectors import token_is_revoked
@@ -183,7 +184,7 @@ class JwksClient:
         return keys
 
 
-_default_jwks = JwksClient()
+_default_jwks = JwksClient(ttl_s=settings.SEMANTIC["JWKS_TTL_SECONDS"])
 
 
 def _decode(token: str, key: Any, algorithm: str, deployment: Deployment) -> dict[str, Any]:

@@ -76,16 +76,22 @@ class ServedModel:
 
 
 def _dialect(url: str) -> str:
+    """The SQL dialect of a data source URL (DuckDB when none is configured)."""
     return "postgres" if urlsplit(url).scheme.lower() in ("postgres", "postgresql") else DEFAULT_DIALECT
+
+
+def _model_version(deployment: Deployment) -> tuple[ModelVersion, str, str]:
+    """The deployment's model version (cached per file version), data source URL and dialect."""
+    url = deployment_data_source_url(deployment=deployment)
+    dialect = _dialect(url)
+    return load_model(deployment.model_dir, dialect=dialect), url, dialect
 
 
 def served_model(*, deployment: Deployment) -> ServedModel:
     """The model ``deployment`` serves (compiled once per version, recompiled when a file changes)."""
     if not deployment.model_dir:
         raise ApiError(f"Deployment {deployment.pk} has no data model: set one with configure_deployment")
-    url = deployment_data_source_url(deployment=deployment)
-    dialect = _dialect(url) if url else DEFAULT_DIALECT
-    version: ModelVersion = load_model(deployment.model_dir, dialect=dialect)
+    version, url, dialect = _model_version(deployment)
     return ServedModel(
         deployment=deployment, model=version.require(), error=version.error, source_url=url, dialect=dialect
     )
@@ -301,8 +307,7 @@ def model_status(*, deployment: Deployment) -> ModelStatus:
     """The deployment's model as it would serve now, with every compile problem (file, line, member)."""
     if not deployment.model_dir:
         return ModelStatus(configured=False)
-    url = deployment_data_source_url(deployment=deployment)
-    version = load_model(deployment.model_dir, dialect=_dialect(url) if url else DEFAULT_DIALECT)
+    version, _, _ = _model_version(deployment)
     problems = tuple(str(p) for p in version.error.problems) if version.error else ()
     if version.model is None:
         return ModelStatus(configured=True, problems=problems)

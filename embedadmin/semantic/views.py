@@ -23,6 +23,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from embedadmin.core.errors import ApiError, BadRequest, client_error, error_body
+from embedadmin.core.fields import contains_nul
 
 from . import service
 from .cache import ContinueWait
@@ -100,16 +101,6 @@ def core_api(*methods: str) -> Callable[[Handler], Callable[..., HttpResponse]]:
     return decorate
 
 
-def _contains_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_contains_nul(item) for item in value)
-    return False
-
-
 def request_params(request: HttpRequest) -> dict[str, Any]:
     """Cube's parameters of a query endpoint: the query string of a GET, the JSON object body of a POST."""
     if request.method == "GET":
@@ -123,7 +114,7 @@ def request_params(request: HttpRequest) -> dict[str, Any]:
             raise BadRequest(f"Invalid JSON body: {exc}") from None
         if not isinstance(params, dict):
             raise BadRequest("Invalid JSON body: expected an object with a query")
-    if _contains_nul(params):
+    if contains_nul(params):
         raise BadRequest("The request must not contain NUL characters")
     return params
 

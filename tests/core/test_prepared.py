@@ -70,3 +70,22 @@ def test_an_argument_the_orm_transforms_is_refused():
     contains = PreparedQuery(Group, lambda name: Group.objects.filter(name__contains=name), sentinels=("\x00n",))
     with pytest.raises(ValueError, match="plain bound parameter"):
         contains.fetch("x")
+
+
+@pytest.mark.django_db
+def test_a_nullable_argument_selects_is_null_or_binds_the_value(acme):
+    from embedadmin.core.prepared import Nullable
+    from embedadmin.directory.services import embed_tenant_get_or_create, group_create
+
+    tenant = embed_tenant_get_or_create(account=acme.account, name="tenant-one")
+    group_create(account=acme.account, embed_tenant=None, name="wide")
+    group_create(account=acme.account, embed_tenant=tenant, name="scoped")
+    in_scope = PreparedQuery(
+        Group,
+        lambda account_id, tenant_id: Group.objects.filter(account_id=account_id, embed_tenant_id=tenant_id),
+        sentinels=(-1, Nullable(-2)),
+    )
+
+    assert [g.name for g in in_scope.fetch(acme.account.pk, None)] == ["wide"]
+    assert [g.name for g in in_scope.fetch(acme.account.pk, tenant.pk)] == ["scoped"]
+    assert [g.name for g in in_scope.fetch(acme.account.pk, None)] == ["wide"]
