@@ -38,41 +38,68 @@ def deployment_token_sign(*, deployment: Deployment, claims: dict[str, Any], exp
     return jwt.encode(payload, deployment_signing_secret(deployment=deployment), algorithm="HS256")
 
 
+class SignatureMismatch(TokenInvalid):
+    """The token was not signed with this key (with rotation, the next secret may still match)."""
+
+
+_DECODE_ERRORS: tuple[tuple[type[jwt.PyJWTError], type[TokenInvalid], str], ...] = (
+    (jwt.InvalidSignatureError, SignatureMismatch, "Invalid token signature"),
+    (jwt.ExpiredSignatureError, TokenInvalid, "Token has expired"),
+    (jwt.ImmatureSignatureError, TokenInvalid, "Token is not yet valid"),
+)
+
+
+def deployment_jwt_decode(
+    *, deployment: Deployment, token: str, key: Any, algorithm: str, issuer: str | list[str] | None
+) -> dict[str, Any]:
+    """Verify a token's signature with one key and its claims by the deployment's rules (``exp`` required,
+    ``nbf``, audience and issuer when configured); the payload, or :class:`TokenInvalid`."""
+    kwargs: dict[str, Any] = {
+        "algorithms": [algorithm],
+        "leeway": LEEWAY_SECONDS,
+        "options": {"require": ["exp"], "verify_aud": bool(deployment.jwt_audience)},
+    }
+    if deployment.jwt_audience:
+        kwargs["audience"] = deployment.jwt_audience
+    if issuer:
+        kwargs["issuer"] = issuer
+    try:
+        return jwt.decode(token, key, **kwargs)
+    except jwt.PyJWTError as exc:
+        kind, message = next(
+            ((kind, text) for error, kind, text in _DECODE_ERRORS if isinstance(exc, error)),
+            (TokenInvalid, f"Invalid token: {exc}"),
+        )
+        raise kind(message) from None
+
+
+def token_not_revoked(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload``, unless its ``jti`` was revoked."""
+    if token_is_revoked(jti=payload.get("jti")):
+        raise TokenInvalid("Token has been revoked")
+    return payload
+
+
 def deployment_token_verify(*, deployment: Deployment, token: str) -> dict[str, Any]:
-    """The verified payload of ``token`` for ``deployment``, or :class:`TokenInvalid`."""
+    """The verified payload of an HS256 ``token`` for ``deployment``, or :class:`TokenInvalid`."""
     try:
         header = jwt.get_unverified_header(token)
     except jwt.PyJWTError:
         raise TokenInvalid("Malformed token") from None
     if header.get("alg") != "HS256":
         raise TokenInvalid(f"Token algorithm {header.get('alg')!r} is not accepted")
-    options = {"require": ["exp"], "verify_aud": bool(deployment.jwt_audience)}
-    kwargs: dict[str, Any] = {"algorithms": ["HS256"], "leeway": LEEWAY_SECONDS, "options": options}
-    if deployment.jwt_audience:
-        kwargs["audience"] = deployment.jwt_audience
-    if deployment.jwt_issuer:
-        # The configured issuer is the identity provider's; the deployment's own embed tokens are
-        # issued by embedadmin and must keep verifying when an issuer is configured.
-        kwargs["issuer"] = [deployment.jwt_issuer, settings.EMBEDADMIN["EMBED_TOKEN_ISSUER"]]
-    payload = None
+    # The configured issuer is the identity provider's; the deployment's own embed tokens are issued
+    # by embedadmin and must keep verifying when an issuer is configured.
+    issuer = [deployment.jwt_issuer, settings.EMBEDADMIN["EMBED_TOKEN_ISSUER"]] if deployment.jwt_issuer else None
     for secret in deployment_verification_secrets(deployment_id=deployment.pk):
         try:
-            payload = jwt.decode(token, secret, **kwargs)
-            break
-        except jwt.InvalidSignatureError:
-            continue
-        except jwt.ExpiredSignatureError:
-            raise TokenInvalid("Token has expired") from None
-        except jwt.ImmatureSignatureError:
-            raise TokenInvalid("Token is not yet valid") from None
-        except jwt.PyJWTError as exc:
-            raise TokenInvalid(f"Invalid token: {exc}") from None
-    if payload is None:
-        raise TokenInvalid("Invalid token signature")
-    jti = payload.get("jti")
-    if token_is_revoked(jti=jti):
-        raise TokenInvalid("Token has been revoked")
-    return payload
+            payload = deployment_jwt_decode(
+                deployment=deployment, token=token, key=secret, algorithm="HS256", issuer=issuer
+            )
+        except SignatureMismatch:
+            continue  # rotation: an older active secret may have signed it
+        return token_not_revoked(payload)
+    raise TokenInvalid("Invalid token signature")
 
 
 def deployment_token_revoke(*, deployment: Deployment, jti: str, expires_at: dt.datetime) -> None:

@@ -32,8 +32,12 @@ import jwt
 from django.conf import settings
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.accounts.selectors import token_is_revoked
-from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid, deployment_token_verify
+from embedadmin.accounts.tokens import (
+    TokenInvalid,
+    deployment_jwt_decode,
+    deployment_token_verify,
+    token_not_revoked,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +46,6 @@ JWKS_ALGORITHMS = frozenset({"RS256", "ES256"})
 # Claims that differ between two tokens for the same viewer; they cannot change what a query returns.
 VOLATILE_CLAIMS = frozenset({"iat", "exp", "nbf", "jti"})
 MAX_JWKS_BYTES = 256 * 1024
-
-_DECODE_ERRORS: tuple[tuple[type[jwt.PyJWTError], str], ...] = (
-    (jwt.ExpiredSignatureError, "Token has expired"),
-    (jwt.ImmatureSignatureError, "Token is not yet valid"),
-    (jwt.InvalidSignatureError, "Invalid token signature"),
-)
 
 
 @dataclass(frozen=True)
@@ -187,24 +185,6 @@ class JwksClient:
 _default_jwks = JwksClient(ttl_s=settings.SEMANTIC["JWKS_TTL_SECONDS"])
 
 
-def _decode(token: str, key: Any, algorithm: str, deployment: Deployment) -> dict[str, Any]:
-    """Verify signature and claims with one key and algorithm, as :mod:`embedadmin.accounts.tokens` does."""
-    kwargs: dict[str, Any] = {
-        "algorithms": [algorithm],
-        "leeway": LEEWAY_SECONDS,
-        "options": {"require": ["exp"], "verify_aud": bool(deployment.jwt_audience)},
-    }
-    if deployment.jwt_audience:
-        kwargs["audience"] = deployment.jwt_audience
-    if deployment.jwt_issuer:
-        kwargs["issuer"] = deployment.jwt_issuer
-    try:
-        return jwt.decode(token, key, **kwargs)
-    except jwt.PyJWTError as exc:
-        message = next((text for kind, text in _DECODE_ERRORS if isinstance(exc, kind)), f"Invalid token: {exc}")
-        raise TokenInvalid(message) from None
-
-
 def core_token_verify(*, deployment: Deployment, token: str, jwks: JwksClient | None = None) -> SecurityContext:
     """The security context of a Core Data API token for ``deployment``, or :class:`TokenInvalid`."""
     try:
@@ -222,11 +202,10 @@ def core_token_verify(*, deployment: Deployment, token: str, jwks: JwksClient | 
     key = (jwks or _default_jwks).key(deployment.jwks_url, kid)
     if key.algorithm_name != algorithm:
         raise TokenInvalid(f"Token algorithm {algorithm!r} does not match its key {kid!r}")
-    payload = _decode(token, key.key, algorithm, deployment)
-    jti = payload.get("jti")
-    if token_is_revoked(jti=jti):
-        raise TokenInvalid("Token has been revoked")
-    return SecurityContext.from_payload(payload)
+    payload = deployment_jwt_decode(
+        deployment=deployment, token=token, key=key.key, algorithm=algorithm, issuer=deployment.jwt_issuer
+    )
+    return SecurityContext.from_payload(token_not_revoked(payload))
 
 
 def request_security_context(

@@ -26,7 +26,6 @@ from dateutil.relativedelta import relativedelta
 from .errors import QueryError
 
 UNITS = ("second", "minute", "hour", "day", "week", "month", "quarter", "year")
-LOCAL_FORMAT_LENGTH = 23  # YYYY-MM-DDTHH:mm:ss.SSS
 UTC_ZONE = ZoneInfo("UTC")
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _UNIT_PATTERN = "|".join(UNITS)

@@ -29,7 +29,9 @@ def meta(
     ``joins`` as ``{name, relationship, sql}`` (relationship spelled as Cube stores it: belongsTo, hasMany,
     hasOne) and their ``sql`` or ``sqlTable``.
     """
-    base: dict[str, dict[str, Any]] = model.caches.get("meta") or _build_base(model)
+    base: dict[str, dict[str, Any]] | None = model.caches.get("meta")
+    if base is None:  # an empty dict is a built (empty) model, not a missing cache entry
+        base = _build_base(model)
     cubes: list[dict[str, Any]] = []
     mask: list[str] = []
     for name, entity in model.entities.items():

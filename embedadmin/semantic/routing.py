@@ -50,7 +50,6 @@ class CoreApiCaller:
     """A verified Core Data API request: the deployment it is for and the caller as policies see them."""
 
     deployment: Deployment
-    security: SecurityContext
     ctx: QueryContext
 
 
@@ -109,4 +108,4 @@ def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) ->
     except TokenInvalid as exc:
         logger.info("Core Data API token refused for deployment %s: %s", deployment.pk, exc)
         raise Forbidden(_public_message(exc)) from None
-    return CoreApiCaller(deployment=deployment, security=security, ctx=query_context(security))
+    return CoreApiCaller(deployment=deployment, ctx=query_context(security))
