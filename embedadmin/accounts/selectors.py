@@ -27,6 +27,10 @@ class ApiKeyCaller:
     def is_admin(self) -> bool:
         return self.key.kind == ApiKey.Kind.ADMIN
 
+    def may_access(self, deployment_id: int) -> bool:
+        """Whether the key may act on this deployment: unscoped keys may act on all of the account's."""
+        return not self.is_scoped or self.key.deployments.filter(pk=deployment_id).exists()
+
 
 @dataclass(frozen=True)
 class PlatformCaller:
@@ -82,7 +86,7 @@ def deployment_for_key(*, caller: ApiKeyCaller, deployment_id: int) -> Deploymen
     deployment = _DEPLOYMENT_OF_ACCOUNT.first(caller.account.pk, deployment_id)
     if deployment is None:
         raise NotFound(f"Deployment {deployment_id} not found")
-    if caller.is_scoped and not caller.key.deployments.filter(pk=deployment_id).exists():
+    if not caller.may_access(deployment_id):
         raise Forbidden(f"This API key is not allowed to access deployment {deployment_id}")
     return deployment
 

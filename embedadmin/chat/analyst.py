@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from embedadmin.chat.analyst_vocabulary import STOPWORDS, phrases, short_title, stem
+from embedadmin.chat.analyst_vocabulary import STOPWORDS, local_name, phrases, short_title, stem
 from embedadmin.chat.providers import ContentDelta, ProviderEvent, ProviderRequest, ThinkingDelta
 
 ANSWER_PARTS = 3
@@ -68,7 +68,7 @@ class Member:
 
     @property
     def column(self) -> str:
-        return self.name.rsplit(".", 1)[-1]
+        return local_name(self.name)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from embedadmin.accounts.models import ApiKey
 from embedadmin.accounts.selectors import api_key_authenticate
 from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.chat.models import Agent
@@ -55,9 +54,9 @@ def _api_key_credential(*, agent: Agent, header: str) -> ChatCredential:
     caller = api_key_authenticate(key)
     if caller is None or caller.account.pk != agent.account_id:
         raise ChatAuthError("Invalid or revoked API key")
-    if caller.key.kind != ApiKey.Kind.ADMIN:
+    if not caller.is_admin:
         raise ChatAuthError("The Chat API requires an admin API key; personal API keys are not allowed")
-    if caller.is_scoped and not caller.key.deployments.filter(pk=agent.deployment_id).exists():
+    if not caller.may_access(agent.deployment_id):
         raise ChatAuthError(f"This API key is not allowed to access deployment {agent.deployment_id}")
     return ChatCredential(via_api_key=True)
 

@@ -200,11 +200,9 @@ def history_messages(history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     "role": "assistant",
                     "content": None,
                     "tool_calls": [
-                        {
-                            "id": call["id"],
-                            "type": "function",
-                            "function": {"name": call["toolCall"]["name"], "arguments": call["toolCall"]["input"]},
-                        }
+                        StreamedToolCall(
+                            id=call["id"], name=call["toolCall"]["name"], arguments=call["toolCall"]["input"]
+                        ).as_message_part()
                         for call in calls
                     ],
                 }

@@ -24,7 +24,7 @@ class LoggedFrame:
 def agent_get(*, account_name: str, agent_id: str) -> Agent:
     """The agent ``agent_id`` of account ``account_name``; 404 names which one is unknown."""
     agent = (
-        Agent.objects.select_related("account", "account__tenant_settings", "deployment")
+        Agent.objects.select_related("account", "deployment")
         .filter(account__name=account_name, public_id=agent_id)
         .first()
     )

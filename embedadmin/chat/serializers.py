@@ -9,21 +9,16 @@ from rest_framework import serializers
 from embedadmin.chat.services import SessionSettingsInput, StreamRequest
 from embedadmin.core.fields import (
     JsonObjectField,
-    JsonValueField,
     RejectUnknownFieldsMixin,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
 )
+from embedadmin.directory.contracts import UserAttributeSerializer
 
 MESSAGE_ID_RE = r"^\d{13,}-message$"
 # Fields that describe an external user and so cannot accompany internalId.
 EXTERNAL_ONLY_FIELDS = ("userAttributes", "groups", "securityContext")
-
-
-class ChatUserAttributeSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    name = StrictCharField(max_length=255)
-    value = JsonValueField(allow_null=True)
 
 
 def _normalized_external_id(value: str) -> str:
@@ -39,7 +34,7 @@ class ChatSessionSettingsSerializer(RejectUnknownFieldsMixin, serializers.Serial
     externalId = StrictCharField(required=False, max_length=255)
     internalId = StrictCharField(required=False, max_length=254)
     email = serializers.EmailField(required=False)
-    userAttributes = serializers.ListField(child=ChatUserAttributeSerializer(), required=False, max_length=1000)
+    userAttributes = serializers.ListField(child=UserAttributeSerializer(), required=False, max_length=1000)
     groups = serializers.ListField(child=StrictCharField(max_length=255), required=False, max_length=1000)
     securityContext = JsonObjectField(required=False)
     isEphemeral = StrictBooleanField(required=False)

@@ -17,10 +17,10 @@ def expire_ephemeral_users() -> int:
 @shared_task(name="chat.reconcile_user_counts", ignore_result=True)
 def reconcile_user_counts() -> int:
     """Recount every account's users into its counters and today's usage row; returns accounts done."""
-    account_ids = list(Account.objects.order_by("pk").values_list("pk", flat=True))
-    for account in Account.objects.filter(pk__in=account_ids).order_by("pk").iterator():
+    accounts = list(Account.objects.order_by("pk"))
+    for account in accounts:
         services.user_counts_reconcile(account=account)
-    return len(account_ids)
+    return len(accounts)
 
 
 @shared_task(name="chat.fail_stale_runs", ignore_result=True)

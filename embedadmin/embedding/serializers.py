@@ -14,7 +14,7 @@ from embedadmin.core.fields import (
     StrictCharField,
     StrictIntegerField,
 )
-from embedadmin.directory.contracts import AttributeDefinitionSerializer
+from embedadmin.directory.contracts import AttributeDefinitionSerializer, UserAttributeSerializer
 from embedadmin.directory.models import EMBED_TENANT_NAME_RE
 from embedadmin.directory.services import AttributeDefinitionInput, GroupDefinitionInput, ProfileInput
 from embedadmin.embedding.services import EXTERNAL_ONLY_FIELDS, GenerateSessionInput
@@ -23,11 +23,6 @@ from embedadmin.embedding.services import EXTERNAL_ONLY_FIELDS, GenerateSessionI
 class UserProfileSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     displayName = StrictCharField(required=False, allow_blank=True, max_length=255, trim_whitespace=False)
     picture = HttpUrlField(required=False, max_length=2048)
-
-
-class UserAttributeSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    name = StrictCharField(max_length=255)
-    value = serializers.JSONField(allow_null=True)
 
 
 class GroupDefinitionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

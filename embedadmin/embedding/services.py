@@ -261,7 +261,7 @@ def session_revoke(*, caller: ApiKeyCaller, session_id: str) -> None:
     )
     if session is None:
         return
-    if caller.is_scoped and not caller.key.deployments.filter(pk=session.deployment_id).exists():
+    if not caller.may_access(session.deployment_id):
         return
     with transaction.atomic():
         EmbedSession.objects.filter(pk=session.pk, revoked_at__isnull=True).update(revoked_at=now)
