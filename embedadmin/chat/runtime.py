@@ -45,6 +45,9 @@ from embedadmin.semantic.context import QueryContext
 logger = logging.getLogger(__name__)
 
 RUNTIME_WORKERS = 16
+# How long a new run waits for its response's first line before it starts anyway (the response may
+# never start: the client went away).
+START_GATE_SECONDS = 0.1
 T = TypeVar("T")
 
 
@@ -256,8 +259,9 @@ class ChatRuntime:
         self._pending: set[Future] = set()
         self._pending_lock = threading.Lock()
 
-    def submit(self, run_id: int) -> None:
-        future = self._pool.submit(self.execute, run_id)
+    def submit(self, run_id: int, *, after: threading.Event | None = None) -> None:
+        """Execute a run in the pool; with ``after``, once it is set (or ``START_GATE_SECONDS`` passed)."""
+        future = self._pool.submit(self._execute_after, run_id, after)
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
@@ -272,6 +276,11 @@ class ChatRuntime:
             pending = list(self._pending)
         _, not_done = wait(pending, timeout=timeout)
         return not not_done
+
+    def _execute_after(self, run_id: int, after: threading.Event | None) -> None:
+        if after is not None:
+            after.wait(START_GATE_SECONDS)
+        self.execute(run_id)
 
     def execute(self, run_id: int) -> None:
         """Execute one run to its end (in the calling thread); does nothing if it is not ours to run."""

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Max
 
 from embedadmin.accounts.models import Account
 from embedadmin.chat import events
 from embedadmin.chat.models import Agent, ChatUser, Run, Thread, ThreadEvent
 from embedadmin.core.errors import NotFound
+from embedadmin.core.prepared import Nullable, PreparedQuery
 
 
 @dataclass(frozen=True)
@@ -21,13 +21,71 @@ class LoggedFrame:
     message: dict[str, Any]
 
 
-def agent_get(*, account_name: str, agent_id: str) -> Agent:
-    """The agent ``agent_id`` of account ``account_name``; 404 names which one is unknown."""
-    agent = (
+# Every stream-chat-state request runs these: compiled once (embedadmin/core/prepared.py).
+_AGENT: PreparedQuery[Agent] = PreparedQuery(
+    Agent,
+    lambda account_name, agent_id: (
         Agent.objects.select_related("account", "deployment")
         .filter(account__name=account_name, public_id=agent_id)
-        .first()
-    )
+        .order_by()[:1]
+    ),
+    sentinels=("\x00account", "\x00agent"),
+)
+_CHAT_USER_EXTERNAL: PreparedQuery[ChatUser] = PreparedQuery(
+    ChatUser,
+    lambda account_id, external_id: ChatUser.objects.filter(
+        account_id=account_id, external_id=external_id, internal_user__isnull=True
+    ).order_by()[:1],
+    sentinels=(-9_000_001, "\x00external-id"),
+)
+_CHAT_USER_INTERNAL: PreparedQuery[ChatUser] = PreparedQuery(
+    ChatUser,
+    lambda account_id, user_id: ChatUser.objects.filter(account_id=account_id, internal_user_id=user_id).order_by()[:1],
+    sentinels=(-9_000_001, -9_000_002),
+)
+_THREAD: PreparedQuery[Thread] = PreparedQuery(
+    Thread,
+    lambda agent_id, chat_id: (
+        Thread.objects.select_related("owner").filter(agent_id=agent_id, chat_id=chat_id).order_by()[:1]
+    ),
+    sentinels=(-9_000_001, "\x00chat-id"),
+)
+_RUNNING_RUN: PreparedQuery[Run] = PreparedQuery(
+    Run,
+    lambda thread_id, status: Run.objects.filter(thread_id=thread_id, status=status).order_by("pk")[:1],
+    sentinels=(-9_000_001, "\x00status"),
+)
+_LAST_SEQ: PreparedQuery[ThreadEvent] = PreparedQuery(
+    ThreadEvent,
+    lambda thread_id: ThreadEvent.objects.filter(thread_id=thread_id).order_by("-seq").values_list("seq")[:1],
+    sentinels=(-9_000_001,),
+)
+_THREAD_MESSAGES: PreparedQuery[ThreadEvent] = PreparedQuery(
+    ThreadEvent,
+    lambda thread_id, before_seq: (
+        (
+            ThreadEvent.objects.filter(thread_id=thread_id)
+            if before_seq is None
+            else ThreadEvent.objects.filter(thread_id=thread_id, seq__lt=before_seq)
+        )
+        .order_by("seq")
+        .values_list("message")
+    ),
+    # seq is a PositiveIntegerField: a negative sentinel would compile to an always-empty query.
+    sentinels=(-9_000_001, Nullable(2_000_000_002)),
+)
+_RUN_FRAMES_AFTER: PreparedQuery[ThreadEvent] = PreparedQuery(
+    ThreadEvent,
+    lambda run_id, after_seq: (
+        ThreadEvent.objects.filter(run_id=run_id, seq__gt=after_seq).order_by("seq").values_list("seq", "message")
+    ),
+    sentinels=(-9_000_001, 2_000_000_002),
+)
+
+
+def agent_get(*, account_name: str, agent_id: str) -> Agent:
+    """The agent ``agent_id`` of account ``account_name``; 404 names which one is unknown."""
+    agent = _AGENT.first(account_name, agent_id)
     if agent is None:
         if not Account.objects.filter(name=account_name).exists():
             raise NotFound(f"Account {account_name!r} not found")
@@ -38,15 +96,14 @@ def agent_get(*, account_name: str, agent_id: str) -> Agent:
 def chat_user_find(
     *, account: Account, external_id: str | None = None, internal_user: AbstractBaseUser | None = None
 ) -> ChatUser | None:
-    users = ChatUser.objects.filter(account=account)
     if internal_user is not None:
-        return users.filter(internal_user=internal_user).first()
-    return users.filter(external_id=external_id, internal_user__isnull=True).first()
+        return _CHAT_USER_INTERNAL.first(account.pk, internal_user.pk)
+    return _CHAT_USER_EXTERNAL.first(account.pk, external_id)
 
 
 def thread_get(*, agent: Agent, chat_id: str) -> Thread:
     """A thread of ``agent`` by its ``chatId`` (404 when unknown)."""
-    thread = Thread.objects.select_related("owner").filter(agent=agent, chat_id=chat_id).first()
+    thread = _THREAD.first(agent.pk, chat_id)
     if thread is None:
         raise NotFound(f"Chat {chat_id!r} not found")
     return thread
@@ -61,25 +118,22 @@ def thread_of_owner(*, agent: Agent, owner: ChatUser, chat_id: str) -> Thread:
 
 
 def thread_running_run(*, thread_id: int) -> Run | None:
-    return Run.objects.filter(thread_id=thread_id, status=Run.Status.RUNNING).first()
+    return _RUNNING_RUN.first(thread_id, Run.Status.RUNNING.value)
 
 
 def thread_last_seq(*, thread_id: int) -> int:
-    return ThreadEvent.objects.filter(thread_id=thread_id).aggregate(last=Max("seq"))["last"] or 0
+    found = _LAST_SEQ.rows(thread_id)
+    return found[0][0] if found else 0
 
 
 def run_frames_after(*, run_id: int, after_seq: int) -> list[LoggedFrame]:
     """The frames a run logged after ``after_seq``, in order (replay of a stream)."""
-    rows = ThreadEvent.objects.filter(run_id=run_id, seq__gt=after_seq).order_by("seq").values_list("seq", "message")
-    return [LoggedFrame(seq=seq, message=message) for seq, message in rows]
+    return [LoggedFrame(seq=seq, message=message) for seq, message in _RUN_FRAMES_AFTER.rows(run_id, after_seq)]
 
 
 def thread_messages(*, thread_id: int, before_seq: int | None = None) -> list[dict[str, Any]]:
     """The consolidated messages of a thread (``__state__``), optionally only those logged before a seq."""
-    rows = ThreadEvent.objects.filter(thread_id=thread_id)
-    if before_seq is not None:
-        rows = rows.filter(seq__lt=before_seq)
-    return events.consolidate(rows.order_by("seq").values_list("message", flat=True))
+    return events.consolidate(message for (message,) in _THREAD_MESSAGES.rows(thread_id, before_seq))
 
 
 def run_for_execution(*, run_id: int) -> Run | None:

@@ -7,8 +7,10 @@ the thread's state (one running run, dense ``seq``); nothing is held while a res
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -29,6 +31,7 @@ from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
 from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser, Run, Thread, ThreadEvent
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Conflict, Forbidden, NotFound
+from embedadmin.core.prepared import PreparedQuery
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 
@@ -271,6 +274,9 @@ class StreamPlan:
     run_id: int | None = None
     from_seq: int = 0
     is_streaming: bool = False
+    # Set once the response has sent its first line: a new run started in this process waits for it
+    # (briefly), so the agent does not compete for the interpreter with the ``__cutoff__`` line.
+    first_line_sent: threading.Event | None = None
 
 
 def _publish(bus: EventBus, thread_id: int, run_id: int, frames: Sequence[tuple[int, dict[str, Any]]]) -> None:
@@ -335,9 +341,23 @@ def run_end(
         )
 
 
+_THREAD_LOCK = PreparedQuery(
+    Thread,
+    lambda thread_id: Thread.objects.select_for_update().filter(pk=thread_id).order_by().values_list("pk"),
+    sentinels=(-9_000_001,),
+)
+_MESSAGE_ID_TAKEN = PreparedQuery(
+    Run,
+    lambda thread_id, message_id: (
+        Run.objects.filter(thread_id=thread_id, message_id=message_id).order_by().values_list("pk")[:1]
+    ),
+    sentinels=(-9_000_001, "\x00message-id"),
+)
+
+
 def _thread_lock(thread_id: int) -> bool:
     """Lock a thread row until the transaction ends; False when the thread no longer exists."""
-    return bool(list(Thread.objects.select_for_update().filter(pk=thread_id).values_list("pk", flat=True)))
+    return bool(_THREAD_LOCK.rows(thread_id))
 
 
 def _is_stale(run: Run, now: dt.datetime) -> bool:
@@ -395,7 +415,7 @@ def run_heartbeat(*, run: Run, now: dt.datetime | None = None) -> bool | None:
 def _generated_message_id(thread: Thread) -> str:
     """A ``<ms>-message`` id not yet used in the thread (for a request without ``messageId``)."""
     stamp = int(time.time() * 1000)
-    while Run.objects.filter(thread=thread, message_id=f"{stamp}-message").exists():
+    while _MESSAGE_ID_TAKEN.rows(thread.pk, f"{stamp}-message"):
         stamp += 1
     return f"{stamp}-message"
 
@@ -410,10 +430,10 @@ def _plan_for_run(thread: Thread, run: Run) -> StreamPlan:
     )
 
 
-def _submit(run_id: int) -> None:
+def _submit(run_id: int, after: threading.Event | None = None) -> None:
     from embedadmin.chat.runtime import get_runtime  # the runtime imports this module
 
-    get_runtime().submit(run_id)
+    get_runtime().submit(run_id, after=after)
 
 
 def run_start(
@@ -455,8 +475,9 @@ def run_start(
         )
         echo = [(seq, events.user_message(message_id=run.message_id, content=question, sort=seq))]
         _log_frames(run=run, frames=echo)
-        transaction.on_commit(lambda: (_publish(bus, thread.pk, run.pk, echo), _submit(run.pk)))
-    return _plan_for_run(thread, run)
+        first_line_sent = threading.Event()
+        transaction.on_commit(lambda: (_publish(bus, thread.pk, run.pk, echo), _submit(run.pk, first_line_sent)))
+    return dataclasses.replace(_plan_for_run(thread, run), first_line_sent=first_line_sent)
 
 
 def thread_create(*, agent: Agent, owner: ChatUser, branch_name: str | None, is_default_branch: bool | None) -> Thread:

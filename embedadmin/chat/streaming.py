@@ -88,7 +88,11 @@ async def tail_run(*, thread_id: int, run_id: int, from_seq: int, bus: EventBus)
 
 async def plan_stream(plan: StreamPlan, *, bus: EventBus) -> AsyncIterator[bytes]:
     """The NDJSON lines of a response: ``__cutoff__``, then a run's frames or the thread's state."""
-    yield _line(events.cutoff(chat_id=plan.chat_id, is_streaming=plan.is_streaming))
+    try:
+        yield _line(events.cutoff(chat_id=plan.chat_id, is_streaming=plan.is_streaming))
+    finally:
+        if plan.first_line_sent is not None:
+            plan.first_line_sent.set()
     if plan.run_id is not None:
         async for frame in tail_run(thread_id=plan.thread_id, run_id=plan.run_id, from_seq=plan.from_seq, bus=bus):
             yield _line(frame)

@@ -53,9 +53,11 @@ class Nullable:
 class _Compiled:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[tuple[int, tuple[int, int]], ...]  # position in params -> (argument, item of an InList)
+    # position in params -> (argument, item of an InList), and the int wrapper the backend chose (Int4...)
+    slots: tuple[tuple[int, tuple[int, int], Callable[[Any], Any] | None], ...]
     compiler: SQLCompiler
     init_list: tuple[str, ...]
+    values_only: bool
     fields_start: int
     fields_end: int
     populators: tuple[Any, ...]
@@ -95,46 +97,71 @@ class PreparedQuery(Generic[M]):
                 values if isinstance(s, InList) else (values[0] if values else None)
                 for s, values in zip(self._sentinels, expanded, strict=True)
             ]
-            compiler = self._build(*build_args).query.get_compiler(using=db)
+            query = self._build(*build_args).query
+            compiler = query.get_compiler(using=db)
             sql, params = compiler.as_sql()
             wanted = {
-                (type(v), v): (index, item) for index, values in enumerate(expanded) for item, v in enumerate(values)
+                _match_key(v): (index, item) for index, values in enumerate(expanded) for item, v in enumerate(values)
             }
             slots = tuple(
-                (position, wanted[(type(value), value)])
+                (position, wanted[_match_key(value)], _wrapper(value))
                 for position, value in enumerate(params)
-                if (type(value), value) in wanted
+                if _match_key(value) in wanted
             )
-            if {slot for _, slot in slots} != set(wanted.values()):
+            if {slot for _, slot, _ in slots} != set(wanted.values()):
                 raise ValueError("every argument of a PreparedQuery must be a plain bound parameter or an InList")
             klass_info = compiler.klass_info
-            select_fields = klass_info["select_fields"]
-            start, end = select_fields[0], select_fields[-1] + 1
+            values_only = bool(query.values_select) or klass_info is None
+            if values_only:  # a values_list() query: rows, not instances
+                start = end = 0
+                init_list: tuple[str, ...] = ()
+                populators: tuple[Any, ...] = ()
+            else:
+                select_fields = klass_info["select_fields"]
+                start, end = select_fields[0], select_fields[-1] + 1
+                init_list = tuple(f[0].target.attname for f in compiler.select[start:end])
+                populators = tuple(get_related_populators(klass_info, compiler.select, db))
             compiled = _Compiled(
                 sql=sql,
                 params=tuple(params),
                 slots=slots,
                 compiler=compiler,
-                init_list=tuple(f[0].target.attname for f in compiler.select[start:end]),
+                init_list=init_list,
+                values_only=values_only,
                 fields_start=start,
                 fields_end=end,
-                populators=tuple(get_related_populators(klass_info, compiler.select, db)),
+                populators=populators,
             )
             if len(self._compiled) < MAX_SHAPES:
                 self._compiled[key] = compiled
         return compiled
 
+    def _execute(self, args: Sequence[Any], using: str | None, *, values: bool) -> tuple[_Compiled, list[Any]]:
+        compiled = self._compile(using, args)
+        if compiled.values_only != values:
+            raise TypeError(
+                "rows() is for values_list() queries, fetch() for model instances"
+                f" (this query {'is' if compiled.values_only else 'is not'} a values_list() query)"
+            )
+        params = list(compiled.params)
+        for position, (index, item), wrap in compiled.slots:
+            value = args[index][item] if isinstance(self._sentinels[index], InList) else args[index]
+            params[position] = wrap(value) if wrap is not None and value is not None else value
+        with connections[compiled.compiler.using].cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            return compiled, cursor.fetchall()
+
+    def rows(self, *args: Any, using: str | None = None) -> list[tuple[Any, ...]]:
+        """Run a ``values_list()`` query: its rows as tuples, through the fields' converters (JSON and
+        time zones arrive as the ORM would give them)."""
+        compiled, rows = self._execute(args, using, values=True)
+        return [tuple(row) for row in compiled.compiler.results_iter([rows])]
+
     def fetch(self, *args: Any, using: str | None = None) -> list[M]:
         """Run the query with ``args`` in place of the sentinels; the instances it returns."""
-        compiled = self._compile(using, args)
-        params = list(compiled.params)
-        for position, (index, item) in compiled.slots:
-            params[position] = args[index][item] if isinstance(self._sentinels[index], InList) else args[index]
+        compiled, rows = self._execute(args, using, values=False)
         compiler = compiled.compiler
         db = compiler.using
-        with connections[db].cursor() as cursor:
-            cursor.execute(compiled.sql, params)
-            rows = cursor.fetchall()
         model = compiler.klass_info["model"]
         annotations = compiler.annotation_col_map
         objects: list[M] = []
@@ -151,6 +178,20 @@ class PreparedQuery(Generic[M]):
         """The first instance, or None (build the queryset with ``[:1]`` to fetch only one row)."""
         found = self.fetch(*args, using=using)
         return found[0] if found else None
+
+
+def _match_key(value: Any) -> tuple[type, Any]:
+    """How a compiled parameter is matched to its sentinel: PostgreSQL's backend passes integers of
+    integer lookups wrapped in psycopg's sized types (``Int4(5)``), which are ints of another class."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int, int(value)
+    return type(value), value
+
+
+def _wrapper(value: Any) -> Callable[[Any], Any] | None:
+    """The int subclass the backend wrapped a parameter in, to wrap the real value the same way."""
+    kind = type(value)
+    return kind if isinstance(value, int) and kind not in (int, bool) else None
 
 
 def _expanded(sentinel: Any, arg: Any) -> list[Any]:

@@ -147,7 +147,7 @@ def test_an_expired_user_is_recreated_without_its_old_threads_even_before_the_wo
 
 
 def test_two_expiry_workers_at_once_delete_each_user_once(acme, chat, on_postgres, monkeypatch):
-    monkeypatch.setattr(services, "_submit", lambda run_id: None)  # runs stay "running", with their events
+    monkeypatch.setattr(services, "_submit", lambda run_id, after=None: None)  # runs stay "running", with their events
     users = [
         services.chat_user_upsert(
             account=acme.account, identity=ChatIdentity(external_id=f"e{i}", ttl_seconds=1), now=T0

@@ -89,3 +89,38 @@ def test_a_nullable_argument_selects_is_null_or_binds_the_value(acme):
     assert [g.name for g in in_scope.fetch(acme.account.pk, None)] == ["wide"]
     assert [g.name for g in in_scope.fetch(acme.account.pk, tenant.pk)] == ["scoped"]
     assert [g.name for g in in_scope.fetch(acme.account.pk, None)] == ["wide"]
+
+
+@pytest.mark.django_db
+def test_values_list_rows_go_through_the_fields_converters(acme, on_postgres):
+    # given: a thread with logged JSON frames (seq is a PositiveIntegerField, which PostgreSQL's
+    # backend binds as a sized integer)
+    import datetime as dt
+
+    from embedadmin.chat.models import Agent, ChatUser, Run, Thread, ThreadEvent
+
+    agent = Agent.objects.create(account=acme.account, deployment=acme.deployment, name="a", public_id="a1")
+    owner = ChatUser.objects.create(account=acme.account, external_id="u", is_ephemeral=False)
+    thread = Thread.objects.create(chat_id="c1", agent=agent, owner=owner)
+    now = dt.datetime.now(dt.UTC)
+    run = Run.objects.create(
+        thread=thread, message_id="1-message", input="q", first_seq=1, heartbeat_at=now, started_at=now
+    )
+    for seq in (1, 2, 3):
+        ThreadEvent.objects.create(thread=thread, run=run, seq=seq, message={"id": f"m{seq}", "n": seq})
+    after = PreparedQuery(
+        ThreadEvent,
+        lambda thread_id, after_seq: (
+            ThreadEvent.objects.filter(thread_id=thread_id, seq__gt=after_seq)
+            .order_by("seq")
+            .values_list("seq", "message")
+        ),
+        sentinels=(-1, 2_000_000_001),
+    )
+
+    # when / then: rows are tuples with decoded JSON, for each bound value
+    assert after.rows(thread.pk, 1) == [(2, {"id": "m2", "n": 2}), (3, {"id": "m3", "n": 3})]
+    assert after.rows(thread.pk, 3) == []
+    assert after.rows(thread.pk + 1, 0) == []
+    with pytest.raises(TypeError, match="rows"):
+        after.fetch(thread.pk, 0)
