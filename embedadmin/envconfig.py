@@ -92,6 +92,13 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
         if not name:
             raise ImproperlyConfigured("DATABASE_URL names no database")
         pool_size = int(options.pop("pool_max_size", "20"))
+        # Parameters bound on the server, and statements prepared once a connection has run them twice:
+        # the hot paths run the same few statements (core/prepared.py), and PostgreSQL then skips
+        # parsing and planning them. Behind a transaction-mode pooler (PgBouncer < 1.21) that cannot
+        # carry prepared statements, set ``?prepare_threshold=none``.
+        threshold = options.pop("prepare_threshold", "2").strip().lower()
+        prepare_threshold = None if threshold in {"none", ""} else int(threshold)
+        server_binding = options.pop("server_side_binding", "true").strip().lower() not in {"0", "false", "off", "no"}
         config: dict = {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": name,
@@ -101,7 +108,11 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
             "PORT": str(parts.port or ""),
             # Connections come from psycopg's pool; Django's persistent connections stay off.
             "CONN_MAX_AGE": 0,
-            "OPTIONS": {"pool": {"min_size": 1, "max_size": pool_size, "timeout": 10}},
+            "OPTIONS": {
+                "pool": {"min_size": 1, "max_size": pool_size, "timeout": 10},
+                "server_side_binding": server_binding,
+                "prepare_threshold": prepare_threshold if server_binding else None,
+            },
         }
         config["OPTIONS"].update(options)
         return config

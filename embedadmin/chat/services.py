@@ -31,7 +31,7 @@ from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
 from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser, Run, Thread, ThreadEvent
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Conflict, Forbidden, NotFound
-from embedadmin.core.prepared import PreparedQuery
+from embedadmin.core.prepared import PreparedInsert, PreparedQuery
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 
@@ -341,6 +341,9 @@ def run_end(
         )
 
 
+_THREAD_INSERT: PreparedInsert[Thread] = PreparedInsert(Thread)
+_RUN_INSERT: PreparedInsert[Run] = PreparedInsert(Run)
+_EVENT_INSERT: PreparedInsert[ThreadEvent] = PreparedInsert(ThreadEvent)
 _THREAD_LOCK = PreparedQuery(
     Thread,
     lambda thread_id: Thread.objects.select_for_update().filter(pk=thread_id).order_by().values_list("pk"),
@@ -391,7 +394,7 @@ def runs_fail_stale(*, now: dt.datetime | None = None) -> int:
 
 def run_frame_append(*, run: Run, seq: int, frame: dict[str, Any], bus: EventBus) -> None:
     """Log one frame of a running run (autocommit: the run is the thread's only writer) and publish it."""
-    ThreadEvent.objects.create(thread_id=run.thread_id, run=run, seq=seq, message=frame)
+    _EVENT_INSERT.create(thread_id=run.thread_id, run=run, seq=seq, message=frame)
     _publish(bus, run.thread_id, run.pk, [(seq, frame)])
 
 
@@ -464,7 +467,7 @@ def run_start(
                 raise Conflict(STREAMING_IN_PROGRESS)
             _run_end_locked(run=running, outcome=Run.Status.FAILED, now=now, bus=bus, error_message=RUN_LOST_MESSAGE)
         seq = selectors.thread_last_seq(thread_id=thread.pk) + 1
-        run = Run.objects.create(
+        run = _RUN_INSERT.create(
             thread=thread,
             message_id=message_id or _generated_message_id(thread),
             input=question,
@@ -481,7 +484,7 @@ def run_start(
 
 
 def thread_create(*, agent: Agent, owner: ChatUser, branch_name: str | None, is_default_branch: bool | None) -> Thread:
-    return Thread.objects.create(
+    return _THREAD_INSERT.create(
         chat_id=str(uuid.uuid4()),
         agent=agent,
         owner=owner,

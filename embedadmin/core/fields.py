@@ -80,15 +80,19 @@ class HttpUrlField(StrictCharField):
 
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
-        try:
-            parts = urlsplit(value)
-            ok = parts.scheme in {"http", "https"} and bool(parts.hostname) and " " not in value
-            _ = parts.port  # raises ValueError for a bad port
-        except ValueError:
-            ok = False
-        if not ok:
+        if not is_http_url(value):
             self.fail("invalid")
         return value
+
+
+def is_http_url(value: str) -> bool:
+    """Whether ``value`` is an absolute http(s) URL (syntax only)."""
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # raises ValueError for a bad port
+    except ValueError:
+        return False
+    return parts.scheme in {"http", "https"} and bool(parts.hostname) and " " not in value
 
 
 class RejectUnknownFieldsMixin:

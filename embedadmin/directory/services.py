@@ -273,6 +273,14 @@ def external_user_upsert(
     transaction must be open (``session_generate`` holds one).
     """
     now = timezone.now()
+    if connection.vendor == "postgresql":
+        user, created = _external_user_upsert_one_statement(
+            account=account, external_id=external_id, email=email, profile=profile, embed_tenant=embed_tenant, now=now
+        )
+        if created:
+            quota_reserve(account_id=account.pk, quota=EXTERNAL_USERS)
+        return user, created
+    # SQLite: the IMMEDIATE transaction serializes writers, so reading first cannot race.
     user = selectors.external_user_by_external_id(account=account, external_id=external_id)
     created = False
     if user is None:
@@ -308,6 +316,60 @@ def external_user_upsert(
     for field, value in updates.items():
         setattr(user, field, value)
     return user, False
+
+
+_USER_UPSERT_SQL: str | None = None
+
+
+def _user_upsert_sql() -> str:
+    """``INSERT ... ON CONFLICT (account, external_id) DO UPDATE ... RETURNING *, (xmax = 0)``.
+
+    Supplied properties overwrite, omitted ones (NULL parameters) keep the stored value; ``xmax = 0``
+    tells an inserted row from an updated one. Only the model's own identifiers are formatted in.
+    """
+    global _USER_UPSERT_SQL
+    if _USER_UPSERT_SQL is None:
+        meta = ExternalUser._meta
+        qn = connection.ops.quote_name
+        col = {f.name: qn(f.column) for f in meta.concrete_fields}
+        inserted = ("created_at", "updated_at", "account", "external_id", "embed_tenant", "email", "display_name")
+        inserted += ("picture", "last_session_at")
+        kept = ("email", "embed_tenant", "display_name", "picture")
+        table = qn(meta.db_table)
+        _USER_UPSERT_SQL = (
+            f"INSERT INTO {table} AS t ({', '.join(col[n] for n in inserted)}) "  # noqa: S608
+            f"VALUES ({', '.join(['%s'] * len(inserted))}) "
+            f"ON CONFLICT ({col['account']}, {col['external_id']}) DO UPDATE SET "
+            f"{col['last_session_at']} = EXCLUDED.{col['last_session_at']}, "
+            f"{col['updated_at']} = EXCLUDED.{col['updated_at']}, "
+            + ", ".join(f"{col[n]} = COALESCE(%s, t.{col[n]})" for n in kept)
+            + f" RETURNING {', '.join('t.' + qn(f.column) for f in meta.concrete_fields)}, (t.xmax = 0)"
+        )
+    return _USER_UPSERT_SQL
+
+
+def _external_user_upsert_one_statement(
+    *,
+    account: Account,
+    external_id: str,
+    email: str | None,
+    profile: ProfileInput | None,
+    embed_tenant: EmbedTenant | None,
+    now: Any,
+) -> tuple[ExternalUser, bool]:
+    """The upsert as one statement (PostgreSQL): concurrent requests for one new user queue on the
+    unique index, exactly one inserts, the others update the row it wrote."""
+    display_name = profile.display_name if profile else None
+    picture = profile.picture if profile else None
+    tenant_id = embed_tenant.pk if embed_tenant is not None else None
+    params = [now, now, account.pk, external_id, tenant_id, email or "", display_name or "", picture or "", now]
+    params += [email, tenant_id, display_name, picture]
+    with connection.cursor() as cursor:
+        cursor.execute(_user_upsert_sql(), params)
+        *row, inserted = cursor.fetchone()
+    user = ExternalUser.from_db(connection.alias, [f.attname for f in ExternalUser._meta.concrete_fields], row)
+    user.account = account
+    return user, inserted
 
 
 def external_user_groups_set(

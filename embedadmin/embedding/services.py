@@ -18,6 +18,7 @@ from embedadmin.accounts.selectors import ApiKeyCaller, deployment_for_key
 from embedadmin.accounts.tokens import deployment_token_revoke, deployment_token_sign
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from embedadmin.core.prepared import PreparedInsert
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.embedding.models import EmbedSession
@@ -34,6 +35,9 @@ EXTERNAL_ONLY_FIELDS = (
     "securityContext",
     "userProfile",
 )
+
+
+_SESSION_INSERT: PreparedInsert[EmbedSession] = PreparedInsert(EmbedSession)
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,7 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
                 },
             }
 
-        EmbedSession.objects.create(
+        _SESSION_INSERT.create(
             key_digest=credentials.digest(session_key),
             account=account,
             deployment=deployment,

@@ -18,7 +18,7 @@ from embedadmin.directory import services as directory
 from embedadmin.directory.contracts import attribute_definition_item
 from embedadmin.directory.models import AttributeDefinition, EmbedTenant, Group
 from embedadmin.embedding import services
-from embedadmin.embedding.serializers import GenerateSessionSerializer, SessionIdSerializer
+from embedadmin.embedding.serializers import SessionIdSerializer, generate_session_input
 
 
 class AdminApiKeyView(APIView):
@@ -30,9 +30,8 @@ class AdminApiKeyView(APIView):
 
 class GenerateSessionView(AdminApiKeyView):
     def post(self, request: Request) -> Response:
-        serializer = GenerateSessionSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        session_id = services.session_generate_for_key(caller=request.user, data=serializer.to_input())
+        data = generate_session_input(request.data)
+        session_id = services.session_generate_for_key(caller=request.user, data=data)
         return Response({"sessionId": session_id})
 
 
