@@ -14,7 +14,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from embedadmin.accounts.models import Account
-from embedadmin.accounts.services import EXTERNAL_USERS, quota_recount, quota_release, quota_reserve
+from embedadmin.accounts.services import EXTERNAL_USERS, quota_recount, quota_release
 from embedadmin.core.errors import BadRequest, Conflict, NotFound
 from embedadmin.directory import selectors
 from embedadmin.directory.models import (
@@ -267,18 +267,19 @@ def external_user_upsert(
     profile: ProfileInput | None,
     embed_tenant: EmbedTenant | None,
 ) -> tuple[ExternalUser, bool]:
-    """Find or create the external user, overwriting only the properties supplied.
+    """Find or create the external user, overwriting only the properties supplied; returns it and
+    whether it was created.
 
-    Creating one takes a place under the account cap in the same transaction; the caller's
-    transaction must be open (``session_generate`` holds one).
+    A created user must take a place under the account cap (``quota_reserve(EXTERNAL_USERS)``) in the
+    same transaction, which the caller holds open: the caller reserves it as the last write before
+    its commit, because the reservation locks the account's counter row until then and every other
+    request creating a user in the account waits for that lock.
     """
     now = timezone.now()
     if connection.vendor == "postgresql":
         user, created = _external_user_upsert_one_statement(
             account=account, external_id=external_id, email=email, profile=profile, embed_tenant=embed_tenant, now=now
         )
-        if created:
-            quota_reserve(account_id=account.pk, quota=EXTERNAL_USERS)
         return user, created
     # SQLite: the IMMEDIATE transaction serializes writers, so reading first cannot race.
     user = selectors.external_user_by_external_id(account=account, external_id=external_id)
@@ -299,7 +300,6 @@ def external_user_upsert(
         except IntegrityError:  # another request created the same user first
             user = ExternalUser.objects.get(account=account, external_id=external_id)
     if created:
-        quota_reserve(account_id=account.pk, quota=EXTERNAL_USERS)
         return user, True
 
     updates: dict[str, Any] = {"last_session_at": now, "updated_at": now}

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from embedadmin.accounts.models import Account, Deployment
 from embedadmin.accounts.selectors import ApiKeyCaller, deployment_for_key
+from embedadmin.accounts.services import EXTERNAL_USERS, quota_reserve
 from embedadmin.accounts.tokens import deployment_token_revoke, deployment_token_sign
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Forbidden, NotFound, Unauthorized
@@ -135,6 +136,7 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
 
         claims: dict[str, Any]
         external_user = None
+        created = False
         if internal_user is not None:
             claims = {
                 "sub": internal_user.username,
@@ -201,6 +203,9 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
             claims=claims,
             expires_at=now + dt.timedelta(seconds=settings.EMBEDADMIN["SESSION_TTL_SECONDS"]),
         )
+        if external_user is not None and created:
+            # Last before the commit: the reservation holds the account's counter row lock until then.
+            quota_reserve(account_id=account.pk, quota=EXTERNAL_USERS)
     return session_key
 
 
