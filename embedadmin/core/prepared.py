@@ -58,6 +58,7 @@ class _Compiled:
     compiler: SQLCompiler
     init_list: tuple[str, ...]
     values_only: bool
+    converters: dict[int, Any]  # the fields' from-database converters, as results_iter() finds them
     fields_start: int
     fields_end: int
     populators: tuple[Any, ...]
@@ -128,6 +129,7 @@ class PreparedQuery(Generic[M]):
                 compiler=compiler,
                 init_list=init_list,
                 values_only=values_only,
+                converters=compiler.get_converters([s[0] for s in compiler.select[: compiler.col_count]]),
                 fields_start=start,
                 fields_end=end,
                 populators=populators,
@@ -155,7 +157,7 @@ class PreparedQuery(Generic[M]):
         """Run a ``values_list()`` query: its rows as tuples, through the fields' converters (JSON and
         time zones arrive as the ORM would give them)."""
         compiled, rows = self._execute(args, using, values=True)
-        return [tuple(row) for row in compiled.compiler.results_iter([rows])]
+        return [tuple(row) for row in _converted(compiled, rows)]
 
     def fetch(self, *args: Any, using: str | None = None) -> list[M]:
         """Run the query with ``args`` in place of the sentinels; the instances it returns."""
@@ -165,7 +167,7 @@ class PreparedQuery(Generic[M]):
         model = compiler.klass_info["model"]
         annotations = compiler.annotation_col_map
         objects: list[M] = []
-        for row in compiler.results_iter([rows]):
+        for row in _converted(compiled, rows):
             obj = model.from_db(db, compiled.init_list, row[compiled.fields_start : compiled.fields_end])
             for populator in compiled.populators:
                 populator.populate(row, obj)
@@ -178,6 +180,13 @@ class PreparedQuery(Generic[M]):
         """The first instance, or None (build the queryset with ``[:1]`` to fetch only one row)."""
         found = self.fetch(*args, using=using)
         return found[0] if found else None
+
+
+def _converted(compiled: _Compiled, rows: list[Any]) -> Any:
+    """``results_iter()`` without looking the converters up again on every call."""
+    if not compiled.converters:
+        return rows
+    return compiled.compiler.apply_converters(rows, compiled.converters)
 
 
 def _match_key(value: Any) -> tuple[type, Any]:
