@@ -97,7 +97,12 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
         # parsing and planning them. Behind a transaction-mode pooler (PgBouncer < 1.21) that cannot
         # carry prepared statements, set ``?prepare_threshold=none``.
         threshold = options.pop("prepare_threshold", "2").strip().lower()
-        prepare_threshold = None if threshold in {"none", ""} else int(threshold)
+        if threshold in {"none", ""}:
+            prepare_threshold = None
+        elif threshold.isdigit():
+            prepare_threshold = int(threshold)
+        else:
+            raise ImproperlyConfigured(f"DATABASE_URL: prepare_threshold={threshold!r} is not a number or 'none'")
         server_binding = options.pop("server_side_binding", "true").strip().lower() not in {"0", "false", "off", "no"}
         config: dict = {
             "ENGINE": "django.db.backends.postgresql",

@@ -1,0 +1,51 @@
+"""DATABASE_URL is translated into Django's database settings, PostgreSQL options included."""
+
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from embedadmin.envconfig import database_from_url
+
+
+def test_postgresql_binds_on_the_server_and_prepares_repeated_statements_by_default():
+    config = database_from_url("postgresql://u:p%40ss@db.internal:6543/shop", base_dir=Path("/srv"))
+
+    assert (config["NAME"], config["USER"], config["PASSWORD"], config["HOST"], config["PORT"]) == (
+        "shop",
+        "u",
+        "p@ss",
+        "db.internal",
+        "6543",
+    )
+    assert config["OPTIONS"]["server_side_binding"] is True
+    assert config["OPTIONS"]["prepare_threshold"] == 2
+    assert config["OPTIONS"]["pool"]["max_size"] == 20
+
+
+@pytest.mark.parametrize(
+    ("query", "binding", "threshold"),
+    [
+        ("prepare_threshold=none", True, None),
+        ("prepare_threshold=0", True, 0),
+        ("server_side_binding=false", False, None),
+        ("server_side_binding=off&prepare_threshold=5", False, None),
+    ],
+)
+def test_a_pooler_without_prepared_statements_can_turn_them_off(query, binding, threshold):
+    config = database_from_url(f"postgresql://u:p@h/db?{query}&pool_max_size=7", base_dir=Path("/srv"))
+
+    assert config["OPTIONS"]["server_side_binding"] is binding
+    assert config["OPTIONS"]["prepare_threshold"] == threshold
+    assert config["OPTIONS"]["pool"]["max_size"] == 7
+    assert "pool_max_size" not in config["OPTIONS"]
+
+
+def test_a_url_without_a_database_name_is_refused():
+    with pytest.raises(ImproperlyConfigured, match="names no database"):
+        database_from_url("postgresql://u:p@h/", base_dir=Path("/srv"))
+
+
+def test_a_bad_prepare_threshold_names_the_option():
+    with pytest.raises(ImproperlyConfigured, match="prepare_threshold='soon'"):
+        database_from_url("postgresql://u:p@h/db?prepare_threshold=soon", base_dir=Path("/srv"))
