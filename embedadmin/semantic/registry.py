@@ -79,7 +79,16 @@ class ModelRegistry:
             self._entries.clear()
 
     def _refresh(self, entry: _Entry, root: Path, dialect: str) -> None:
-        entry.checked_at = time.monotonic()
+        # The check counts as done only once its outcome is in ``entry.version``: ``get`` returns the
+        # version without the lock while the check is fresh, so marking it fresh first would hand
+        # concurrent first requests an empty version while the model compiles.
+        started = time.monotonic()
+        try:
+            self._look(entry, root, dialect)
+        finally:
+            entry.checked_at = started
+
+    def _look(self, entry: _Entry, root: Path, dialect: str) -> None:
         if not root.is_dir():
             error = ModelError([ModelProblem(str(root), 0, "", "model directory not found")])
             entry.version = ModelVersion(entry.version.model, error)
@@ -96,7 +105,7 @@ class ModelRegistry:
         if content == entry.content:
             return
         entry.content = content
-        started = time.perf_counter()
+        compile_started = time.perf_counter()
         try:
             model = compile_model(files, root=root, dialect=dialect)
         except ModelError as exc:
@@ -107,7 +116,7 @@ class ModelRegistry:
             "compiled data model %s (%d entities) in %.0f ms",
             root,
             len(model.entities),
-            (time.perf_counter() - started) * 1000,
+            (time.perf_counter() - compile_started) * 1000,
         )
         entry.version = ModelVersion(model, None)
 

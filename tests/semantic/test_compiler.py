@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import textwrap
 from pathlib import Path
 
@@ -529,3 +530,38 @@ def test_missing_directory_is_a_model_error(tmp_path: Path) -> None:
 def test_unknown_dialect_is_refused() -> None:
     with pytest.raises(ValueError, match="unsupported dialect"):
         load_model(SHOP, dialect="mysql")
+
+
+def test_concurrent_first_requests_all_get_the_model_while_it_compiles(tmp_path: Path, monkeypatch) -> None:
+    # given: a model whose compile takes a while, and no check made yet
+    import threading
+
+    from embedadmin.semantic import registry
+
+    write(tmp_path, "cubes/orders.yml", ORDERS)
+    real_compile = registry.compile_model
+
+    def slow_compile(*args, **kwargs):
+        time.sleep(0.2)
+        return real_compile(*args, **kwargs)
+
+    monkeypatch.setattr(registry, "compile_model", slow_compile)
+    fresh = registry.ModelRegistry(check_interval=3600)
+    start = threading.Barrier(8)
+    versions = []
+
+    def ask() -> None:
+        start.wait()
+        versions.append(fresh.get(tmp_path, dialect="duckdb"))
+
+    # when: eight requests ask for it at once
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # then: every one of them is served the compiled model (none an empty version)
+    assert len(versions) == 8
+    assert all(version.model is not None and version.error is None for version in versions)
+    assert "count" in versions[0].require().entities["orders"].measures
