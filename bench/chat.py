@@ -41,8 +41,11 @@ QUESTIONS = [
 ]
 
 
-async def stream(port: int, path: str, headers: dict[str, str], body: dict) -> tuple[int, float, float, list[dict]]:
-    """POST and read the NDJSON stream: status, seconds to the first line, to the final answer (or the end)."""
+async def stream(
+    port: int, path: str, headers: dict[str, str], body: dict
+) -> tuple[int, float, float, list[dict], float]:
+    """POST and read the NDJSON stream: status, seconds to the first line, to the final answer (or the end),
+    the lines, and seconds to the end of the stream."""
     payload = json.dumps(body).encode()
     started = time.perf_counter()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -73,7 +76,7 @@ async def stream(port: int, path: str, headers: dict[str, str], body: dict) -> t
             lines.append(message)
     writer.close()
     end = time.perf_counter() - started
-    return status, first, final or end, lines
+    return status, first, final or end, lines, end
 
 
 def pct(values: list[float], q: float) -> float:
@@ -85,19 +88,19 @@ async def run(args: argparse.Namespace, port: int, base: str, headers: dict[str,
     path = f"{base}/stream-chat-state"
     session = {"externalId": "bench", "groups": ["admin"]}
     # Warm up (model compile, connections) and keep a thread for the baseline.
-    status, _, _, lines = await stream(port, path, headers, {"input": QUESTIONS[0], "sessionSettings": session})
+    status, _, _, lines, _ = await stream(port, path, headers, {"input": QUESTIONS[0], "sessionSettings": session})
     chat_id = lines[0]["state"]["chatId"]
     for question in QUESTIONS:
         await stream(port, path, headers, {"input": question, "sessionSettings": session})
 
     baseline_first, baseline_end, first, final, errors = [], [], [], [], 0
     for i in range(args.questions):
-        status, f, e, _ = await stream(port, path, headers, {"chatId": chat_id, "sessionSettings": session})
+        status, f, e, _, _ = await stream(port, path, headers, {"chatId": chat_id, "sessionSettings": session})
         baseline_first.append(f)
         baseline_end.append(e)
         errors += status != 200
         body = {"input": QUESTIONS[i % len(QUESTIONS)], "sessionSettings": session}
-        status, f, e, lines = await stream(port, path, headers, body)
+        status, f, e, lines, _ = await stream(port, path, headers, body)
         errors += status != 200 or not any((m.get("graphPath") or [""])[0] == "final" for m in lines)
         first.append(f)
         final.append(e)
@@ -116,8 +119,10 @@ async def run(args: argparse.Namespace, port: int, base: str, headers: dict[str,
         or r[0] != 200
         or not any((m.get("graphPath") or [""])[0] == "final" for m in r[3])
         or any("error" in json.loads(m["toolCall"].get("result", "{}")) for m in r[3] if "toolCall" in m)
+        or any(m.get("type") == "error" for m in r[3])  # the run failed after the answer (e.g. stale recovery)
         for r in results
     )
+    stream_ends = [r[4] for r in results if not isinstance(r, BaseException)]
     finals = [r[2] for r in results if not isinstance(r, BaseException)]
 
     print(f"\nchat benchmark: {args.questions} sequential questions, built-in analyst, {args.workers} ASGI workers")
@@ -135,7 +140,8 @@ async def run(args: argparse.Namespace, port: int, base: str, headers: dict[str,
     )
     print(
         f"  {args.concurrent} concurrent streams: {concurrent_errors} errors, wall {wall * 1000:.0f} ms, "
-        f"final answer p50 {pct(finals, 0.5):.0f} ms, p99 {pct(finals, 0.99):.0f} ms"
+        f"final answer p50 {pct(finals, 0.5):.0f} ms, p99 {pct(finals, 0.99):.0f} ms, "
+        f"last stream ended at {max(stream_ends) * 1000:.0f} ms"
     )
     ok = pct(first, 0.5) <= 20 and pct(final, 0.5) <= 300 and concurrent_errors == 0 and errors == 0
     print(
