@@ -7,7 +7,6 @@ the thread's state (one running run, dense ``seq``); nothing is held while a res
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import secrets
 import threading
@@ -423,13 +422,14 @@ def _generated_message_id(thread: Thread) -> str:
     return f"{stamp}-message"
 
 
-def _plan_for_run(thread: Thread, run: Run) -> StreamPlan:
+def _plan_for_run(thread: Thread, run: Run, first_line_sent: threading.Event | None = None) -> StreamPlan:
     return StreamPlan(
         thread_id=thread.pk,
         chat_id=thread.chat_id,
         run_id=run.pk,
         from_seq=run.first_seq,
         is_streaming=run.status == Run.Status.RUNNING,
+        first_line_sent=first_line_sent,
     )
 
 
@@ -480,7 +480,7 @@ def run_start(
         _log_frames(run=run, frames=echo)
         first_line_sent = threading.Event()
         transaction.on_commit(lambda: (_publish(bus, thread.pk, run.pk, echo), _submit(run.pk, first_line_sent)))
-    return dataclasses.replace(_plan_for_run(thread, run), first_line_sent=first_line_sent)
+    return _plan_for_run(thread, run, first_line_sent)
 
 
 def thread_create(*, agent: Agent, owner: ChatUser, branch_name: str | None, is_default_branch: bool | None) -> Thread:

@@ -6,6 +6,7 @@ service wraps them in one) and validate everything they can before writing anyth
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -318,34 +319,29 @@ def external_user_upsert(
     return user, False
 
 
-_USER_UPSERT_SQL: str | None = None
-
-
+@functools.cache
 def _user_upsert_sql() -> str:
     """``INSERT ... ON CONFLICT (account, external_id) DO UPDATE ... RETURNING *, (xmax = 0)``.
 
     Supplied properties overwrite, omitted ones (NULL parameters) keep the stored value; ``xmax = 0``
     tells an inserted row from an updated one. Only the model's own identifiers are formatted in.
     """
-    global _USER_UPSERT_SQL
-    if _USER_UPSERT_SQL is None:
-        meta = ExternalUser._meta
-        qn = connection.ops.quote_name
-        col = {f.name: qn(f.column) for f in meta.concrete_fields}
-        inserted = ("created_at", "updated_at", "account", "external_id", "embed_tenant", "email", "display_name")
-        inserted += ("picture", "last_session_at")
-        kept = ("email", "embed_tenant", "display_name", "picture")
-        table = qn(meta.db_table)
-        _USER_UPSERT_SQL = (
-            f"INSERT INTO {table} AS t ({', '.join(col[n] for n in inserted)}) "  # noqa: S608
-            f"VALUES ({', '.join(['%s'] * len(inserted))}) "
-            f"ON CONFLICT ({col['account']}, {col['external_id']}) DO UPDATE SET "
-            f"{col['last_session_at']} = EXCLUDED.{col['last_session_at']}, "
-            f"{col['updated_at']} = EXCLUDED.{col['updated_at']}, "
-            + ", ".join(f"{col[n]} = COALESCE(%s, t.{col[n]})" for n in kept)
-            + f" RETURNING {', '.join('t.' + qn(f.column) for f in meta.concrete_fields)}, (t.xmax = 0)"
-        )
-    return _USER_UPSERT_SQL
+    meta = ExternalUser._meta
+    qn = connection.ops.quote_name
+    col = {f.name: qn(f.column) for f in meta.concrete_fields}
+    inserted = ("created_at", "updated_at", "account", "external_id", "embed_tenant", "email", "display_name")
+    inserted += ("picture", "last_session_at")
+    kept = ("email", "embed_tenant", "display_name", "picture")
+    table = qn(meta.db_table)
+    return (
+        f"INSERT INTO {table} AS t ({', '.join(col[n] for n in inserted)}) "  # noqa: S608
+        f"VALUES ({', '.join(['%s'] * len(inserted))}) "
+        f"ON CONFLICT ({col['account']}, {col['external_id']}) DO UPDATE SET "
+        f"{col['last_session_at']} = EXCLUDED.{col['last_session_at']}, "
+        f"{col['updated_at']} = EXCLUDED.{col['updated_at']}, "
+        + ", ".join(f"{col[n]} = COALESCE(%s, t.{col[n]})" for n in kept)
+        + f" RETURNING {', '.join('t.' + qn(f.column) for f in meta.concrete_fields)}, (t.xmax = 0)"
+    )
 
 
 def _external_user_upsert_one_statement(

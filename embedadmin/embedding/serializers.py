@@ -120,20 +120,12 @@ class SessionIdSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 # stays the authority and words every error. tests/embedding/test_contract_fast_path.py holds the two
 # to the same answers.
 
-_FAST_FIELDS = frozenset(
-    {
-        "deploymentId",
-        "externalId",
-        "email",
-        "userProfile",
-        "embedTenantName",
-        "creatorMode",
-        "userAttributes",
-        "groups",
-        "securityContext",
-        "settings",
-    }
-)
+# Every field but the ones that only the serializer handles (internalId and creator-mode definitions).
+_FAST_FIELDS = frozenset(GenerateSessionSerializer._declared_fields) - {
+    "internalId",
+    "userAttributeDefinitions",
+    "groupDefinitions",
+}
 _TENANT_NAME = re.compile(EMBED_TENANT_NAME_RE)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_ITEMS = 1000

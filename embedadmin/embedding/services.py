@@ -203,7 +203,7 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
             claims=claims,
             expires_at=now + dt.timedelta(seconds=settings.EMBEDADMIN["SESSION_TTL_SECONDS"]),
         )
-        if external_user is not None and created:
+        if created:
             # Last before the commit: the reservation holds the account's counter row lock until then.
             quota_reserve(account_id=account.pk, quota=EXTERNAL_USERS)
     return session_key
