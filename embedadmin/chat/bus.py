@@ -55,8 +55,12 @@ class _LocalSubscription:
             self._loop.call_soon_threadsafe(self._queue.put_nowait, payload)
 
     async def get(self, timeout: float) -> Notification | None:
+        # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation that arrives together with an
+        # item (the item is returned instead), and a run's watcher, cancelled as its own final frame
+        # lands, would then wait forever and the run would never end.
         try:
-            return await asyncio.wait_for(self._queue.get(), timeout)
+            async with asyncio.timeout(timeout):
+                return await self._queue.get()
         except TimeoutError:
             return None
 
