@@ -76,7 +76,7 @@ format: venv
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
 
 bench: venv
-	@eval "$$(bash scripts/test-services.sh)" && $(PY) bench/generate_session.py && $(PY) bench/core_api.py
+	@eval "$$(bash scripts/test-services.sh)" && $(PY) bench/generate_session.py && $(PY) bench/core_api.py && $(PY) bench/chat.py
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache
