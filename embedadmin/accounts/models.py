@@ -80,7 +80,8 @@ class Deployment(TimestampedModel):
     jwt_audience = models.CharField(max_length=500, blank=True, default="")
     jwt_issuer = models.CharField(max_length=500, blank=True, default="")
     # The data model: a directory of Cube-format YAML files, and where its data lives. The data source URL
-    # may carry a database password, so it is encrypted at rest (see data_source_url_set/get in services).
+    # may carry a database password, so it is encrypted at rest (written by services.deployment_configure,
+    # read in clear by selectors.deployment_data_source_url).
     model_dir = models.CharField(max_length=1000, blank=True, default="")
     data_source_url_encrypted = models.TextField(blank=True, default="")
     # Chat API: accept X-Service-Auth-Token (a deployment JWT) instead of an API key.

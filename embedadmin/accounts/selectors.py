@@ -17,11 +17,18 @@ from embedadmin.core.prepared import PreparedQuery
 
 @dataclass(frozen=True)
 class ApiKeyCaller:
-    """Who is calling with an ``Api-Key``: the account, and the key with its scope."""
+    """Who is calling with an ``Api-Key``: the key, read with its account and whether it is scoped to
+    deployments (the ``is_scoped`` annotation of the authenticating query)."""
 
-    account: Account
     key: ApiKey
-    is_scoped: bool
+
+    @property
+    def account(self) -> Account:
+        return self.key.account
+
+    @property
+    def is_scoped(self) -> bool:
+        return self.key.is_scoped
 
     @property
     def is_admin(self) -> bool:
@@ -61,7 +68,7 @@ def api_key_authenticate(plaintext: str) -> ApiKeyCaller | None:
     key = _API_KEY_BY_PREFIX.first(prefix)
     if key is None or not credentials.matches(plaintext, key.key_digest):
         return None
-    return ApiKeyCaller(account=key.account, key=key, is_scoped=key.is_scoped)
+    return ApiKeyCaller(key=key)
 
 
 def platform_token_authenticate(plaintext: str) -> PlatformCaller | None:
@@ -91,18 +98,6 @@ def deployment_for_key(*, caller: ApiKeyCaller, deployment_id: int) -> Deploymen
     return deployment
 
 
-def deployment_signing_secret(*, deployment: Deployment) -> str:
-    """The newest active secret of a deployment, in clear: it signs tokens."""
-    row = (
-        DeploymentSecret.objects.filter(deployment=deployment, revoked_at__isnull=True)
-        .order_by("-created_at", "-id")
-        .first()
-    )
-    if row is None:
-        raise Forbidden(f"Deployment {deployment.pk} has no active signing secret")
-    return credentials.decrypt_secret(row.encrypted_secret)
-
-
 # Read on every Core Data API request with an HS256 token: compiled once (embedadmin/core/prepared.py).
 _ACTIVE_SECRETS: PreparedQuery[DeploymentSecret] = PreparedQuery(
     DeploymentSecret,
@@ -113,6 +108,16 @@ _ACTIVE_SECRETS: PreparedQuery[DeploymentSecret] = PreparedQuery(
     ),
     sentinels=(-9_000_001,),
 )
+
+
+def deployment_signing_secret(*, deployment: Deployment) -> str:
+    """The newest active secret of a deployment, in clear: it signs tokens."""
+    active = _ACTIVE_SECRETS.fetch(deployment.pk)
+    if not active:
+        raise Forbidden(f"Deployment {deployment.pk} has no active signing secret")
+    return credentials.decrypt_secret(active[0].encrypted_secret)
+
+
 _REVOKED_TOKEN: PreparedQuery[RevokedToken] = PreparedQuery(
     RevokedToken, lambda jti: RevokedToken.objects.filter(jti=jti).only("id").order_by()[:1], sentinels=("\x00jti",)
 )

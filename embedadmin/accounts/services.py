@@ -6,6 +6,8 @@ admin panel all call them.
 
 from __future__ import annotations
 
+import functools
+import os
 import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -93,17 +95,14 @@ def deployment_create(*, account: Account, name: str, slug: str) -> tuple[Deploy
     if Deployment.objects.filter(account=account, slug=slug).exists():
         raise Conflict(f"Deployment slug {slug!r} is already used in this account")
     deployment.save()
-    secret = deployment_secret_rotate(deployment=deployment, revoke_previous=False)
+    secret = deployment_secret_rotate(deployment=deployment)
     return deployment, secret
 
 
-def deployment_secret_rotate(*, deployment: Deployment, revoke_previous: bool) -> str:
-    """Add a new signing secret (it signs from now on); optionally revoke the older ones."""
+def deployment_secret_rotate(*, deployment: Deployment) -> str:
+    """Add a new signing secret: it signs from now on, and the older active ones still verify."""
     secret = secrets.token_urlsafe(48)
-    with transaction.atomic():
-        if revoke_previous:
-            deployment.secrets.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
-        DeploymentSecret.objects.create(deployment=deployment, encrypted_secret=credentials.encrypt_secret(secret))
+    DeploymentSecret.objects.create(deployment=deployment, encrypted_secret=credentials.encrypt_secret(secret))
     return secret
 
 
@@ -209,6 +208,11 @@ def tenant_settings_update(*, account: Account, changes: dict) -> TenantSettings
 DATA_SOURCE_SCHEMES = ("duckdb://", "postgresql://", "postgres://")
 
 
+def duckdb_url(path: str | os.PathLike[str]) -> str:
+    """The ``duckdb://`` URL of a filesystem path, absolute or relative to the project directory."""
+    return f"duckdb:///{os.fspath(path)}"
+
+
 def deployment_configure(
     *,
     deployment: Deployment,
@@ -265,6 +269,22 @@ NON_EPHEMERAL_CHAT_USERS = Quota(
 )
 
 
+@functools.cache
+def _quota_reserve_sql(quota: Quota) -> str:
+    """``UPDATE ... SET counter = counter + 1 WHERE account = %s AND counter < limit``.
+
+    The ORM's update() compiles this anew on every call (half a millisecond on generate-session's path
+    for each new user); only the model's own identifiers are formatted in.
+    """
+    meta = TenantSettings._meta
+    qn = connection.ops.quote_name
+    counter, limit = (qn(meta.get_field(name).column) for name in (quota.counter, quota.limit))
+    return (
+        f"UPDATE {qn(meta.db_table)} SET {counter} = {counter} + 1 "  # noqa: S608
+        f"WHERE {qn(meta.get_field('account').column)} = %s AND {counter} < {limit}"
+    )
+
+
 def quota_reserve(*, account_id: int, quota: Quota) -> None:
     """Take one place under an account's cap, or raise 429 (ADR 0002).
 
@@ -272,17 +292,8 @@ def quota_reserve(*, account_id: int, quota: Quota) -> None:
     concurrent reservations queue, and each re-checks the condition against the committed count, so
     the cap cannot be overshot.
     """
-    meta = TenantSettings._meta
-    qn = connection.ops.quote_name
-    counter, limit = (qn(meta.get_field(name).column) for name in (quota.counter, quota.limit))
-    # The ORM's update() compiles this anew on every call (half a millisecond on generate-session's
-    # path for each new user); only the model's own identifiers are formatted in.
-    sql = (
-        f"UPDATE {qn(meta.db_table)} SET {counter} = {counter} + 1 "  # noqa: S608
-        f"WHERE {qn(meta.get_field('account').column)} = %s AND {counter} < {limit}"
-    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [account_id])
+        cursor.execute(_quota_reserve_sql(quota), [account_id])
         taken = cursor.rowcount
     if not taken:
         limit = TenantSettings.objects.filter(account_id=account_id).values_list(quota.limit, flat=True).first()

@@ -2,8 +2,9 @@
 
 API keys, platform tokens and embed session ids are random 256-bit values shown once. What is stored
 is a SHA-256 digest: the values are long random strings, so a fast hash is enough to make a stolen
-database useless (there is nothing to brute-force), and lookups stay one indexed query. Each value
-carries a short public prefix, stored in clear, used to find the row before the constant-time compare.
+database useless (there is nothing to brute-force), and lookups stay one indexed query. API keys and
+platform tokens carry a short public prefix (:func:`mint`), stored in clear, used to find the row
+before the constant-time compare; embed session ids have none and are found by their unique digest.
 
 Deployment JWT secrets must stay recoverable (HMAC needs the key), so they are encrypted at rest with
 a key derived from settings instead (:func:`encrypt_secret`).

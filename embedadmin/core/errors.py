@@ -23,11 +23,9 @@ class ApiError(Exception):
 
     status = 400
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-        if status is not None:
-            self.status = status
 
 
 class BadRequest(ApiError):
@@ -57,6 +55,7 @@ class LimitExceeded(ApiError):
 
 
 SCIM_ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error"
+SCIM_MEDIA_TYPE = "application/scim+json"
 SCIM_PATH_PREFIX = "/api/scim/"
 
 
@@ -140,5 +139,5 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
 def json_error(message: str, status: int, *, path: str = "") -> JsonResponse:
     """An error response outside DRF views; SCIM paths get the SCIM error shape and media type."""
     if path.startswith(SCIM_PATH_PREFIX):
-        return JsonResponse(scim_error_body(status, message), status=status, content_type="application/scim+json")
+        return JsonResponse(scim_error_body(status, message), status=status, content_type=SCIM_MEDIA_TYPE)
     return JsonResponse(error_body(message), status=status)

@@ -10,7 +10,8 @@ Limits: every argument must reach the SQL as exactly the bound parameter it was 
 ``field=value`` lookup), be an :class:`InList` for an ``__in`` lookup (compiled once per list
 length), or a :class:`Nullable` that may be None (compiled once with ``IS NULL``, once with a
 parameter), up to ``MAX_SHAPES`` shapes; lookups that transform a value (``__contains`` patterns)
-are refused when the query is first compiled.
+are refused when the query is first compiled. An empty InList matches nothing, so no query runs (as
+the ORM answers ``filter(field__in=[])``): an InList must therefore not sit inside an OR.
 """
 
 from __future__ import annotations
@@ -153,14 +154,23 @@ class PreparedQuery(Generic[M]):
             cursor.execute(compiled.sql, params)
             return compiled, cursor.fetchall()
 
+    def _matches_nothing(self, args: Sequence[Any]) -> bool:
+        """Whether an :class:`InList` argument is empty: the ORM cannot compile ``__in=[]`` (it raises
+        ``EmptyResultSet`` and answers without a query), so neither is there anything to run here."""
+        return any(isinstance(s, InList) and not a for s, a in zip(self._sentinels, args, strict=True))
+
     def rows(self, *args: Any, using: str | None = None) -> list[tuple[Any, ...]]:
         """Run a ``values_list()`` query: its rows as tuples, through the fields' converters (JSON and
         time zones arrive as the ORM would give them)."""
+        if self._matches_nothing(args):
+            return []
         compiled, rows = self._execute(args, using, values=True)
         return [tuple(row) for row in _converted(compiled, rows)]
 
     def fetch(self, *args: Any, using: str | None = None) -> list[M]:
         """Run the query with ``args`` in place of the sentinels; the instances it returns."""
+        if self._matches_nothing(args):
+            return []
         compiled, rows = self._execute(args, using, values=False)
         compiler = compiled.compiler
         db = compiler.using

@@ -4,10 +4,14 @@ read and write these."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rest_framework import serializers
 
 from embedadmin.core.fields import JsonValueField, RejectUnknownFieldsMixin, StrictCharField
 from embedadmin.directory.models import AttributeDefinition
+from embedadmin.directory.services import AttributeDefinitionInput
 
 
 class UserAttributeSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
@@ -26,6 +30,26 @@ class AttributeDefinitionSerializer(RejectUnknownFieldsMixin, serializers.Serial
     displayName = StrictCharField(required=False, allow_blank=True, max_length=255)
     defaultValue = StrictCharField(required=False, allow_blank=True)
     description = StrictCharField(required=False, allow_blank=True)
+
+
+# API names of AttributeDefinitionSerializer's fields that differ from the service's.
+_ATTRIBUTE_DEFINITION_RENAMES = {"displayName": "display_name", "defaultValue": "default_value"}
+
+
+def attribute_definition_input(data: Mapping[str, Any]) -> AttributeDefinitionInput:
+    """The service's input from AttributeDefinitionSerializer's validated data (omitted fields are None)."""
+    return AttributeDefinitionInput(
+        name=data["name"],
+        type=data["type"],
+        display_name=data.get("displayName"),
+        default_value=data.get("defaultValue"),
+        description=data.get("description"),
+    )
+
+
+def attribute_definition_changes(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a partial AttributeDefinitionSerializer's validated data, by the service's names."""
+    return {_ATTRIBUTE_DEFINITION_RENAMES.get(k, k): v for k, v in data.items()}
 
 
 def attribute_definition_item(definition: AttributeDefinition) -> dict:

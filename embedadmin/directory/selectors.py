@@ -85,10 +85,15 @@ _GROUPS: PreparedQuery[Group] = PreparedQuery(
 )
 
 
+def groups_by_name(*, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]) -> dict[str, Group]:
+    """The groups of one scope among ``names``, by name; a name without a group is left out."""
+    return {g.name: g for g in _GROUPS.fetch(account.pk, _scope_id(embed_tenant), list(names))}
+
+
 def groups_resolve(*, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]) -> list[Group]:
     """The groups named, all of which must exist in the scope (``Groups with names ... not found``)."""
     unique_names = list(dict.fromkeys(names))
-    found = {g.name: g for g in _GROUPS.fetch(account.pk, _scope_id(embed_tenant), unique_names)}
+    found = groups_by_name(account=account, embed_tenant=embed_tenant, names=unique_names)
     missing = [n for n in unique_names if n not in found]
     if missing:
         raise BadRequest(f"Groups with names {', '.join(missing)} not found")

@@ -85,17 +85,6 @@ def _reject_duplicates(names: Iterable[str], what: str) -> None:
         raise BadRequest(f"Duplicate names in {what}: {', '.join(duplicates)}")
 
 
-def _attribute_definitions_by_name(
-    *, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]
-) -> dict[str, AttributeDefinition]:
-    rows = AttributeDefinition.objects.filter(account=account, embed_tenant=embed_tenant, name__in=names)
-    return {d.name: d for d in rows}
-
-
-def _groups_by_name(*, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]) -> dict[str, Group]:
-    return {g.name: g for g in Group.objects.filter(account=account, embed_tenant=embed_tenant, name__in=names)}
-
-
 def _reject_type_changes(
     definitions: Sequence[AttributeDefinitionInput], existing: dict[str, AttributeDefinition]
 ) -> None:
@@ -129,8 +118,8 @@ def definitions_apply(
             default_value_parse(definition.type, definition.default_value)
 
     scope = {"account": account, "embed_tenant": embed_tenant}
-    attribute_names = [d.name for d in attribute_definitions]
-    existing_attrs = _attribute_definitions_by_name(**scope, names=attribute_names)
+    # The scope's whole catalog by name (catalogs are small): only the names requested are looked up.
+    existing_attrs = selectors.attribute_definitions_in_scope(**scope) if attribute_definitions else {}
     _reject_type_changes(attribute_definitions, existing_attrs)
     missing_attrs = [d for d in attribute_definitions if d.name not in existing_attrs]
     if missing_attrs:
@@ -149,7 +138,7 @@ def definitions_apply(
             ignore_conflicts=True,
         )
         # Re-read: a concurrent request may have won a name, possibly with another type.
-        existing_attrs = _attribute_definitions_by_name(**scope, names=attribute_names)
+        existing_attrs = selectors.attribute_definitions_in_scope(**scope)
         _reject_type_changes(attribute_definitions, existing_attrs)
 
     # Updates in primary-key order, so two requests updating the same definitions cannot deadlock.
@@ -168,14 +157,14 @@ def definitions_apply(
             AttributeDefinition.objects.filter(pk=current.pk).update(**updates, updated_at=timezone.now())
 
     group_names = [d.name for d in group_definitions]
-    existing_groups = _groups_by_name(**scope, names=group_names)
+    existing_groups = selectors.groups_by_name(**scope, names=group_names)
     missing_groups = [d for d in group_definitions if d.name not in existing_groups]
     if missing_groups:
         Group.objects.bulk_create(
             [Group(**scope, name=d.name, description=d.description or "") for d in missing_groups],
             ignore_conflicts=True,
         )
-        existing_groups = _groups_by_name(**scope, names=group_names)
+        existing_groups = selectors.groups_by_name(**scope, names=group_names)
     for definition in sorted(group_definitions, key=lambda d: existing_groups[d.name].pk):
         current = existing_groups[definition.name]
         if definition.description and definition.description != current.description:
@@ -248,9 +237,15 @@ def group_create(*, account: Account, embed_tenant: EmbedTenant | None, name: st
         raise Conflict(f"A group named {name!r} already exists") from None
 
 
-def group_delete(*, group: Group) -> None:
-    """Delete a group that has no members; otherwise refuse, as its members' access would change."""
+def group_delete(*, group: Group, with_internal_members: bool = False) -> None:
+    """Delete a group that has no members; otherwise refuse, as its members' access would change.
+
+    ``with_internal_members`` removes its internal (IdP-managed) members first, as SCIM deletes a group
+    with its memberships (the users stay); a refused delete keeps them.
+    """
     with transaction.atomic():
+        if with_internal_members:
+            group.internal_members.clear()
         members = GroupMembership.objects.filter(group=group).count() + group.internal_members.count()
         if members:
             raise BadRequest(f"Group {group.name!r} still has {members} member(s); remove them first")

@@ -20,9 +20,13 @@ from embedadmin.core.fields import (
     StrictIntegerField,
     is_http_url,
 )
-from embedadmin.directory.contracts import AttributeDefinitionSerializer, UserAttributeSerializer
+from embedadmin.directory.contracts import (
+    AttributeDefinitionSerializer,
+    UserAttributeSerializer,
+    attribute_definition_input,
+)
 from embedadmin.directory.models import EMBED_TENANT_NAME_RE
-from embedadmin.directory.services import AttributeDefinitionInput, GroupDefinitionInput, ProfileInput
+from embedadmin.directory.services import GroupDefinitionInput, ProfileInput
 from embedadmin.embedding.services import EXTERNAL_ONLY_FIELDS, GenerateSessionInput
 
 
@@ -87,16 +91,7 @@ def _input_from(data: Mapping[str, Any]) -> GenerateSessionInput:
         creator_mode=data.get("creatorMode", False),
         user_attributes=[(a["name"], a["value"]) for a in data["userAttributes"]] if "userAttributes" in data else None,
         groups=data.get("groups"),
-        attribute_definitions=[
-            AttributeDefinitionInput(
-                name=d["name"],
-                type=d["type"],
-                display_name=d.get("displayName"),
-                default_value=d.get("defaultValue"),
-                description=d.get("description"),
-            )
-            for d in data.get("userAttributeDefinitions", [])
-        ],
+        attribute_definitions=[attribute_definition_input(d) for d in data.get("userAttributeDefinitions", [])],
         group_definitions=[
             GroupDefinitionInput(name=d["name"], description=d.get("description"))
             for d in data.get("groupDefinitions", [])

@@ -14,20 +14,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.db import transaction
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
-from embedadmin.core.errors import ApiError, BadRequest, NotFound, scim_error_body
+from embedadmin.core.errors import SCIM_MEDIA_TYPE, ApiError, BadRequest, NotFound, scim_error_body
 from embedadmin.directory import services as directory
 from embedadmin.directory.models import Group
 
 GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
 LIST_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
 FILTER_RE = re.compile(r'^\s*displayName\s+eq\s+"((?:[^"\\]|\\.)*)"\s*$', re.IGNORECASE)
-SCIM_MEDIA_TYPE = "application/scim+json"
 MAX_COUNT = 500
 MAX_ID_DIGITS = 19  # a bigint
 NAME_MAX_LENGTH = Group._meta.get_field("name").max_length
@@ -143,8 +141,5 @@ class ScimGroupDetailView(ScimView):
         return Response(group_resource(self._group(request, group_id), request), content_type=SCIM_MEDIA_TYPE)
 
     def delete(self, request: Request, group_id: str) -> Response:
-        group = self._group(request, group_id)
-        with transaction.atomic():  # a refused delete keeps the internal members too
-            group.internal_members.clear()  # SCIM deletes a group with its memberships; users stay
-            directory.group_delete(group=group)
+        directory.group_delete(group=self._group(request, group_id), with_internal_members=True)
         return Response(status=204)

@@ -17,7 +17,12 @@ from embedadmin.core.errors import NotFound
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField
 from embedadmin.core.pagination import paginate
 from embedadmin.directory import services as directory
-from embedadmin.directory.contracts import AttributeDefinitionSerializer, attribute_definition_item
+from embedadmin.directory.contracts import (
+    AttributeDefinitionSerializer,
+    attribute_definition_changes,
+    attribute_definition_input,
+    attribute_definition_item,
+)
 from embedadmin.directory.models import AttributeDefinition
 
 
@@ -62,17 +67,10 @@ class UserAttributeListView(PlatformView):
     def post(self, request: Request) -> Response:
         serializer = AttributeDefinitionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
         definition = directory.attribute_definition_create(
             account=request.user.account,
             embed_tenant=None,
-            data=directory.AttributeDefinitionInput(
-                name=data["name"],
-                type=data["type"],
-                display_name=data.get("displayName"),
-                default_value=data.get("defaultValue"),
-                description=data.get("description"),
-            ),
+            data=attribute_definition_input(serializer.validated_data),
         )
         return Response(attribute_definition_item(definition), status=201)
 
@@ -93,8 +91,7 @@ class UserAttributeDetailView(PlatformView):
         definition = self._definition(request, attribute_id)
         serializer = AttributeDefinitionUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        renames = {"displayName": "display_name", "defaultValue": "default_value"}
-        changes = {renames.get(k, k): v for k, v in serializer.validated_data.items()}
+        changes = attribute_definition_changes(serializer.validated_data)
         definition = directory.attribute_definition_update(definition=definition, changes=changes)
         return Response(attribute_definition_item(definition))
 

@@ -66,6 +66,26 @@ def test_in_lists_of_any_length_are_bound_per_call(acme):
 
 
 @pytest.mark.django_db
+def test_an_empty_in_list_matches_nothing_without_a_query(acme, django_assert_num_queries):
+    # given: a group that a non-empty list would find
+    from embedadmin.directory.services import group_create
+
+    group_create(account=acme.account, embed_tenant=None, name="a")
+    names = PreparedQuery(
+        Group,
+        lambda account_id, names: Group.objects.filter(account_id=account_id, name__in=names).values_list("name"),
+        sentinels=(-1, InList("\x00g")),
+    )
+
+    # when / then: an empty list returns nothing and runs no query (the ORM cannot compile ``__in=[]``)
+    with django_assert_num_queries(0):
+        assert GROUPS.fetch(acme.account.pk, []) == []
+        assert GROUPS.first(acme.account.pk, []) is None
+        assert names.rows(acme.account.pk, []) == []
+    assert [g.name for g in GROUPS.fetch(acme.account.pk, ["a"])] == ["a"]
+
+
+@pytest.mark.django_db
 def test_an_argument_the_orm_transforms_is_refused():
     contains = PreparedQuery(Group, lambda name: Group.objects.filter(name__contains=name), sentinels=("\x00n",))
     with pytest.raises(ValueError, match="plain bound parameter"):

@@ -14,7 +14,6 @@ from embedadmin.accounts import selectors, services
 from embedadmin.accounts.management.commands._output import created_account_payload, fail
 from embedadmin.accounts.models import Account, Deployment
 from embedadmin.core.errors import ApiError, Conflict
-from embedadmin.semantic.datasources import duckdb_url
 
 # The demo token is valid for this long from the start of the day it is printed on: the same token all day,
 # so running the command twice prints the same thing.
@@ -63,7 +62,7 @@ class Command(BaseCommand):
             return
         credentials = json.loads(path.read_text())
         url = options["url"]
-        data_source = options["data_source"] or duckdb_url(settings.VAR_DIR / "demo.duckdb")
+        data_source = options["data_source"] or services.duckdb_url(settings.VAR_DIR / "demo.duckdb")
         deployment = Deployment.objects.get(pk=credentials["deploymentId"])
         _configure_once(deployment, model_dir=options["model_dir"], data_source=data_source)
         self.stdout.write(
