@@ -177,7 +177,7 @@ EMBEDADMIN = {
 # Core Data API (the semantic layer). See docs/configuration.md.
 CUBEJS_BASE_PATH = "/" + (env_str("CUBEJS_BASE_PATH", "/cubejs-api") or "/cubejs-api").strip("/")
 SEMANTIC = {
-    # A deployment a request is routed to when neither its path nor its host names one.
+    # A deployment a request is routed to when its path does not name one (no /d/{deploymentId} prefix).
     "DEFAULT_DEPLOYMENT_ID": env_int("DEFAULT_DEPLOYMENT_ID", 0, minimum=0),
     "QUERY_TIMEOUT_SECONDS": env_float("QUERY_TIMEOUT_SECONDS", 30.0),
     # How long /v1/load waits before answering {"error": "Continue wait"} (Cube's continueWaitTimeout).

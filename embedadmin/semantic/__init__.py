@@ -1,7 +1,10 @@
 """The semantic layer: Cube-format data models, ``/v1/meta``, and JSON queries compiled to SQL.
 
-It knows nothing of HTTP, embedding or chat: it takes a compiled model and a :class:`QueryContext`
-(security context, groups, user attributes) and returns Cube-shaped data. Typical use by an endpoint::
+Its core knows nothing of HTTP, embedding or chat: it takes a compiled model and a :class:`QueryContext`
+(security context, groups, user attributes) and returns Cube-shaped data. The endpoints (:mod:`.views`) and the
+chat tools do not call it directly: they go through :mod:`.service`, whose ``served_model(deployment=...)`` loads
+the deployment's model (``load_model``, cached per file version) and which runs the queries (result cache,
+data source). Underneath, for one model::
 
     version = load_model(deployment.model_dir, dialect="duckdb")   # cached; recompiles on change
     model = version.require()                                       # ModelError if nothing compiles

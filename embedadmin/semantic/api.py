@@ -135,7 +135,7 @@ def compile_cached(
     if governed is None:
         governed = model.caches["governed"] = any(e.access_policies is not None for e in model.entities.values())
     year = local_now(now, resolve_timezone(query.timezone)).year
-    key = (repr(query), ctx.cache_key if governed else "", year)
+    key = (repr(query), ctx.identity if governed else "", year)
     with _cache_lock:
         cache: OrderedDict[tuple[str, str, int], CompiledQuery] = model.caches.setdefault("compiled", OrderedDict())
         found = cache.get(key)

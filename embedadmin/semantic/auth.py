@@ -17,7 +17,6 @@ The verified payload becomes a :class:`SecurityContext`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -43,9 +42,12 @@ logger = logging.getLogger(__name__)
 
 # Asymmetric algorithms a JWKS key may verify, by the algorithm PyJWT derives from the key.
 JWKS_ALGORITHMS = frozenset({"RS256", "ES256"})
-# Claims that differ between two tokens for the same viewer; they cannot change what a query returns.
-VOLATILE_CLAIMS = frozenset({"iat", "exp", "nbf", "jti"})
 MAX_JWKS_BYTES = 256 * 1024
+
+
+class PublicTokenInvalid(TokenInvalid):
+    """A refusal whose message the Core Data API shows as it is (Cube's own messages for a missing token and
+    JWKS problems); any other :class:`TokenInvalid` is answered ``Invalid token``."""
 
 
 @dataclass(frozen=True)
@@ -71,17 +73,6 @@ class SecurityContext:
             user_attributes=dict(attributes) if isinstance(attributes, dict) else {},
         )
 
-    @property
-    def cache_identity(self) -> str:
-        """A digest of everything in the payload that can change a query's answer.
-
-        Two tokens of one viewer differ only in ``iat``, ``exp``, ``nbf`` and ``jti``; they share cached
-        results, while any other difference (groups, attributes, tenant ids) keeps them apart.
-        """
-        stable = {key: value for key, value in self.payload.items() if key not in VOLATILE_CLAIMS}
-        canonical = json.dumps(stable, sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(canonical.encode()).hexdigest()
-
 
 def authorization_token(*, authorization: str | None, cube_authorization: str | None = None) -> str:
     """The token of a request: ``x-cube-authorization`` wins over ``Authorization``; the value is the
@@ -90,7 +81,7 @@ def authorization_token(*, authorization: str | None, cube_authorization: str | 
     scheme, _, rest = value.partition(" ")
     token = rest.strip() if rest else scheme
     if not token:
-        raise TokenInvalid("Authorization header isn't set")
+        raise PublicTokenInvalid("Authorization header isn't set")
     return token
 
 
@@ -149,7 +140,7 @@ class JwksClient:
     def _known(key_set: _KeySet, kid: str) -> jwt.PyJWK:
         if kid in key_set.keys:
             return key_set.keys[kid]
-        raise TokenInvalid(key_set.error or f'Unable to verify, JWK with kid: "{kid}" not found')
+        raise PublicTokenInvalid(key_set.error or f'Unable to verify, JWK with kid: "{kid}" not found')
 
     def _lock_for(self, url: str) -> threading.Lock:
         with self._guard:
@@ -168,7 +159,7 @@ class JwksClient:
             entries = document["keys"]
         except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
             logger.warning("cannot fetch JWKS %s: %s", url, exc)
-            raise TokenInvalid(FETCH_FAILED) from None
+            raise PublicTokenInvalid(FETCH_FAILED) from None
         keys: dict[str, jwt.PyJWK] = {}
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, dict) or not isinstance(entry.get("kid"), str):
@@ -198,7 +189,7 @@ def core_token_verify(*, deployment: Deployment, token: str, jwks: JwksClient | 
         raise TokenInvalid(f"Token algorithm {algorithm!r} is not accepted")
     kid = header.get("kid")
     if not isinstance(kid, str) or not kid:
-        raise TokenInvalid("JWT without kid inside headers")
+        raise PublicTokenInvalid("JWT without kid inside headers")
     key = (jwks or _default_jwks).key(deployment.jwks_url, kid)
     if key.algorithm_name != algorithm:
         raise TokenInvalid(f"Token algorithm {algorithm!r} does not match its key {kid!r}")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+# Claims that differ between two tokens for the same viewer; they cannot change what a query returns.
+VOLATILE_CLAIMS = frozenset({"iat", "exp", "nbf", "jti"})
 
 
 @dataclass(frozen=True)
@@ -31,11 +35,15 @@ class QueryContext:
         }
 
     @cached_property
-    def cache_key(self) -> str:
-        """A stable string identifying this context (for caches keyed by caller)."""
-        return json.dumps(
-            [self.security_context, sorted(self.groups or []), self.user_attributes],
+    def identity(self) -> str:
+        """A digest of what in this context can change an answer (for caches keyed by caller): two tokens of
+        one viewer (differing only in ``iat``, ``exp``, ``nbf``, ``jti``) share it; any other difference keeps
+        them apart."""
+        stable = {key: value for key, value in (self.security_context or {}).items() if key not in VOLATILE_CLAIMS}
+        material = json.dumps(
+            [stable, sorted(self.groups or []), self.user_attributes or {}],
             sort_keys=True,
             default=str,
             separators=(",", ":"),
         )
+        return hashlib.sha256(material.encode()).hexdigest()

@@ -20,7 +20,7 @@ import json
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -31,13 +31,12 @@ from .context import QueryContext
 from .cubesql_terms import Term
 from .cubesql_translate import parse_statement, translate
 from .datasources import DataSourceError
-from .dates import format_local
 from .errors import QueryError
 from .meta import member_json
 from .model import CompiledModel, Dimension, Measure
 from .normalize import Limits
 from .query import MAX_LIMIT
-from .results import number_text, time_text
+from .results import number_text, refresh_time_text, time_text
 from .sql_builder import CompiledQuery
 
 logger = logging.getLogger(__name__)
@@ -169,8 +168,7 @@ def cubesql_rows(plan: CubeSqlPlan, rows: Iterable[Sequence[Any]]) -> Iterator[l
 def cubesql_schema_line(plan: CubeSqlPlan, *, last_refresh_time: datetime | None = None) -> str:
     body: dict[str, Any] = {"schema": plan.schema()}
     if last_refresh_time is not None:
-        instant = last_refresh_time.astimezone(UTC) if last_refresh_time.tzinfo else last_refresh_time
-        body["lastRefreshTime"] = f"{format_local(instant)}Z"
+        body["lastRefreshTime"] = refresh_time_text(last_refresh_time)
     return _line(body)
 
 

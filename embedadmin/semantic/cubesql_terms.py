@@ -18,6 +18,7 @@ from sqlglot import exp
 from .context import QueryContext
 from .errors import QueryError
 from .model import CompiledModel, Dimension, Entity, Measure, Member
+from .model import value_type as member_value_type
 from .policies import EntityAccess, entity_access
 from .references import PREDEFINED_GRANULARITIES
 
@@ -89,12 +90,7 @@ class Term:
     @property
     def value_type(self) -> str:
         """number, string, time or boolean: how filter values for it are read."""
-        member = self.member
-        if isinstance(member, Measure):
-            return member.type if member.type in ("string", "time", "boolean") else "number"
-        if isinstance(member, Dimension):
-            return "string" if member.type == "geo" else member.type
-        return "boolean"
+        return member_value_type(self.member)
 
 
 @dataclass(frozen=True, slots=True)

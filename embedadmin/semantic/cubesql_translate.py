@@ -33,7 +33,6 @@ from .errors import QueryError
 from .model import CompiledModel, Measure
 
 MAX_SQL_LENGTH = 100_000
-_MAX_TOP_LEVEL_FILTERS = 64
 _CLAUSES = frozenset({"expressions", "from_", "from", "joins", "where", "group", "having", "order", "limit", "offset"})
 _JOIN_ARGS = frozenset({"this", "kind", "side", "on"})
 _JOIN_HINT = (
@@ -139,9 +138,6 @@ class _Statement:
         filters, segments = self.where()
         if self.rolling(query["measures"]):
             filters = _move_date_range(query["timeDimensions"], filters)
-        if len(filters) > _MAX_TOP_LEVEL_FILTERS:
-            # the SQL builder nests each top-level filter one level deeper; one group stays flat
-            filters = [{"and": filters}]
         if having is not None:
             conditions = Conditions(self.having_operand, "HAVING", self.zone, self.now)
             filters.extend(conditions.condition(part) for part in conjuncts(having.this))

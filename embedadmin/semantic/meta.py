@@ -13,7 +13,7 @@ from typing import Any
 
 from .context import QueryContext
 from .formats import dimension_format, format_description, measure_format
-from .model import CompiledModel, Dimension, Entity, Folder, Measure, Member, Segment
+from .model import CompiledModel, Dimension, Entity, Folder, Measure, Member, Segment, value_type
 from .policies import entity_access
 from .titles import titleize
 
@@ -158,7 +158,7 @@ def _put(body: dict[str, Any], key: str, value: Any) -> None:
 
 def _measure_json(model: CompiledModel, measure: Measure) -> dict[str, Any]:
     display = measure.display
-    member_type = measure.type if measure.type in ("string", "time", "boolean") else "number"
+    member_type = value_type(measure)
     shown_format = measure_format(measure.format)
     body: dict[str, Any] = {"name": measure.full_name, "title": display.title}
     _put(body, "description", display.description)

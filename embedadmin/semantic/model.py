@@ -248,6 +248,16 @@ class Segment:
 Member = Measure | Dimension | Segment
 
 
+def value_type(member: Member) -> str:
+    """number, string, time or boolean: how filter values for ``member`` are read (a view member has the type of
+    the cube member it stands for)."""
+    if isinstance(member, Measure):
+        return member.type if member.type in ("string", "time", "boolean") else "number"
+    if isinstance(member, Dimension):
+        return "string" if member.type == "geo" else member.type
+    return "boolean"
+
+
 @dataclass(frozen=True, slots=True)
 class Hierarchy:
     name: str

@@ -58,15 +58,24 @@ class ModelRegistry:
     def __init__(self, check_interval: float = DEFAULT_CHECK_INTERVAL) -> None:
         self.check_interval = check_interval
         self._entries: dict[tuple[str, str], _Entry] = {}
+        # The entry each directory as given resolved to at its last check: while that check is fresh,
+        # ``get`` skips ``Path.resolve()`` (a system call per path component); once it is due, the
+        # directory is resolved again, so a repointed symlink is followed within ``check_interval``.
+        self._resolved: dict[tuple[str, str], _Entry] = {}
         self._lock = threading.Lock()
 
     def get(self, directory: str | Path, *, dialect: str, check_interval: float | None = None) -> ModelVersion:
         if dialect not in DIALECTS:
             raise ValueError(f"unsupported dialect {dialect!r}")
+        interval = self.check_interval if check_interval is None else check_interval
+        given = (str(directory), dialect)
+        with self._lock:
+            entry = self._resolved.get(given)
+        if entry is not None and time.monotonic() - entry.checked_at < interval:
+            return entry.version
         root = Path(directory).resolve()
         with self._lock:
-            entry = self._entries.setdefault((str(root), dialect), _Entry())
-        interval = self.check_interval if check_interval is None else check_interval
+            entry = self._resolved[given] = self._entries.setdefault((str(root), dialect), _Entry())
         if time.monotonic() - entry.checked_at < interval:
             return entry.version
         with entry.lock:
@@ -77,6 +86,7 @@ class ModelRegistry:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._resolved.clear()
 
     def _refresh(self, entry: _Entry, root: Path, dialect: str) -> None:
         # The check counts as done only once its outcome is in ``entry.version``: ``get`` returns the

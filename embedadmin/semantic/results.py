@@ -57,6 +57,11 @@ def time_text(value: Any) -> Any:
     return value
 
 
+def refresh_time_text(moment: datetime) -> str:
+    """A ``lastRefreshTime``: the instant in UTC as ``YYYY-MM-DDTHH:mm:ss.SSSZ`` (a naive time is taken as UTC)."""
+    return f"{time_text(moment)}Z"
+
+
 def plain_text(value: Any) -> Any:
     if value is None or isinstance(value, str | bool | int | float):
         return value
@@ -190,8 +195,7 @@ def result_body(
         "data": format_data(members, shaped, query.response_format),
     }
     if last_refresh_time is not None:
-        instant = last_refresh_time.astimezone(UTC) if last_refresh_time.tzinfo else last_refresh_time
-        body["lastRefreshTime"] = f"{format_local(instant)}Z"
+        body["lastRefreshTime"] = refresh_time_text(last_refresh_time)
     body["annotation"] = annotation(model, query)
     body["dataSource"] = data_source
     if db_type is not None:

@@ -27,15 +27,12 @@ from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.core.errors import Forbidden, NotFound
 from embedadmin.core.prepared import PreparedQuery
 
-from .auth import FETCH_FAILED, SecurityContext, request_security_context
+from .auth import PublicTokenInvalid, SecurityContext, request_security_context
 from .context import QueryContext
 
 logger = logging.getLogger(__name__)
 
-MISSING_TOKEN = "Authorization header isn't set"
 INVALID_TOKEN = "Invalid token"
-# Messages Cube itself answers with for JWKS problems: shown as they are.
-_JWKS_MESSAGE_PREFIXES = (FETCH_FAILED.split(":")[0], "JWT without kid", "Unable to verify, JWK with kid")
 
 # Runs on every Core Data API request: compiled once (see embedadmin/core/prepared.py).
 _DEPLOYMENT_BY_ID: PreparedQuery[Deployment] = PreparedQuery(
@@ -94,10 +91,7 @@ def deployment_resolve(*, deployment_id: int | None) -> Deployment:
 
 
 def _public_message(exc: TokenInvalid) -> str:
-    message = str(exc)
-    if message == MISSING_TOKEN or message.startswith(_JWKS_MESSAGE_PREFIXES):
-        return message
-    return INVALID_TOKEN
+    return str(exc) if isinstance(exc, PublicTokenInvalid) else INVALID_TOKEN
 
 
 def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) -> CoreApiCaller:

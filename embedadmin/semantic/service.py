@@ -7,9 +7,10 @@ agent calls them with the context of the user it answers::
     body = semantic_load(deployment=deployment, ctx=ctx, query={"measures": ["orders.count"]}, query_type="multi")
 
 Each raises an :class:`~embedadmin.core.errors.ApiError` (``ModelError``/``QueryError`` 400,
-``QueryLimitError`` and :class:`DataSourceFailure` 500) or, from :func:`semantic_load` only,
-:class:`~embedadmin.semantic.cache.ContinueWait` when the query outlives ``SEMANTIC["CONTINUE_WAIT_SECONDS"]``
-(repeat the call: it re-attaches to the running query).
+``QueryLimitError`` and :class:`DataSourceFailure` 500) or, from :func:`semantic_load` (and
+:func:`semantic_cubesql` called with ``throw_continue_wait=True``), :class:`~embedadmin.semantic.cache.ContinueWait`
+when the query outlives ``SEMANTIC["CONTINUE_WAIT_SECONDS"]`` (repeat the call: it re-attaches to the running
+query).
 
 A deployment serves the last model of its ``model_dir`` that compiled. When the files on disk do not compile
 any more, queries keep running on that model, and an error a query meets (an unknown member the broken
@@ -18,7 +19,6 @@ file was meant to add) names the file, line and member at fault too.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -36,7 +36,6 @@ from embedadmin.core.errors import ApiError
 
 from .api import LoadPlan, QueryOutcome, dry_run_response, load_response, parse_query_param, plan_queries, sql_response
 from .api import refresh_interval as result_refresh_interval
-from .auth import VOLATILE_CLAIMS
 from .cache import CachedResult, CacheMode, ContinueWait, query_runner, result_cache_key
 from .context import QueryContext
 from .cubesql import CubeSqlPlan, cubesql_plan
@@ -170,19 +169,6 @@ def cache_mode(*, requested: Any, query: Any) -> CacheMode:
     return CacheMode.MUST_REVALIDATE if inner.get("renewQuery") is True else CacheMode.STALE_IF_SLOW
 
 
-def context_identity(ctx: QueryContext) -> str:
-    """A digest of what in ``ctx`` can change an answer: two tokens of one viewer (differing only in
-    ``iat``, ``exp``, ``nbf``, ``jti``) share cached results; any other difference keeps them apart."""
-    stable = {key: value for key, value in (ctx.security_context or {}).items() if key not in VOLATILE_CLAIMS}
-    material = json.dumps(
-        [stable, sorted(ctx.groups or []), ctx.user_attributes or {}],
-        sort_keys=True,
-        default=str,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(material.encode()).hexdigest()
-
-
 def semantic_load(
     *,
     deployment: Deployment,
@@ -202,7 +188,7 @@ def semantic_load(
     plan = _plan(served, ctx, raw)
     if not served.source_url:
         raise ApiError(f"Deployment {deployment.pk} has no data source: set one with configure_deployment")
-    identity = context_identity(ctx)
+    identity = ctx.identity
     outcomes = []
     for compiled in plan.queries:
         every = result_refresh_interval(served.model, compiled)
@@ -256,7 +242,7 @@ def semantic_cubesql(
         raise ApiError(f"Deployment {deployment.pk} has no data source: set one with configure_deployment")
     compiled = plan.compiled
     every = result_refresh_interval(served.model, compiled)
-    identity = context_identity(ctx)
+    identity = ctx.identity
     while True:
         try:
             cached = _cached_rows(served, compiled.sql, compiled.params, identity, every, mode)

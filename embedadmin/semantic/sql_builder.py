@@ -28,6 +28,7 @@ from .dependencies import member_dependencies, snippet_dependencies
 from .errors import QueryError
 from .joins import JoinHint, JoinTree, build_join_tree
 from .model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure, Member
+from .model import value_type as member_value_type
 from .policies import row_restriction
 from .query import FilterCondition, FilterNode, NormalizedQuery, TimeDimensionSpec
 from .sql_columns import ResultColumn, SelectItem, column_alias, filter_leaves
@@ -82,12 +83,7 @@ class _Builder(GroupStatements):
         return self.model.members[name]
 
     def value_type(self, name: str) -> str:
-        member = self.renderer.origin(self.member(name))
-        if isinstance(member, Measure):
-            return member.type if member.type in ("string", "time", "boolean") else "number"
-        if isinstance(member, Dimension):
-            return "string" if member.type == "geo" else member.type
-        return "boolean"
+        return member_value_type(self.member(name))
 
     def is_measure(self, node: FilterNode) -> bool:
         return any(self.member(leaf.member).kind == "measure" for leaf in filter_leaves(node))

@@ -30,6 +30,7 @@ from embedadmin.semantic.auth import (
     core_token_verify,
     request_security_context,
 )
+from embedadmin.semantic.routing import query_context
 
 AUDIENCE = "https://analytics.example.com"
 ISSUER = "https://idp.example.com/"
@@ -457,10 +458,14 @@ def test_groups_and_attributes_are_taken_only_in_the_expected_shape(payload, gro
 
 
 def test_cache_identity_ignores_token_bookkeeping_but_not_what_the_viewer_may_see():
-    base = SecurityContext.from_payload({"sub": "u", "groups": ["a"], "iat": 1, "exp": 2, "jti": "x"})
-    same_viewer = SecurityContext.from_payload({"jti": "y", "exp": 9, "groups": ["a"], "sub": "u", "nbf": 3})
-    other_groups = SecurityContext.from_payload({"sub": "u", "groups": ["b"], "iat": 1, "exp": 2, "jti": "x"})
+    base = query_context(SecurityContext.from_payload({"sub": "u", "groups": ["a"], "iat": 1, "exp": 2, "jti": "x"}))
+    same_viewer = query_context(
+        SecurityContext.from_payload({"jti": "y", "exp": 9, "groups": ["a"], "sub": "u", "nbf": 3})
+    )
+    other_groups = query_context(
+        SecurityContext.from_payload({"sub": "u", "groups": ["b"], "iat": 1, "exp": 2, "jti": "x"})
+    )
 
-    assert base.cache_identity == same_viewer.cache_identity
-    assert base.cache_identity != other_groups.cache_identity
-    assert len(base.cache_identity) == 64
+    assert base.identity == same_viewer.identity
+    assert base.identity != other_groups.identity
+    assert len(base.identity) == 64
