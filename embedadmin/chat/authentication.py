@@ -26,15 +26,15 @@ class ChatAuthError(Exception):
 
 @dataclass(frozen=True)
 class ChatCredential:
-    """An authenticated caller: ``token`` is set for a token caller (its verified security context)."""
+    """An authenticated caller: an admin API key, or a token (its verified security context, and the
+    user it names: ``externalId``, else ``sub``, lowercased)."""
 
-    via_api_key: bool
     token: SecurityContext | None = None
+    token_external_id: str = ""
 
     @property
-    def token_external_id(self) -> str:
-        payload = self.token.payload if self.token else {}
-        return str(payload.get("externalId") or payload.get("sub")).strip().lower()
+    def via_api_key(self) -> bool:
+        return self.token is None
 
     @property
     def token_email(self) -> str | None:
@@ -58,7 +58,7 @@ def _api_key_credential(*, agent: Agent, header: str) -> ChatCredential:
         raise ChatAuthError("The Chat API requires an admin API key; personal API keys are not allowed")
     if not caller.may_access(agent.deployment_id):
         raise ChatAuthError(f"This API key is not allowed to access deployment {agent.deployment_id}")
-    return ChatCredential(via_api_key=True)
+    return ChatCredential()
 
 
 def _has_chat_scope(scope: Any) -> bool:
@@ -81,7 +81,7 @@ def _token_credential(*, agent: Agent, token: str) -> ChatCredential:
         raise ChatAuthError("The token has neither an externalId nor a sub claim")
     if not _has_chat_scope(context.payload.get("scope")):
         raise ChatAuthError("The token's scope does not include 'chat'")
-    return ChatCredential(via_api_key=False, token=context)
+    return ChatCredential(token=context, token_external_id=identity.strip().lower())
 
 
 def chat_authenticate(*, agent: Agent, headers: Mapping[str, str]) -> ChatCredential:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
-from django.db import close_old_connections, connection
+from django.db import connection
 
 from embedadmin.chat import events, selectors, services
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
@@ -83,7 +83,6 @@ class RunExecution:
         self.tool_context = ToolContext(
             account_id=agent.account_id,
             deployment_id=agent.deployment_id,
-            thread_id=run.thread_id,
             query_context=QueryContext(
                 security_context=context.get("securityContext") or {},
                 groups=list(context.get("groups") or []),
@@ -95,7 +94,7 @@ class RunExecution:
 
     async def _db(self, function: Callable[..., T], **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._db_thread, _releasing_connection, functools.partial(function, **kwargs))
+        return await loop.run_in_executor(self._db_thread, functools.partial(releasing_connection, function, **kwargs))
 
     async def _append(self, message_id: str, build: Callable[[int], events.Frame]) -> None:
         seq = self._next_seq
@@ -116,15 +115,11 @@ class RunExecution:
 
         await self._append(tool_id, frame(None))
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(None, self._tool_in_thread, name, arguments)
+        result = await loop.run_in_executor(
+            None, releasing_connection, self.tools.call, self.tool_context, name, arguments
+        )
         await self._append(tool_id, frame(result))
         return result
-
-    def _tool_in_thread(self, name: str, arguments: dict[str, Any]) -> str:
-        try:
-            return self.tools.call(self.tool_context, name, arguments)
-        finally:
-            close_old_connections()
 
     async def _produce(self) -> None:
         """Run the provider to the end and log the final answer."""
@@ -193,7 +188,8 @@ class RunExecution:
                     await asyncio.gather(work, stop, *helpers, return_exceptions=True)
             await self._end(work)
         finally:
-            await self._db(_close_connection)
+            # Waits for a database call still running (a cancelled one runs to its end) before the thread goes.
+            await self._db(lambda: None)
             self._db_thread.shutdown(wait=False)
 
     async def _end(self, work: asyncio.Task) -> None:
@@ -213,15 +209,11 @@ class RunExecution:
         )
 
 
-def _close_connection() -> None:
-    """Close the calling thread's database connection (``connection`` is per thread)."""
-    connection.close()
-
-
-def _releasing_connection(call: Callable[[], T]) -> T:
-    """Run ``call``, then give the thread's connection back (to the pool on PostgreSQL)."""
+def releasing_connection(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Call ``function``, then give the calling thread's database connection back (to the pool on
+    PostgreSQL); ``connection`` is per thread."""
     try:
-        return call()
+        return function(*args, **kwargs)
     finally:
         connection.close()
 

@@ -69,7 +69,7 @@ _THREAD_MESSAGES: PreparedQuery[ThreadEvent] = PreparedQuery(
             else ThreadEvent.objects.filter(thread_id=thread_id, seq__lt=before_seq)
         )
         .order_by("seq")
-        .values_list("message")
+        .values_list("seq", "message")
     ),
     # seq is a PositiveIntegerField: a negative sentinel would compile to an always-empty query.
     sentinels=(-9_000_001, Nullable(2_000_000_002)),
@@ -80,6 +80,11 @@ _RUN_FRAMES_AFTER: PreparedQuery[ThreadEvent] = PreparedQuery(
         ThreadEvent.objects.filter(run_id=run_id, seq__gt=after_seq).order_by("seq").values_list("seq", "message")
     ),
     sentinels=(-9_000_001, 2_000_000_002),
+)
+_RUN_HEALTH: PreparedQuery[Run] = PreparedQuery(
+    Run,
+    lambda run_id: Run.objects.filter(pk=run_id).order_by().values_list("status", "heartbeat_at"),
+    sentinels=(-9_000_001,),
 )
 
 
@@ -133,11 +138,23 @@ def run_frames_after(*, run_id: int, after_seq: int) -> list[LoggedFrame]:
 
 def thread_messages(*, thread_id: int, before_seq: int | None = None) -> list[dict[str, Any]]:
     """The consolidated messages of a thread (``__state__``), optionally only those logged before a seq."""
-    return events.consolidate(message for (message,) in _THREAD_MESSAGES.rows(thread_id, before_seq))
+    return events.consolidate(message for _, message in _THREAD_MESSAGES.rows(thread_id, before_seq))
+
+
+def thread_state(*, thread_id: int) -> tuple[list[dict[str, Any]], int]:
+    """The thread's consolidated messages and the seq of its last logged frame (0 when none), in one read."""
+    rows = _THREAD_MESSAGES.rows(thread_id, None)
+    return events.consolidate(message for _, message in rows), rows[-1][0] if rows else 0
+
+
+def run_health(*, run_id: int) -> tuple[str, dt.datetime] | None:
+    """A run's status and last heartbeat; None when it no longer exists."""
+    found = _RUN_HEALTH.rows(run_id)
+    return found[0] if found else None
 
 
 def run_for_execution(*, run_id: int) -> Run | None:
-    return Run.objects.select_related("thread", "thread__agent", "thread__agent__deployment").filter(pk=run_id).first()
+    return Run.objects.select_related("thread__agent").filter(pk=run_id).first()
 
 
 def stale_run_ids(*, now: dt.datetime, stale_after: dt.timedelta) -> list[int]:

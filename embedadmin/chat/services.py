@@ -348,11 +348,9 @@ _THREAD_LOCK = PreparedQuery(
     lambda thread_id: Thread.objects.select_for_update().filter(pk=thread_id).order_by().values_list("pk"),
     sentinels=(-9_000_001,),
 )
-_MESSAGE_ID_TAKEN = PreparedQuery(
+_RUN_OF_MESSAGE: PreparedQuery[Run] = PreparedQuery(
     Run,
-    lambda thread_id, message_id: (
-        Run.objects.filter(thread_id=thread_id, message_id=message_id).order_by().values_list("pk")[:1]
-    ),
+    lambda thread_id, message_id: Run.objects.filter(thread_id=thread_id, message_id=message_id).order_by()[:1],
     sentinels=(-9_000_001, "\x00message-id"),
 )
 
@@ -362,15 +360,16 @@ def _thread_lock(thread_id: int) -> bool:
     return bool(_THREAD_LOCK.rows(thread_id))
 
 
-def _is_stale(run: Run, now: dt.datetime) -> bool:
-    return run.heartbeat_at < now - STALE_AFTER
+def heartbeat_stale(heartbeat_at: dt.datetime, now: dt.datetime) -> bool:
+    """Whether a running run with this heartbeat lost its process."""
+    return heartbeat_at < now - STALE_AFTER
 
 
 def run_fail_if_stale(*, run_id: int, bus: EventBus | None = None, now: dt.datetime | None = None) -> bool:
     """Mark a running run whose process died as failed (its responses end, the thread takes messages)."""
     now = now or timezone.now()
     run = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).first()
-    if run is None or not _is_stale(run, now):
+    if run is None or not heartbeat_stale(run.heartbeat_at, now):
         return False
     with transaction.atomic():
         _thread_lock(run.thread_id)
@@ -417,7 +416,7 @@ def run_heartbeat(*, run: Run, now: dt.datetime | None = None) -> bool | None:
 def _generated_message_id(thread: Thread) -> str:
     """A ``<ms>-message`` id not yet used in the thread (for a request without ``messageId``)."""
     stamp = int(time.time() * 1000)
-    while _MESSAGE_ID_TAKEN.rows(thread.pk, f"{stamp}-message"):
+    while _RUN_OF_MESSAGE.first(thread.pk, f"{stamp}-message") is not None:
         stamp += 1
     return f"{stamp}-message"
 
@@ -453,9 +452,9 @@ def run_start(
     with transaction.atomic():
         _thread_lock(thread.pk)
         if message_id is not None:
-            same = Run.objects.filter(thread=thread, message_id=message_id).first()
+            same = _RUN_OF_MESSAGE.first(thread.pk, message_id)
             if same is not None:
-                if same.status == Run.Status.RUNNING and _is_stale(same, now):
+                if same.status == Run.Status.RUNNING and heartbeat_stale(same.heartbeat_at, now):
                     _run_end_locked(
                         run=same, outcome=Run.Status.FAILED, now=now, bus=bus, error_message=RUN_LOST_MESSAGE
                     )
@@ -463,7 +462,7 @@ def run_start(
                 return _plan_for_run(thread, same)
         running = selectors.thread_running_run(thread_id=thread.pk)
         if running is not None:
-            if not _is_stale(running, now):
+            if not heartbeat_stale(running.heartbeat_at, now):
                 raise Conflict(STREAMING_IN_PROGRESS)
             _run_end_locked(run=running, outcome=Run.Status.FAILED, now=now, bus=bus, error_message=RUN_LOST_MESSAGE)
         seq = selectors.thread_last_seq(thread_id=thread.pk) + 1
@@ -526,7 +525,11 @@ def chat_stream_open(
         )
     if request.input is None:
         running = selectors.thread_running_run(thread_id=thread.pk)
-        if running is not None and run_fail_if_stale(run_id=running.pk, bus=bus):
+        if (
+            running is not None
+            and heartbeat_stale(running.heartbeat_at, timezone.now())
+            and run_fail_if_stale(run_id=running.pk, bus=bus)
+        ):
             running = None
         return StreamPlan(thread_id=thread.pk, chat_id=thread.chat_id, is_streaming=running is not None)
     query_context = {
@@ -556,7 +559,7 @@ def chat_abort(
     if running is None:
         return
     Run.objects.filter(pk=running.pk, status=Run.Status.RUNNING).update(abort_requested=True)
-    if _is_stale(running, timezone.now()):
+    if heartbeat_stale(running.heartbeat_at, timezone.now()):
         run_end(run=running, outcome=Run.Status.ABORTED, bus=bus)
         return
     bus.publish(thread_channel(thread.pk), {"kind": "abort", "run": running.pk})

@@ -9,17 +9,17 @@ transaction or lock: each database read is a short autocommit query in a worker 
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from django.utils import timezone
 
 from embedadmin.chat import events, selectors, services
 from embedadmin.chat.bus import EventBus, thread_channel
 from embedadmin.chat.models import Run
+from embedadmin.chat.runtime import releasing_connection
 from embedadmin.chat.selectors import LoggedFrame
 from embedadmin.chat.services import StreamPlan
 
@@ -28,19 +28,8 @@ POLL_SECONDS = 2.0
 T = TypeVar("T")
 
 
-def _closing(function: Callable[..., T]) -> Callable[..., T]:
-    @functools.wraps(function)
-    def call(**kwargs: Any) -> T:
-        try:
-            return function(**kwargs)
-        finally:
-            close_old_connections()
-
-    return call
-
-
 async def _db(function: Callable[..., T], **kwargs: Any) -> T:
-    return await sync_to_async(_closing(function), thread_sensitive=False)(**kwargs)
+    return await sync_to_async(releasing_connection, thread_sensitive=False)(function, **kwargs)
 
 
 def _line(frame: events.Frame) -> bytes:
@@ -50,10 +39,11 @@ def _line(frame: events.Frame) -> bytes:
 def _run_alive(*, run_id: int) -> bool:
     """Whether a tailed run can still log frames: False once it is gone (its user expired) or ended;
     a run whose process died is failed here, which logs its terminal frames."""
-    status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
-    if status is None:
+    health = selectors.run_health(run_id=run_id)
+    if health is None:
         return False
-    if status == Run.Status.RUNNING:
+    status, heartbeat_at = health
+    if status == Run.Status.RUNNING and services.heartbeat_stale(heartbeat_at, timezone.now()):
         services.run_fail_if_stale(run_id=run_id)
     return True
 
@@ -97,7 +87,7 @@ async def plan_stream(plan: StreamPlan, *, bus: EventBus) -> AsyncIterator[bytes
         async for frame in tail_run(thread_id=plan.thread_id, run_id=plan.run_id, from_seq=plan.from_seq, bus=bus):
             yield _line(frame)
         return
-    messages = await _db(selectors.thread_messages, thread_id=plan.thread_id)
-    sort = await _db(selectors.thread_last_seq, thread_id=plan.thread_id) + 1
+    messages, last_seq = await _db(selectors.thread_state, thread_id=plan.thread_id)
+    sort = last_seq + 1
     yield _line(events.state(sort=sort, messages=messages, is_streaming=plan.is_streaming))
     yield _line(events.usage(sort=sort + 1))

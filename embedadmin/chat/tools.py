@@ -32,7 +32,6 @@ class ToolContext:
 
     account_id: int
     deployment_id: int
-    thread_id: int
     query_context: QueryContext
     branch_name: str = ""
     is_default_branch: bool = True

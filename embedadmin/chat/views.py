@@ -8,7 +8,9 @@ rendered by :class:`embedadmin.core.middleware.ApiErrorMiddleware`.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.db import connection
@@ -50,18 +52,26 @@ def _validated(
     return serializer
 
 
-def _authenticated(request: HttpRequest, account_name: str, agent_id: str) -> tuple[Agent, ChatCredential]:
-    agent = selectors.agent_get(account_name=account_name, agent_id=agent_id)
-    return agent, chat_authenticate(agent=agent, headers=request.headers)
+def _chat_endpoint(view: Callable[[HttpRequest, Agent, ChatCredential], HttpResponse]) -> Callable[..., HttpResponse]:
+    """A Chat API endpoint: POST only, no CSRF check (callers authenticate by header). The agent is looked up
+    (404), then the caller authenticated (a failure is a JSON-RPC error); ``view`` gets both."""
+
+    @csrf_exempt
+    @require_POST
+    @functools.wraps(view)
+    def endpoint(request: HttpRequest, account_name: str, agent_id: str) -> HttpResponse:
+        agent = selectors.agent_get(account_name=account_name, agent_id=agent_id)
+        try:
+            credential = chat_authenticate(agent=agent, headers=request.headers)
+        except ChatAuthError as exc:
+            return jsonrpc_error(str(exc))
+        return view(request, agent, credential)
+
+    return endpoint
 
 
-@csrf_exempt
-@require_POST
-def stream_chat_state(request: HttpRequest, account_name: str, agent_id: str) -> HttpResponse:
-    try:
-        agent, credential = _authenticated(request, account_name, agent_id)
-    except ChatAuthError as exc:
-        return jsonrpc_error(str(exc))
+@_chat_endpoint
+def stream_chat_state(request: HttpRequest, agent: Agent, credential: ChatCredential) -> HttpResponse:
     # With a token, sessionSettings is ignored altogether: the token's claims say who is asking.
     ignored = () if credential.via_api_key else ("sessionSettings",)
     serializer = _validated(StreamChatStateSerializer, request, ignore=ignored)
@@ -80,13 +90,8 @@ def stream_chat_state(request: HttpRequest, account_name: str, agent_id: str) ->
     return response
 
 
-@csrf_exempt
-@require_POST
-def abort(request: HttpRequest, account_name: str, agent_id: str) -> HttpResponse:
-    try:
-        agent, credential = _authenticated(request, account_name, agent_id)
-    except ChatAuthError as exc:
-        return jsonrpc_error(str(exc))
+@_chat_endpoint
+def abort(request: HttpRequest, agent: Agent, credential: ChatCredential) -> HttpResponse:
     data = _validated(AbortSerializer, request).validated_data
     session_settings = data.get("sessionSettings") or {}
     requester, account_wide = services.abort_requester(

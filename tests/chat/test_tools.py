@@ -32,9 +32,7 @@ def demo_deployment(acme: Cast, demo_duckdb: Path, fresh_semantic_state: None) -
 
 def call(cast: Cast, name: str, arguments: dict[str, Any], ctx: QueryContext = ADMIN, **extra: Any) -> dict[str, Any]:
     """Run a tool as the runtime does; its JSON result parsed."""
-    context = ToolContext(
-        account_id=cast.account.pk, deployment_id=cast.deployment.pk, thread_id=0, query_context=ctx, **extra
-    )
+    context = ToolContext(account_id=cast.account.pk, deployment_id=cast.deployment.pk, query_context=ctx, **extra)
     return json.loads(default_tools().call(context, name, arguments))
 
 
