@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from django.db import connection
@@ -86,3 +87,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def on_postgres() -> None:
     """Skip-free guard: tests that need PostgreSQL fail loudly when run elsewhere."""
     assert connection.vendor == "postgresql", "this test needs PostgreSQL (TEST_DATABASE_URL)"
+
+
+THREAD_TIMEOUT_SECONDS = 60
+T = TypeVar("T")
+
+
+def run_concurrently(calls: list[Callable[[], T]]) -> list[T]:
+    """Run each call in its own thread, all released at once; their results in order.
+
+    Each thread closes its database connection when done, so none outlives the test's flush.
+    """
+    barrier = threading.Barrier(len(calls))
+    results: list[T | None] = [None] * len(calls)
+    errors: list[BaseException] = []
+
+    def worker(index: int, call: Callable[[], T]) -> None:
+        try:
+            barrier.wait(timeout=THREAD_TIMEOUT_SECONDS)
+            results[index] = call()
+        except BaseException as exc:  # reported in the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=THREAD_TIMEOUT_SECONDS)
+    assert not [t for t in threads if t.is_alive()], "a thread did not finish"
+    assert not errors, errors
+    return results  # type: ignore[return-value]

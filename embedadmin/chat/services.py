@@ -145,12 +145,9 @@ def identity_from_session_settings(*, account: Account, data: SessionSettingsInp
             definitions=definitions, names=[name for name, _ in data.user_attributes]
         )
         checked = directory.attribute_values_check(definitions=named, values=data.user_attributes)
-        attributes = {
-            name: directory.default_value_parse(definition.type, definition.default_value)
-            for name, definition in definitions.items()
-            if definition.default_value
-        }
-        attributes.update({definition.name: value for definition, value in checked if value is not None})
+        attributes = directory_selectors.attribute_claims(
+            definitions=definitions, values={definition.pk: value for definition, value in checked}
+        )
     return ChatIdentity(
         external_id=data.external_id,
         email=data.email,

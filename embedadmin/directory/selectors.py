@@ -126,15 +126,21 @@ def external_user_claims(
             .order_by()
             .values_list("definition_id", "value")
         )
+    return sorted(set(group_names)), attribute_claims(definitions=definitions, values={**stored, **written})
+
+
+def attribute_claims(*, definitions: dict[str, AttributeDefinition], values: dict[int, Any]) -> dict[str, Any]:
+    """The ``userAttributes`` a viewer is given: for each definition (by name), its value (definition id
+    -> value; ``None`` is cleared) or else its default; left out when it has neither."""
     attributes: dict[str, Any] = {}
     for name in sorted(definitions):
         definition = definitions[name]
-        value = written[definition.pk] if definition.pk in written else stored.get(definition.pk)
+        value = values.get(definition.pk)
         if value is None and definition.default_value:
             value = default_value_parse(definition.type, definition.default_value)
         if value is not None:
             attributes[name] = value
-    return sorted(set(group_names)), attributes
+    return attributes
 
 
 def internal_user_group_names(*, account: Account, user_id: int) -> list[str]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -394,8 +393,3 @@ def close_data_sources() -> None:
         _sources.clear()
     for source in sources:
         source.close()
-
-
-def duckdb_url(path: str | os.PathLike[str]) -> str:
-    """The ``duckdb://`` URL of a filesystem path, absolute or relative to the project directory."""
-    return f"duckdb:///{os.fspath(path)}"

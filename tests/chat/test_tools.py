@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from embedadmin.accounts.services import deployment_configure
+from embedadmin.accounts.services import deployment_configure, duckdb_url
 from embedadmin.chat.tools import ToolContext, default_tools
 from embedadmin.semantic.context import QueryContext
-from embedadmin.semantic.datasources import duckdb_url
 from tests.conftest import Cast
 from tests.semantic.http_support import DEMO_MODEL, demo_duckdb, duck_rows, fresh_semantic_state
 

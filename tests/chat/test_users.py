@@ -4,10 +4,9 @@ clock, and the reconcile worker's counters and daily usage rows."""
 from __future__ import annotations
 
 import datetime as dt
-import threading
+import functools
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from embedadmin.accounts.models import TenantSettings
@@ -17,6 +16,7 @@ from embedadmin.chat.models import AccountUsageDay, ChatUser, Thread, ThreadEven
 from embedadmin.chat.services import ChatIdentity
 from embedadmin.core.errors import LimitExceeded
 from embedadmin.directory.models import ExternalUser
+from tests.conftest import run_concurrently
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,26 +70,17 @@ def test_turning_a_user_persistent_takes_a_place_and_back_releases_it(acme):
 
 def test_concurrent_new_persistent_users_never_overshoot_the_limit(acme, on_postgres):
     _limit(acme.account, 3)
-    outcomes: list[str] = []
-    barrier = threading.Barrier(8)
 
-    def create(index: int) -> None:
+    def create(index: int) -> str:
         try:
-            barrier.wait()
             services.chat_user_upsert(
                 account=acme.account, identity=ChatIdentity(external_id=f"u{index}", is_ephemeral=False)
             )
-            outcomes.append("ok")
+            return "ok"
         except LimitExceeded:
-            outcomes.append("limit")
-        finally:
-            connection.close()
+            return "limit"
 
-    threads = [threading.Thread(target=create, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = run_concurrently([functools.partial(create, i) for i in range(8)])
 
     assert sorted(outcomes) == ["limit"] * 5 + ["ok"] * 3
     assert ChatUser.objects.filter(is_ephemeral=False).count() == 3
@@ -158,21 +149,11 @@ def test_two_expiry_workers_at_once_delete_each_user_once(acme, chat, on_postgre
         thread = services.thread_create(agent=chat.agent, owner=user, branch_name=None, is_default_branch=None)
         services.run_start(thread=thread, question="q", message_id=None, query_context={}, bus=InProcessBus())
     assert ThreadEvent.objects.count() == 10  # each run's user echo
-    counts: list[int] = []
-    barrier = threading.Barrier(2)
 
-    def expire() -> None:
-        try:
-            barrier.wait()
-            counts.append(services.chat_users_expire(now=T0 + dt.timedelta(seconds=2), batch_size=3))
-        finally:
-            connection.close()
+    def expire() -> int:
+        return services.chat_users_expire(now=T0 + dt.timedelta(seconds=2), batch_size=3)
 
-    workers = [threading.Thread(target=expire) for _ in range(2)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
+    counts = run_concurrently([expire, expire])
 
     assert sum(counts) == 40
     assert ChatUser.objects.count() == 0

@@ -9,55 +9,21 @@ barrier so their requests overlap. Each scenario runs a few rounds to make the r
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import TypeVar
 
 import pytest
-from django.db import connection
 
 from embedadmin.accounts.models import TenantSettings
 from embedadmin.core import credentials
 from embedadmin.directory.models import AttributeDefinition, EmbedTenant, ExternalUser, Group
 from embedadmin.embedding.models import EmbedSession
-from tests.conftest import Cast, JsonClient
+from tests.conftest import Cast, JsonClient, run_concurrently
 from tests.embedding.support import CONTEXT_URL, GENERATE_URL, REVOKE_URL, TOKEN_URL, bearer
-
-T = TypeVar("T")
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 ROUNDS = 3
-THREAD_TIMEOUT_SECONDS = 60
-
-
-def run_concurrently(calls: list[Callable[[], T]]) -> list[T]:
-    """Run each call in its own thread, all released at once; their results in order.
-
-    Each thread closes its database connection when done, so none outlives the test's flush.
-    """
-    barrier = threading.Barrier(len(calls))
-    results: list[T | None] = [None] * len(calls)
-    errors: list[BaseException] = []
-
-    def worker(index: int, call: Callable[[], T]) -> None:
-        try:
-            barrier.wait(timeout=THREAD_TIMEOUT_SECONDS)
-            results[index] = call()
-        except BaseException as exc:  # reported in the main thread
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(i, call)) for i, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=THREAD_TIMEOUT_SECONDS)
-    assert not [t for t in threads if t.is_alive()], "a thread did not finish"
-    assert not errors, errors
-    return results  # type: ignore[return-value]
 
 
 def _generate(cast: Cast, **fields) -> Callable[[], tuple[int, dict]]:

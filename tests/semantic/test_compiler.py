@@ -11,6 +11,7 @@ import pytest
 
 from embedadmin.semantic import ModelError, load_model
 from embedadmin.semantic.model import CubeReference, MemberReference
+from tests.conftest import run_concurrently
 
 from .conftest import SHOP, shop_model
 
@@ -534,8 +535,6 @@ def test_unknown_dialect_is_refused() -> None:
 
 def test_concurrent_first_requests_all_get_the_model_while_it_compiles(tmp_path: Path, monkeypatch) -> None:
     # given: a model whose compile takes a while, and no check made yet
-    import threading
-
     from embedadmin.semantic import registry
 
     write(tmp_path, "cubes/orders.yml", ORDERS)
@@ -547,19 +546,9 @@ def test_concurrent_first_requests_all_get_the_model_while_it_compiles(tmp_path:
 
     monkeypatch.setattr(registry, "compile_model", slow_compile)
     fresh = registry.ModelRegistry(check_interval=3600)
-    start = threading.Barrier(8)
-    versions = []
-
-    def ask() -> None:
-        start.wait()
-        versions.append(fresh.get(tmp_path, dialect="duckdb"))
 
     # when: eight requests ask for it at once
-    threads = [threading.Thread(target=ask) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    versions = run_concurrently([lambda: fresh.get(tmp_path, dialect="duckdb")] * 8)
 
     # then: every one of them is served the compiled model (none an empty version)
     assert len(versions) == 8

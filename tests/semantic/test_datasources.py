@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from django.conf import settings
 
+from embedadmin.accounts.services import duckdb_url
 from embedadmin.semantic.datasources import (
     DataSource,
     DataSourceError,
@@ -24,7 +25,6 @@ from embedadmin.semantic.datasources import (
     QueryResult,
     QueryTimeout,
     close_data_sources,
-    duckdb_url,
     get_data_source,
     value_type,
 )

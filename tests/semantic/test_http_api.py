@@ -10,8 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from embedadmin.accounts.services import deployment_configure
-from embedadmin.semantic.datasources import duckdb_url
+from embedadmin.accounts.services import deployment_configure, duckdb_url
 
 from .http_support import DEMO_MODEL, core, demo_duckdb, duck_rows, fresh_semantic_state, mint  # noqa: F401
 

@@ -15,7 +15,7 @@ from django.core.management import call_command
 
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.selectors import deployment_data_source_url
-from embedadmin.semantic.datasources import duckdb_url
+from embedadmin.accounts.services import duckdb_url
 
 from .http_support import DEMO_MODEL, demo_duckdb, fresh_semantic_state  # noqa: F401
 
