@@ -6,32 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
-from urllib.parse import quote
 
 import httpx
 import pytest
-from django.db import connection
 
 from embedadmin.chat.runtime import get_runtime
+from tests.asgi_server import uvicorn_server
 from tests.chat.conftest import SESSION, Gate, LiveStream, tools_with, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _database_url() -> str:
-    """The test database, as a URL the second process can open."""
-    p = connection.settings_dict
-    return f"postgresql://{quote(p['USER'])}:{quote(p['PASSWORD'])}@{p['HOST']}:{p['PORT'] or 5432}/{p['NAME']}"
 
 
 @pytest.fixture
@@ -44,35 +28,8 @@ def redis_url(settings) -> str:
 
 @pytest.fixture
 def second_process(redis_url, on_postgres):
-    port = _free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "REDIS_URL": redis_url,
-        "EMBEDADMIN_ALLOW_DEV_SECRET": "true",
-        "DJANGO_SETTINGS_MODULE": "embedadmin.settings",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "embedadmin.asgi:application", "--port", str(port), "--log-level", "warning"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{base}/livez", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None, "the second web process exited"
-            assert time.monotonic() < deadline, "the second web process did not start"
-            time.sleep(0.2)
+    with uvicorn_server(REDIS_URL=redis_url) as base:
         yield base
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def test_resubscribe_and_abort_reach_a_run_in_another_process(chat, redis_url, second_process):

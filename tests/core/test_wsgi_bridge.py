@@ -1,0 +1,191 @@
+"""The one-hand-off WSGI bridge (embedadmin/core/wsgi_bridge.py), driven as an ASGI server drives it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+
+import pytest
+
+from embedadmin.core.wsgi_bridge import WSGIBridge
+
+
+def _scope(path="/x", *, method="POST", query=b"", headers=(), root_path=""):
+    return {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "root_path": root_path,
+        "query_string": query,
+        "headers": list(headers),
+        "server": ("127.0.0.1", 4000),
+        "client": ("10.0.0.7", 5555),
+        "scheme": "http",
+        "http_version": "1.1",
+    }
+
+
+def _drive(bridge, scope, bodies=(b"",), *, disconnect=False, fail_send_after=None):
+    """Run one request; return the messages sent."""
+    incoming = [{"type": "http.request", "body": b, "more_body": i < len(bodies) - 1} for i, b in enumerate(bodies)]
+    if disconnect:
+        incoming = [*incoming[:-1], {"type": "http.disconnect"}]
+    sent = []
+
+    async def receive():
+        return incoming.pop(0)
+
+    async def send(message):
+        if fail_send_after is not None and len(sent) >= fail_send_after:
+            raise OSError("client went away")
+        sent.append(message)
+
+    async def run():
+        await bridge(scope, receive, send)
+
+    with contextlib.suppress(OSError):
+        asyncio.run(run())
+    return sent
+
+
+def _echo(environ, start_response):
+    body = environ["wsgi.input"].read()
+    keys = ["REQUEST_METHOD", "SCRIPT_NAME", "PATH_INFO", "QUERY_STRING", "CONTENT_TYPE", "CONTENT_LENGTH"]
+    keys += ["REMOTE_ADDR", "SERVER_NAME", "SERVER_PORT", "HTTP_AUTHORIZATION", "HTTP_X_MULTI"]
+    answer = {k: environ.get(k) for k in keys} | {"body": body.decode()}
+    start_response("201 Created", [("Content-Type", "application/json"), ("X-Thread", threading.current_thread().name)])
+    return [json.dumps(answer).encode()]
+
+
+def test_a_request_reaches_the_app_as_pep_3333_environ_and_the_answer_comes_back_whole():
+    bridge = WSGIBridge(_echo, threads=2)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"authorization", b"Api-Key abc"),
+        (b"x-multi", b"one"),
+        (b"x-multi", b"two"),
+        (b"content-length", b"999"),  # a lying length: the body read whole is what counts
+    ]
+    sent = _drive(
+        bridge, _scope("/app/api/v1/x", query=b"a=1&b=%20", headers=headers, root_path="/app"), [b'{"a"', b":1}"]
+    )
+    start, body = sent
+    assert start["status"] == 201
+    assert dict(start["headers"])[b"content-type"] == b"application/json"
+    assert dict(start["headers"])[b"x-thread"].startswith(b"wsgi")
+    assert body["more_body"] is False
+    echoed = json.loads(body["body"])
+    assert echoed == {
+        "REQUEST_METHOD": "POST",
+        "SCRIPT_NAME": "/app",
+        "PATH_INFO": "/api/v1/x",
+        "QUERY_STRING": "a=1&b=%20",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": "7",
+        "REMOTE_ADDR": "10.0.0.7",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "4000",
+        "HTTP_AUTHORIZATION": "Api-Key abc",
+        "HTTP_X_MULTI": "one,two",
+        "body": '{"a":1}',
+    }
+
+
+def test_a_body_over_the_limit_is_a_json_413_and_the_app_never_runs():
+    calls = []
+
+    def app(environ, start_response):
+        calls.append(environ)
+        start_response("200 OK", [])
+        return [b""]
+
+    bridge = WSGIBridge(app, threads=1, max_body_bytes=10)
+    by_header = _drive(bridge, _scope(headers=[(b"content-length", b"11")]), [b"x" * 11])
+    by_stream = _drive(bridge, _scope(), [b"x" * 6, b"x" * 6])
+    for sent in (by_header, by_stream):
+        assert sent[0]["status"] == 413
+        assert json.loads(sent[1]["body"]) == {"error": "Request body too large"}
+    assert calls == []
+    assert _drive(bridge, _scope(), [b"x" * 10])[0]["status"] == 200
+
+
+def test_a_client_that_leaves_before_its_body_is_read_gets_nothing_and_the_app_never_runs():
+    calls = []
+
+    def app(environ, start_response):
+        calls.append(environ)
+        start_response("200 OK", [])
+        return [b""]
+
+    sent = _drive(WSGIBridge(app, threads=1), _scope(), [b"part", b"rest"], disconnect=True)
+    assert sent == []
+    assert calls == []
+
+
+class _Stream:
+    """A streamed answer that records where and how often it was closed."""
+
+    def __init__(self, chunks):
+        self.chunks = chunks
+        self.closed_in = []
+
+    def __iter__(self):
+        return iter(self.chunks)
+
+    def close(self):
+        self.closed_in.append(threading.current_thread().name)
+
+
+def test_a_large_answer_streams_in_buffers_in_order_and_is_closed_once_in_a_worker_thread():
+    stream = _Stream([bytes([65 + i]) * 100 for i in range(10)])
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return stream
+
+    sent = _drive(WSGIBridge(app, threads=1, buffer_bytes=250), _scope(method="GET"))
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert len(bodies) > 2, "a large answer is not held back until it is complete"
+    assert all(m["more_body"] for m in bodies[:-1])
+    assert bodies[-1]["more_body"] is False
+    assert b"".join(m["body"] for m in bodies) == b"".join(stream.chunks)
+    assert len(stream.closed_in) == 1
+    assert stream.closed_in[0].startswith("wsgi")
+
+
+def test_an_answer_whose_client_went_away_mid_stream_is_still_closed():
+    stream = _Stream([b"x" * 100] * 10)
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return stream
+
+    sent = _drive(WSGIBridge(app, threads=1, buffer_bytes=100), _scope(method="GET"), fail_send_after=2)
+    assert len(sent) == 2
+    assert len(stream.closed_in) == 1
+
+
+def test_start_response_may_come_with_the_first_chunk():
+    def app(environ, start_response):
+        start_response("202 Accepted", [("X-Late", "yes")])
+        yield b"late"
+
+    sent = _drive(WSGIBridge(app, threads=1), _scope(method="GET"))
+    assert sent[0]["status"] == 202
+    assert dict(sent[0]["headers"])[b"x-late"] == b"yes"
+    assert b"".join(m.get("body", b"") for m in sent[1:]) == b"late"
+
+
+@pytest.mark.parametrize("broken", ["raises", "never_starts"])
+def test_an_app_that_fails_outside_django_still_answers_json_500(broken, caplog):
+    def app(environ, start_response):
+        if broken == "raises":
+            raise ValueError("boom")
+        return [b"no start_response"]
+
+    sent = _drive(WSGIBridge(app, threads=1), _scope())
+    assert sent[0]["status"] == 500
+    assert json.loads(sent[1]["body"]) == {"error": "Internal server error"}
+    assert "boom" not in sent[1]["body"].decode()
