@@ -27,15 +27,21 @@ def _scope(path="/x", *, method="POST", query=b"", headers=(), root_path=""):
     }
 
 
-def _drive(bridge, scope, bodies=(b"",), *, disconnect=False, fail_send_after=None):
-    """Run one request; return the messages sent."""
+def _drive(bridge, scope, bodies=(b"",), *, disconnect=False, fail_send_after=None, leave_after=None):
+    """Run one request; return the messages sent. ``leave_after``: seconds after the body until the
+    client disconnects (otherwise it waits for the whole answer)."""
     incoming = [{"type": "http.request", "body": b, "more_body": i < len(bodies) - 1} for i, b in enumerate(bodies)]
     if disconnect:
         incoming = [*incoming[:-1], {"type": "http.disconnect"}]
     sent = []
 
     async def receive():
-        return incoming.pop(0)
+        if incoming:
+            return incoming.pop(0)
+        if leave_after is None:
+            await asyncio.Event().wait()
+        await asyncio.sleep(leave_after)
+        return {"type": "http.disconnect"}
 
     async def send(message):
         if fail_send_after is not None and len(sent) >= fail_send_after:
@@ -189,3 +195,67 @@ def test_an_app_that_fails_outside_django_still_answers_json_500(broken, caplog)
     assert sent[0]["status"] == 500
     assert json.loads(sent[1]["body"]) == {"error": "Internal server error"}
     assert "boom" not in sent[1]["body"].decode()
+
+
+class _AsyncStream:
+    """A Django StreamingHttpResponse over an async iterator, as far as the bridge looks at it."""
+
+    is_async = True
+
+    def __init__(self, produce):
+        self.produce = produce
+        self.closed_in = []
+        self.finished = []
+
+    @property
+    def streaming_content(self):
+        async def content():
+            try:
+                async for chunk in self.produce():
+                    yield chunk
+            finally:
+                self.finished.append(True)
+
+        return content()
+
+    def close(self):
+        self.closed_in.append(threading.current_thread().name)
+
+
+def test_an_async_stream_is_sent_chunk_by_chunk_from_the_event_loop():
+    async def lines():
+        for i in range(3):
+            await asyncio.sleep(0.01)
+            yield f"line {i}\n".encode()
+
+    stream = _AsyncStream(lines)
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return stream
+
+    sent = _drive(WSGIBridge(app, threads=1), _scope())
+    assert sent[0]["status"] == 200
+    assert [m["body"] for m in sent[1:]] == [b"line 0\n", b"line 1\n", b"line 2\n", b""]
+    assert [m["more_body"] for m in sent[1:]] == [True, True, True, False]
+    assert stream.finished == [True]
+    assert len(stream.closed_in) == 1
+    assert stream.closed_in[0].startswith("wsgi")
+
+
+def test_a_client_that_leaves_stops_an_async_stream_waiting_for_its_next_line():
+    async def forever():
+        yield b"first\n"
+        await asyncio.Event().wait()
+        yield b"never\n"
+
+    stream = _AsyncStream(forever)
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return stream
+
+    sent = _drive(WSGIBridge(app, threads=1), _scope(), leave_after=0.05)
+    assert [m.get("body") for m in sent[1:]] == [b"first\n"]
+    assert stream.finished == [True], "the stream was cancelled, its cleanup ran"
+    assert len(stream.closed_in) == 1
