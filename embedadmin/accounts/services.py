@@ -88,13 +88,19 @@ def account_create(*, name: str, creator_mode: bool = False) -> CreatedAccount:
 
 
 @transaction.atomic
+@transaction.atomic
 def deployment_create(*, account: Account, name: str, slug: str) -> tuple[Deployment, str]:
     """Create a deployment and its first signing secret; returns the secret in clear, once."""
     deployment = Deployment(account=account, name=name, slug=slug)
     _full_clean(deployment)
+    conflict = Conflict(f"Deployment slug {slug!r} is already used in this account")
     if Deployment.objects.filter(account=account, slug=slug).exists():
-        raise Conflict(f"Deployment slug {slug!r} is already used in this account")
-    deployment.save()
+        raise conflict
+    try:
+        with transaction.atomic():
+            deployment.save()
+    except IntegrityError:  # created concurrently, after the check above
+        raise conflict from None
     secret = deployment_secret_rotate(deployment=deployment)
     return deployment, secret
 
@@ -120,10 +126,15 @@ def internal_user_create(
     else:
         user.set_unusable_password()
     _full_clean(user)
+    conflict = Conflict(f"A user named {username!r} already exists")
     with transaction.atomic():
         if user_model.objects.filter(username=username).exists():
-            raise Conflict(f"A user named {username!r} already exists")
-        user.save()
+            raise conflict
+        try:
+            with transaction.atomic():
+                user.save()
+        except IntegrityError:  # created concurrently, after the check above
+            raise conflict from None
         AccountMembership.objects.create(user=user, account=account, is_admin=is_admin)
     return user
 
