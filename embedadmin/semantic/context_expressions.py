@@ -7,6 +7,10 @@ else (calls, lambdas, comprehensions, arithmetic on strings...) is refused when 
 
 A value that is absent from the caller's context raises :class:`MissingValue`; callers treat that as a
 denial, never as "no restriction" (fail closed).
+
+Reading a claim that differs between two tokens of one viewer (``securityContext.exp``, ``iat``, ``nbf``,
+``jti``) is refused too: compiled queries and results are cached per viewer without those claims
+(:attr:`QueryContext.identity`), so a policy on them could be answered from another token's entry.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .context import VOLATILE_CLAIMS
 
 CONTEXT_NAMES = frozenset({"securityContext", "userAttributes", "groups"})
 _TEMPLATE_PART = re.compile(r"\{([^{}]*)\}")
@@ -122,6 +128,21 @@ def _check(node: ast.AST, text: str) -> None:
             raise ValueError(f"expression {text!r}: attribute {child.attr!r} is not allowed")
         if isinstance(child, ast.Subscript) and not isinstance(child.slice, ast.Constant):
             raise ValueError(f"expression {text!r}: only constant subscripts are allowed")
+        claim = _security_context_claim(child)
+        if claim in VOLATILE_CLAIMS:
+            raise ValueError(
+                f"expression {text!r}: securityContext.{claim} differs between tokens of one viewer and answers "
+                "are cached per viewer; use a claim that identifies what the viewer may see"
+            )
+
+
+def _security_context_claim(node: ast.AST) -> Any:
+    """The claim name of ``securityContext.x`` or ``securityContext["x"]``; None for anything else."""
+    if not isinstance(node, ast.Attribute | ast.Subscript):
+        return None
+    if not (isinstance(node.value, ast.Name) and node.value.id == "securityContext"):
+        return None
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node.slice, "value", None)
 
 
 def _lookup(container: Any, key: Any) -> Any:

@@ -369,6 +369,21 @@ BROKEN = [
         "expression \"{ __import__('os').system('id') }\": Call is not allowed",
     ),
     (
+        "policy condition on a claim that differs between tokens of one viewer",
+        ORDERS + "    access_policy:\n      - group: '*'\n        conditions:\n"
+        '          - if: "{ securityContext.exp > 0 }"\n',
+        "model/cubes/orders.yml:18: access_policy[0] of orders: "
+        "expression '{ securityContext.exp > 0 }': securityContext.exp differs between tokens of one viewer",
+    ),
+    (
+        "policy row filter value from a claim that differs between tokens of one viewer",
+        ORDERS + "    access_policy:\n      - group: '*'\n        row_level:\n          filters:\n"
+        "            - member: status\n              operator: equals\n"
+        "              values: [\"{ securityContext['jti'] }\"]\n",
+        "model/cubes/orders.yml:21: access_policy[0] of orders: "
+        "expression \" securityContext['jti'] \": securityContext.jti differs between tokens of one viewer",
+    ),
+    (
         "policy row filter on unknown member",
         ORDERS + "    access_policy:\n      - group: '*'\n        row_level:\n          filters:\n"
         "            - member: nope\n              operator: equals\n              values: [1]\n",
