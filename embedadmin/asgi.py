@@ -16,7 +16,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "embedadmin.settings")
 django_wsgi = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402  (settings are configured by get_wsgi_application)
+from django.db import close_old_connections  # noqa: E402
 
 from embedadmin.core.wsgi_bridge import WSGIBridge  # noqa: E402
 
-application = WSGIBridge(django_wsgi, threads=settings.WEB_THREADS)
+application = WSGIBridge(django_wsgi, threads=settings.WEB_THREADS, release=close_old_connections)

@@ -11,18 +11,24 @@ event loop instead, each chunk sent as it is produced; a client that disconnects
 General-purpose bridges hand every ``receive`` and ``send`` across threads (about six hand-offs for a
 small request); measured on the 2-core machine that costs more CPU than Django's request handling itself.
 
-``close()`` of the response always runs in a worker thread: Django's ``request_finished`` signal releases
-that thread's database connection there.
+``close()`` of the response always runs in a worker thread, where Django's ``request_finished`` signal
+releases that thread's database connections. A response that outlives its hand-off (a stream) may be
+closed by another thread of the pool, so the thread that ran the view calls ``release`` (Django's
+``close_old_connections``) before it takes the next request.
+
+Header names with an underscore are dropped, as Django's ASGI handler and gunicorn drop them: in the
+environ ``X_Forwarded_Proto`` would be indistinguishable from ``X-Forwarded-Proto``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -49,19 +55,25 @@ class _Response:
         self.headers: list[tuple[bytes, bytes]] = []
         self.async_content: AsyncIterator[bytes] | None = None
 
-    def begin(self, app: WSGIApp, environ: dict[str, Any], budget: int) -> list[bytes]:
-        """Call the application and pull its first chunks (WSGI lets it call start_response late)."""
+    def begin(
+        self, app: WSGIApp, environ: dict[str, Any], budget: int, release: Callable[[], None] | None
+    ) -> list[bytes]:
+        """Call the application and pull its first chunks (WSGI lets it call start_response late).
+        ``release`` runs here if the response outlives this call."""
         self.iterable = app(environ, self.start_response)
         if getattr(self.iterable, "is_async", False) and self.status is not None:
             # Django's StreamingHttpResponse over an async iterator: the event loop iterates it.
             self.async_content = self.iterable.streaming_content
             self.iterator = iter(())
-            return []
-        self.iterator = iter(self.iterable)
-        chunks = self.pull(budget)
-        if self.status is None:
-            self.close()
-            raise RuntimeError("The WSGI application returned without calling start_response")
+            chunks: list[bytes] = []
+        else:
+            self.iterator = iter(self.iterable)
+            chunks = self.pull(budget)
+            if self.status is None:
+                self.close()
+                raise RuntimeError("The WSGI application returned without calling start_response")
+        if self.iterator is not None and release is not None:
+            release()
         return chunks
 
     def start_response(self, status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable:
@@ -134,8 +146,8 @@ def build_environ(scope: dict[str, Any], body: bytes) -> dict[str, Any]:
         environ["REMOTE_PORT"] = str(port)
     for raw_name, raw_value in scope.get("headers", ()):
         name = raw_name.decode("latin1").lower()
-        if name == "content-length":
-            continue  # the body was read whole: its real length is set above
+        if name == "content-length" or "_" in name:
+            continue  # the body was read whole (its real length is set above); see the module docstring
         key = "CONTENT_TYPE" if name == "content-type" else "HTTP_" + name.upper().replace("-", "_")
         value = raw_value.decode("latin1")
         environ[key] = f"{environ[key]},{value}" if key in environ else value
@@ -145,16 +157,25 @@ def build_environ(scope: dict[str, Any], body: bytes) -> dict[str, Any]:
 class WSGIBridge:
     """An ASGI application that runs ``app`` in a pool of ``threads`` threads, one hand-off a request.
 
-    Request bodies above ``max_body_bytes`` are refused with a JSON 413 before the application runs;
-    the application enforces its own, smaller limits (Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE``).
+    Request bodies above ``max_body_bytes`` are refused with a JSON 413 before the application runs
+    (a body is held in memory; the application may enforce smaller limits, as Django's
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` of 2.5 MB does). ``release`` is called in the application's thread
+    when a response outlives the hand-off (see the module docstring).
     """
 
     def __init__(
-        self, app: WSGIApp, *, threads: int, max_body_bytes: int = 16 * 1024 * 1024, buffer_bytes: int = 256 * 1024
+        self,
+        app: WSGIApp,
+        *,
+        threads: int,
+        max_body_bytes: int = 4 * 1024 * 1024,
+        buffer_bytes: int = 256 * 1024,
+        release: Callable[[], None] | None = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.buffer_bytes = buffer_bytes
+        self.release = release
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="wsgi")
 
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
@@ -171,7 +192,7 @@ class WSGIBridge:
         response = _Response()
         try:
             chunks = await loop.run_in_executor(
-                self.executor, response.begin, self.app, build_environ(scope, body), self.buffer_bytes
+                self.executor, response.begin, self.app, build_environ(scope, body), self.buffer_bytes, self.release
             )
         except Exception:
             logger.exception("The WSGI application failed on %s", scope["path"])
@@ -180,17 +201,29 @@ class WSGIBridge:
         try:
             await send({"type": "http.response.start", "status": response.status, "headers": response.headers})
             if response.async_content is not None:
-                await _stream_until_disconnect(response.async_content, receive, send)
-                await loop.run_in_executor(self.executor, response.close)
-                return
-            while response.iterator is not None:
-                for chunk in chunks:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                chunks = await loop.run_in_executor(self.executor, response.pull, self.buffer_bytes)
-            await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": False})
+                await _until_disconnect(_send_async(response.async_content, send), receive)
+            elif response.iterator is None:
+                await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": False})
+            else:
+                await _until_disconnect(self._send_pulled(response, chunks, send), receive)
         finally:
             if response.iterator is not None:  # the client went away mid-stream
                 await loop.run_in_executor(self.executor, response.close)
+
+    async def _send_pulled(self, response: _Response, chunks: list[bytes], send: Callable) -> None:
+        """Send a large or slow synchronous answer, pulling one buffer per hand-off."""
+        loop = asyncio.get_running_loop()
+        while response.iterator is not None:
+            for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            pulling = loop.run_in_executor(self.executor, response.pull, self.buffer_bytes)
+            try:
+                chunks = await asyncio.shield(pulling)
+            except asyncio.CancelledError:
+                # The client left: let the thread finish with the iterator before anyone closes it.
+                await asyncio.wait({pulling})
+                raise
+        await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": False})
 
     async def _read_body(self, scope: dict[str, Any], receive: Callable) -> bytes:
         for name, value in scope.get("headers", ()):
@@ -211,19 +244,23 @@ class WSGIBridge:
                 return b"".join(parts)
 
 
-async def _stream_until_disconnect(content: AsyncIterator[bytes], receive: Callable, send: Callable) -> None:
-    """Send ``content`` chunk by chunk; stop it (cancelling whatever it awaits) when the client goes."""
-
-    async def pump() -> None:
+async def _send_async(content: AsyncIterator[bytes], send: Callable) -> None:
+    """Send an async stream chunk by chunk as it is produced; close it however this ends."""
+    async with contextlib.aclosing(content):  # type: ignore[type-var]
         async for chunk in content:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _until_disconnect(sending: Coroutine[Any, Any, None], receive: Callable) -> None:
+    """Run ``sending``; cancel it if the client disconnects first (the ASGI server's ``receive``
+    answers ``http.disconnect`` then, once the request body has been read)."""
 
     async def watch() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
 
-    streaming = asyncio.ensure_future(pump())
+    streaming = asyncio.ensure_future(sending)
     watching = asyncio.ensure_future(watch())
     try:
         await asyncio.wait({streaming, watching}, return_when=asyncio.FIRST_COMPLETED)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 
 import pytest
 
@@ -27,7 +28,9 @@ def _scope(path="/x", *, method="POST", query=b"", headers=(), root_path=""):
     }
 
 
-def _drive(bridge, scope, bodies=(b"",), *, disconnect=False, fail_send_after=None, leave_after=None):
+def _drive(
+    bridge, scope, bodies=(b"",), *, disconnect=False, fail_send_after=None, leave_after=None, stall_send_after=None
+):
     """Run one request; return the messages sent. ``leave_after``: seconds after the body until the
     client disconnects (otherwise it waits for the whole answer)."""
     incoming = [{"type": "http.request", "body": b, "more_body": i < len(bodies) - 1} for i, b in enumerate(bodies)]
@@ -46,6 +49,8 @@ def _drive(bridge, scope, bodies=(b"",), *, disconnect=False, fail_send_after=No
     async def send(message):
         if fail_send_after is not None and len(sent) >= fail_send_after:
             raise OSError("client went away")
+        if stall_send_after is not None and len(sent) >= stall_send_after:
+            await asyncio.Event().wait()  # a client that stopped reading
         sent.append(message)
 
     async def run():
@@ -258,4 +263,72 @@ def test_a_client_that_leaves_stops_an_async_stream_waiting_for_its_next_line():
     sent = _drive(WSGIBridge(app, threads=1), _scope(), leave_after=0.05)
     assert [m.get("body") for m in sent[1:]] == [b"first\n"]
     assert stream.finished == [True], "the stream was cancelled, its cleanup ran"
+    assert len(stream.closed_in) == 1
+
+
+def test_header_names_with_underscores_are_dropped_so_they_cannot_pose_as_dashed_ones():
+    headers = [(b"x_forwarded_proto", b"https"), (b"x-forwarded-proto", b"http"), (b"authorization", b"k")]
+    sent = _drive(WSGIBridge(_echo_all, threads=1), _scope(headers=headers))
+    environ = json.loads(sent[1]["body"])
+    assert environ["HTTP_X_FORWARDED_PROTO"] == "http"
+    assert environ["HTTP_AUTHORIZATION"] == "k"
+
+
+def _echo_all(environ, start_response):
+    start_response("200 OK", [])
+    return [json.dumps({k: v for k, v in environ.items() if k.startswith("HTTP_")}).encode()]
+
+
+def test_the_thread_that_ran_the_app_releases_its_connections_when_the_answer_outlives_the_hand_off():
+    released_in = []
+    ran_in = []
+
+    def app(environ, start_response):
+        ran_in.append(threading.current_thread().name)
+        start_response("200 OK", [])
+        return _Stream([b"x" * 100] * 5) if environ["PATH_INFO"] == "/stream" else [b"small"]
+
+    bridge = WSGIBridge(
+        app, threads=4, buffer_bytes=100, release=lambda: released_in.append(threading.current_thread().name)
+    )
+    _drive(bridge, _scope("/small", method="GET"))
+    assert released_in == [], "a whole answer is closed where it ran: nothing to release early"
+    _drive(bridge, _scope("/stream", method="GET"))
+    assert released_in == [ran_in[-1]]
+
+
+def test_an_async_stream_whose_client_stopped_reading_is_closed_when_the_client_leaves():
+    async def lines():
+        for i in range(100):
+            yield f"{i}\n".encode()
+
+    stream = _AsyncStream(lines)
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return stream
+
+    _drive(WSGIBridge(app, threads=1), _scope(), stall_send_after=3, leave_after=0.05)
+    assert stream.finished == [True]
+    assert len(stream.closed_in) == 1
+
+
+def test_a_client_that_leaves_stops_a_slow_sync_stream_between_pulls():
+    pulled = []
+
+    class Slow(_Stream):
+        def __iter__(self):
+            for i in range(200):
+                time.sleep(0.005)
+                pulled.append(i)
+                yield b"x" * 10
+
+    stream = Slow([])
+
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        return stream
+
+    _drive(WSGIBridge(app, threads=2, buffer_bytes=10), _scope(method="GET"), leave_after=0.1)
+    assert 0 < len(pulled) < 200, "the stream stopped once the client was gone"
     assert len(stream.closed_in) == 1
