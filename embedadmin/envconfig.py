@@ -67,8 +67,21 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def _postgres_host(netloc: str) -> str:
+    """The host of a PostgreSQL URL as libpq reads it: a name, an address, or a percent-encoded Unix socket
+    directory (``postgresql://user:pw@%2Fvar%2Frun%2Fpostgresql/name``), kept as written (no lowercasing)."""
+    host = netloc.rpartition("@")[2]
+    if host.startswith("["):  # an IPv6 address, maybe with a port after "]"
+        return host[1 : host.index("]")]
+    return unquote(host.partition(":")[0])
+
+
 def database_from_url(url: str, *, base_dir: Path) -> dict:
     """Translate ``sqlite:///path`` or ``postgresql://user:pw@host:port/name`` into Django's form.
+
+    The PostgreSQL host may be a Unix socket directory, percent-encoded as libpq accepts it
+    (``postgresql://user:pw@%2Fvar%2Frun%2Fpostgresql/name``): on one box, the socket saves the TCP stack on
+    every round trip.
 
     A relative SQLite path is taken relative to the project directory, so the default
     ``sqlite:///var/embedadmin.sqlite3`` works wherever the checkout lives.
@@ -109,7 +122,7 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
             "NAME": name,
             "USER": unquote(parts.username or ""),
             "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
+            "HOST": _postgres_host(parts.netloc),
             "PORT": str(parts.port or ""),
             # Connections come from psycopg's pool; Django's persistent connections stay off.
             "CONN_MAX_AGE": 0,

@@ -49,3 +49,18 @@ def test_a_url_without_a_database_name_is_refused():
 def test_a_bad_prepare_threshold_names_the_option():
     with pytest.raises(ImproperlyConfigured, match="prepare_threshold='soon'"):
         database_from_url("postgresql://u:p@h/db?prepare_threshold=soon", base_dir=Path("/srv"))
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port"),
+    [
+        ("postgresql://u:p@%2Fvar%2Frun%2Fpostgresql/app", "/var/run/postgresql", ""),
+        ("postgresql://u:p@%2FSockets%2FPG:5433/app", "/Sockets/PG", "5433"),
+        ("postgresql://u:p@DB.Example.com:5432/app", "DB.Example.com", "5432"),
+        ("postgresql://u:p@[::1]:5432/app", "::1", "5432"),
+        ("postgresql://db/app", "db", ""),
+    ],
+)
+def test_the_host_may_be_a_name_an_address_or_a_unix_socket_directory(url, host, port):
+    config = database_from_url(url, base_dir=Path("/srv"))
+    assert (config["HOST"], config["PORT"]) == (host, port)
