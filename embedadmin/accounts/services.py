@@ -112,6 +112,19 @@ def deployment_secret_rotate(*, deployment: Deployment) -> str:
     return secret
 
 
+@transaction.atomic
+def deployment_secrets_revoke_older(*, deployment: Deployment) -> int:
+    """Revoke every active signing secret of ``deployment`` but the newest: tokens they signed stop
+    verifying at once (the second step of a rotation). Returns how many were revoked."""
+    active = list(
+        DeploymentSecret.objects.select_for_update()
+        .filter(deployment=deployment, revoked_at__isnull=True)
+        .order_by("-created_at", "-id")
+        .values_list("pk", flat=True)
+    )
+    return DeploymentSecret.objects.filter(pk__in=active[1:]).update(revoked_at=timezone.now())
+
+
 def internal_user_create(
     *, account: Account, username: str, email: str, password: str | None = None, is_admin: bool = False
 ) -> AbstractUser:

@@ -9,14 +9,21 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db.models import Count, Model, Q, QuerySet
 from django.forms import BaseForm, BaseInlineFormSet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import Account, AccountMembership, ApiKey, Deployment, PlatformToken, TenantSettings
 from embedadmin.accounts.selectors import data_source_url_redacted, deployment_data_source_url
 from embedadmin.panel import tenancy
-from embedadmin.panel.base import Created, PanelAdmin, PanelStackedInline, RevokedFilter
+from embedadmin.panel.base import (
+    Created,
+    PanelAdmin,
+    PanelStackedInline,
+    RevokedFilter,
+    ShownOnce,
+    render_shown_once,
+)
 from embedadmin.panel.forms import AccountAddForm, ApiKeyAddForm, InternalUserCreationForm
 from embedadmin.panel.site import panel_site
 from embedadmin.semantic.service import model_status
@@ -121,8 +128,9 @@ class AccountAdmin(PanelAdmin):
 
 @admin.register(Deployment, site=panel_site)
 class DeploymentAdmin(PanelAdmin):
-    panel_allows = frozenset({"view", "add"})
+    panel_allows = frozenset({"view", "add", "rotate"})
     shows_secrets_on_add = True
+    actions = ("rotate_secret", "revoke_older_secrets")
     list_display = ("id", "name", "slug", "account", "active_secrets", "created_at")
     list_display_links = ("id", "name")
     search_fields = ("name", "slug")
@@ -196,6 +204,33 @@ class DeploymentAdmin(PanelAdmin):
     @admin.display(description="active signing secrets", ordering="active_secret_count")
     def active_secrets(self, obj: Deployment) -> int:
         return obj.active_secret_count
+
+    def has_rotate_permission(self, request: HttpRequest) -> bool:
+        return self.panel_allowed(request, "rotate")
+
+    @admin.action(description="Add a new signing secret (rotation, step 1)", permissions=["rotate"])
+    def rotate_secret(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
+        rotated = [(d, accounts.deployment_secret_rotate(deployment=d)) for d in queryset.order_by("pk")]
+        shown = ShownOnce(
+            title="New signing secrets",
+            secrets=tuple((f"Deployment {d.pk} ({d.name}) API secret", secret) for d, secret in rotated),
+            notes=(
+                SHOWN_ONCE_NOTE,
+                "The new secret signs embed tokens from now on; the older ones still verify. Once every "
+                'client signs with the new one, use "Revoke older signing secrets".',
+            ),
+        )
+        return render_shown_once(self, request, shown, obj=None)
+
+    @admin.action(description="Revoke older signing secrets (rotation, step 2)", permissions=["rotate"])
+    def revoke_older_secrets(self, request: HttpRequest, queryset: QuerySet) -> None:
+        revoked = sum(accounts.deployment_secrets_revoke_older(deployment=d) for d in queryset)
+        self.message_user(
+            request,
+            f"Revoked {revoked} older signing secret{'s' if revoked != 1 else ''}; the newest of each deployment "
+            "still signs and verifies.",
+            messages.SUCCESS,
+        )
 
 
 class CredentialAdmin(PanelAdmin):

@@ -1,0 +1,90 @@
+"""Rotating a deployment's signing secret from the panel: step 1 adds a secret (shown once) that signs
+from then on while the older ones still verify; step 2 revokes the older ones, and their tokens stop
+verifying. An account admin rotates only their own account's deployments."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+import jwt
+import pytest
+from django.test import Client
+
+from embedadmin.accounts import services as accounts
+from embedadmin.accounts.models import DeploymentSecret
+from embedadmin.accounts.tokens import TokenInvalid, deployment_token_verify
+from tests.conftest import Cast, JsonClient
+from tests.embedding.support import GENERATE_URL, TOKEN_URL, decode_embed_token
+from tests.panel.conftest import admin_url
+from tests.panel.test_writes import messages_of, shown_secrets
+
+
+def _token(secret: str) -> str:
+    return jwt.encode({"sub": "ada", "exp": int(time.time()) + 600}, secret, algorithm="HS256")
+
+
+def _embed_token(api: JsonClient, cast: Cast) -> str:
+    minted = api.post_json(
+        GENERATE_URL, {"deploymentId": cast.deployment.pk, "externalId": "viewer"}, **cast.api_key_headers
+    )
+    return api.post_json(TOKEN_URL, {"sessionId": minted.json()["sessionId"]}).json()["token"]
+
+
+def test_rotation_in_two_steps(acme_admin: Client, acme: Cast, api: JsonClient):
+    old = acme.created.deployment_api_secret
+    signed_with_old = _token(old)
+
+    response = acme_admin.post(
+        admin_url("deployment"), {"action": "rotate_secret", "_selected_action": [acme.deployment.pk]}
+    )
+
+    assert response.status_code == 200
+    assert response["Cache-Control"] == "max-age=0, no-cache, no-store, must-revalidate, private"
+    label = f"Deployment {acme.deployment.pk} ({acme.deployment.name}) API secret"
+    new = shown_secrets(response)[label]
+    assert new != old
+    assert new.encode() not in acme_admin.get(admin_url("deployment", "change", acme.deployment)).content
+    # The new secret signs; the old one still verifies.
+    assert decode_embed_token(_embed_token(api, acme), secret=new)["sub"] == "viewer"
+    assert deployment_token_verify(deployment=acme.deployment, token=signed_with_old)["sub"] == "ada"
+
+    response = acme_admin.post(
+        admin_url("deployment"), {"action": "revoke_older_secrets", "_selected_action": [acme.deployment.pk]}
+    )
+
+    assert response.status_code == 302
+    assert messages_of(response) == [
+        ("success", "Revoked 1 older signing secret; the newest of each deployment still signs and verifies.")
+    ]
+    with pytest.raises(TokenInvalid, match="Invalid token signature"):
+        deployment_token_verify(deployment=acme.deployment, token=signed_with_old)
+    assert deployment_token_verify(deployment=acme.deployment, token=_token(new))["sub"] == "ada"
+    assert decode_embed_token(_embed_token(api, acme), secret=new)["sub"] == "viewer"
+    # Revoking again leaves the newest alone.
+    acme_admin.post(
+        admin_url("deployment"), {"action": "revoke_older_secrets", "_selected_action": [acme.deployment.pk]}
+    )
+    assert DeploymentSecret.objects.filter(deployment=acme.deployment, revoked_at__isnull=True).count() == 1
+
+
+def test_an_admin_cannot_rotate_another_accounts_deployment(acme_admin: Client, acme: Cast, globex: Cast):
+    before = list(DeploymentSecret.objects.filter(deployment=globex.deployment).values_list("pk", "revoked_at"))
+
+    for action in ("rotate_secret", "revoke_older_secrets"):
+        acme_admin.post(admin_url("deployment"), {"action": action, "_selected_action": [globex.deployment.pk]})
+
+    after = list(DeploymentSecret.objects.filter(deployment=globex.deployment).values_list("pk", "revoked_at"))
+    assert after == before
+    assert deployment_token_verify(deployment=globex.deployment, token=_token(globex.created.deployment_api_secret))
+
+
+def test_revoked_secrets_keep_their_revocation_time(acme: Cast):
+    accounts.deployment_secret_rotate(deployment=acme.deployment)
+    assert accounts.deployment_secrets_revoke_older(deployment=acme.deployment) == 1
+    revoked = DeploymentSecret.objects.get(deployment=acme.deployment, revoked_at__isnull=False)
+    stamp = revoked.revoked_at
+    assert accounts.deployment_secrets_revoke_older(deployment=acme.deployment) == 0
+    revoked.refresh_from_db()
+    assert revoked.revoked_at == stamp
+    assert isinstance(stamp, dt.datetime)
