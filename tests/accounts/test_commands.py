@@ -305,3 +305,18 @@ def test_bootstrap_demo_without_its_file_says_how_to_recover(db, var_dir):
         "create a new key with create_api_key.\n"
     )
     assert Account.objects.filter(name="demo").count() == 1
+
+
+def test_configure_deployment_switches_chat_token_authentication(acme):
+    deployment = acme.deployment
+    assert deployment.chat_token_auth is False
+
+    on = run("configure_deployment", str(deployment.pk), "--chat-token-auth", "on")
+    deployment.refresh_from_db()
+    assert deployment.chat_token_auth is True
+    assert on["chatTokenAuth"] is True
+
+    off = run("configure_deployment", str(deployment.pk), "--chat-token-auth", "off")
+    deployment.refresh_from_db()
+    assert deployment.chat_token_auth is False
+    assert off["chatTokenAuth"] is False

@@ -301,3 +301,26 @@ def test_session_page_never_shows_the_session_digest(acme_admin: Client, acme_ro
     assert response.status_code == 200
     assert session.key_digest.encode() not in response.content
     assert b"pending" in response.content
+
+
+def test_chat_token_authentication_is_switched_in_the_panel(acme_admin: Client, acme: Cast, globex: Cast):
+    deployment = acme.deployment
+    page = acme_admin.get(admin_url("deployment", "change", deployment))
+    assert page.status_code == 200
+    assert b'name="chat_token_auth"' in page.content
+    assert b'name="name"' not in page.content, "only chat token authentication is edited here"
+
+    response = acme_admin.post(admin_url("deployment", "change", deployment), {"chat_token_auth": "on"})
+
+    assert response.status_code == 302
+    deployment.refresh_from_db()
+    assert deployment.chat_token_auth is True
+    assert (deployment.name, deployment.slug) == (acme.deployment.name, acme.deployment.slug)
+    acme_admin.post(admin_url("deployment", "change", deployment), {})
+    deployment.refresh_from_db()
+    assert deployment.chat_token_auth is False
+    # Another account's deployment is not there to change.
+    refused = acme_admin.post(admin_url("deployment", "change", globex.deployment), {"chat_token_auth": "on"})
+    assert (refused.status_code, refused["Location"]) == (302, "/admin/")
+    globex.deployment.refresh_from_db()
+    assert globex.deployment.chat_token_auth is False

@@ -128,7 +128,7 @@ class AccountAdmin(PanelAdmin):
 
 @admin.register(Deployment, site=panel_site)
 class DeploymentAdmin(PanelAdmin):
-    panel_allows = frozenset({"view", "add", "rotate"})
+    panel_allows = frozenset({"view", "add", "change", "rotate"})
     shows_secrets_on_add = True
     actions = ("rotate_secret", "revoke_older_secrets")
     list_display = ("id", "name", "slug", "account", "active_secrets", "created_at")
@@ -160,12 +160,31 @@ class DeploymentAdmin(PanelAdmin):
         )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
-        # The data model settings change through `manage.py configure_deployment` (validated there).
+        # The data model settings change through `manage.py configure_deployment` (validated there); chat
+        # token authentication is switched here too.
+        if obj is None:
+            return ()
         return (
-            ()
-            if obj is None
-            else ("id", "active_secrets", "model_dir", "model_state", "data_source", "chat_token_auth")
+            "id",
+            "account",
+            "name",
+            "slug",
+            "jwks_url",
+            "jwt_audience",
+            "jwt_issuer",
+            "active_secrets",
+            "model_dir",
+            "model_state",
+            "data_source",
         )
+
+    def get_form(self, request: HttpRequest, obj: Deployment | None = None, **kwargs: Any):
+        help_texts = {"chat_token_auth": "Accept X-Service-Auth-Token (a JWT of this deployment with the chat scope)."}
+        return super().get_form(request, obj, help_texts=help_texts, **kwargs)
+
+    def update_through_service(self, request: HttpRequest, obj: Model, form: BaseForm) -> None:
+        if "chat_token_auth" in form.changed_data:
+            accounts.deployment_configure(deployment=obj, chat_token_auth=form.cleaned_data["chat_token_auth"])
 
     @admin.display(description="data model")
     def model_state(self, obj: Deployment) -> str:
