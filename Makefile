@@ -62,7 +62,7 @@ test: venv
 	{ test -d tests/js/node_modules/@cubejs-client/core || (cd tests/js && npm ci --no-audit --no-fund); } && \
 	echo "== embedded default: SQLite (tests that need PostgreSQL run in the next pass)" && \
 	TEST_DATABASE_URL=sqlite:///var/test-embedded.sqlite3 $(VENV)/bin/pytest -q -n 2 -m "not postgres" \
-		tests/core tests/accounts tests/embedding tests/platform tests/test_health.py && \
+		tests/core tests/accounts tests/embedding tests/platform tests/chat tests/panel tests/test_health.py && \
 	echo "== every test on PostgreSQL" && \
 	$(VENV)/bin/pytest -n 2 $(PYTEST_ARGS)
 
