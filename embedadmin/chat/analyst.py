@@ -2,10 +2,10 @@
 
 It reads the question for what needs no model (time grain, a year, ``top N``, a place after ``in``), calls
 ``serviceMeta`` with the question to learn the cubes and members this user may see, finds the phrases of the
-question that name members (names, titles, ``meta`` synonyms, plurals folded), picks the cube or view that
-covers the most of them (a view when one does as well), writes one semantic SQL statement, runs it with
-``serviceSqlApi`` and states the numbers. When the question names no measure it says so and lists what it can
-answer about.
+question that name members (names, titles, ``meta`` synonyms, plurals folded; a measure named by no phrase may
+be found by the words of its description), picks the cube or view that covers the most of them (a view when one
+does as well), writes one semantic SQL statement, runs it with ``serviceSqlApi`` and states the numbers. When the
+question names no measure it says so and lists what it can answer about.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from embedadmin.chat.analyst_vocabulary import STOPWORDS, local_name, phrases, short_title, stem
+from embedadmin.chat.analyst_vocabulary import STOPWORDS, content_stems, local_name, phrases, short_title, stem
 from embedadmin.chat.providers import ContentDelta, ProviderEvent, ProviderRequest, ThinkingDelta
 
 ANSWER_PARTS = 3
@@ -43,6 +43,8 @@ GRAIN_LEAD = {"by", "per", "each", "every", "a"}
 COUNT_WORDS = ("how many", "number of", "count of")
 TOP_WORDS = ("top", "bottom", "best", "worst")
 PLACE_STEMS = ("country", "nation")
+# A measure found by its description alone must share this many meaningful words with the question.
+DESCRIBED_MIN_WORDS = 2
 VALUE_SKIP = {"is", "equal", "equals", "of", "=", "being"}
 
 
@@ -65,6 +67,7 @@ class Member:
     is_measure: bool
     agg_type: str
     phrases: tuple[tuple[str, ...], ...]
+    described_by: frozenset[str] = frozenset()  # the content stems of its description
 
     @property
     def column(self) -> str:
@@ -173,6 +176,7 @@ def cubes_of(meta: dict[str, Any]) -> list[Cube]:
                 is_measure="aggType" in m,
                 agg_type=m.get("aggType", ""),
                 phrases=tuple(phrases(m, cube_title=title)),
+                described_by=frozenset(content_stems(str(m.get("description") or ""))),
             )
             for m in cube.get("members", [])
         )
@@ -242,6 +246,11 @@ def plan_for(cube: Cube, reading: Reading, question: str) -> Plan | None:
     if not measures and any(words in question.lower() for words in COUNT_WORDS):
         counts = [m for m in cube.members if m.is_measure and m.agg_type == "count"]
         measures = counts[:1]
+    described = 0
+    if not measures:
+        taken = set(reading.used) | {i for s in spans for i in range(s.start, s.end)} | values
+        measure, described = _described_measure(cube, reading, taken)
+        measures = [measure] if measure is not None else []
     if not measures:
         return None
     if reading.place:
@@ -254,9 +263,22 @@ def plan_for(cube: Cube, reading: Reading, question: str) -> Plan | None:
         if time is None:
             return None
     covered = sum(s.end - s.start for s in spans if s.start not in values) + len(values) + bool(reading.place)
+    covered += described
     return Plan(
         cube=cube, measures=measures, groups=groups, filters=filters, time=time, reading=reading, covered=covered
     )
+
+
+def _described_measure(cube: Cube, reading: Reading, taken: set[int]) -> tuple[Member | None, int]:
+    """The measure a question names only through its description: the one whose description shares the most
+    meaningful words (at least ``DESCRIBED_MIN_WORDS``) with the words no name, title or synonym took; with
+    how many it shares."""
+    free = {t.stem for i, t in enumerate(reading.tokens) if i not in taken} - STOPWORDS
+    best: tuple[int, Member | None] = (0, None)
+    for member in cube.members:
+        if member.is_measure and (shared := len(member.described_by & free)) > best[0]:
+            best = (shared, member)
+    return (best[1], best[0]) if best[0] >= DESCRIBED_MIN_WORDS else (None, 0)
 
 
 def _names_place(member: Member) -> bool:
