@@ -31,7 +31,15 @@ def cutoff(*, chat_id: str, is_streaming: bool) -> Frame:
 
 
 def user_message(*, message_id: str, content: str, sort: int) -> Frame:
-    return {"id": message_id, "role": "user", "content": content, "isDelta": False, "isInProcess": False, "sort": sort}
+    return {
+        "id": message_id,
+        "role": "user",
+        "content": content,
+        "isDelta": False,
+        "isInProcess": False,
+        "isStructuredResponse": False,
+        "sort": sort,
+    }
 
 
 def assistant_delta(*, message_id: str, sort: int, content: str = "", thinking: str = "") -> Frame:

@@ -49,6 +49,7 @@ def test_a_question_streams_every_frame_in_order(chat):
         "content": "How many orders?",
         "isDelta": False,
         "isInProcess": False,
+        "isStructuredResponse": False,
         "sort": 1,
     }
     assert lines[2] == {
