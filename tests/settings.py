@@ -27,5 +27,10 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # Tests open many short connections from threads; a pool per test database is not needed.
     DATABASES["default"]["OPTIONS"].pop("pool", None)
     DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TEST_DATABASE_NAME", "test_embedadmin")}
+else:
+    # SQLite: a file, as the embedded install uses, so that concurrent work (chat runs, streams) waits on
+    # SQLite's lock with the busy timeout instead of failing with "table is locked" as an in-memory database
+    # shared between threads does. pytest-xdist gives each worker its own file.
+    DATABASES["default"]["TEST"] = {"NAME": DATABASES["default"]["NAME"] + ".test"}
 
 EMBEDADMIN = {**EMBEDADMIN}

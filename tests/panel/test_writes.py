@@ -286,7 +286,7 @@ def test_deleting_an_external_user_frees_its_place_under_the_cap(acme_admin: Cli
     assert settings_row.external_user_count == 0
 
 
-@pytest.mark.parametrize("model_name", ["apikey", "platformtoken", "deployment", "externaluser", "embedsession"])
+@pytest.mark.parametrize("model_name", ["apikey", "platformtoken", "externaluser", "embedsession"])
 def test_read_only_rows_cannot_be_changed(acme_admin: Client, acme_rows: AccountRows, model_name: str):
     response = acme_admin.post(admin_url(model_name, "change", acme_rows.of(model_name)), {"name": "renamed"})
 
@@ -310,12 +310,14 @@ def test_chat_token_authentication_is_switched_in_the_panel(acme_admin: Client, 
     assert b'name="chat_token_auth"' in page.content
     assert b'name="name"' not in page.content, "only chat token authentication is edited here"
 
-    response = acme_admin.post(admin_url("deployment", "change", deployment), {"chat_token_auth": "on"})
+    response = acme_admin.post(
+        admin_url("deployment", "change", deployment), {"chat_token_auth": "on", "name": "renamed", "slug": "x"}
+    )
 
     assert response.status_code == 302
     deployment.refresh_from_db()
     assert deployment.chat_token_auth is True
-    assert (deployment.name, deployment.slug) == (acme.deployment.name, acme.deployment.slug)
+    assert (deployment.name, deployment.slug) == (acme.deployment.name, acme.deployment.slug), "only the flag"
     acme_admin.post(admin_url("deployment", "change", deployment), {})
     deployment.refresh_from_db()
     assert deployment.chat_token_auth is False
