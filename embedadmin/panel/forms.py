@@ -11,6 +11,7 @@ from django.contrib.auth.forms import AdminUserCreationForm
 from django.db.models import QuerySet
 
 from embedadmin.accounts.models import Account, ApiKey
+from embedadmin.chat.models import Agent
 
 User = get_user_model()
 
@@ -64,6 +65,29 @@ class ApiKeyAddForm(forms.ModelForm):
             "deployments": "None selected: the key is valid for every deployment of the account.",
         }
         widgets = {"deployments": forms.CheckboxSelectMultiple}
+
+
+class AgentAddForm(forms.ModelForm):
+    """A new agent; the API key of an OpenAI-compatible endpoint is written once, stored encrypted, never shown."""
+
+    base_url = forms.URLField(
+        label="Base URL",
+        required=False,
+        assume_scheme="https",
+        help_text="For an OpenAI-compatible agent: the endpoint's base URL, e.g. https://api.openai.com/v1.",
+    )
+    api_key = forms.CharField(
+        label="Provider API key",
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="For an OpenAI-compatible agent: the key its endpoint expects (stored encrypted, never shown).",
+    )
+
+    class Meta:
+        model = Agent
+        # base_url is declared above (a model URLField would build a form field assuming http://).
+        fields = ("account", "deployment", "name", "provider", "model")
 
 
 class MintSessionForm(forms.Form):

@@ -42,3 +42,27 @@ def test_an_agent_added_in_the_panel_is_created_by_the_service(acme, acme_admin)
 @pytest.mark.parametrize("model_name", ["chatuser", "accountusageday"])
 def test_chat_users_and_usage_pages_open(acme_admin, agents, model_name):
     assert acme_admin.get(admin_url(model_name)).status_code == 200
+
+
+def test_an_openai_compatible_agent_gets_its_provider_key_in_the_panel_and_never_shows_it(acme, acme_admin):
+    form = acme_admin.get(admin_url("agent", "add")).content.decode()
+    assert 'name="api_key"' in form
+    assert 'type="password"' in form
+    fields = {
+        "account": acme.account.pk,
+        "deployment": acme.deployment.pk,
+        "name": "LLM bot",
+        "provider": "openai",
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "gpt-test",
+        "api_key": "  sk-secret-value  ",
+    }
+
+    response = acme_admin.post(admin_url("agent", "add"), fields)
+
+    assert response.status_code == 302
+    agent = Agent.objects.get(name="LLM bot")
+    assert chat.agent_api_key(agent=agent) == "sk-secret-value"
+    assert "sk-secret-value" not in agent.api_key_encrypted
+    for page in (admin_url("agent"), admin_url("agent", "change", agent)):
+        assert b"sk-secret-value" not in acme_admin.get(page).content

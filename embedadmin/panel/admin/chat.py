@@ -11,6 +11,7 @@ from embedadmin.chat import services as chat
 from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser
 from embedadmin.chat.selectors import chat_api_url
 from embedadmin.panel.base import Created, PanelAdmin
+from embedadmin.panel.forms import AgentAddForm
 from embedadmin.panel.site import panel_site
 
 
@@ -29,6 +30,7 @@ def _chat_api_url_column(request: HttpRequest):
 @admin.register(Agent, site=panel_site)
 class AgentAdmin(PanelAdmin):
     panel_allows = frozenset({"view", "add"})
+    form = AgentAddForm
     list_display_links = ("name",)
     list_filter = ("provider", "deployment", "account")
     list_select_related = ("account", "deployment")
@@ -39,7 +41,7 @@ class AgentAdmin(PanelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Agent | None = None):
         if obj is None:
-            return ("account", "deployment", "name", "provider", "base_url", "model")
+            return ("account", "deployment", "name", "provider", "base_url", "model", "api_key")
         return self.get_readonly_fields(request, obj)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Agent | None = None):
@@ -57,6 +59,7 @@ class AgentAdmin(PanelAdmin):
             provider=data["provider"],
             base_url=data.get("base_url") or "",
             model=data.get("model") or "",
+            api_key=data.get("api_key") or "",
         )
         return Created(agent)
 
