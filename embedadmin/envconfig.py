@@ -71,8 +71,8 @@ def _postgres_host(netloc: str) -> str:
     """The host of a PostgreSQL URL as libpq reads it: a name, an address, or a percent-encoded Unix socket
     directory (``postgresql://user:pw@%2Fvar%2Frun%2Fpostgresql/name``), kept as written (no lowercasing)."""
     host = netloc.rpartition("@")[2]
-    if host.startswith("["):  # an IPv6 address, maybe with a port after "]"
-        return host[1 : host.index("]")]
+    if host.startswith("["):  # an IPv6 address (maybe with a %25-encoded zone), maybe with a port after "]"
+        return unquote(host[1 : host.index("]")])
     return unquote(host.partition(":")[0])
 
 

@@ -4,6 +4,7 @@ test database, for tests that must go through the server the product ships with.
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -17,15 +18,27 @@ from django.db import connection
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free port in a range of its own for each pytest-xdist worker, so that two workers starting servers at
+    once cannot both pick the same port (one would then probe the other's server)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = 20000 + 1000 * (int(worker) if worker.isdigit() else 0)
+    for port in random.sample(range(first, first + 1000), 1000):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port for the test server")
 
 
 def test_database_url() -> str:
-    """The test database, as a URL another process can open."""
+    """The test database, as a URL another process can open (any host form DATABASE_URL accepts)."""
     p = connection.settings_dict
-    return f"postgresql://{quote(p['USER'])}:{quote(p['PASSWORD'])}@{p['HOST']}:{p['PORT'] or 5432}/{p['NAME']}"
+    host = p["HOST"] or "localhost"
+    host = quote(host, safe="") if host.startswith("/") else f"[{host}]" if ":" in host else host
+    credentials = f"{quote(p['USER'], safe='')}:{quote(p['PASSWORD'], safe='')}"
+    return f"postgresql://{credentials}@{host}:{p['PORT'] or 5432}/{p['NAME']}"
 
 
 @contextmanager

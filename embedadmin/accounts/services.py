@@ -88,7 +88,6 @@ def account_create(*, name: str, creator_mode: bool = False) -> CreatedAccount:
 
 
 @transaction.atomic
-@transaction.atomic
 def deployment_create(*, account: Account, name: str, slug: str) -> tuple[Deployment, str]:
     """Create a deployment and its first signing secret; returns the secret in clear, once."""
     deployment = Deployment(account=account, name=name, slug=slug)
@@ -101,28 +100,36 @@ def deployment_create(*, account: Account, name: str, slug: str) -> tuple[Deploy
             deployment.save()
     except IntegrityError:  # created concurrently, after the check above
         raise conflict from None
-    secret = deployment_secret_rotate(deployment=deployment)
+    secret, _ = deployment_secret_rotate(deployment=deployment)
     return deployment, secret
 
 
-def deployment_secret_rotate(*, deployment: Deployment) -> str:
-    """Add a new signing secret: it signs from now on, and the older active ones still verify."""
+def deployment_secret_rotate(*, deployment: Deployment) -> tuple[str, DeploymentSecret]:
+    """Add a new signing secret: it signs from now on, and the older active ones still verify. Returns the
+    secret in clear (shown once) and its row (whose id names it afterwards)."""
     secret = secrets.token_urlsafe(48)
-    DeploymentSecret.objects.create(deployment=deployment, encrypted_secret=credentials.encrypt_secret(secret))
-    return secret
+    row = DeploymentSecret.objects.create(deployment=deployment, encrypted_secret=credentials.encrypt_secret(secret))
+    return secret, row
 
 
 @transaction.atomic
-def deployment_secrets_revoke_older(*, deployment: Deployment) -> int:
-    """Revoke every active signing secret of ``deployment`` but the newest: tokens they signed stop
-    verifying at once (the second step of a rotation). Returns how many were revoked."""
+def deployment_secrets_revoke_older(*, deployment: Deployment, keep_id: int | None = None) -> int:
+    """Revoke the active signing secrets of ``deployment`` older than the one to keep (``keep_id``, by default
+    the newest): tokens they signed stop verifying at once (the second step of a rotation). Secrets newer
+    than the kept one stay active. Returns how many were revoked."""
     active = list(
         DeploymentSecret.objects.select_for_update()
         .filter(deployment=deployment, revoked_at__isnull=True)
         .order_by("-created_at", "-id")
         .values_list("pk", flat=True)
     )
-    return DeploymentSecret.objects.filter(pk__in=active[1:]).update(revoked_at=timezone.now())
+    if not active:
+        return 0
+    keep = active[0] if keep_id is None else keep_id
+    if keep not in active:
+        raise Conflict(f"Secret #{keep} is not an active signing secret of deployment {deployment.pk}")
+    older = active[active.index(keep) + 1 :]
+    return DeploymentSecret.objects.filter(pk__in=older).update(revoked_at=timezone.now())
 
 
 def internal_user_create(

@@ -45,6 +45,9 @@ TOP_WORDS = ("top", "bottom", "best", "worst")
 PLACE_STEMS = ("country", "nation")
 # A measure found by its description alone must share this many meaningful words with the question.
 DESCRIBED_MIN_WORDS = 2
+GENERIC_MEASURE_WORDS = frozenset(
+    stem(w) for w in ("total", "number", "amount", "sum", "average", "mean", "value", "all", "count", "overall")
+)
 VALUE_SKIP = {"is", "equal", "equals", "of", "=", "being"}
 
 
@@ -116,6 +119,7 @@ class Plan:
     time: Member | None
     reading: Reading
     covered: int  # question words the plan uses
+    named: bool = True  # its measure is named in the question (not only found by its description)
 
     @property
     def time_filtered(self) -> bool:
@@ -265,19 +269,27 @@ def plan_for(cube: Cube, reading: Reading, question: str) -> Plan | None:
     covered = sum(s.end - s.start for s in spans if s.start not in values) + len(values) + bool(reading.place)
     covered += described
     return Plan(
-        cube=cube, measures=measures, groups=groups, filters=filters, time=time, reading=reading, covered=covered
+        cube=cube,
+        measures=measures,
+        groups=groups,
+        filters=filters,
+        time=time,
+        reading=reading,
+        covered=covered,
+        named=not described,
     )
 
 
 def _described_measure(cube: Cube, reading: Reading, taken: set[int]) -> tuple[Member | None, int]:
     """The measure a question names only through its description: the one whose description shares the most
-    meaningful words (at least ``DESCRIBED_MIN_WORDS``) with the words no name, title or synonym took; with
-    how many it shares."""
+    meaningful words (at least ``DESCRIBED_MIN_WORDS``, one of them not a word any measure could be described
+    with, such as "total") with the words no name, title or synonym took; with how many it shares."""
     free = {t.stem for i, t in enumerate(reading.tokens) if i not in taken} - STOPWORDS
     best: tuple[int, Member | None] = (0, None)
     for member in cube.members:
-        if member.is_measure and (shared := len(member.described_by & free)) > best[0]:
-            best = (shared, member)
+        words = member.described_by & free
+        if member.is_measure and words - GENERIC_MEASURE_WORDS and len(words) > best[0]:
+            best = (len(words), member)
     return (best[1], best[0]) if best[0] >= DESCRIBED_MIN_WORDS else (None, 0)
 
 
@@ -286,14 +298,14 @@ def _names_place(member: Member) -> bool:
 
 
 def choose_plan(cubes: Sequence[Cube], reading: Reading, question: str) -> Plan | None:
-    """The plan of the cube that uses the most of the question's words; views before cubes among equals, then
-    the order of relevance ``serviceMeta`` gave."""
-    best: tuple[tuple[int, bool], Plan] | None = None
+    """The plan of the cube that uses the most of the question's words, a measure the question names before one
+    found by its description; views before cubes among equals, then the order of relevance ``serviceMeta`` gave."""
+    best: tuple[tuple[bool, int, bool], Plan] | None = None
     for cube in cubes:
         plan = plan_for(cube, reading, question)
         if plan is None:
             continue
-        key = (plan.covered, cube.is_view)
+        key = (plan.named, plan.covered, cube.is_view)
         if best is None or key > best[0]:
             best = (key, plan)
     return best[1] if best else None

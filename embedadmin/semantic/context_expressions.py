@@ -119,7 +119,15 @@ def _check(node: ast.AST, text: str) -> None:
         ast.USub,
         *(_COMPARE.keys()),
     )
+    # ``securityContext`` must be followed by the claim it reads: as a whole it would carry the claims that
+    # differ between tokens of one viewer (see the module docstring) into the expression.
+    read_through = {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute | ast.Subscript)}
     for child in ast.walk(node):
+        if isinstance(child, ast.Name) and child.id == "securityContext" and id(child) not in read_through:
+            raise ValueError(
+                f"expression {text!r}: name the claim to read (securityContext.x); securityContext as a whole "
+                "holds claims that differ between tokens of one viewer"
+            )
         if not isinstance(child, allowed):
             raise ValueError(f"expression {text!r}: {type(child).__name__} is not allowed")
         if isinstance(child, ast.Name) and child.id not in CONTEXT_NAMES | {"True", "False", "None"}:

@@ -58,6 +58,8 @@ def test_a_bad_prepare_threshold_names_the_option():
         ("postgresql://u:p@%2FSockets%2FPG:5433/app", "/Sockets/PG", "5433"),
         ("postgresql://u:p@DB.Example.com:5432/app", "DB.Example.com", "5432"),
         ("postgresql://u:p@[::1]:5432/app", "::1", "5432"),
+        ("postgresql://u:p@[fe80::1%25eth0]/app", "fe80::1%eth0", ""),
+        ("postgresql://u:p%40x:y@db:5433/app", "db", "5433"),
         ("postgresql://db/app", "db", ""),
     ],
 )

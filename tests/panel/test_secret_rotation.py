@@ -41,7 +41,8 @@ def test_rotation_in_two_steps(acme_admin: Client, acme: Cast, api: JsonClient):
 
     assert response.status_code == 200
     assert response["Cache-Control"] == "max-age=0, no-cache, no-store, must-revalidate, private"
-    label = f"Deployment {acme.deployment.pk} ({acme.deployment.name}) API secret"
+    newest = DeploymentSecret.objects.filter(deployment=acme.deployment).order_by("-created_at", "-id").first()
+    label = f"Deployment {acme.deployment.pk} ({acme.deployment.name}) API secret #{newest.pk}"
     new = shown_secrets(response)[label]
     assert new != old
     assert new.encode() not in acme_admin.get(admin_url("deployment", "change", acme.deployment)).content
@@ -49,23 +50,69 @@ def test_rotation_in_two_steps(acme_admin: Client, acme: Cast, api: JsonClient):
     assert decode_embed_token(_embed_token(api, acme), secret=new)["sub"] == "viewer"
     assert deployment_token_verify(deployment=acme.deployment, token=signed_with_old)["sub"] == "ada"
 
-    response = acme_admin.post(
+    confirm = acme_admin.post(
         admin_url("deployment"), {"action": "revoke_older_secrets", "_selected_action": [acme.deployment.pk]}
     )
+    assert confirm.status_code == 200
+    assert "Revoke the older secrets" in confirm.content.decode()
+    assert f'name="keep_{acme.deployment.pk}" value="{newest.pk}"' in confirm.content.decode()
+    assert deployment_token_verify(deployment=acme.deployment, token=signed_with_old)["sub"] == "ada", "not yet"
+
+    response = acme_admin.post(admin_url("deployment"), _confirmed(acme, keep=newest.pk))
 
     assert response.status_code == 302
     assert messages_of(response) == [
-        ("success", "Revoked 1 older signing secret; the newest of each deployment still signs and verifies.")
+        ("success", "Revoked 1 older signing secret; the secret kept for each deployment still signs and verifies.")
     ]
     with pytest.raises(TokenInvalid, match="Invalid token signature"):
         deployment_token_verify(deployment=acme.deployment, token=signed_with_old)
     assert deployment_token_verify(deployment=acme.deployment, token=_token(new))["sub"] == "ada"
     assert decode_embed_token(_embed_token(api, acme), secret=new)["sub"] == "viewer"
-    # Revoking again leaves the newest alone.
-    acme_admin.post(
-        admin_url("deployment"), {"action": "revoke_older_secrets", "_selected_action": [acme.deployment.pk]}
+    # Confirming again leaves the kept secret alone.
+    acme_admin.post(admin_url("deployment"), _confirmed(acme, keep=newest.pk))
+    active = DeploymentSecret.objects.filter(deployment=acme.deployment, revoked_at__isnull=True)
+    assert list(active.values_list("pk", flat=True)) == [newest.pk]
+
+
+def _confirmed(cast: Cast, *, keep: int) -> dict:
+    return {
+        "action": "revoke_older_secrets",
+        "_selected_action": [cast.deployment.pk],
+        "post": "yes",
+        f"keep_{cast.deployment.pk}": keep,
+    }
+
+
+def test_a_secret_made_after_the_confirmation_was_shown_stays_active(acme_admin: Client, acme: Cast):
+    _, shown = accounts.deployment_secret_rotate(deployment=acme.deployment)  # what the clients were given
+    _, later = accounts.deployment_secret_rotate(deployment=acme.deployment)  # a reload, or another admin
+
+    response = acme_admin.post(admin_url("deployment"), _confirmed(acme, keep=shown.pk))
+
+    assert response.status_code == 302
+    active = set(
+        DeploymentSecret.objects.filter(deployment=acme.deployment, revoked_at__isnull=True).values_list(
+            "pk", flat=True
+        )
     )
-    assert DeploymentSecret.objects.filter(deployment=acme.deployment, revoked_at__isnull=True).count() == 1
+    assert active == {shown.pk, later.pk}
+
+
+def test_keeping_a_secret_that_is_not_active_revokes_nothing(acme_admin: Client, acme: Cast):
+    _, first = accounts.deployment_secret_rotate(deployment=acme.deployment)
+    accounts.deployment_secrets_revoke_older(deployment=acme.deployment)  # keeps `first`, revokes the original
+    revoked = DeploymentSecret.objects.get(deployment=acme.deployment, revoked_at__isnull=False)
+
+    response = acme_admin.post(admin_url("deployment"), _confirmed(acme, keep=revoked.pk))
+
+    assert messages_of(response) == [
+        ("error", f"Secret #{revoked.pk} is not an active signing secret of deployment {acme.deployment.pk}")
+    ]
+    assert list(
+        DeploymentSecret.objects.filter(deployment=acme.deployment, revoked_at__isnull=True).values_list(
+            "pk", flat=True
+        )
+    ) == [first.pk]
 
 
 def test_an_admin_cannot_rotate_another_accounts_deployment(acme_admin: Client, acme: Cast, globex: Cast):
@@ -73,6 +120,7 @@ def test_an_admin_cannot_rotate_another_accounts_deployment(acme_admin: Client, 
 
     for action in ("rotate_secret", "revoke_older_secrets"):
         acme_admin.post(admin_url("deployment"), {"action": action, "_selected_action": [globex.deployment.pk]})
+    acme_admin.post(admin_url("deployment"), _confirmed(globex, keep=0))
 
     after = list(DeploymentSecret.objects.filter(deployment=globex.deployment).values_list("pk", "revoked_at"))
     assert after == before

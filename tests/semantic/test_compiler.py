@@ -384,6 +384,14 @@ BROKEN = [
         "expression \" securityContext['jti'] \": securityContext.jti differs between tokens of one viewer",
     ),
     (
+        "policy row filter value interpolating the whole security context",
+        ORDERS + "    access_policy:\n      - group: '*'\n        row_level:\n          filters:\n"
+        "            - member: status\n              operator: equals\n"
+        '              values: ["x-{ securityContext }"]\n',
+        "model/cubes/orders.yml:21: access_policy[0] of orders: "
+        "expression ' securityContext ': name the claim to read (securityContext.x)",
+    ),
+    (
         "policy row filter on unknown member",
         ORDERS + "    access_policy:\n      - group: '*'\n        row_level:\n          filters:\n"
         "            - member: nope\n              operator: equals\n              values: [1]\n",

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db.models import Count, Model, Q, QuerySet
 from django.forms import BaseForm, BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from embedadmin.accounts import services as accounts
-from embedadmin.accounts.models import Account, AccountMembership, ApiKey, Deployment, PlatformToken, TenantSettings
+from embedadmin.accounts.models import (
+    Account,
+    AccountMembership,
+    ApiKey,
+    Deployment,
+    DeploymentSecret,
+    PlatformToken,
+    TenantSettings,
+)
 from embedadmin.accounts.selectors import data_source_url_redacted, deployment_data_source_url
+from embedadmin.core.errors import ApiError
 from embedadmin.panel import tenancy
 from embedadmin.panel.base import (
     Created,
@@ -22,6 +34,7 @@ from embedadmin.panel.base import (
     PanelStackedInline,
     RevokedFilter,
     ShownOnce,
+    page_context,
     render_shown_once,
 )
 from embedadmin.panel.forms import AccountAddForm, ApiKeyAddForm, InternalUserCreationForm
@@ -229,10 +242,10 @@ class DeploymentAdmin(PanelAdmin):
 
     @admin.action(description="Add a new signing secret (rotation, step 1)", permissions=["rotate"])
     def rotate_secret(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
-        rotated = [(d, accounts.deployment_secret_rotate(deployment=d)) for d in queryset.order_by("pk")]
+        rotated = [(d, *accounts.deployment_secret_rotate(deployment=d)) for d in queryset.order_by("pk")]
         shown = ShownOnce(
             title="New signing secrets",
-            secrets=tuple((f"Deployment {d.pk} ({d.name}) API secret", secret) for d, secret in rotated),
+            secrets=tuple((f"Deployment {d.pk} ({d.name}) API secret #{row.pk}", secret) for d, secret, row in rotated),
             notes=(
                 SHOWN_ONCE_NOTE,
                 "The new secret signs embed tokens from now on; the older ones still verify. Once every "
@@ -242,14 +255,49 @@ class DeploymentAdmin(PanelAdmin):
         return render_shown_once(self, request, shown, obj=None)
 
     @admin.action(description="Revoke older signing secrets (rotation, step 2)", permissions=["rotate"])
-    def revoke_older_secrets(self, request: HttpRequest, queryset: QuerySet) -> None:
-        revoked = sum(accounts.deployment_secrets_revoke_older(deployment=d) for d in queryset)
+    def revoke_older_secrets(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        """First a confirmation naming the secret kept per deployment (the newest when it is shown); then, on
+        its POST, revokes the secrets older than that one. A secret made in between stays active."""
+        deployments = list(queryset.order_by("pk"))
+        if request.POST.get("post") != "yes":
+            plans = [_revoke_plan(d) for d in deployments]
+            context = {
+                **page_context(self, request, title="Revoke older signing secrets", obj=None),
+                "plans": plans,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(request, "panel/revoke_older_secrets.html", context)
+        revoked = 0
+        for deployment in deployments:
+            keep = request.POST.get(f"keep_{deployment.pk}", "")
+            if not keep.isdigit():
+                self.message_user(request, f"Deployment {deployment.pk}: no secret to keep was named.", messages.ERROR)
+                return None
+            try:
+                revoked += accounts.deployment_secrets_revoke_older(deployment=deployment, keep_id=int(keep))
+            except ApiError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+                return None
         self.message_user(
             request,
-            f"Revoked {revoked} older signing secret{'s' if revoked != 1 else ''}; the newest of each deployment "
-            "still signs and verifies.",
+            f"Revoked {revoked} older signing secret{'s' if revoked != 1 else ''}; the secret kept for each "
+            "deployment still signs and verifies.",
             messages.SUCCESS,
         )
+        return None
+
+
+@dataclass(frozen=True)
+class _RevokePlan:
+    deployment: Deployment
+    active: list[DeploymentSecret]
+    keep: DeploymentSecret | None
+    revoked: list[DeploymentSecret]
+
+
+def _revoke_plan(deployment: Deployment) -> _RevokePlan:
+    active = list(deployment.secrets.filter(revoked_at__isnull=True).order_by("-created_at", "-id"))
+    return _RevokePlan(deployment=deployment, active=active, keep=active[0] if active else None, revoked=active[1:])
 
 
 class CredentialAdmin(PanelAdmin):
