@@ -73,6 +73,7 @@ class AgentAddForm(forms.ModelForm):
     base_url = forms.URLField(
         label="Base URL",
         required=False,
+        max_length=Agent._meta.get_field("base_url").max_length,
         assume_scheme="https",
         help_text="For an OpenAI-compatible agent: the endpoint's base URL, e.g. https://api.openai.com/v1.",
     )
