@@ -154,42 +154,31 @@ class DeploymentAdmin(PanelAdmin):
         active = Count("secrets", filter=Q(secrets__revoked_at__isnull=True))
         return super().get_queryset(request).annotate(active_secret_count=active)
 
+    # The change page: everything shown, only chat token authentication edited here (the data model settings
+    # change through `manage.py configure_deployment`, which validates them).
+    change_fields = (
+        "id",
+        "account",
+        "name",
+        "slug",
+        "jwks_url",
+        "jwt_audience",
+        "jwt_issuer",
+        "active_secrets",
+        "model_dir",
+        "model_state",
+        "data_source",
+        "chat_token_auth",
+    )
+    editable_on_change = ("chat_token_auth",)
+
     def get_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
-        if obj is None:
-            return ("account", "name", "slug")
-        return (
-            "id",
-            "account",
-            "name",
-            "slug",
-            "jwks_url",
-            "jwt_audience",
-            "jwt_issuer",
-            "active_secrets",
-            "model_dir",
-            "model_state",
-            "data_source",
-            "chat_token_auth",
-        )
+        return ("account", "name", "slug") if obj is None else self.change_fields
 
     def get_readonly_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
-        # The data model settings change through `manage.py configure_deployment` (validated there); chat
-        # token authentication is switched here too.
         if obj is None:
             return ()
-        return (
-            "id",
-            "account",
-            "name",
-            "slug",
-            "jwks_url",
-            "jwt_audience",
-            "jwt_issuer",
-            "active_secrets",
-            "model_dir",
-            "model_state",
-            "data_source",
-        )
+        return tuple(f for f in self.change_fields if f not in self.editable_on_change)
 
     def get_form(self, request: HttpRequest, obj: Deployment | None = None, **kwargs: Any):
         help_texts = {"chat_token_auth": "Accept X-Service-Auth-Token (a JWT of this deployment with the chat scope)."}
