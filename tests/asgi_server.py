@@ -1,5 +1,6 @@
 """The production entry point (``embedadmin.asgi:application``) served by a real uvicorn process on the
-test database, for tests that must go through the server the product ships with."""
+test database, for tests that must go through the server the product ships with; and the test database as a
+URL another process (that server, or a data source) can open."""
 
 from __future__ import annotations
 
@@ -32,10 +33,10 @@ def _free_port() -> int:
     raise RuntimeError("no free port for the test server")
 
 
-def test_database_url() -> str:
+def database_url_for_subprocess() -> str:
     """The test database, as a URL another process can open (any host form DATABASE_URL accepts)."""
     p = connection.settings_dict
-    host = p["HOST"] or "localhost"
+    host = p["HOST"] or "127.0.0.1"
     host = quote(host, safe="") if host.startswith("/") else f"[{host}]" if ":" in host else host
     credentials = f"{quote(p['USER'], safe='')}:{quote(p['PASSWORD'], safe='')}"
     return f"postgresql://{credentials}@{host}:{p['PORT'] or 5432}/{p['NAME']}"
@@ -47,7 +48,7 @@ def uvicorn_server(**env: str) -> Iterator[str]:
     port = _free_port()
     environ = {
         **os.environ,
-        "DATABASE_URL": test_database_url(),
+        "DATABASE_URL": database_url_for_subprocess(),
         "EMBEDADMIN_ALLOW_DEV_SECRET": "true",
         "DJANGO_SETTINGS_MODULE": "embedadmin.settings",
         **env,

@@ -16,8 +16,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Model, QuerySet
+from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from embedadmin.accounts.models import (
@@ -31,6 +31,7 @@ from embedadmin.accounts.models import (
 )
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Conflict, LimitExceeded, NotFound
+from embedadmin.core.writes import create_unique
 
 API_KEY_KIND = "eak"
 PLATFORM_TOKEN_KIND = "ept"
@@ -57,24 +58,12 @@ def _full_clean(instance) -> None:
         raise BadRequest("; ".join(messages)) from None
 
 
-def _save_new(instance: Model, *, taken: QuerySet, conflict: Conflict) -> None:
-    """Insert ``instance`` unless ``taken`` finds the row its unique name would clash with. A row created
-    concurrently, after that check, is the same conflict: the savepoint keeps the caller's transaction usable."""
-    if taken.exists():
-        raise conflict
-    try:
-        with transaction.atomic():
-            instance.save()
-    except IntegrityError:
-        raise conflict from None
-
-
 @transaction.atomic
 def account_create(*, name: str, creator_mode: bool = False) -> CreatedAccount:
     """Create an account with its settings, a first deployment, an admin user and credentials."""
     account = Account(name=name)
     _full_clean(account)
-    _save_new(account, taken=Account.objects.filter(name=name), conflict=Conflict(f"Account {name!r} already exists"))
+    create_unique(account, conflict=Conflict(f"Account {name!r} already exists"))
     TenantSettings.objects.create(account=account, use_creator_mode=creator_mode)
     deployment, secret = deployment_create(account=account, name=f"{name} default", slug="default")
     admin_username = f"{name}-admin"
@@ -98,11 +87,7 @@ def deployment_create(*, account: Account, name: str, slug: str) -> tuple[Deploy
     """Create a deployment and its first signing secret; returns the secret in clear, once."""
     deployment = Deployment(account=account, name=name, slug=slug)
     _full_clean(deployment)
-    _save_new(
-        deployment,
-        taken=Deployment.objects.filter(account=account, slug=slug),
-        conflict=Conflict(f"Deployment slug {slug!r} is already used in this account"),
-    )
+    create_unique(deployment, conflict=Conflict(f"Deployment slug {slug!r} is already used in this account"))
     secret, _ = deployment_secret_rotate(deployment=deployment)
     return deployment, secret
 
@@ -150,8 +135,7 @@ def internal_user_create(
         user.set_unusable_password()
     _full_clean(user)
     with transaction.atomic():
-        taken = user_model.objects.filter(username=username)
-        _save_new(user, taken=taken, conflict=Conflict(f"A user named {username!r} already exists"))
+        create_unique(user, conflict=Conflict(f"A user named {username!r} already exists"))
         AccountMembership.objects.create(user=user, account=account, is_admin=is_admin)
     return user
 

@@ -1,8 +1,8 @@
 """Executing runs outside the HTTP request.
 
 :class:`ChatRuntime` is a thread pool in the web process; each run gets an event loop of its own in a
-pool thread (:meth:`ChatRuntime.execute`), which is also what a Celery worker would call (see
-``tasks.execute_chat_run``): a run depends only on its row, the database and the bus.
+pool thread (:meth:`ChatRuntime.execute`). A run depends only on its row, the database and the bus, so
+another process could execute it as well.
 
 A :class:`RunExecution` drives the agent's provider, logs every frame to the thread's event log (and
 publishes it), keeps a heartbeat, and ends the run with its terminal frames. An abort (published on the

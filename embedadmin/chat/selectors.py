@@ -52,8 +52,8 @@ _THREAD: PreparedQuery[Thread] = PreparedQuery(
 )
 _RUNNING_RUN: PreparedQuery[Run] = PreparedQuery(
     Run,
-    lambda thread_id, status: Run.objects.filter(thread_id=thread_id, status=status).order_by("pk")[:1],
-    sentinels=(-9_000_001, "\x00status"),
+    lambda thread_id: Run.objects.filter(thread_id=thread_id, status=Run.Status.RUNNING).order_by("pk")[:1],
+    sentinels=(-9_000_001,),
 )
 _LAST_SEQ: PreparedQuery[ThreadEvent] = PreparedQuery(
     ThreadEvent,
@@ -123,7 +123,7 @@ def thread_of_owner(*, agent: Agent, owner: ChatUser, chat_id: str) -> Thread:
 
 
 def thread_running_run(*, thread_id: int) -> Run | None:
-    return _RUNNING_RUN.first(thread_id, Run.Status.RUNNING.value)
+    return _RUNNING_RUN.first(thread_id)
 
 
 def thread_last_seq(*, thread_id: int) -> int:
@@ -157,11 +157,12 @@ def run_for_execution(*, run_id: int) -> Run | None:
     return Run.objects.select_related("thread__agent").filter(pk=run_id).first()
 
 
-def stale_run_ids(*, now: dt.datetime, stale_after: dt.timedelta) -> list[int]:
+def stale_runs(*, now: dt.datetime, stale_after: dt.timedelta) -> list[tuple[int, int]]:
+    """``(run id, thread id)`` of the running runs whose heartbeat is older than ``stale_after``."""
     return list(
         Run.objects.filter(status=Run.Status.RUNNING, heartbeat_at__lt=now - stale_after)
         .order_by("pk")
-        .values_list("pk", flat=True)
+        .values_list("pk", "thread_id")
     )
 
 

@@ -362,14 +362,14 @@ def heartbeat_stale(heartbeat_at: dt.datetime, now: dt.datetime) -> bool:
     return heartbeat_at < now - STALE_AFTER
 
 
-def run_fail_if_stale(*, run_id: int, bus: EventBus | None = None, now: dt.datetime | None = None) -> bool:
-    """Mark a running run whose process died as failed (its responses end, the thread takes messages)."""
+def run_fail_if_stale(
+    *, run_id: int, thread_id: int, bus: EventBus | None = None, now: dt.datetime | None = None
+) -> bool:
+    """Mark a running run whose process died as failed (its responses end, the thread takes messages).
+    Callers come here once they saw its heartbeat stale; under the thread's lock it is checked again."""
     now = now or timezone.now()
-    run = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).first()
-    if run is None or not heartbeat_stale(run.heartbeat_at, now):
-        return False
     with transaction.atomic():
-        _thread_lock(run.thread_id)
+        _thread_lock(thread_id)
         run = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, heartbeat_at__lt=now - STALE_AFTER).first()
         if run is None:
             return False
@@ -382,8 +382,8 @@ def runs_fail_stale(*, now: dt.datetime | None = None) -> int:
     """Fail every run whose heartbeat is stale; returns how many were failed."""
     now = now or timezone.now()
     return sum(
-        run_fail_if_stale(run_id=run_id, now=now)
-        for run_id in selectors.stale_run_ids(now=now, stale_after=STALE_AFTER)
+        run_fail_if_stale(run_id=run_id, thread_id=thread_id, now=now)
+        for run_id, thread_id in selectors.stale_runs(now=now, stale_after=STALE_AFTER)
     )
 
 
@@ -525,7 +525,7 @@ def chat_stream_open(
         if (
             running is not None
             and heartbeat_stale(running.heartbeat_at, timezone.now())
-            and run_fail_if_stale(run_id=running.pk, bus=bus)
+            and run_fail_if_stale(run_id=running.pk, thread_id=thread.pk, bus=bus)
         ):
             running = None
         return StreamPlan(thread_id=thread.pk, chat_id=thread.chat_id, is_streaming=running is not None)

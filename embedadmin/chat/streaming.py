@@ -36,7 +36,7 @@ def _line(frame: events.Frame) -> bytes:
     return (json.dumps(frame, separators=(",", ":"), default=str) + "\n").encode()
 
 
-def _run_alive(*, run_id: int) -> bool:
+def _run_alive(*, run_id: int, thread_id: int) -> bool:
     """Whether a tailed run can still log frames: False once it is gone (its user expired) or ended;
     a run whose process died is failed here, which logs its terminal frames."""
     health = selectors.run_health(run_id=run_id)
@@ -44,7 +44,7 @@ def _run_alive(*, run_id: int) -> bool:
         return False
     status, heartbeat_at = health
     if status == Run.Status.RUNNING and services.heartbeat_stale(heartbeat_at, timezone.now()):
-        services.run_fail_if_stale(run_id=run_id)
+        services.run_fail_if_stale(run_id=run_id, thread_id=thread_id)
     return True
 
 
@@ -72,7 +72,7 @@ async def tail_run(*, thread_id: int, run_id: int, from_seq: int, bus: EventBus)
                 pending = [LoggedFrame(seq=note["seq"], message=note["message"])]
             else:
                 pending = await _db(selectors.run_frames_after, run_id=run_id, after_seq=last)
-                if note is None and not pending and not await _db(_run_alive, run_id=run_id):
+                if note is None and not pending and not await _db(_run_alive, run_id=run_id, thread_id=thread_id):
                     return
 
 

@@ -27,11 +27,3 @@ def reconcile_user_counts() -> int:
 def fail_stale_runs() -> int:
     """Mark runs whose process died as failed, so their threads take messages again."""
     return services.runs_fail_stale()
-
-
-@shared_task(name="chat.execute_run", ignore_result=True)
-def execute_chat_run(run_id: int) -> None:
-    """Execute a run in a worker instead of the web process (does nothing if it already ran)."""
-    from embedadmin.chat.runtime import ChatRuntime
-
-    ChatRuntime(max_workers=1).execute(run_id)

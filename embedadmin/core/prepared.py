@@ -9,9 +9,10 @@ the ORM's own converters and related-object populators, exactly as iterating the
 Limits: every argument must reach the SQL as exactly the bound parameter it was given (a plain
 ``field=value`` lookup), be an :class:`InList` for an ``__in`` lookup (compiled once per list
 length), or a :class:`Nullable` that may be None (compiled once with ``IS NULL``, once with a
-parameter), up to ``MAX_SHAPES`` shapes; lookups that transform a value (``__contains`` patterns)
-are refused when the query is first compiled. An empty InList matches nothing, so no query runs (as
-the ORM answers ``filter(field__in=[])``): an InList must therefore not sit inside an OR.
+parameter); the ``MAX_SHAPES`` most recently compiled shapes are kept (the oldest makes room).
+Lookups that transform a value (``__contains`` patterns) are refused when the query is first
+compiled. An empty InList matches nothing, so no query runs (as the ORM answers
+``filter(field__in=[])``): an InList must therefore not sit inside an OR.
 """
 
 from __future__ import annotations
@@ -135,8 +136,9 @@ class PreparedQuery(Generic[M]):
                 fields_end=end,
                 populators=populators,
             )
-            if len(self._compiled) < MAX_SHAPES:
-                self._compiled[key] = compiled
+            if len(self._compiled) >= MAX_SHAPES:  # the oldest shape makes room: a cold caller cannot fill it for good
+                del self._compiled[next(iter(self._compiled))]
+            self._compiled[key] = compiled
         return compiled
 
     def _execute(self, args: Sequence[Any], using: str | None, *, values: bool) -> tuple[_Compiled, list[Any]]:

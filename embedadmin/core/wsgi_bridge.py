@@ -32,6 +32,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterat
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from embedadmin.core.errors import error_body
+
 logger = logging.getLogger(__name__)
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -186,7 +188,7 @@ class WSGIBridge:
         except _Disconnected:
             return
         except _BodyTooLarge:
-            await _send_json(send, 413, {"error": "Request body too large"})
+            await _send_error(send, 413, "Request body too large")
             return
         loop = asyncio.get_running_loop()
         response = _Response()
@@ -196,7 +198,7 @@ class WSGIBridge:
             )
         except Exception:
             logger.exception("The WSGI application failed on %s", scope["path"])
-            await _send_json(send, 500, {"error": "Internal server error"})
+            await _send_error(send, 500, "Internal server error")
             return
         try:
             await send({"type": "http.response.start", "status": response.status, "headers": response.headers})
@@ -272,8 +274,9 @@ async def _until_disconnect(sending: Coroutine[Any, Any, None], receive: Callabl
         raise streaming.exception()
 
 
-async def _send_json(send: Callable, status: int, body: dict[str, Any]) -> None:
-    content = json.dumps(body).encode()
+async def _send_error(send: Callable, status: int, message: str) -> None:
+    """The ``{"error": ...}`` answer of a request the application never saw."""
+    content = json.dumps(error_body(message)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": content, "more_body": False})

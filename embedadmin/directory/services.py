@@ -17,6 +17,7 @@ from django.utils import timezone
 from embedadmin.accounts.models import Account
 from embedadmin.accounts.services import EXTERNAL_USERS, quota_recount, quota_release
 from embedadmin.core.errors import BadRequest, Conflict, NotFound
+from embedadmin.core.writes import create_unique
 from embedadmin.directory import selectors
 from embedadmin.directory.models import (
     AttributeDefinition,
@@ -181,19 +182,16 @@ def attribute_definition_create(
         raise BadRequest(f"type must be one of {', '.join(ATTRIBUTE_TYPES)}")
     if data.default_value:
         default_value_parse(data.type, data.default_value)
-    try:
-        with transaction.atomic():
-            return AttributeDefinition.objects.create(
-                account=account,
-                embed_tenant=embed_tenant,
-                name=data.name,
-                type=data.type,
-                display_name=data.display_name or "",
-                default_value=data.default_value or "",
-                description=data.description or "",
-            )
-    except IntegrityError:
-        raise Conflict(f"A user attribute named {data.name!r} already exists") from None
+    definition = AttributeDefinition(
+        account=account,
+        embed_tenant=embed_tenant,
+        name=data.name,
+        type=data.type,
+        display_name=data.display_name or "",
+        default_value=data.default_value or "",
+        description=data.description or "",
+    )
+    return create_unique(definition, conflict=Conflict(f"A user attribute named {data.name!r} already exists"))
 
 
 def attribute_definition_update(*, definition: AttributeDefinition, changes: dict[str, Any]) -> AttributeDefinition:
@@ -230,11 +228,8 @@ def group_create(*, account: Account, embed_tenant: EmbedTenant | None, name: st
         raise BadRequest("Group name must not be empty")
     if name.startswith("system:"):
         raise BadRequest("Group names starting with 'system:' are reserved")
-    try:
-        with transaction.atomic():
-            return Group.objects.create(account=account, embed_tenant=embed_tenant, name=name, description=description)
-    except IntegrityError:
-        raise Conflict(f"A group named {name!r} already exists") from None
+    group = Group(account=account, embed_tenant=embed_tenant, name=name, description=description)
+    return create_unique(group, conflict=Conflict(f"A group named {name!r} already exists"))
 
 
 def group_delete(*, group: Group, with_internal_members: bool = False) -> None:

@@ -123,7 +123,17 @@ _FAST_FIELDS = frozenset(GenerateSessionSerializer._declared_fields) - {
 }
 _TENANT_NAME = re.compile(EMBED_TENANT_NAME_RE)
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_MAX_ITEMS = 1000
+# The serializer's own limits, so that the two cannot drift apart.
+_FIELDS = GenerateSessionSerializer._declared_fields
+_PROFILE = UserProfileSerializer._declared_fields
+_MAX_DEPLOYMENT_ID = _FIELDS["deploymentId"].max_value
+_MAX_EXTERNAL_ID = _FIELDS["externalId"].max_length
+_MAX_ATTRIBUTES = _FIELDS["userAttributes"].max_length
+_MAX_ATTRIBUTE_NAME = UserAttributeSerializer._declared_fields["name"].max_length
+_MAX_GROUPS = _FIELDS["groups"].max_length
+_MAX_GROUP_NAME = _FIELDS["groups"].child.max_length
+_MAX_DISPLAY_NAME = _PROFILE["displayName"].max_length
+_MAX_PICTURE = _PROFILE["picture"].max_length
 
 
 def _plain(value: Any, max_length: int, *, blank: bool = False) -> bool:
@@ -158,16 +168,17 @@ def _fast_profile(value: Any) -> bool:
     if type(value) is not dict or not value.keys() <= {"displayName", "picture"}:
         return False
     name = value.get("displayName", "")
-    if type(name) is not str or len(name) > 255 or "\x00" in name or _SURROGATE.search(name):
+    if type(name) is not str or len(name) > _MAX_DISPLAY_NAME or "\x00" in name or _SURROGATE.search(name):
         return False
-    return "picture" not in value or (_plain(value["picture"], 2048) and is_http_url(value["picture"]))
+    return "picture" not in value or (_plain(value["picture"], _MAX_PICTURE) and is_http_url(value["picture"]))
 
 
 def _fast_attributes(value: Any) -> bool:
-    if type(value) is not list or len(value) > _MAX_ITEMS:
+    if type(value) is not list or len(value) > _MAX_ATTRIBUTES:
         return False
     return all(
-        type(item) is dict and item.keys() == {"name", "value"} and _plain(item["name"], 255) for item in value
+        type(item) is dict and item.keys() == {"name", "value"} and _plain(item["name"], _MAX_ATTRIBUTE_NAME)
+        for item in value
     ) and all(_storable(item["value"]) for item in value)
 
 
@@ -176,9 +187,9 @@ def _validated_fast(data: Any) -> dict[str, Any] | None:
     if type(data) is not dict or not data.keys() <= _FAST_FIELDS:
         return None
     deployment_id = data.get("deploymentId")
-    if type(deployment_id) is not int or not 1 <= deployment_id <= 2**63 - 1:
+    if type(deployment_id) is not int or not 1 <= deployment_id <= _MAX_DEPLOYMENT_ID:
         return None
-    if not _plain(data.get("externalId"), 255, blank=True):
+    if not _plain(data.get("externalId"), _MAX_EXTERNAL_ID, blank=True):
         return None
     if "email" in data:
         if not _plain(data["email"], 320):
@@ -199,7 +210,7 @@ def _validated_fast(data: Any) -> dict[str, Any] | None:
         return None
     if "groups" in data:
         groups = data["groups"]
-        if type(groups) is not list or len(groups) > _MAX_ITEMS or not all(_plain(g, 255) for g in groups):
+        if type(groups) is not list or len(groups) > _MAX_GROUPS or not all(_plain(g, _MAX_GROUP_NAME) for g in groups):
             return None
     if "securityContext" in data:
         context = data["securityContext"]

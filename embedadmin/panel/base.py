@@ -33,7 +33,7 @@ from django.utils.text import capfirst
 from embedadmin.core.errors import ApiError
 from embedadmin.panel import tenancy
 
-PanelAction = str  # "view", "add", "change", "delete", or an admin action's permission ("revoke", "mint")
+PanelAction = str  # "view", "add", "change", "delete", or an admin action's permission ("revoke", "mint", "rotate")
 
 
 @dataclass(frozen=True)
@@ -146,6 +146,9 @@ class PanelAdminMixin:
 
     def has_mint_permission(self, request: HttpRequest) -> bool:
         return self.panel_allowed(request, "mint")
+
+    def has_rotate_permission(self, request: HttpRequest) -> bool:
+        return self.panel_allowed(request, "rotate")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return tenancy.restrict(super().get_queryset(request), request)

@@ -4,7 +4,7 @@ The token comes in ``x-cube-authorization`` or ``Authorization``, raw (as ``@cub
 sends it) or after a scheme such as ``Bearer``. Its header's ``alg`` picks the verification, nothing
 else does:
 
-- ``HS256``: any active secret of the deployment, through :func:`deployment_token_verify` (the same
+- ``HS256``: any active secret of the deployment, through :func:`deployment_hs256_payload` (the same
   rules as every deployment token: audience and issuer when configured, ``exp`` required, ``nbf``,
   revoked ``jti``). Embed tokens are of this kind.
 - ``RS256`` / ``ES256``: the key named by ``kid`` in the deployment's JWKS, with the algorithm the key
@@ -33,8 +33,8 @@ from django.conf import settings
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import (
     TokenInvalid,
+    deployment_hs256_payload,
     deployment_jwt_decode,
-    deployment_token_verify,
     token_not_revoked,
 )
 
@@ -184,7 +184,7 @@ def core_token_verify(*, deployment: Deployment, token: str, jwks: JwksClient | 
         raise TokenInvalid("Invalid token") from None
     algorithm = header.get("alg")
     if algorithm == "HS256":
-        return SecurityContext.from_payload(deployment_token_verify(deployment=deployment, token=token))
+        return SecurityContext.from_payload(deployment_hs256_payload(deployment=deployment, token=token))
     if algorithm not in JWKS_ALGORITHMS or not deployment.jwks_url:
         raise TokenInvalid(f"Token algorithm {algorithm!r} is not accepted")
     kid = header.get("kid")

@@ -26,10 +26,16 @@ class QueryContext:
     user_attributes: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
+    def stable_security_context(self) -> dict[str, Any]:
+        """The security context without the claims that differ between two tokens of one viewer: what
+        policies read and what caches key on, so that the two cannot disagree."""
+        return {key: value for key, value in (self.security_context or {}).items() if key not in VOLATILE_CLAIMS}
+
+    @cached_property
     def env(self) -> dict[str, Any]:
         """The names policy expressions may read."""
         return {
-            "securityContext": self.security_context or {},
+            "securityContext": self.stable_security_context,
             "userAttributes": self.user_attributes or {},
             "groups": list(self.groups or []),
         }
@@ -39,9 +45,8 @@ class QueryContext:
         """A digest of what in this context can change an answer (for caches keyed by caller): two tokens of
         one viewer (differing only in ``iat``, ``exp``, ``nbf``, ``jti``) share it; any other difference keeps
         them apart."""
-        stable = {key: value for key, value in (self.security_context or {}).items() if key not in VOLATILE_CLAIMS}
         material = json.dumps(
-            [stable, sorted(self.groups or []), self.user_attributes or {}],
+            [self.stable_security_context, sorted(self.groups or []), self.user_attributes or {}],
             sort_keys=True,
             default=str,
             separators=(",", ":"),

@@ -150,7 +150,7 @@ def _security_context_claim(node: ast.AST) -> Any:
         return None
     if not (isinstance(node.value, ast.Name) and node.value.id == "securityContext"):
         return None
-    return node.attr if isinstance(node, ast.Attribute) else getattr(node.slice, "value", None)
+    return node.attr if isinstance(node, ast.Attribute) else node.slice.value  # a Constant: checked before
 
 
 def _lookup(container: Any, key: Any) -> Any:

@@ -361,11 +361,19 @@ def _postgres_source(url: str) -> PostgresSource:
     return PostgresSource(conninfo, min_size=min_size, max_size=max_size)
 
 
-_FACTORIES: dict[str, Callable[[str], DataSource]] = {
-    "duckdb": _duckdb_source,
-    "postgresql": _postgres_source,
-    "postgres": _postgres_source,
+# URL scheme -> how to open it, and the SQL dialect it speaks.
+_SCHEMES: dict[str, tuple[Callable[[str], DataSource], Dialect]] = {
+    "duckdb": (_duckdb_source, DuckDBSource.dialect),
+    "postgresql": (_postgres_source, PostgresSource.dialect),
+    "postgres": (_postgres_source, PostgresSource.dialect),
 }
+
+
+def dialect_of(url: str) -> Dialect:
+    """The SQL dialect of a data source URL; DuckDB's (the embedded default) when it names no source."""
+    known = _SCHEMES.get(urlsplit(url).scheme.lower())
+    return known[1] if known else DuckDBSource.dialect
+
 
 _sources: dict[str, DataSource] = {}
 _sources_lock = threading.Lock()
@@ -376,9 +384,10 @@ def get_data_source(url: str) -> DataSource:
     source = _sources.get(url)
     if source is not None:
         return source
-    factory = _FACTORIES.get(urlsplit(url).scheme.lower())
-    if factory is None:
+    known = _SCHEMES.get(urlsplit(url).scheme.lower())
+    if known is None:
         raise DataSourceError("Unsupported data source URL: use duckdb:///path or postgresql://...")
+    factory = known[0]
     with _sources_lock:
         source = _sources.get(url)
         if source is None:

@@ -51,6 +51,10 @@ class _Entry:
     read_at_ns: int = 0
     version: ModelVersion = field(default_factory=lambda: ModelVersion(None, None))
 
+    def fresh(self, interval: float) -> bool:
+        """Whether the files were checked less than ``interval`` seconds ago."""
+        return time.monotonic() - self.checked_at < interval
+
 
 class ModelRegistry:
     """The per-process cache of compiled models."""
@@ -69,17 +73,14 @@ class ModelRegistry:
             raise ValueError(f"unsupported dialect {dialect!r}")
         interval = self.check_interval if check_interval is None else check_interval
         given = (str(directory), dialect)
-        with self._lock:
-            entry = self._resolved.get(given)
-        if entry is not None and time.monotonic() - entry.checked_at < interval:
+        entry = self._resolved.get(given)  # a dict read is atomic; writers hold the lock
+        if entry is not None and entry.fresh(interval):
             return entry.version
         root = Path(directory).resolve()
         with self._lock:
             entry = self._resolved[given] = self._entries.setdefault((str(root), dialect), _Entry())
-        if time.monotonic() - entry.checked_at < interval:
-            return entry.version
         with entry.lock:
-            if time.monotonic() - entry.checked_at >= interval:
+            if not entry.fresh(interval):
                 self._refresh(entry, root, dialect)
             return entry.version
 

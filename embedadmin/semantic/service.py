@@ -26,7 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -39,14 +38,13 @@ from .api import refresh_interval as result_refresh_interval
 from .cache import CachedResult, CacheMode, ContinueWait, query_runner, result_cache_key
 from .context import QueryContext
 from .cubesql import CubeSqlPlan, cubesql_plan
-from .datasources import DataSourceError, QueryResult, get_data_source
+from .datasources import DataSourceError, QueryResult, dialect_of, get_data_source
 from .errors import ModelError, QueryError
 from .meta import meta
 from .model import CompiledModel
 from .normalize import CACHE_MODES, Limits
 from .registry import ModelVersion, load_model
 
-DEFAULT_DIALECT = "duckdb"
 META_JSON_CACHE_SIZE = 64
 
 
@@ -67,6 +65,11 @@ class ServedModel:
     source_url: str
     dialect: str
 
+    def require_source(self) -> None:
+        """Refuse a query for a deployment whose data source is not configured."""
+        if not self.source_url:
+            raise ApiError(f"Deployment {self.deployment.pk} has no data source: set one with configure_deployment")
+
     def with_model_error(self, exc: QueryError) -> QueryError:
         """``exc``, naming the model's compile error too when the files on disk are broken."""
         if self.error is None:
@@ -74,15 +77,10 @@ class ServedModel:
         return QueryError(f"{exc.message}. Note: {self.error.message}; the last version that compiled is serving")
 
 
-def _dialect(url: str) -> str:
-    """The SQL dialect of a data source URL (DuckDB when none is configured)."""
-    return "postgres" if urlsplit(url).scheme.lower() in ("postgres", "postgresql") else DEFAULT_DIALECT
-
-
 def _model_version(deployment: Deployment) -> tuple[ModelVersion, str, str]:
     """The deployment's model version (cached per file version), data source URL and dialect."""
     url = deployment_data_source_url(deployment=deployment)
-    dialect = _dialect(url)
+    dialect = dialect_of(url)
     return load_model(deployment.model_dir, dialect=dialect), url, dialect
 
 
@@ -186,8 +184,7 @@ def semantic_load(
     raw = parse_query_param(query)
     mode = cache_mode(requested=cache, query=raw)
     plan = _plan(served, ctx, raw)
-    if not served.source_url:
-        raise ApiError(f"Deployment {deployment.pk} has no data source: set one with configure_deployment")
+    served.require_source()
     identity = ctx.identity
     outcomes = []
     for compiled in plan.queries:
@@ -238,8 +235,7 @@ def semantic_cubesql(
         plan = cubesql_plan(served.model, sql, ctx, timezone=timezone, row_limit=_limits().maximum)
     except QueryError as exc:
         raise served.with_model_error(exc) from None
-    if not served.source_url:
-        raise ApiError(f"Deployment {deployment.pk} has no data source: set one with configure_deployment")
+    served.require_source()
     compiled = plan.compiled
     every = result_refresh_interval(served.model, compiled)
     identity = ctx.identity

@@ -21,6 +21,7 @@ from django.db import connections
 from django.test import AsyncClient
 from django.utils import timezone
 
+from embedadmin.accounts import services as accounts
 from embedadmin.chat import services
 from embedadmin.chat.models import Agent, Run
 from embedadmin.chat.runtime import ChatRuntime, get_runtime
@@ -74,6 +75,14 @@ class Chat:
     @property
     def base(self) -> str:
         return f"/api/v1/public/{self.agent.account.name}/agents/{self.agent.public_id}/chat"
+
+    def enable_token_auth(self) -> None:
+        accounts.deployment_configure(deployment=self.agent.deployment, chat_token_auth=True)
+
+    @staticmethod
+    def token_header(secret: str, **claims: Any) -> dict[str, str]:
+        """``X-Service-Auth-Token``: a chat-scoped token signed with ``secret`` carrying ``claims``."""
+        return {"X-Service-Auth-Token": mint_token(secret, {"scope": ["chat"], **claims})}
 
     @property
     def stream_url(self) -> str:

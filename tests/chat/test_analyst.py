@@ -151,22 +151,19 @@ def test_an_unanswerable_question_gets_what_the_analyst_can_answer_about(demo_de
 
 
 def test_with_a_token_the_agent_queries_with_the_tokens_groups_and_attributes(demo_deployment, demo_duckdb, chat):
-    from embedadmin.accounts.services import deployment_configure
-    from tests.chat.conftest import mint_token
-
-    deployment_configure(deployment=demo_deployment.deployment, chat_token_auth=True)
-    claims = {"sub": "Remy", "scope": ["chat"], "groups": ["regional"], "userAttributes": {"country": "France"}}
-    token = mint_token(demo_deployment.created.deployment_api_secret, claims)
+    chat.enable_token_auth()
+    secret = demo_deployment.created.deployment_api_secret
+    claims = {"sub": "Remy", "groups": ["regional"], "userAttributes": {"country": "France"}}
 
     # sessionSettings claiming admin are ignored with a token: the token says who asks.
     result = chat.stream(
-        {"input": "How many orders by country?", "sessionSettings": ADMIN}, headers={"X-Service-Auth-Token": token}
+        {"input": "How many orders by country?", "sessionSettings": ADMIN}, headers=chat.token_header(secret, **claims)
     )
 
     [[france]] = duck_rows(demo_duckdb, f"SELECT count(*) FROM {ORDERS_USERS} WHERE u.country = 'France'")
     assert final_answer(result)["content"] == f"Orders by users country:\n- France: {france:,}"
-    outsider = mint_token(demo_deployment.created.deployment_api_secret, {**claims, "sub": "gus", "groups": ["guests"]})
-    denied = chat.stream({"input": "How many orders by country?"}, headers={"X-Service-Auth-Token": outsider})
+    outsider = chat.token_header(secret, **{**claims, "sub": "gus", "groups": ["guests"]})
+    denied = chat.stream({"input": "How many orders by country?"}, headers=outsider)
     # A guest is denied the sales view (the demo's plain cubes stay readable, as its description says).
     assert "users country" not in final_answer(denied)["content"]
     seen = [
@@ -180,13 +177,10 @@ def test_with_a_token_the_agent_queries_with_the_tokens_groups_and_attributes(de
 
 
 def test_with_a_token_only_the_threads_owner_may_abort_it(demo_deployment, chat):
-    from embedadmin.accounts.services import deployment_configure
-    from tests.chat.conftest import mint_token
-
-    deployment_configure(deployment=demo_deployment.deployment, chat_token_auth=True)
+    chat.enable_token_auth()
     secret = demo_deployment.created.deployment_api_secret
-    owner = {"X-Service-Auth-Token": mint_token(secret, {"sub": "owner", "scope": ["chat"], "groups": ["admin"]})}
-    other = {"X-Service-Auth-Token": mint_token(secret, {"sub": "other", "scope": ["chat"], "groups": ["admin"]})}
+    owner = chat.token_header(secret, sub="owner", groups=["admin"])
+    other = chat.token_header(secret, sub="other", groups=["admin"])
     asked = chat.stream({"input": "How many orders?"}, headers=owner)
     chat_id = asked.lines[0]["state"]["chatId"]
     chat.stream({"input": "How many orders?"}, headers=other)  # "other" exists as a chat user too

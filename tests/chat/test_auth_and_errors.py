@@ -20,10 +20,6 @@ def _rpc(message: str) -> dict:
     return {"jsonrpc": "2.0", "error": {"code": -32001, "message": message}, "id": None}
 
 
-def _enable_token_auth(chat) -> None:
-    accounts.deployment_configure(deployment=chat.agent.deployment, chat_token_auth=True)
-
-
 def _token(acme, **claims) -> str:
     return mint_token(acme.created.deployment_api_secret, {"sub": "Bob", "scope": ["chat"], **claims})
 
@@ -75,7 +71,7 @@ def test_a_key_scoped_to_another_deployment_is_refused(chat, acme):
 
 
 def test_a_token_user_comes_from_the_claims_and_session_settings_are_ignored(chat, acme):
-    _enable_token_auth(chat)
+    chat.enable_token_auth()
     token = _token(acme, externalId="Carol", email="carol@example.com", groups=["eu"], userAttributes={"tier": "gold"})
 
     result = chat.stream(
@@ -97,7 +93,7 @@ def test_a_token_user_comes_from_the_claims_and_session_settings_are_ignored(cha
 
 
 def test_a_token_without_external_id_uses_sub_lowercased(chat, acme):
-    _enable_token_auth(chat)
+    chat.enable_token_auth()
 
     chat.stream({"input": "hi"}, headers={"X-Service-Auth-Token": _token(acme)})
 
@@ -114,7 +110,7 @@ def test_a_token_without_external_id_uses_sub_lowercased(chat, acme):
     ],
 )
 def test_token_claims_are_checked(chat, acme, claims, message):
-    _enable_token_auth(chat)
+    chat.enable_token_auth()
     base = {"sub": "bob", "scope": ["chat"], **claims}
     token = mint_token(acme.created.deployment_api_secret, {k: v for k, v in base.items() if v is not None})
 
@@ -122,7 +118,7 @@ def test_token_claims_are_checked(chat, acme, claims, message):
 
 
 def test_a_space_separated_scope_string_with_chat_is_accepted(chat, acme):
-    _enable_token_auth(chat)
+    chat.enable_token_auth()
 
     result = chat.stream({"input": "hi"}, headers={"X-Service-Auth-Token": _token(acme, scope="read chat")})
 
@@ -130,7 +126,7 @@ def test_a_space_separated_scope_string_with_chat_is_accepted(chat, acme):
 
 
 def test_tokens_signed_otherwise_or_expired_are_refused(chat, acme):
-    _enable_token_auth(chat)
+    chat.enable_token_auth()
     forged = mint_token("not-the-secret-but-long-enough-for-hs256", {"sub": "bob", "scope": ["chat"]})
     expired = mint_token(acme.created.deployment_api_secret, {"sub": "bob", "scope": ["chat"]}, ttl=-60)
 
@@ -141,7 +137,7 @@ def test_tokens_signed_otherwise_or_expired_are_refused(chat, acme):
 
 
 def test_with_both_headers_authorization_wins(chat, acme):
-    _enable_token_auth(chat)
+    chat.enable_token_auth()
     headers = {**chat.key_headers(), "X-Service-Auth-Token": _token(acme)}
 
     result = chat.stream({"input": "hi"}, headers=headers)  # the key path needs sessionSettings

@@ -6,12 +6,14 @@ Rows are made through the services, as the API would make them. Every name of gl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
+from django.contrib.messages import get_messages
 from django.db.models import Model
 from django.test import Client
 
@@ -104,6 +106,17 @@ def acme_rows(acme: Cast) -> AccountRows:
 @pytest.fixture
 def globex_rows(globex: Cast) -> AccountRows:
     return make_rows(globex)
+
+
+def shown_secrets(response) -> dict[str, str]:
+    """The secrets of a "shown once" page, by label."""
+    html = response.content.decode()
+    return dict(re.findall(r'<code class="panel-secret" data-label="([^"]+)">([^<]+)</code>', html))
+
+
+def messages_of(response) -> list[tuple[str, str]]:
+    """The messages a panel response left for the administrator, as ``(level, text)``."""
+    return [(m.level_tag, m.message) for m in get_messages(response.wsgi_request)]
 
 
 def admin_url(model_name: str, view: str = "changelist", obj: Model | None = None) -> str:

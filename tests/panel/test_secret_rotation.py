@@ -5,9 +5,7 @@ verifying. An account admin rotates only their own account's deployments."""
 from __future__ import annotations
 
 import datetime as dt
-import time
 
-import jwt
 import pytest
 from django.test import Client
 
@@ -16,12 +14,12 @@ from embedadmin.accounts.models import DeploymentSecret
 from embedadmin.accounts.tokens import TokenInvalid, deployment_token_verify
 from tests.conftest import Cast, JsonClient
 from tests.embedding.support import GENERATE_URL, TOKEN_URL, decode_embed_token
-from tests.panel.conftest import admin_url
-from tests.panel.test_writes import messages_of, shown_secrets
+from tests.panel.conftest import admin_url, messages_of, shown_secrets
+from tests.semantic.http_support import mint
 
 
 def _token(secret: str) -> str:
-    return jwt.encode({"sub": "ada", "exp": int(time.time()) + 600}, secret, algorithm="HS256")
+    return mint(secret, ttl_s=600, sub="ada")
 
 
 def _embed_token(api: JsonClient, cast: Cast) -> str:

@@ -3,11 +3,8 @@ service's refusal is shown to the administrator (a form error or a message), nev
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.messages import get_messages
 from django.test import Client
 
 from embedadmin.accounts import services as accounts
@@ -17,20 +14,10 @@ from embedadmin.core import credentials
 from embedadmin.directory import services as directory
 from embedadmin.directory.models import AttributeDefinition, ExternalUser, Group
 from tests.conftest import Cast, JsonClient
-from tests.panel.conftest import AccountRows, admin_url
+from tests.panel.conftest import AccountRows, admin_url, messages_of, shown_secrets
 
 GENERATE_URL = "/api/v1/embed/generate-session"
 TENANT_SETTINGS_URL = "/api/v1/tenant/settings"
-
-
-def shown_secrets(response) -> dict[str, str]:
-    """The secrets of a "shown once" page, by label."""
-    html = response.content.decode()
-    return dict(re.findall(r'<code class="panel-secret" data-label="([^"]+)">([^<]+)</code>', html))
-
-
-def messages_of(response) -> list[tuple[str, str]]:
-    return [(m.level_tag, m.message) for m in get_messages(response.wsgi_request)]
 
 
 def test_new_api_key_is_shown_once_stored_as_digest_and_works(acme_admin: Client, acme: Cast, api: JsonClient):

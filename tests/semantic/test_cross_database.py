@@ -26,6 +26,7 @@ from django.db import connection
 
 from demo.generate import load_postgres
 from embedadmin.accounts.services import deployment_configure
+from tests.asgi_server import database_url_for_subprocess
 
 from .http_support import DEMO_MODEL, CoreApi, core, demo_duckdb, duck_rows, fresh_semantic_state  # noqa: F401
 
@@ -116,20 +117,12 @@ CASES = {
 }
 
 
-def _test_database_url() -> str:
-    settings = connection.settings_dict
-    return (
-        f"postgresql://{settings['USER']}:{settings['PASSWORD']}@{settings['HOST'] or '127.0.0.1'}:"
-        f"{settings['PORT'] or 5432}/{settings['NAME']}"
-    )
-
-
 @pytest.fixture(scope="module")
 def postgres_demo(django_db_setup, django_db_blocker, demo_duckdb) -> Iterator[tuple[str, str]]:
     """(URL of the test database, schema) holding the demo dataset; the schema is dropped afterwards."""
     with django_db_blocker.unblock():
         assert connection.vendor == "postgresql", "this test needs PostgreSQL (TEST_DATABASE_URL)"
-        url = _test_database_url()
+        url = database_url_for_subprocess()
     schema = f"demo_{uuid.uuid4().hex[:10]}"
     load_postgres(demo_duckdb, url, schema=schema)
     yield url, schema

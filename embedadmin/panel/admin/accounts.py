@@ -26,7 +26,7 @@ from embedadmin.accounts.models import (
     TenantSettings,
 )
 from embedadmin.accounts.selectors import data_source_url_redacted, deployment_data_source_url
-from embedadmin.core.errors import ApiError
+from embedadmin.core.errors import BadRequest
 from embedadmin.panel import tenancy
 from embedadmin.panel.base import (
     Created,
@@ -226,9 +226,6 @@ class DeploymentAdmin(PanelAdmin):
     def active_secrets(self, obj: Deployment) -> int:
         return obj.active_secret_count
 
-    def has_rotate_permission(self, request: HttpRequest) -> bool:
-        return self.panel_allowed(request, "rotate")
-
     @admin.action(description="Add a new signing secret (rotation, step 1)", permissions=["rotate"])
     def rotate_secret(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
         rotated = [(d, *accounts.deployment_secret_rotate(deployment=d)) for d in queryset.order_by("pk")]
@@ -257,16 +254,11 @@ class DeploymentAdmin(PanelAdmin):
             }
             return TemplateResponse(request, "panel/revoke_older_secrets.html", context)
         revoked = 0
-        for deployment in deployments:
+        for deployment in deployments:  # a refusal becomes an error message (PanelAdmin.changelist_view)
             keep = request.POST.get(f"keep_{deployment.pk}", "")
             if not keep.isdigit():
-                self.message_user(request, f"Deployment {deployment.pk}: no secret to keep was named.", messages.ERROR)
-                return None
-            try:
-                revoked += accounts.deployment_secrets_revoke_older(deployment=deployment, keep_id=int(keep))
-            except ApiError as exc:
-                self.message_user(request, exc.message, messages.ERROR)
-                return None
+                raise BadRequest(f"Deployment {deployment.pk}: no secret to keep was named.")
+            revoked += accounts.deployment_secrets_revoke_older(deployment=deployment, keep_id=int(keep))
         self.message_user(
             request,
             f"Revoked {revoked} older signing secret{'s' if revoked != 1 else ''}; the secret kept for each "
@@ -278,15 +270,19 @@ class DeploymentAdmin(PanelAdmin):
 
 @dataclass(frozen=True)
 class _RevokePlan:
+    """A deployment's active secrets, newest first: the first is kept, the others revoked."""
+
     deployment: Deployment
     active: list[DeploymentSecret]
-    keep: DeploymentSecret | None
-    revoked: list[DeploymentSecret]
+
+    @property
+    def keep(self) -> DeploymentSecret | None:
+        return self.active[0] if self.active else None
 
 
 def _revoke_plan(deployment: Deployment) -> _RevokePlan:
-    active = list(deployment.secrets.filter(revoked_at__isnull=True).order_by("-created_at", "-id"))
-    return _RevokePlan(deployment=deployment, active=active, keep=active[0] if active else None, revoked=active[1:])
+    active = deployment.secrets.filter(revoked_at__isnull=True).order_by("-created_at", "-id")
+    return _RevokePlan(deployment, list(active))
 
 
 class CredentialAdmin(PanelAdmin):

@@ -1,0 +1,23 @@
+"""Write helpers shared by the services."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from django.db import IntegrityError, transaction
+from django.db.models import Model
+
+from embedadmin.core.errors import ApiError
+
+M = TypeVar("M", bound=Model)
+
+
+def create_unique(instance: M, *, conflict: ApiError) -> M:
+    """Insert ``instance``; when a unique constraint refuses it (its name is taken, also by a request racing
+    this one), raise ``conflict`` instead. The savepoint keeps the caller's transaction usable."""
+    try:
+        with transaction.atomic():
+            instance.save(force_insert=True)
+    except IntegrityError:
+        raise conflict from None
+    return instance
