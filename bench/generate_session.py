@@ -4,9 +4,17 @@ Each request upserts an external user with 3 typed attributes and 2 groups and s
 The baseline, measured in the same run and server, is GET /api/v1/api-keys/current: an
 authenticated request that does no work beyond the API-key lookup.
 
+Two kinds of run, each for the baseline, existing users and new users:
+- closed loop (16 clients, each sends as soon as it has its answer): the most the server does;
+- open loop at the target rate (300 requests/s due on a fixed schedule over 16 connections, each
+  latency counted from when its request was due): latency at that load.
+
     make bench            # or: .venv/bin/python bench/generate_session.py [--clients 16] [--requests 6000]
 
-Targets (issue 2, 2-core machine): >= 300 sessions/s and p99 <= 50 ms at 16 concurrent clients.
+Targets (issue 2, 2-core machine): >= 300 sessions/s and p99 <= 50 ms at 16 concurrent clients. The
+throughput comes from the closed loop. The p99 comes from the open loop at 300/s: in a closed loop
+of 16 clients, Little's law makes the mean latency 16 / throughput (53 ms at 300/s), so there the p99
+is a restatement of throughput, not a measure of latency. Both p99s are printed.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import bench_database_url, json_body, manage, run_load, server_env, start_server
+from _harness import bench_database_url, json_body, manage, run_load, run_rate, server_env, start_server
 
 
 def main() -> None:
@@ -28,6 +36,8 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=2000, help="distinct external users in the steady-state phase")
     parser.add_argument("--workers", type=int, default=4, help="ASGI worker processes")
     parser.add_argument("--threads", type=int, default=2, help="request threads per process (WEB_THREADS)")
+    parser.add_argument("--rate", type=float, default=300.0, help="requests/s due in the open-loop runs")
+    parser.add_argument("--rate-requests", type=int, default=4500, help="requests in each open-loop run")
     parser.add_argument("--port", type=int, default=4099)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
     args = parser.parse_args()
@@ -40,8 +50,10 @@ def main() -> None:
 
     server = start_server(env, port=args.port, workers=args.workers)
     try:
-        # Catalog: 3 typed attributes and 2 groups, created through the Platform API.
+        # Catalog: 3 typed attributes and 2 groups, created through the Platform API; a cap above the
+        # ~12,000 users the runs create (the cap's own cost is still paid: every new user reserves a place).
         setup = [
+            ("PATCH", "/api/v1/tenant/settings", {"maxExternalUsers": 1_000_000}),
             ("POST", "/api/v1/user-attributes", {"name": "country", "type": "string"}),
             ("POST", "/api/v1/user-attributes", {"name": "level", "type": "number"}),
             ("POST", "/api/v1/user-attributes", {"name": "regions", "type": "string_array"}),
@@ -55,7 +67,7 @@ def main() -> None:
                 clients=1,
                 total=1,
                 make=lambda _i, m=method, p=path, b=body: (m, p, platform, json_body(b)),
-                expect=201,
+                expect=200 if method == "PATCH" else 201,
             )
             if result.errors:
                 raise SystemExit(f"setup request {method} {path} failed")
@@ -105,6 +117,18 @@ def main() -> None:
             total=min(args.requests, 4000),
             make=lambda i: session_request(i, prefix="fresh", modulo=None),
         )
+        at_rate = {"clients": args.clients, "rate": args.rate, "total": args.rate_requests, "port": args.port}
+        baseline_rate = run_rate(f"baseline at {args.rate:.0f}/s", make=noop, **at_rate)
+        steady_rate = run_rate(
+            f"existing users at {args.rate:.0f}/s",
+            make=lambda i: session_request(i, prefix="steady", modulo=args.users),
+            **at_rate,
+        )
+        fresh_rate = run_rate(
+            f"new users at {args.rate:.0f}/s",
+            make=lambda i: session_request(i, prefix="later", modulo=None),
+            **at_rate,
+        )
     finally:
         server.stop()
 
@@ -112,6 +136,7 @@ def main() -> None:
         f"\ngenerate-session benchmark: {args.clients} clients, {args.workers} ASGI workers x {args.threads} threads,"
         " PostgreSQL"
     )
+    print(" closed loop (throughput):")
     for result in (baseline, steady, fresh):
         print("  " + result.line())
     for result in (steady, fresh):
@@ -119,10 +144,30 @@ def main() -> None:
             f"  ratio {result.label} / baseline: throughput {result.rate / baseline.rate:.2f}x, "
             f"p50 {result.pct(0.5) / baseline.pct(0.5):.2f}x"
         )
-    ok = all(r.rate >= 300 and r.pct(0.99) <= 50 and r.errors == 0 for r in (steady, fresh))
-    print(f"  target (>= 300 sessions/s, p99 <= 50 ms, no errors): {'met' if ok else 'NOT met'}")
+    print(f" open loop at {args.rate:.0f} requests/s over {args.clients} connections (latency at that load):")
+    for result in (baseline_rate, steady_rate, fresh_rate):
+        print("  " + result.line())
+    for result in (steady_rate, fresh_rate):
+        print(
+            f"  ratio {result.label} / baseline: p50 {result.pct(0.5) / baseline_rate.pct(0.5):.2f}x, "
+            f"p99 {result.pct(0.99) / baseline_rate.pct(0.99):.2f}x"
+        )
+    throughput_ok = all(r.rate >= 300 for r in (steady, fresh))
+    latency_ok = args.rate >= 300 and all(r.pct(0.99) <= 50 for r in (steady_rate, fresh_rate))
+    errors_ok = all(r.errors == 0 for r in (steady, fresh, steady_rate, fresh_rate))
+    print(
+        f"  target: >= 300 sessions/s (closed loop) {'met' if throughput_ok else 'NOT met'}; "
+        f"p99 <= 50 ms at 300/s {'met' if latency_ok else 'NOT met'}; no errors {'met' if errors_ok else 'NOT met'}"
+    )
+    print(
+        "  (closed-loop p99, for the record: "
+        + ", ".join(f"{r.label} {r.pct(0.99):.1f} ms" for r in (steady, fresh))
+        + ")"
+    )
     if args.json:
-        print(json.dumps({"baseline": baseline.as_dict(), "steady": steady.as_dict(), "fresh": fresh.as_dict()}))
+        runs = {"baseline": baseline, "steady": steady, "fresh": fresh}
+        runs |= {"baseline_rate": baseline_rate, "steady_rate": steady_rate, "fresh_rate": fresh_rate}
+        print(json.dumps({name: result.as_dict() for name, result in runs.items()}))
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ class GenerateSessionSerializer(RejectUnknownFieldsMixin, serializers.Serializer
     deploymentId = StrictIntegerField(min_value=1, max_value=2**63 - 1)
     externalId = StrictCharField(required=False, allow_blank=True, max_length=255)
     internalId = StrictCharField(required=False, max_length=150)
-    email = serializers.EmailField(required=False)
+    email = serializers.EmailField(required=False, max_length=254)  # the stored column's length
     userProfile = UserProfileSerializer(required=False)
     embedTenantName = serializers.RegexField(
         EMBED_TENANT_NAME_RE,
@@ -75,7 +75,7 @@ class GenerateSessionSerializer(RejectUnknownFieldsMixin, serializers.Serializer
         return attrs
 
 
-def _input_from(data: Mapping[str, Any]) -> GenerateSessionInput:
+def input_from(data: Mapping[str, Any]) -> GenerateSessionInput:
     """The service's input from validated data (the serializer's, or the fast path's, which is equal)."""
     external_id = data.get("externalId")
     profile = data.get("userProfile")
@@ -128,6 +128,7 @@ _FIELDS = GenerateSessionSerializer._declared_fields
 _PROFILE = UserProfileSerializer._declared_fields
 _MAX_DEPLOYMENT_ID = _FIELDS["deploymentId"].max_value
 _MAX_EXTERNAL_ID = _FIELDS["externalId"].max_length
+_MAX_EMAIL = _FIELDS["email"].max_length
 _MAX_ATTRIBUTES = _FIELDS["userAttributes"].max_length
 _MAX_ATTRIBUTE_NAME = UserAttributeSerializer._declared_fields["name"].max_length
 _MAX_GROUPS = _FIELDS["groups"].max_length
@@ -182,7 +183,7 @@ def _fast_attributes(value: Any) -> bool:
     ) and all(_storable(item["value"]) for item in value)
 
 
-def _validated_fast(data: Any) -> dict[str, Any] | None:
+def validated_fast(data: Any) -> dict[str, Any] | None:
     """The serializer's validated data for a common, well-formed request; None for anything else."""
     if type(data) is not dict or not data.keys() <= _FAST_FIELDS:
         return None
@@ -192,7 +193,7 @@ def _validated_fast(data: Any) -> dict[str, Any] | None:
     if not _plain(data.get("externalId"), _MAX_EXTERNAL_ID, blank=True):
         return None
     if "email" in data:
-        if not _plain(data["email"], 320):
+        if not _plain(data["email"], _MAX_EMAIL):
             return None
         try:
             validate_email(data["email"])
@@ -229,9 +230,9 @@ def _validated_fast(data: Any) -> dict[str, Any] | None:
 def generate_session_input(data: Any) -> GenerateSessionInput:
     """Parse a generate-session body: the fast path when it can, else the serializer (whose
     ``ValidationError`` becomes the 400)."""
-    validated = _validated_fast(data)
+    validated = validated_fast(data)
     if validated is None:
         serializer = GenerateSessionSerializer(data=data)
         serializer.is_valid(raise_exception=True)
         validated = serializer.validated_data
-    return _input_from(validated)
+    return input_from(validated)

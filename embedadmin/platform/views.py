@@ -104,7 +104,7 @@ class UserAttributeDetailView(PlatformView):
 
 class InternalUserSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     username = StrictCharField(max_length=150)
-    email = serializers.EmailField(required=False, allow_blank=True)
+    email = serializers.EmailField(required=False, allow_blank=True, max_length=254)  # the stored column's length
     isAdmin = StrictBooleanField(required=False, default=False)
 
 

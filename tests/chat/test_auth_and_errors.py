@@ -15,6 +15,9 @@ from tests.chat.conftest import SESSION, mint_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# A valid address longer than the stored column (254 characters).
+LONG_VALID_EMAIL = "a" * 60 + "@" + ".".join(["b" * 60] * 4) + ".com"
+
 
 def _rpc(message: str) -> dict:
     return {"jsonrpc": "2.0", "error": {"code": -32001, "message": message}, "id": None}
@@ -198,6 +201,11 @@ def test_a_personal_key_is_refused(chat, acme):
         (
             {"input": "hi", "sessionSettings": {"externalId": "a", "userAttributes": [{"name": "nope", "value": 1}]}},
             "User attributes not found: nope",
+        ),
+        (
+            # valid, but longer than the stored column
+            {"input": "hi", "sessionSettings": {"externalId": "a", "email": LONG_VALID_EMAIL}},
+            "sessionSettings.email: Ensure this field has no more than 254 characters.",
         ),
         (
             {"input": "hi", "sessionSettings": {"internalId": "nobody@example.com"}},

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from embedadmin.embedding.serializers import GenerateSessionSerializer, _input_from, _validated_fast
+from embedadmin.embedding.serializers import GenerateSessionSerializer, input_from, validated_fast
 
 COMMON = {
     "deploymentId": 7,
@@ -79,24 +79,24 @@ AWKWARD = [
 
 def serializer_result(body):
     serializer = GenerateSessionSerializer(data=copy.deepcopy(body))
-    return _input_from(serializer.validated_data) if serializer.is_valid() else None
+    return input_from(serializer.validated_data) if serializer.is_valid() else None
 
 
 def test_the_common_request_takes_the_fast_path_with_the_serializers_result():
-    fast = _validated_fast(copy.deepcopy(COMMON))
+    fast = validated_fast(copy.deepcopy(COMMON))
 
     assert fast is not None
-    assert _input_from(fast) == serializer_result(COMMON)
-    assert _input_from(fast).external_id == "viewer-1@example.com"
+    assert input_from(fast) == serializer_result(COMMON)
+    assert input_from(fast).external_id == "viewer-1@example.com"
 
 
 @pytest.mark.parametrize("field", sorted({*COMMON, "internalId", "groupDefinitions", "userAttributeDefinitions"}))
 def test_every_awkward_value_of_every_field_is_either_left_to_the_serializer_or_parsed_identically(field):
     for value in AWKWARD:
         body = {**copy.deepcopy(COMMON), field: copy.deepcopy(value)}
-        fast = _validated_fast(copy.deepcopy(body))
+        fast = validated_fast(copy.deepcopy(body))
         if fast is not None:
-            assert _input_from(fast) == serializer_result(body), (field, value)
+            assert input_from(fast) == serializer_result(body), (field, value)
 
 
 def test_random_mutations_agree_with_the_serializer():
@@ -111,9 +111,9 @@ def test_random_mutations_agree_with_the_serializer():
                 body.pop(field, None)
             else:
                 body[field] = copy.deepcopy(rng.choice(AWKWARD))
-        fast = _validated_fast(copy.deepcopy(body))
+        fast = validated_fast(copy.deepcopy(body))
         if fast is not None:
             taken += 1
-            assert _input_from(fast) == serializer_result(body), body
+            assert input_from(fast) == serializer_result(body), body
     # The check is only meaningful if the fast path was taken for a good share of the bodies.
     assert taken > 300

@@ -55,6 +55,11 @@ def test_a_body_that_is_not_a_request_is_400(api, acme, body, message):
         ({"externalID": "bob"}, "Unknown fields: externalID"),
         ({"externalId": 5}, "externalId: Not a valid string."),
         ({"email": "nope"}, "email: Enter a valid email address."),
+        # A valid address longer than the stored column (254) is refused, not a database error.
+        (
+            {"email": "a" * 60 + "@" + ".".join(["b" * 60] * 4) + ".com"},
+            "email: Ensure this field has no more than 254 characters.",
+        ),
         ({"creatorMode": "true"}, "creatorMode: Must be a boolean."),
         ({"securityContext": [1]}, "securityContext: Must be a JSON object."),
         ({"groups": "sales"}, 'groups: Expected a list of items but got type "str".'),

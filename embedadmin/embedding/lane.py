@@ -1,0 +1,206 @@
+"""generate-session's common request answered on the event loop (ADR 0010).
+
+``GenerateSessionLane`` wraps the ASGI application (``embedadmin/asgi.py``). For
+``POST /api/v1/embed/generate-session`` it tries to answer on the event loop, with its own small pool
+of async PostgreSQL connections: the API-key lookup and the one-statement write of ``in_database``,
+two round trips and no thread hand-off. It answers only what it is sure of:
+
+- an ``Api-Key`` that is an admin key of the account, unrevoked, not scoped to deployments, compared
+  in constant time;
+- a JSON body that the validation fast path (``serializers.validated_fast``) accepts as is, of the
+  kind ``in_database`` serves;
+- a write the function completes.
+
+Everything else (another path, a missing or unknown key, a personal or scoped key, a body the fast
+path leaves to the serializer, a decline, a database error) goes to the wrapped application with the
+request body as read, and Django answers exactly as it would have: its full path is the one authority
+for every error and every other kind of request. A request the function declines wrote nothing.
+
+The answer is Django's: the same status, body and headers (tests/embedding/test_lane.py compares
+them). The lane is on when the database is PostgreSQL; ``GENERATE_SESSION_LANE=false`` turns it off.
+Each web process opens at most ``LANE_POOL_SIZE`` connections for it, besides Django's pool.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
+
+from embedadmin.accounts.services import API_KEY_KIND
+from embedadmin.core import credentials
+from embedadmin.embedding import in_database, serializers, services
+
+logger = logging.getLogger(__name__)
+
+PATH = "/api/v1/embed/generate-session"
+LANE_POOL_SIZE = 4
+MAX_BODY_BYTES = 64 * 1024
+
+# The admin key by its prefix, as accounts.selectors._API_KEY_BY_PREFIX reads it, with what the request
+# needs of its account; ``scoped`` is whether the key is restricted to some deployments.
+_KEY_SQL = (
+    "SELECT k.key_digest, k.kind, k.account_id, s.use_creator_mode,"
+    " EXISTS (SELECT 1 FROM accounts_apikey_deployments d WHERE d.apikey_id = k.id) AS scoped"
+    " FROM accounts_apikey k JOIN accounts_tenantsettings s ON s.account_id = k.account_id"
+    " WHERE k.prefix = %s AND k.revoked_at IS NULL"
+)
+
+# Django's answer to a generate-session, besides Content-Length (DRF's Allow, the security middleware's).
+_HEADERS = [
+    (b"content-type", b"application/json"),
+    (b"allow", b"POST, OPTIONS"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")  # DRF's parser refuses NaN and Infinity too
+
+
+class GenerateSessionLane:
+    """ASGI middleware: answers the common generate-session on the loop, hands the rest to ``app``."""
+
+    def __init__(self, app: Callable, *, connection_params: dict[str, Any], pool_size: int = LANE_POOL_SIZE) -> None:
+        self.app = app
+        self.pool = AsyncConnectionPool(
+            kwargs={**connection_params, "autocommit": True},
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            timeout=10,
+            name="generate-session-lane",
+        )
+        self._opened = False
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http" or scope["path"] != PATH or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        body, complete = await _read_some(receive)
+        if complete:
+            session_id = await self._answer(scope, body)
+            if session_id is not None:
+                content = json.dumps({"sessionId": session_id}, separators=(",", ":")).encode()
+                headers = [*_HEADERS, (b"content-length", str(len(content)).encode())]
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                await send({"type": "http.response.body", "body": content, "more_body": False})
+                return None
+        return await self.app(scope, _replay(body, complete, receive), send)
+
+    async def _answer(self, scope: dict[str, Any], body: bytes) -> str | None:
+        """The new sessionId, or None when Django should answer."""
+        headers = dict(scope["headers"])
+        content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        if content_type != b"application/json":
+            return None
+        key = _api_key(headers.get(b"authorization", b""))
+        if key is None:
+            return None
+        try:
+            data = json.loads(body, parse_constant=_reject_constant)
+        except ValueError:
+            return None
+        validated = serializers.validated_fast(data)
+        if validated is None:
+            return None
+        request = serializers.input_from(validated)
+        if not in_database.serves(request):
+            return None
+        try:
+            return await self._write(key, request)
+        except Exception as exc:
+            if not in_database.is_declined(exc):
+                logger.warning("generate-session lane: %s; answered by Django instead", exc)
+            return None
+
+    async def _write(self, key: str, request: Any) -> str | None:
+        prefix = credentials.split_prefix(API_KEY_KIND, key)
+        if prefix is None:
+            return None
+        if not self._opened:
+            await self.pool.open()
+            self._opened = True
+        async with self.pool.connection() as conn:
+            row = await (await conn.execute(_KEY_SQL, [prefix])).fetchone()
+            if row is None:
+                return None
+            key_digest, kind, account_id, use_creator_mode, scoped = row
+            if not credentials.matches(key, key_digest) or kind != "admin" or scoped:
+                return None
+            prepared = services.session_statement(
+                account_id=account_id, data=request, use_creator_mode=use_creator_mode
+            )
+            if prepared is None:
+                return None
+            session_id, params = prepared
+            await conn.execute(in_database.CALL_SQL, params)
+        return session_id
+
+
+def _api_key(header: bytes) -> str | None:
+    """The credential of ``Authorization: Api-Key <key>``, as ApiKeyAuthentication reads it; None
+    when it would refuse it (then Django answers the 401)."""
+    try:
+        text = header.decode("latin-1")
+    except UnicodeDecodeError:
+        return None
+    scheme, _, value = text.strip().partition(" ")
+    value = value.strip()
+    if scheme.lower() != "api-key" or not value or not (value.isascii() and value.isprintable()):
+        return None
+    return value
+
+
+async def _read_some(receive: Callable) -> tuple[bytes, bool]:
+    """Read the body up to ``MAX_BODY_BYTES``; whether it was all read (a larger body, or a client
+    that left, is Django's to handle)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(parts), False
+        part = message.get("body", b"")
+        parts.append(part)
+        size += len(part)
+        if not message.get("more_body", False):
+            return b"".join(parts), True
+        if size > MAX_BODY_BYTES:
+            return b"".join(parts), False
+
+
+def _replay(body: bytes, complete: bool, receive: Callable) -> Callable:
+    """A ``receive`` that first gives back what the lane read, then the rest from the client."""
+    sent = False
+
+    async def replayed() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": not complete}
+        return await receive()
+
+    return replayed
+
+
+def lane_connection_params(settings_dict: dict[str, Any]) -> dict[str, Any]:
+    """psycopg connection arguments from Django's database settings (PostgreSQL)."""
+    options = settings_dict.get("OPTIONS", {})
+    params: dict[str, Any] = {
+        "dbname": settings_dict["NAME"],
+        "user": settings_dict.get("USER") or None,
+        "password": settings_dict.get("PASSWORD") or None,
+        "host": settings_dict.get("HOST") or None,
+        "port": settings_dict.get("PORT") or None,
+        "prepare_threshold": options.get("prepare_threshold"),
+    }
+    for name in ("sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout", "options", "application_name"):
+        if name in options:
+            params[name] = options[name]
+    return {name: value for name, value in params.items() if value is not None or name == "prepare_threshold"}
