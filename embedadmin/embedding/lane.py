@@ -95,16 +95,19 @@ class GenerateSessionLane:
 
     async def _answer(self, scope: dict[str, Any], body: bytes) -> str | None:
         """The new sessionId, or None when Django should answer."""
-        headers = dict(scope["headers"])
-        content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-        if content_type != b"application/json":
+        headers: dict[bytes, bytes] = {}
+        for name, value in scope["headers"]:
+            if name in headers and name in (b"content-type", b"authorization"):
+                return None  # a repeated header: Django reads the two together
+            headers[name] = value
+        if not _json_utf8(headers.get(b"content-type", b"")):
             return None
         key = _api_key(headers.get(b"authorization", b""))
         if key is None:
             return None
         try:
-            data = json.loads(body, parse_constant=_reject_constant)
-        except ValueError:
+            data = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        except ValueError:  # not UTF-8 (UnicodeDecodeError is one), a BOM, not JSON
             return None
         validated = serializers.validated_fast(data)
         if validated is None:
@@ -141,6 +144,18 @@ class GenerateSessionLane:
             session_id, params = prepared
             await conn.execute(in_database.CALL_SQL, params)
         return session_id
+
+
+def _json_utf8(content_type: bytes) -> bool:
+    """``application/json``, in UTF-8 (the default, as DRF's parser reads it)."""
+    media_type, *params = content_type.decode("latin-1").split(";")
+    if media_type.strip().lower() != "application/json":
+        return False
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip('"').lower() not in ("utf-8", "utf8"):
+            return False
+    return True
 
 
 def _api_key(header: bytes) -> str | None:
