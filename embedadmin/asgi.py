@@ -6,9 +6,10 @@ Chat API's NDJSON) are sent from the event loop as they are produced. Django's o
 each request between the event loop and threads about ten times (signals, middleware, response close),
 which measured ~3 ms of CPU per request on the 2-core machine, while no endpoint needs an async view.
 
-On PostgreSQL, the common generate-session request is answered on the event loop before it reaches
-the bridge (``embedadmin/embedding/lane.py``, ADR 0010); everything else, and everything the lane is
-not sure of, goes to Django.
+On PostgreSQL, two lanes answer some requests on the event loop before they reach the bridge: the
+common generate-session (``embedadmin/embedding/lane.py``, ADR 0010) and a repeated ``/v1/load``
+(``embedadmin/semantic/lane.py``, ADR 0011). Everything else, and everything a lane is not sure of,
+goes to Django.
 """
 
 import os
@@ -26,8 +27,18 @@ from embedadmin.core.wsgi_bridge import WSGIBridge  # noqa: E402
 
 application = WSGIBridge(django_wsgi, threads=settings.WEB_THREADS, release=close_old_connections)
 
-_database = settings.DATABASES["default"]
-if settings.EMBEDADMIN["GENERATE_SESSION_LANE"] and _database["ENGINE"] == "django.db.backends.postgresql":
-    from embedadmin.embedding.lane import GenerateSessionLane, lane_connection_params
+if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    from embedadmin.core.lanes import LanePool, connection_params
+    from embedadmin.embedding.lane import GenerateSessionLane
+    from embedadmin.semantic import lane as load_lane
 
-    application = GenerateSessionLane(application, connection_params=lane_connection_params(_database))
+    _pool = LanePool(connection_params(settings.DATABASES["default"]))
+    if settings.EMBEDADMIN["GENERATE_SESSION_LANE"]:
+        application = GenerateSessionLane(application, pool=_pool)
+    if settings.SEMANTIC["LOAD_LANE"] and load_lane.installable():
+        application = load_lane.LoadLane(
+            application,
+            pool=_pool,
+            base_path=settings.CUBEJS_BASE_PATH,
+            default_deployment_id=settings.SEMANTIC["DEFAULT_DEPLOYMENT_ID"],
+        )

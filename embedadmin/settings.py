@@ -188,6 +188,9 @@ SEMANTIC = {
     "DEFAULT_QUERY_LIMIT": env_int("DEFAULT_QUERY_LIMIT", 10_000, minimum=1),
     "MAX_QUERY_LIMIT": env_int("MAX_QUERY_LIMIT", 50_000, minimum=1),
     "JWKS_TTL_SECONDS": env_int("JWKS_TTL_SECONDS", 300, minimum=1),
+    # Answer repeated /v1/load requests on the event loop (PostgreSQL and a process-local result cache;
+    # semantic/lane.py).
+    "LOAD_LANE": env_bool("LOAD_LANE", True),
 }
 
 LOGGING = {

@@ -89,17 +89,23 @@ def deployment_token_verify(*, deployment: Deployment, token: str) -> dict[str, 
 def deployment_hs256_payload(*, deployment: Deployment, token: str) -> dict[str, Any]:
     """The verified payload of a token whose header says HS256: any active secret of the deployment may have
     signed it (rotation); :class:`TokenInvalid` otherwise, or when its ``jti`` was revoked."""
+    secrets = deployment_verification_secrets(deployment_id=deployment.pk)
+    return token_not_revoked(hs256_verify(deployment=deployment, token=token, secrets=secrets))
+
+
+def hs256_verify(*, deployment: Deployment, token: str, secrets: list[str]) -> dict[str, Any]:
+    """The payload of an HS256 token signed by one of ``secrets`` (the deployment's active ones, in clear)
+    and valid by the deployment's claim rules; revocation is the caller's to check."""
     # The configured issuer is the identity provider's; the deployment's own embed tokens are issued
     # by embedadmin and must keep verifying when an issuer is configured.
     issuer = [deployment.jwt_issuer, settings.EMBEDADMIN["EMBED_TOKEN_ISSUER"]] if deployment.jwt_issuer else None
-    for secret in deployment_verification_secrets(deployment_id=deployment.pk):
+    for secret in secrets:
         try:
-            payload = deployment_jwt_decode(
+            return deployment_jwt_decode(
                 deployment=deployment, token=token, key=secret, algorithm="HS256", issuer=issuer
             )
         except SignatureMismatch:
             continue  # rotation: an older active secret may have signed it
-        return token_not_revoked(payload)
     raise TokenInvalid("Invalid token signature")
 
 

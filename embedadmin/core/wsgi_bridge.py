@@ -153,6 +153,9 @@ def build_environ(scope: dict[str, Any], body: bytes) -> dict[str, Any]:
         key = "CONTENT_TYPE" if name == "content-type" else "HTTP_" + name.upper().replace("-", "_")
         value = raw_value.decode("latin1")
         environ[key] = f"{environ[key]},{value}" if key in environ else value
+    # Entries an ASGI application in front of the bridge passes to the view (semantic/lane.py's slot);
+    # a client cannot set scope keys.
+    environ.update(scope.get("embedadmin.environ", {}))
     return environ
 
 

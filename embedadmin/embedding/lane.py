@@ -1,7 +1,7 @@
 """generate-session's common request answered on the event loop (ADR 0010).
 
 ``GenerateSessionLane`` wraps the ASGI application (``embedadmin/asgi.py``). For
-``POST /api/v1/embed/generate-session`` it tries to answer on the event loop, with its own small pool
+``POST /api/v1/embed/generate-session`` it tries to answer on the event loop, with a small pool
 of async PostgreSQL connections: the API-key lookup and the one-statement write of ``in_database``,
 two round trips and no thread hand-off. It answers only what it is sure of:
 
@@ -18,7 +18,8 @@ for every error and every other kind of request. A request the function declines
 
 The answer is Django's: the same status, body and headers (tests/embedding/test_lane.py compares
 them). The lane is on when the database is PostgreSQL; ``GENERATE_SESSION_LANE=false`` turns it off.
-Each web process opens at most ``LANE_POOL_SIZE`` connections for it, besides Django's pool.
+Each web process has a :class:`~embedadmin.core.lanes.LanePool` for it (and the Core Data API's lane),
+besides Django's pool.
 """
 
 from __future__ import annotations
@@ -28,16 +29,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from psycopg_pool import AsyncConnectionPool
-
 from embedadmin.accounts.services import API_KEY_KIND
 from embedadmin.core import credentials
+from embedadmin.core.lanes import LanePool, read_some, replay
 from embedadmin.embedding import in_database, serializers, services
 
 logger = logging.getLogger(__name__)
 
 PATH = "/api/v1/embed/generate-session"
-LANE_POOL_SIZE = 4
 MAX_BODY_BYTES = 64 * 1024
 
 # The admin key by its prefix, as accounts.selectors._API_KEY_BY_PREFIX reads it, with what the request
@@ -67,22 +66,14 @@ def _reject_constant(name: str) -> Any:
 class GenerateSessionLane:
     """ASGI middleware: answers the common generate-session on the loop, hands the rest to ``app``."""
 
-    def __init__(self, app: Callable, *, connection_params: dict[str, Any], pool_size: int = LANE_POOL_SIZE) -> None:
+    def __init__(self, app: Callable, *, pool: LanePool) -> None:
         self.app = app
-        self.pool = AsyncConnectionPool(
-            kwargs={**connection_params, "autocommit": True},
-            min_size=1,
-            max_size=pool_size,
-            open=False,
-            timeout=10,
-            name="generate-session-lane",
-        )
-        self._opened = False
+        self.pool = pool
 
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
         if scope["type"] != "http" or scope["path"] != PATH or scope["method"] != "POST":
             return await self.app(scope, receive, send)
-        body, complete = await _read_some(receive)
+        body, complete = await read_some(receive, MAX_BODY_BYTES)
         if complete:
             session_id = await self._answer(scope, body)
             if session_id is not None:
@@ -91,7 +82,7 @@ class GenerateSessionLane:
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
                 await send({"type": "http.response.body", "body": content, "more_body": False})
                 return None
-        return await self.app(scope, _replay(body, complete, receive), send)
+        return await self.app(scope, replay(body, complete, receive), send)
 
     async def _answer(self, scope: dict[str, Any], body: bytes) -> str | None:
         """The new sessionId, or None when Django should answer."""
@@ -126,9 +117,6 @@ class GenerateSessionLane:
         prefix = credentials.split_prefix(API_KEY_KIND, key)
         if prefix is None:
             return None
-        if not self._opened:
-            await self.pool.open()
-            self._opened = True
         async with self.pool.connection() as conn:
             row = await (await conn.execute(_KEY_SQL, [prefix])).fetchone()
             if row is None:
@@ -170,52 +158,3 @@ def _api_key(header: bytes) -> str | None:
     if scheme.lower() != "api-key" or not value or not (value.isascii() and value.isprintable()):
         return None
     return value
-
-
-async def _read_some(receive: Callable) -> tuple[bytes, bool]:
-    """Read the body up to ``MAX_BODY_BYTES``; whether it was all read (a larger body, or a client
-    that left, is Django's to handle)."""
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(parts), False
-        part = message.get("body", b"")
-        parts.append(part)
-        size += len(part)
-        if not message.get("more_body", False):
-            return b"".join(parts), True
-        if size > MAX_BODY_BYTES:
-            return b"".join(parts), False
-
-
-def _replay(body: bytes, complete: bool, receive: Callable) -> Callable:
-    """A ``receive`` that first gives back what the lane read, then the rest from the client."""
-    sent = False
-
-    async def replayed() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": not complete}
-        return await receive()
-
-    return replayed
-
-
-def lane_connection_params(settings_dict: dict[str, Any]) -> dict[str, Any]:
-    """psycopg connection arguments from Django's database settings (PostgreSQL)."""
-    options = settings_dict.get("OPTIONS", {})
-    params: dict[str, Any] = {
-        "dbname": settings_dict["NAME"],
-        "user": settings_dict.get("USER") or None,
-        "password": settings_dict.get("PASSWORD") or None,
-        "host": settings_dict.get("HOST") or None,
-        "port": settings_dict.get("PORT") or None,
-        "prepare_threshold": options.get("prepare_threshold"),
-    }
-    for name in ("sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout", "options", "application_name"):
-        if name in options:
-            params[name] = options[name]
-    return {name: value for name, value in params.items() if value is not None or name == "prepare_threshold"}

@@ -47,6 +47,7 @@ import pickle
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -60,6 +61,8 @@ from django.core.cache import cache as default_cache
 from embedadmin.semantic.datasources import DataSourceError, QueryResult
 
 logger = logging.getLogger(__name__)
+
+MAX_STAMPS = 10_000
 
 
 class CacheMode(enum.StrEnum):
@@ -86,6 +89,7 @@ class CachedResult:
     refreshed_at: float  # Unix time the rows were read: Cube's lastRefreshTime
     from_cache: bool  # taken from the cache rather than from a query this request waited for
     stale: bool = False  # older than the refresh interval (Cube's slowQuery)
+    key: str = ""  # the query's result cache key
 
 
 # ("ok", refreshed_at, result) or ("error", exception)
@@ -127,6 +131,9 @@ class QueryRunner:
         self._namespace = namespace
         self._local: dict[str, Future[_Outcome]] = {}
         self._local_lock = threading.Lock()
+        # When this process last wrote each result (most recent MAX_STAMPS): see written_at().
+        self._stamps: OrderedDict[str, float] = OrderedDict()
+        self._stamps_lock = threading.Lock()
 
     # -- the cache, tolerant of a backend that is down -----------------------------------------------
 
@@ -149,6 +156,23 @@ class QueryRunner:
         except Exception:
             logger.warning("result cache unavailable (add): running the query without a job registry")
             return True
+
+    def written_at(self, key: str) -> float | None:
+        """When this process last wrote the result ``key`` (its ``refreshed_at``), if it remembers.
+
+        With a cache local to the process (the embedded default) every write goes through here, so a
+        result read at ``refreshed_at`` is still the cached one exactly while this returns it: the
+        Core Data API's lane (``semantic/lane.py``) relies on that.
+        """
+        with self._stamps_lock:
+            return self._stamps.get(key)
+
+    def _stamp(self, key: str, refreshed_at: float) -> None:
+        with self._stamps_lock:
+            self._stamps[key] = refreshed_at
+            self._stamps.move_to_end(key)
+            if len(self._stamps) > MAX_STAMPS:
+                self._stamps.popitem(last=False)
 
     # -- the public entry ----------------------------------------------------------------------------
 
@@ -173,18 +197,18 @@ class QueryRunner:
         if cached is not None:
             refreshed_at, result = cached
             if time.time() - refreshed_at < refresh_every_s:
-                return CachedResult(result=result, refreshed_at=refreshed_at, from_cache=True)
+                return CachedResult(result=result, refreshed_at=refreshed_at, from_cache=True, key=key)
         job_id = self._attach_or_start(key, run, job_timeout_s)
         if cached is not None and mode is CacheMode.STALE_WHILE_REVALIDATE:
-            return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True)
+            return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
         outcome = self._await(job_id, wait_s)
         if outcome is None:
             if cached is not None and mode is CacheMode.STALE_IF_SLOW:
-                return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True)
+                return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
             raise ContinueWait()
         if outcome[0] == "error":
             raise copy.copy(outcome[1])
-        return CachedResult(result=outcome[2], refreshed_at=outcome[1], from_cache=False)
+        return CachedResult(result=outcome[2], refreshed_at=outcome[1], from_cache=False, key=key)
 
     # -- jobs ----------------------------------------------------------------------------------------
 
@@ -223,6 +247,7 @@ class QueryRunner:
             refreshed_at = time.time()
             outcome = ("ok", refreshed_at, result)
             self._set(f"result:{key}", (refreshed_at, result), self.result_ttl_s)
+            self._stamp(key, refreshed_at)
         self._set(f"outcome:{job_id}", outcome, self.job_result_ttl_s)
         # Keep pointing at the finished job for a moment: the repeat of a Continue wait finds it.
         self._set(f"job:{key}", job_id, self.job_result_ttl_s)

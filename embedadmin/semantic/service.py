@@ -180,6 +180,37 @@ def semantic_load(
     ``query_type="multi"`` answers Cube's multi envelope (what ``@cubejs-client/core`` always asks for);
     ``cache`` is Cube's cache mode. Raises ``ContinueWait`` when the query is still running after the wait.
     """
+    return semantic_load_answer(deployment=deployment, ctx=ctx, query=query, query_type=query_type, cache=cache).body
+
+
+@dataclass(frozen=True)
+class ResultUse:
+    """One cached result an answer was made of: its key, when it was read, and its refresh interval."""
+
+    key: str
+    refreshed_at: float
+    every: float
+
+
+@dataclass(frozen=True)
+class LoadAnswer:
+    """A ``/v1/load`` body, and when it may be given again as it is: ``reuse`` lists the results it was
+    made of when all were fresh and the request read the cache (None otherwise), under ``compiler_id``."""
+
+    body: dict[str, Any]
+    compiler_id: str
+    reuse: tuple[ResultUse, ...] | None
+
+
+def semantic_load_answer(
+    *,
+    deployment: Deployment,
+    ctx: QueryContext,
+    query: Any,
+    query_type: str | None = None,
+    cache: str | None = None,
+) -> LoadAnswer:
+    """:func:`semantic_load`, with what the Core Data API's lane needs to give the same answer again."""
     served = served_model(deployment=deployment)
     raw = parse_query_param(query)
     mode = cache_mode(requested=cache, query=raw)
@@ -187,13 +218,20 @@ def semantic_load(
     served.require_source()
     identity = ctx.identity
     outcomes = []
+    used: list[ResultUse] = []
+    reusable = mode is not CacheMode.NO_CACHE
     for compiled in plan.queries:
         every = result_refresh_interval(served.model, compiled)
         main = _cached_rows(served, compiled.sql, compiled.params, identity, every, mode)
+        runs = [main]
         total = None
         if compiled.total_sql:
             counted = _cached_rows(served, compiled.total_sql, compiled.params, identity, every, mode)
             total = int(counted.result.rows[0][0]) if counted.result.rows else 0
+            runs.append(counted)
+        for run in runs:
+            reusable = reusable and not run.stale
+            used.append(ResultUse(key=run.key, refreshed_at=run.refreshed_at, every=every))
         outcomes.append(
             QueryOutcome(
                 rows=main.result.rows,
@@ -202,7 +240,8 @@ def semantic_load(
                 slow_query=main.stale,
             )
         )
-    return load_response(served.model, plan, outcomes, multi=query_type == "multi", db_type=served.dialect)
+    body = load_response(served.model, plan, outcomes, multi=query_type == "multi", db_type=served.dialect)
+    return LoadAnswer(body=body, compiler_id=served.model.compiler_id, reuse=tuple(used) if reusable else None)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 ALLOWED_HEADERS = "Authorization, Content-Type, X-Request-Id, X-Cube-Authorization, Traceparent"
 _HEADER_LIST = re.compile(r"^[A-Za-z0-9_\- ,]{1,1000}$")
 CONTINUE_WAIT = {"error": "Continue wait"}
+# The environ key of the Core Data API lane's slot (semantic/lane.py; set through the bridge's scope).
+LANE_SLOT = "embedadmin.lane_slot"
 
 # A handler returns the body: an object to encode, or JSON already encoded.
 Handler = Callable[[HttpRequest, CoreApiCaller], Any]
@@ -139,15 +141,23 @@ def meta_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
 
 @core_api("GET", "POST")
 def load_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
-    """``GET/POST /v1/load`` and ``/v1/subscribe``: ``query``, ``queryType`` and ``cache``."""
+    """``GET/POST /v1/load`` and ``/v1/subscribe``: ``query``, ``queryType`` and ``cache``.
+
+    Behind the Core Data API's lane (``semantic/lane.py``) the request carries a slot in which the answer's
+    reuse conditions are left for the lane, which keeps the answer for the same request again.
+    """
     params = request_params(request)
-    return service.semantic_load(
+    answer = service.semantic_load_answer(
         deployment=caller.deployment,
         ctx=caller.ctx,
         query=params.get("query"),
         query_type=_string_param(params, "queryType"),
         cache=_string_param(params, "cache"),
     )
+    slot = request.META.get(LANE_SLOT)
+    if isinstance(slot, dict) and answer.reuse is not None:
+        slot.update(compiler_id=answer.compiler_id, reuse=answer.reuse, deployment_id=caller.deployment.pk)
+    return answer.body
 
 
 @core_api("GET", "POST")

@@ -20,7 +20,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from embedadmin.accounts import services as accounts
-from embedadmin.embedding.lane import MAX_BODY_BYTES, GenerateSessionLane, lane_connection_params
+from embedadmin.core.lanes import LanePool, connection_params
+from embedadmin.embedding.lane import MAX_BODY_BYTES, GenerateSessionLane
 from embedadmin.embedding.models import EmbedSession
 from tests.asgi_server import uvicorn_server
 from tests.conftest import Cast
@@ -200,7 +201,7 @@ async def _call(app, scope: dict[str, Any], chunks: list[bytes]) -> tuple[int, b
 
 def _lane_run(scenario) -> Any:
     downstream = _Downstream()
-    lane = GenerateSessionLane(downstream, connection_params=lane_connection_params(connection.settings_dict))
+    lane = GenerateSessionLane(downstream, pool=LanePool(connection_params(connection.settings_dict)))
 
     async def run():
         try:

@@ -1,0 +1,94 @@
+"""What the lanes in front of Django share (ADR 0010, 0011): a small pool of async PostgreSQL connections,
+and reading a request body so that Django can still be handed the request whole.
+
+The lanes (``embedding/lane.py``, ``semantic/lane.py``) answer some requests on the event loop and hand
+every other one to the application behind them. Django keeps its own pool of sync connections; the lanes'
+pool opens on first use, inside the running event loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+LANE_POOL_SIZE = 4
+
+
+class LanePool:
+    """Up to ``size`` autocommit connections, opened lazily."""
+
+    def __init__(self, connection_params: dict[str, Any], *, size: int = LANE_POOL_SIZE) -> None:
+        self.pool = AsyncConnectionPool(
+            kwargs={**connection_params, "autocommit": True},
+            min_size=1,
+            max_size=size,
+            open=False,
+            timeout=10,
+            name="lanes",
+        )
+        self._opened = False
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConnection]:
+        if not self._opened:
+            await self.pool.open()  # idempotent, so two first requests racing here are fine
+            self._opened = True
+        async with self.pool.connection() as conn:
+            yield conn
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+def connection_params(settings_dict: dict[str, Any]) -> dict[str, Any]:
+    """psycopg connection arguments from Django's database settings (PostgreSQL)."""
+    options = settings_dict.get("OPTIONS", {})
+    params: dict[str, Any] = {
+        "dbname": settings_dict["NAME"],
+        "user": settings_dict.get("USER") or None,
+        "password": settings_dict.get("PASSWORD") or None,
+        "host": settings_dict.get("HOST") or None,
+        "port": settings_dict.get("PORT") or None,
+    }
+    for name in ("sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout", "options", "application_name"):
+        if name in options:
+            params[name] = options[name]
+    params = {name: value for name, value in params.items() if value is not None}
+    params["prepare_threshold"] = options.get("prepare_threshold")  # None: never prepare (a pooler)
+    return params
+
+
+async def read_some(receive: Callable, limit: int) -> tuple[bytes, bool]:
+    """Read the request body up to about ``limit`` bytes; whether it was all read (a larger body, or a
+    client that left, is the application's to handle)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(parts), False
+        part = message.get("body", b"")
+        parts.append(part)
+        size += len(part)
+        if not message.get("more_body", False):
+            return b"".join(parts), True
+        if size > limit:
+            return b"".join(parts), False
+
+
+def replay(body: bytes, complete: bool, receive: Callable) -> Callable:
+    """A ``receive`` that first gives back what was read, then the rest from the client."""
+    sent = False
+
+    async def replayed() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": not complete}
+        return await receive()
+
+    return replayed

@@ -1,0 +1,270 @@
+"""Repeated ``/v1/load`` requests answered on the event loop from the answers Django gave (ADR 0011).
+
+A dashboard asks the same queries again and again, and most answers come from the result cache.
+Django still routes each request, verifies its token and compiles the query before it finds the
+cached rows, which costs a few milliseconds. ``LoadLane`` wraps the ASGI application
+(``embedadmin/asgi.py``). It keeps the answers Django gave to ``GET``/``POST {base}/v1/load``
+(``/d/{id}{base}/v1/load``, or the default deployment's path when ``DEFAULT_DEPLOYMENT_ID`` is set), and
+gives one again, byte for byte, when every condition below holds.
+
+- **The same request.** The same deployment, the same method, and the same raw query string or body, so
+  that Django would parse the same query.
+- **The same caller.** The token is verified on every request (one round trip on the lane's async pool
+  reads the deployment, its active secrets and the token's revocation). The answer is kept under the
+  caller's identity, ``QueryContext.identity``, the key of the result cache and of access policies.
+- **The same model.** The same ``compilerId``, read from the model registry, which notices file changes
+  within its check interval exactly as Django's path does.
+- **The same time.** Relative date ranges resolve against the current time. An answer is kept under the
+  current local time in each of the request's time zones, truncated to the finest unit its query could
+  name (day, or hour, minute, second when the query mentions one). Custom granularities, which depend on
+  the year, are covered by the same key.
+- **The same rows.** Each result the answer was made of is still the one this process last wrote to the
+  result cache (``QueryRunner.written_at``) and is still fresh (``refresh_key.every``). Django only offers
+  an answer for keeping when all of them were fresh, the request read the cache (not ``no-cache``), and
+  none was stale.
+
+Anything else goes to Django, whose answer is then offered for keeping: through a slot in the request's
+environ, the view reports the results and the model it used. The lane is installed only where the result
+cache is local to the process (the embedded default, no ``REDIS_URL``), because only there does every
+write of a result pass through ``written_at``. With Redis, other processes write results, so it stays off.
+``LOAD_LANE=false`` turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl
+
+import jwt
+from django.conf import settings
+
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.tokens import TokenInvalid, hs256_verify
+from embedadmin.core import credentials
+from embedadmin.core.lanes import LanePool, read_some, replay
+
+from .auth import SecurityContext, authorization_token
+from .cache import query_runner
+from .datasources import dialect_of
+from .dates import format_local, local_now, resolve_timezone, start_of
+from .registry import load_model
+from .routing import query_context
+from .service import ResultUse
+from .views import LANE_SLOT
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 64 * 1024
+MAX_ANSWER_BYTES = 256 * 1024
+MAX_KEPT_BYTES = 32 * 1024 * 1024
+
+_DEPLOYMENT_SQL = (
+    "SELECT d.model_dir, d.data_source_url_encrypted, d.jwt_audience, d.jwt_issuer,"
+    " ARRAY(SELECT s.encrypted_secret FROM accounts_deploymentsecret s"
+    "       WHERE s.deployment_id = d.id AND s.revoked_at IS NULL ORDER BY s.created_at DESC, s.id DESC),"
+    " EXISTS (SELECT 1 FROM accounts_revokedtoken r WHERE r.jti = %s)"
+    " FROM accounts_deployment d WHERE d.id = %s"
+)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    reuse: tuple[ResultUse, ...]
+
+
+class LoadLane:
+    """ASGI middleware: answers a repeated ``/v1/load`` from the answers kept; hands the rest to ``app``."""
+
+    def __init__(self, app: Callable, *, pool: LanePool, base_path: str, default_deployment_id: int = 0) -> None:
+        self.app = app
+        self.pool = pool
+        base = re.escape(base_path.rstrip("/"))
+        self._prefixed = re.compile(rf"^/d/([0-9]+){base}/v1/load$")
+        self._plain = re.compile(rf"^{base}/v1/load$")
+        self.default_deployment_id = default_deployment_id
+        # Only the event loop's thread touches these.
+        self._kept: OrderedDict[tuple[Any, ...], _Kept] = OrderedDict()
+        self._kept_bytes = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        deployment_id = self._deployment_id(scope)
+        if deployment_id is None:
+            return await self.app(scope, receive, send)
+        body, complete = await read_some(receive, MAX_BODY_BYTES)
+        key = None
+        if complete:
+            try:
+                key = await self._key(scope, deployment_id, body)
+            except (TokenInvalid, jwt.PyJWTError, UnicodeDecodeError):
+                pass  # Django answers the 403
+            except Exception as exc:  # never fail a request the app can answer
+                logger.warning("load lane: %s; answered by Django instead", exc)
+            if key is not None and await self._send_kept(key, send):
+                return None
+        if key is None:
+            return await self.app(scope, replay(body, complete, receive), send)
+        slot: dict[str, Any] = {}
+        scope = {**scope, "embedadmin.environ": {**scope.get("embedadmin.environ", {}), LANE_SLOT: slot}}
+        captured = _Capture(send)
+        await self.app(scope, replay(body, complete, receive), captured)
+        if slot.get("deployment_id") == deployment_id and captured.complete and captured.status == 200:
+            self._keep(key, captured, slot["compiler_id"], slot["reuse"])
+
+    def _deployment_id(self, scope: dict[str, Any]) -> int | None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
+            return None
+        match = self._prefixed.match(scope["path"])
+        if match:
+            return int(match.group(1))
+        if self.default_deployment_id and self._plain.match(scope["path"]):
+            return self.default_deployment_id
+        return None
+
+    async def _key(self, scope: dict[str, Any], deployment_id: int, body: bytes) -> tuple[Any, ...] | None:
+        """The key the request's answer is kept under, or None when the lane leaves it to Django."""
+        headers: dict[bytes, bytes] = {}
+        for name, value in scope["headers"]:
+            if name in headers and name in (b"authorization", b"x-cube-authorization"):
+                return None  # a repeated credential: Django reads the two together
+            headers[name] = value
+        token = authorization_token(
+            authorization=headers.get(b"authorization", b"").decode("latin-1") or None,
+            cube_authorization=headers.get(b"x-cube-authorization", b"").decode("latin-1") or None,
+        )
+        if jwt.get_unverified_header(token).get("alg") != "HS256":
+            return None  # JWKS tokens: Django's path
+        claimed_jti = jwt.decode(token, options={"verify_signature": False}).get("jti")
+        raw = scope.get("query_string", b"") if scope["method"] == "GET" else body
+        when = time_key(_params(scope["method"], raw))
+        if when is None:
+            return None
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(
+                _DEPLOYMENT_SQL, [str(claimed_jti) if claimed_jti is not None else None, deployment_id]
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        model_dir, source_encrypted, audience, issuer, secrets, revoked = row
+        if not model_dir or not source_encrypted or revoked:
+            return None
+        deployment = Deployment(pk=deployment_id, jwt_audience=audience, jwt_issuer=issuer)
+        payload = hs256_verify(
+            deployment=deployment, token=token, secrets=[credentials.decrypt_secret(s) for s in secrets]
+        )
+        if payload.get("jti") != claimed_jti:
+            return None
+        identity = query_context(SecurityContext.from_payload(payload)).identity
+        version = load_model(model_dir, dialect=dialect_of(credentials.decrypt_secret(source_encrypted)))
+        if version.model is None:
+            return None
+        request = hashlib.sha256(scope["method"].encode() + b"\n" + raw).hexdigest()
+        return (deployment_id, request, identity, when, version.model.compiler_id)
+
+    async def _send_kept(self, key: tuple[Any, ...], send: Callable) -> bool:
+        kept = self._kept.get(key)
+        if kept is None or not _rows_current(kept.reuse):
+            return False
+        self._kept.move_to_end(key)
+        await send({"type": "http.response.start", "status": kept.status, "headers": kept.headers})
+        await send({"type": "http.response.body", "body": kept.body, "more_body": False})
+        return True
+
+    def _keep(self, key: tuple[Any, ...], captured: _Capture, compiler_id: str, reuse: tuple[ResultUse, ...]) -> None:
+        body = b"".join(captured.body)
+        if len(body) > MAX_ANSWER_BYTES or compiler_id != key[-1]:
+            return
+        previous = self._kept.pop(key, None)
+        if previous is not None:
+            self._kept_bytes -= len(previous.body)
+        self._kept[key] = _Kept(captured.status, captured.headers, body, reuse)
+        self._kept_bytes += len(body)
+        while self._kept_bytes > MAX_KEPT_BYTES:
+            _, dropped = self._kept.popitem(last=False)
+            self._kept_bytes -= len(dropped.body)
+
+
+def _rows_current(reuse: tuple[ResultUse, ...]) -> bool:
+    """Whether each result is still the one last written here, and still fresh."""
+    runner = query_runner()
+    now = datetime.now(UTC).timestamp()
+    return all(runner.written_at(use.key) == use.refreshed_at and now - use.refreshed_at < use.every for use in reuse)
+
+
+def _params(method: str, raw: bytes) -> dict[str, Any] | None:
+    """Cube's parameters as the view reads them (a GET's query string, a POST's JSON object)."""
+    if method == "GET":
+        return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
+    if not raw:
+        return {}
+    try:
+        params = json.loads(raw)
+    except ValueError:
+        return None
+    return params if isinstance(params, dict) else None
+
+
+def time_key(params: dict[str, Any] | None, now: datetime | None = None) -> tuple[str, ...] | None:
+    """The current local time in each of the request's time zones, truncated to the finest unit its
+    query could name: two requests with the same key resolve every relative date alike."""
+    if params is None:
+        return None
+    query = params.get("query")
+    try:
+        items = json.loads(query) if isinstance(query, str) else query
+    except ValueError:
+        return None
+    items = items if isinstance(items, list) else [items]
+    if not all(isinstance(item, dict) for item in items):
+        return None
+    text = json.dumps(items).lower()
+    unit = next((u for u in ("second", "minute", "hour") if u in text), "day")
+    now = now or datetime.now(UTC)
+    try:
+        zones = {item.get("timezone", "UTC") for item in items}
+        local = sorted(f"{z}={format_local(start_of(local_now(now, resolve_timezone(z)), unit))}" for z in zones)
+    except Exception:  # an unknown or malformed time zone: Django answers the error
+        return None
+    return (unit, *local)
+
+
+class _Capture:
+    """A ``send`` that passes Django's answer on and keeps a copy of it."""
+
+    def __init__(self, send: Callable) -> None:
+        self.send = send
+        self.status = 0
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body: list[bytes] = []
+        self.size = 0
+        self.complete = False
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            chunk = message.get("body", b"")
+            self.size += len(chunk)
+            if self.size <= MAX_ANSWER_BYTES:
+                self.body.append(chunk)
+            self.complete = not message.get("more_body", False) and self.size <= MAX_ANSWER_BYTES
+        await self.send(message)
+
+
+def installable() -> bool:
+    """Whether the lane can be exact here: PostgreSQL (its pool) and a result cache local to the process."""
+    backend = settings.CACHES["default"]["BACKEND"]
+    engine = settings.DATABASES["default"]["ENGINE"]
+    return engine == "django.db.backends.postgresql" and backend.endswith("LocMemCache")

@@ -1,0 +1,255 @@
+"""The Core Data API's lane (``embedadmin/semantic/lane.py``, ADR 0011): a repeated ``/v1/load`` answered
+on the event loop with the bytes Django gave, and only while Django would give the same.
+
+The application under test is the shipped stack in process: the lane in front of the WSGI bridge in front of
+Django, driven as an ASGI server drives it, on the test database and the demo dataset. A counter between
+the lane and the bridge tells which requests reached Django.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections, connection
+
+from embedadmin.accounts import services as accounts
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.tokens import deployment_token_revoke
+from embedadmin.core.lanes import LanePool, connection_params
+from embedadmin.core.wsgi_bridge import WSGIBridge
+from embedadmin.semantic.cache import query_runner
+from embedadmin.semantic.lane import LoadLane, time_key
+from embedadmin.semantic.service import ResultUse
+
+from .http_support import DEMO_MODEL, demo_duckdb, fresh_semantic_state, mint  # noqa: F401  (fixtures)
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+QUERY = {"measures": ["orders.count"], "dimensions": ["orders.status"]}
+
+
+class _Counting:
+    def __init__(self, app: Callable) -> None:
+        self.app = app
+        self.calls = 0
+
+    async def __call__(self, scope, receive, send) -> None:
+        self.calls += 1
+        await self.app(scope, receive, send)
+
+
+async def _request(app, method: str, path: str, headers: dict[str, str], body: bytes = b"", query: bytes = b""):
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "query_string": query,
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "server": ("127.0.0.1", 4000),
+        "client": ("127.0.0.1", 5000),
+        "scheme": "http",
+        "http_version": "1.1",
+    }
+    incoming = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[dict] = []
+
+    async def receive():
+        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent[0]["status"], sent[0]["headers"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+@pytest.fixture
+def stack(on_postgres, acme, demo_duckdb, fresh_semantic_state, tmp_path):  # noqa: F811
+    """acme's deployment on a copy of the demo model; ``run(scenario)`` drives the lane in one event loop."""
+    model_dir = tmp_path / "model"
+    shutil.copytree(DEMO_MODEL, model_dir)
+    accounts.deployment_configure(
+        deployment=acme.deployment, model_dir=str(model_dir), data_source_url=accounts.duckdb_url(demo_duckdb)
+    )
+    django = _Counting(WSGIBridge(get_wsgi_application(), threads=2, release=close_old_connections))
+    pool = LanePool(connection_params(connection.settings_dict))
+    lane = LoadLane(django, pool=pool, base_path="/cubejs-api")
+    path = f"/d/{acme.deployment.pk}/cubejs-api/v1/load"
+
+    def run(scenario):
+        async def main():
+            try:
+                return await scenario()
+            finally:
+                await pool.close()
+
+        return asyncio.run(main())
+
+    return {"lane": lane, "django": django, "path": path, "cast": acme, "model_dir": model_dir, "run": run}
+
+
+def _token(cast, **claims: Any) -> dict[str, str]:
+    claims.setdefault("groups", ["admin"])
+    return {"Authorization": mint(cast.created.deployment_api_secret, **claims), "Content-Type": "application/json"}
+
+
+def _body(query: Any = QUERY, **params: Any) -> bytes:
+    return json.dumps({"query": query, "queryType": "multi", **params}).encode()
+
+
+def test_a_repeated_load_is_answered_by_the_lane_with_djangos_bytes(stack):
+    lane, django, path = stack["lane"], stack["django"], stack["path"]
+    headers = _token(stack["cast"], sub="ann")
+
+    async def scenario():
+        first = await _request(lane, "POST", path, headers, _body())
+        after_first = django.calls
+        second = await _request(lane, "POST", path, headers, _body())
+        get_query = json.dumps(QUERY).encode()
+        got_first = await _request(lane, "GET", path, headers, query=b"query=" + quote(get_query).encode())
+        got_second = await _request(lane, "GET", path, headers, query=b"query=" + quote(get_query).encode())
+        return first, after_first, second, got_first, got_second
+
+    first, after_first, second, got_first, got_second = stack["run"](scenario)
+
+    assert first[0] == 200
+    assert json.loads(first[2])["results"][0]["data"]
+    assert after_first == 1
+    assert second == first  # status, headers (CORS included) and body
+    assert got_second == got_first
+    assert django.calls == 2  # the first POST and the first GET
+
+
+def test_the_lane_hands_on_whatever_django_might_answer_differently(stack, monkeypatch):
+    lane, django, path, cast = stack["lane"], stack["django"], stack["path"], stack["cast"]
+    admin = _token(cast, sub="ann")
+    # A finished query's outcome is reused for this long, also by no-cache requests (semantic/cache.py).
+    monkeypatch.setattr(query_runner(), "job_result_ttl_s", 0.5)
+
+    async def reaches_django(headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        before = django.calls
+        status, _, content = await _request(lane, "POST", path, headers, body)
+        assert django.calls == before + 1, body
+        return status, content
+
+    async def scenario():
+        await _request(lane, "POST", path, admin, _body())
+        outcomes = {}
+        # another caller: other groups, so other policies and rows
+        outcomes["other groups"] = await reaches_django(_token(cast, sub="bob", groups=[]), _body())
+        # the same query written otherwise, and another cache mode
+        outcomes["other bytes"] = await reaches_django(admin, _body() + b" ")
+        await asyncio.sleep(1.1)  # the first query's outcome is no longer reused
+        outcomes["no-cache"] = await reaches_django(admin, _body(cache="no-cache"))
+        # the no-cache run wrote new rows to the result cache: the answer kept before is not current
+        outcomes["after refresh"] = await reaches_django(admin, _body())
+        # a token that is no longer good: expired, revoked
+        outcomes["expired"] = await reaches_django(_token(cast, sub="ann", ttl_s=-60), _body())
+        revoked = _token(cast, sub="ann", jti="token-1")
+        served = await _request(lane, "POST", path, revoked, _body())  # the same viewer: the kept answer
+        assert served[0] == 200
+        await asyncio.to_thread(_revoke, cast.deployment.pk, "token-1")
+        outcomes["revoked token"] = await reaches_django(revoked, _body())
+        return outcomes
+
+    outcomes = stack["run"](scenario)
+
+    assert outcomes["other groups"][0] == 200
+    assert outcomes["no-cache"][0] == 200
+    assert outcomes["expired"][0] == 403
+    assert outcomes["revoked token"] == (403, b'{"error":"Invalid token"}')
+
+
+def _revoke(deployment_id: int, jti: str) -> None:
+    deployment_token_revoke(deployment=Deployment.objects.get(pk=deployment_id), jti=jti, expires_at=datetime.now(UTC))
+    close_old_connections()
+
+
+def test_a_revoked_signing_secret_ends_the_answers_kept_for_its_tokens(stack):
+    lane, django, path, cast = stack["lane"], stack["django"], stack["path"], stack["cast"]
+    headers = _token(cast, sub="ann")
+
+    async def scenario():
+        await _request(lane, "POST", path, headers, _body())
+        await asyncio.to_thread(_rotate_and_revoke, cast.deployment.pk)
+        before = django.calls
+        answer = await _request(lane, "POST", path, headers, _body())
+        return answer, django.calls - before
+
+    (status, _, content), reached = stack["run"](scenario)
+
+    assert (status, content, reached) == (403, b'{"error":"Invalid token"}', 1)
+
+
+def _rotate_and_revoke(deployment_id: int) -> None:
+    deployment = Deployment.objects.get(pk=deployment_id)
+    _, kept = accounts.deployment_secret_rotate(deployment=deployment)
+    accounts.deployment_secrets_revoke_older(deployment=deployment, keep_id=kept.pk)
+    close_old_connections()
+
+
+def test_a_changed_model_file_ends_the_answers_kept_under_the_old_model(stack):
+    lane, django, path, cast, model_dir = (
+        stack["lane"],
+        stack["django"],
+        stack["path"],
+        stack["cast"],
+        stack["model_dir"],
+    )
+    headers = _token(cast, sub="ann")
+    orders = next(p for p in Path(model_dir).rglob("*.yml") if "orders" in p.read_text())
+
+    async def scenario():
+        first = await _request(lane, "POST", path, headers, _body())
+        orders.write_text(orders.read_text() + "\n# changed\n")
+        await asyncio.sleep(1.1)  # the registry looks at the files at most once a second
+        before = django.calls
+        again = await _request(lane, "POST", path, headers, _body())
+        return first, again, django.calls - before
+
+    first, again, reached = stack["run"](scenario)
+
+    assert reached == 1
+    assert again[0] == 200
+    assert json.loads(again[2])["results"][0]["data"] == json.loads(first[2])["results"][0]["data"]
+
+
+def test_answers_are_kept_per_local_time_at_the_finest_unit_the_query_names():
+    def key(query: dict, at: datetime) -> tuple:
+        return time_key({"query": query}, now=at)
+
+    plain = {"measures": ["orders.count"]}
+    hourly = {"timeDimensions": [{"dimension": "orders.created_at", "dateRange": "from 2 hours ago to now"}]}
+    tokyo = {**plain, "timezone": "Asia/Tokyo"}
+    morning, evening = datetime(2026, 3, 1, 9, 5, tzinfo=UTC), datetime(2026, 3, 1, 16, 5, tzinfo=UTC)
+
+    assert key(plain, morning) == key(plain, evening)  # the same day in UTC
+    assert key(hourly, morning) != key(hourly, morning.replace(hour=10))
+    assert key(hourly, morning) == key(hourly, morning.replace(minute=59))
+    assert key(tokyo, morning) != key(tokyo, evening)  # 18:05 and 01:05 the next day in Tokyo
+    assert key({**plain, "timezone": "Mars/Olympus"}, morning) is None
+    assert time_key({"query": "not json"}) is None
+
+
+def test_a_result_past_its_refresh_interval_is_not_current():
+    from embedadmin.semantic.lane import _rows_current
+
+    runner = query_runner()
+    now = datetime.now(UTC).timestamp()
+    runner._stamp("k-fresh", now)
+    runner._stamp("k-old", now - 20)
+
+    assert _rows_current((ResultUse("k-fresh", now, every=10),))
+    assert not _rows_current((ResultUse("k-old", now - 20, every=10),))
+    assert not _rows_current((ResultUse("k-fresh", now - 1, every=10),))  # another write than the one kept
+    assert not _rows_current((ResultUse("k-unknown", now, every=10),))
