@@ -8,7 +8,7 @@ and ``nbf``, the deployment's audience and issuer when configured, and refuses a
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Protocol
 
 import jwt
 from django.conf import settings
@@ -38,12 +38,19 @@ def deployment_token_sign(*, deployment: Deployment, claims: dict[str, Any], exp
     return jwt.encode(payload, deployment_signing_secret(deployment=deployment), algorithm="HS256")
 
 
+class TokenRules(Protocol):
+    """What verifying a token needs of its deployment (a :class:`Deployment` has it)."""
+
+    jwt_audience: str
+    jwt_issuer: str
+
+
 class SignatureMismatch(TokenInvalid):
     """The token was not signed with this key (with rotation, the next secret may still match)."""
 
 
 def deployment_jwt_decode(
-    *, deployment: Deployment, token: str, key: Any, algorithm: str, issuer: str | list[str] | None
+    *, deployment: TokenRules, token: str, key: Any, algorithm: str, issuer: str | list[str] | None
 ) -> dict[str, Any]:
     """Verify a token's signature with one key and its claims by the deployment's rules (``exp`` required,
     ``nbf``, audience and issuer when configured); the payload, or :class:`TokenInvalid`."""
@@ -93,7 +100,7 @@ def deployment_hs256_payload(*, deployment: Deployment, token: str) -> dict[str,
     return token_not_revoked(hs256_verify(deployment=deployment, token=token, secrets=secrets))
 
 
-def hs256_verify(*, deployment: Deployment, token: str, secrets: list[str]) -> dict[str, Any]:
+def hs256_verify(*, deployment: TokenRules, token: str, secrets: list[str]) -> dict[str, Any]:
     """The payload of an HS256 token signed by one of ``secrets`` (the deployment's active ones, in clear)
     and valid by the deployment's claim rules; revocation is the caller's to check."""
     # The configured issuer is the identity provider's; the deployment's own embed tokens are issued

@@ -32,10 +32,12 @@ write of a result pass through ``written_at``. With Redis, other processes write
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,8 +48,7 @@ from urllib.parse import parse_qsl
 import jwt
 from django.conf import settings
 
-from embedadmin.accounts.models import Deployment
-from embedadmin.accounts.tokens import TokenInvalid, hs256_verify
+from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid, hs256_verify
 from embedadmin.core import credentials
 from embedadmin.core.lanes import LanePool, read_some, replay
 
@@ -65,6 +66,7 @@ logger = logging.getLogger(__name__)
 MAX_BODY_BYTES = 64 * 1024
 MAX_ANSWER_BYTES = 256 * 1024
 MAX_KEPT_BYTES = 32 * 1024 * 1024
+MAX_REMEMBERED = 10_000
 
 _DEPLOYMENT_SQL = (
     "SELECT d.model_dir, d.data_source_url_encrypted, d.jwt_audience, d.jwt_issuer,"
@@ -96,6 +98,11 @@ class LoadLane:
         # Only the event loop's thread touches these.
         self._kept: OrderedDict[tuple[Any, ...], _Kept] = OrderedDict()
         self._kept_bytes = 0
+        # Pure functions of their keys, remembered (at most MAX_REMEMBERED each).
+        self._tokens: dict[tuple[Any, ...], tuple[dict[str, Any], str, float]] = {}
+        self._claims: dict[str, tuple[Any, Any] | None] = {}
+        self._shapes: dict[str, tuple[str, tuple[str, ...]] | None] = {}
+        self._dialects: dict[str, str] = {}
 
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
         deployment_id = self._deployment_id(scope)
@@ -142,12 +149,14 @@ class LoadLane:
             authorization=headers.get(b"authorization", b"").decode("latin-1") or None,
             cube_authorization=headers.get(b"x-cube-authorization", b"").decode("latin-1") or None,
         )
-        if jwt.get_unverified_header(token).get("alg") != "HS256":
-            return None  # JWKS tokens: Django's path
-        claimed_jti = jwt.decode(token, options={"verify_signature": False}).get("jti")
+        claimed = _remembered(self._claims, token, lambda: _unverified(token))
+        if claimed is None or claimed[0] != "HS256":
+            return None  # JWKS tokens, and anything malformed: Django's path
+        claimed_jti = claimed[1]
         raw = scope.get("query_string", b"") if scope["method"] == "GET" else body
-        when = time_key(_params(scope["method"], raw))
-        if when is None:
+        request = hashlib.sha256(scope["method"].encode() + b"\n" + raw).hexdigest()
+        shape = _remembered(self._shapes, request, lambda: time_shape(_params(scope["method"], raw)))
+        if shape is None:
             return None
         async with self.pool.connection() as conn:
             cursor = await conn.execute(
@@ -159,18 +168,34 @@ class LoadLane:
         model_dir, source_encrypted, audience, issuer, secrets, revoked = row
         if not model_dir or not source_encrypted or revoked:
             return None
-        deployment = Deployment(pk=deployment_id, jwt_audience=audience, jwt_issuer=issuer)
-        payload = hs256_verify(
-            deployment=deployment, token=token, secrets=[credentials.decrypt_secret(s) for s in secrets]
-        )
+        payload, identity = self._verified(token, tuple(secrets), audience, issuer)
         if payload.get("jti") != claimed_jti:
             return None
-        identity = query_context(SecurityContext.from_payload(payload)).identity
-        version = load_model(model_dir, dialect=dialect_of(credentials.decrypt_secret(source_encrypted)))
+        dialect = _remembered(self._dialects, source_encrypted, lambda: _dialect(source_encrypted))
+        version = load_model(model_dir, dialect=dialect)
         if version.model is None:
             return None
-        request = hashlib.sha256(scope["method"].encode() + b"\n" + raw).hexdigest()
-        return (deployment_id, request, identity, when, version.model.compiler_id)
+        return (deployment_id, request, identity, time_key_of(shape), version.model.compiler_id)
+
+    def _verified(self, token: str, secrets: tuple[str, ...], audience: str, issuer: str) -> tuple[dict[str, Any], str]:
+        """``hs256_verify`` and the caller's identity, remembered: the signature check depends only on the
+        token and the secrets, and the claim checks on the deployment's audience and issuer and on the
+        time, until ``exp``."""
+        key = (token, secrets, audience, issuer)
+        known = self._tokens.get(key)
+        if known is not None and time.time() < known[2]:
+            return known[0], known[1]
+        payload = hs256_verify(
+            deployment=_Rules(audience, issuer), token=token, secrets=[credentials.decrypt_secret(s) for s in secrets]
+        )
+        identity = query_context(SecurityContext.from_payload(payload)).identity
+        expires = payload.get("exp")
+        if isinstance(expires, int | float) and not isinstance(expires, bool):
+            if len(self._tokens) >= MAX_REMEMBERED:
+                self._tokens.pop(next(iter(self._tokens)))
+            # Valid until exp (with the leeway every check allows); nbf has passed, or it would have failed.
+            self._tokens[key] = (payload, identity, expires + LEEWAY_SECONDS)
+        return payload, identity
 
     async def _send_kept(self, key: tuple[Any, ...], send: Callable) -> bool:
         kept = self._kept.get(key)
@@ -195,6 +220,43 @@ class LoadLane:
             self._kept_bytes -= len(dropped.body)
 
 
+@dataclass(frozen=True)
+class _Rules:
+    """The deployment's token rules (``accounts.tokens.TokenRules``)."""
+
+    jwt_audience: str
+    jwt_issuer: str
+
+
+def _unverified(token: str) -> tuple[Any, Any] | None:
+    """A token's ``alg`` and ``jti``, unverified (to pick the check and find its revocation), or None."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        header, claims = (json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))) for part in parts[:2])
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        return None
+    return header.get("alg"), claims.get("jti")
+
+
+def _dialect(source_encrypted: str) -> str:
+    return dialect_of(credentials.decrypt_secret(source_encrypted))
+
+
+def _remembered(memory: dict[Any, Any], key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` for ``key``, remembered in ``memory`` (the oldest entry makes room)."""
+    if key in memory:
+        return memory[key]
+    value = compute()
+    if len(memory) >= MAX_REMEMBERED:
+        memory.pop(next(iter(memory)))
+    memory[key] = value
+    return value
+
+
 def _rows_current(reuse: tuple[ResultUse, ...]) -> bool:
     """Whether each result is still the one last written here, and still fresh."""
     runner = query_runner()
@@ -215,9 +277,9 @@ def _params(method: str, raw: bytes) -> dict[str, Any] | None:
     return params if isinstance(params, dict) else None
 
 
-def time_key(params: dict[str, Any] | None, now: datetime | None = None) -> tuple[str, ...] | None:
-    """The current local time in each of the request's time zones, truncated to the finest unit its
-    query could name: two requests with the same key resolve every relative date alike."""
+def time_shape(params: dict[str, Any] | None) -> tuple[str, tuple[str, ...]] | None:
+    """What in a request its relative dates depend on: the finest unit its query could name (day, or hour,
+    minute, second when it mentions one) and its time zones; None when Django should read it."""
     if params is None:
         return None
     query = params.get("query")
@@ -230,13 +292,29 @@ def time_key(params: dict[str, Any] | None, now: datetime | None = None) -> tupl
         return None
     text = json.dumps(items).lower()
     unit = next((u for u in ("second", "minute", "hour") if u in text), "day")
-    now = now or datetime.now(UTC)
+    zones = [item.get("timezone", "UTC") for item in items]
+    if not all(isinstance(zone, str) for zone in zones):
+        return None
     try:
-        zones = {item.get("timezone", "UTC") for item in items}
-        local = sorted(f"{z}={format_local(start_of(local_now(now, resolve_timezone(z)), unit))}" for z in zones)
+        for zone in zones:
+            resolve_timezone(zone)
     except Exception:  # an unknown or malformed time zone: Django answers the error
         return None
-    return (unit, *local)
+    return unit, tuple(sorted(set(zones)))
+
+
+def time_key_of(shape: tuple[str, tuple[str, ...]], now: datetime | None = None) -> tuple[str, ...]:
+    """The current local time in each of the request's time zones, truncated to its unit: two requests of
+    one shape with the same key resolve every relative date alike."""
+    unit, zones = shape
+    moment = now or datetime.now(UTC)
+    return (unit, *(format_local(start_of(local_now(moment, resolve_timezone(zone)), unit)) for zone in zones))
+
+
+def time_key(params: dict[str, Any] | None, now: datetime | None = None) -> tuple[str, ...] | None:
+    """:func:`time_key_of` the request's :func:`time_shape` (None when it has none)."""
+    shape = time_shape(params)
+    return None if shape is None else time_key_of(shape, now)
 
 
 class _Capture:
