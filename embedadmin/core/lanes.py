@@ -22,6 +22,7 @@ class LanePool:
     """Up to ``size`` autocommit connections, opened lazily."""
 
     def __init__(self, connection_params: dict[str, Any], *, size: int = LANE_POOL_SIZE) -> None:
+        self.params = connection_params
         self.pool = AsyncConnectionPool(
             kwargs={**connection_params, "autocommit": True},
             min_size=1,

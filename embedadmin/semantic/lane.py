@@ -32,10 +32,12 @@ write of a result pass through ``written_at``. With Redis, other processes write
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
 import logging
+import math
 import re
 import time
 from collections import OrderedDict
@@ -46,6 +48,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import jwt
+import psycopg
 from django.conf import settings
 
 from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid, hs256_verify
@@ -67,6 +70,7 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_ANSWER_BYTES = 256 * 1024
 MAX_KEPT_BYTES = 32 * 1024 * 1024
 MAX_REMEMBERED = 10_000
+ROW_MAX_AGE_S = 60.0
 
 _DEPLOYMENT_SQL = (
     "SELECT d.model_dir, d.data_source_url_encrypted, d.jwt_audience, d.jwt_issuer,"
@@ -98,6 +102,8 @@ class LoadLane:
         # Only the event loop's thread touches these.
         self._kept: OrderedDict[tuple[Any, ...], _Kept] = OrderedDict()
         self._kept_bytes = 0
+        self._changes = _Changes(pool.params)
+        self._rows: dict[tuple[int, str | None], tuple[tuple[Any, ...] | None, int, float]] = {}
         # Pure functions of their keys, remembered (at most MAX_REMEMBERED each).
         self._tokens: dict[tuple[Any, ...], tuple[dict[str, Any], str, float]] = {}
         self._claims: dict[str, tuple[Any, Any] | None] = {}
@@ -158,11 +164,7 @@ class LoadLane:
         shape = _remembered(self._shapes, request, lambda: time_shape(_params(scope["method"], raw)))
         if shape is None:
             return None
-        async with self.pool.connection() as conn:
-            cursor = await conn.execute(
-                _DEPLOYMENT_SQL, [str(claimed_jti) if claimed_jti is not None else None, deployment_id]
-            )
-            row = await cursor.fetchone()
+        row = await self._deployment_row(deployment_id, str(claimed_jti) if claimed_jti is not None else None)
         if row is None:
             return None
         model_dir, source_encrypted, audience, issuer, secrets, revoked = row
@@ -176,6 +178,28 @@ class LoadLane:
         if version.model is None:
             return None
         return (deployment_id, request, identity, time_key_of(shape), version.model.compiler_id)
+
+    async def _deployment_row(self, deployment_id: int, jti: str | None) -> tuple[Any, ...] | None:
+        """The deployment's model, data source, token rules and active secrets, and whether ``jti`` is
+        revoked: read once, then remembered while the lane listens for changes to them (see
+        :class:`_Changes`), at most ``ROW_MAX_AGE_S``."""
+        key = (deployment_id, jti)
+        self._changes.listen()
+        generation = self._changes.generation  # before the read: a change during it invalidates the row
+        known = self._rows.get(key)
+        if (
+            known is not None
+            and self._changes.listening
+            and known[1] == generation
+            and time.monotonic() - known[2] < ROW_MAX_AGE_S
+        ):
+            return known[0]
+        async with self.pool.connection() as conn:
+            row = await (await conn.execute(_DEPLOYMENT_SQL, [jti, deployment_id])).fetchone()
+        if len(self._rows) >= MAX_REMEMBERED:
+            self._rows.pop(next(iter(self._rows)))
+        self._rows[key] = (row, generation, time.monotonic())
+        return row
 
     def _verified(self, token: str, secrets: tuple[str, ...], audience: str, issuer: str) -> tuple[dict[str, Any], str]:
         """``hs256_verify`` and the caller's identity, remembered: the signature check depends only on the
@@ -218,6 +242,48 @@ class LoadLane:
         while self._kept_bytes > MAX_KEPT_BYTES:
             _, dropped = self._kept.popitem(last=False)
             self._kept_bytes -= len(dropped.body)
+
+
+class _Changes:
+    """Whether what the lane read of deployments, secrets and revoked tokens may still be used.
+
+    A connection of its own LISTENs on ``embedadmin_lane``; triggers (migration ``accounts/0003``) notify
+    it when any of those tables changes, on commit. Every notification, and every (re)connection, moves
+    ``generation`` on, which makes every row read before it stale. While the connection is down nothing
+    read is reused: every request reads again. A lost connection is retried after ``RETRY_S``.
+    """
+
+    RETRY_S = 1.0
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+        self.generation = 0
+        self.listening = False
+        self._task: asyncio.Task[None] | None = None
+        self._attempted = -math.inf
+
+    def listen(self) -> None:
+        if self._task is not None and not self._task.done():
+            return
+        if time.monotonic() - self._attempted < self.RETRY_S:
+            return
+        self._attempted = time.monotonic()
+        self._task = asyncio.get_running_loop().create_task(self._listen())
+
+    async def _listen(self) -> None:
+        try:
+            conn = await psycopg.AsyncConnection.connect(**self.params, autocommit=True)
+            async with conn:
+                await conn.execute("LISTEN embedadmin_lane")
+                self.generation += 1
+                self.listening = True
+                async for _ in conn.notifies():
+                    self.generation += 1
+        except Exception as exc:
+            logger.warning("load lane: not listening for changes (%s); reading them on every request", exc)
+        finally:
+            self.listening = False
+            self.generation += 1
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ from .http_support import DEMO_MODEL, demo_duckdb, fresh_semantic_state, mint  #
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 QUERY = {"measures": ["orders.count"], "dimensions": ["orders.status"]}
+# Time for a change's notification to reach the lane's listening connection.
+NOTIFIED = 0.5
 
 
 class _Counting:
@@ -159,6 +161,7 @@ def test_the_lane_hands_on_whatever_django_might_answer_differently(stack, monke
         served = await _request(lane, "POST", path, revoked, _body())  # the same viewer: the kept answer
         assert served[0] == 200
         await asyncio.to_thread(_revoke, cast.deployment.pk, "token-1")
+        await asyncio.sleep(NOTIFIED)
         outcomes["revoked token"] = await reaches_django(revoked, _body())
         return outcomes
 
@@ -182,6 +185,7 @@ def test_a_revoked_signing_secret_ends_the_answers_kept_for_its_tokens(stack):
     async def scenario():
         await _request(lane, "POST", path, headers, _body())
         await asyncio.to_thread(_rotate_and_revoke, cast.deployment.pk)
+        await asyncio.sleep(NOTIFIED)
         before = django.calls
         answer = await _request(lane, "POST", path, headers, _body())
         return answer, django.calls - before
@@ -189,6 +193,24 @@ def test_a_revoked_signing_secret_ends_the_answers_kept_for_its_tokens(stack):
     (status, _, content), reached = stack["run"](scenario)
 
     assert (status, content, reached) == (403, b'{"error":"Invalid token"}', 1)
+
+
+def test_without_its_listening_connection_the_lane_reads_the_deployment_on_every_request(stack, monkeypatch):
+    lane, path, cast = stack["lane"], stack["path"], stack["cast"]
+    monkeypatch.setattr(lane._changes, "listen", lambda: None)  # never listening
+    headers = _token(cast, sub="ann", jti="token-2")
+
+    async def scenario():
+        kept = await _request(lane, "POST", path, headers, _body())
+        again = await _request(lane, "POST", path, headers, _body())
+        await asyncio.to_thread(_revoke, cast.deployment.pk, "token-2")
+        refused = await _request(lane, "POST", path, headers, _body())  # no wait for a notification
+        return kept, again, refused
+
+    kept, again, refused = stack["run"](scenario)
+
+    assert again == kept
+    assert (refused[0], refused[2]) == (403, b'{"error":"Invalid token"}')
 
 
 def _rotate_and_revoke(deployment_id: int) -> None:
