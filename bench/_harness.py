@@ -184,59 +184,35 @@ class RunResult:
 RequestFactory = Callable[[int], tuple[str, str, dict[str, str], bytes]]
 
 
-async def _run(
-    port: int, clients: int, total: int, make: RequestFactory, expect: int
-) -> tuple[list[float], int, float]:
-    counter = iter(range(total))
-    latencies: list[float] = []
-    errors = 0
-
-    async def client() -> None:
-        nonlocal errors
-        conn = Connection(port)
-        try:
-            for i in counter:
-                method, path, headers, body = make(i)
-                started = time.perf_counter()
-                status, _ = await conn.request(method, path, headers, body)
-                latencies.append((time.perf_counter() - started) * 1000)
-                if status != expect:
-                    errors += 1
-        finally:
-            conn.close()
-
-    started = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(clients)))
-    return latencies, errors, time.perf_counter() - started
-
-
 def run_load(label: str, *, port: int, clients: int, total: int, make: RequestFactory, expect: int = 200) -> RunResult:
     """Closed loop: each client sends its next request as soon as the last one is answered, so the
     run measures the most the server does (and latency at saturation, which Little's law ties to it:
     mean latency = clients / throughput)."""
-    latencies, errors, seconds = asyncio.run(_run(port, clients, total, make, expect))
+    latencies, errors, seconds = asyncio.run(_run(port, clients, None, total, make, expect))
     return RunResult(label=label, requests=total, errors=errors, seconds=seconds, latencies_ms=latencies)
 
 
-async def _run_rate(
-    port: int, clients: int, rate: float, total: int, make: RequestFactory, expect: int
+async def _run(
+    port: int, clients: int, rate: float | None, total: int, make: RequestFactory, expect: int
 ) -> tuple[list[float], int, float]:
+    """``clients`` connections take the next request as they are free; with a ``rate``, request i is due
+    at ``i / rate`` seconds and its latency counts from then."""
     counter = iter(range(total))
     latencies: list[float] = []
     errors = 0
     loop = asyncio.get_running_loop()
-    started = loop.time() + 0.05
+    started = loop.time() + (0.05 if rate else 0.0)  # a moment for every client to be ready to send on time
 
     async def client() -> None:
         nonlocal errors
         conn = Connection(port)
         try:
             for i in counter:
-                due = started + i / rate
+                method, path, headers, body = make(i)
+                due = started + i / rate if rate else loop.time()
                 delay = due - loop.time()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                method, path, headers, body = make(i)
                 status, _ = await conn.request(method, path, headers, body)
                 # From when the request was due, not when a free connection sent it: a slow answer
                 # delays the requests queued behind it, and that wait counts (no coordinated omission).
@@ -256,7 +232,7 @@ def run_rate(
     """Open loop: requests fall due at a fixed ``rate`` (``total`` of them) and are sent over ``clients``
     keep-alive connections; each latency runs from when its request was due. This is latency at a
     given load, which a closed loop cannot measure."""
-    latencies, errors, seconds = asyncio.run(_run_rate(port, clients, rate, total, make, expect))
+    latencies, errors, seconds = asyncio.run(_run(port, clients, rate, total, make, expect))
     return RunResult(label=label, requests=total, errors=errors, seconds=seconds, latencies_ms=latencies)
 
 

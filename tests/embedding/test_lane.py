@@ -23,6 +23,7 @@ from embedadmin.accounts import services as accounts
 from embedadmin.core.lanes import LanePool, connection_params
 from embedadmin.embedding.lane import MAX_BODY_BYTES, GenerateSessionLane
 from embedadmin.embedding.models import EmbedSession
+from tests.asgi_driver import drive
 from tests.asgi_server import uvicorn_server
 from tests.conftest import Cast
 from tests.embedding.support import GENERATE_URL, TOKEN_URL, directory_counts
@@ -186,17 +187,8 @@ def _scope(headers: dict[str, str], path: str = GENERATE_URL, method: str = "POS
 
 
 async def _call(app, scope: dict[str, Any], chunks: list[bytes]) -> tuple[int, bytes]:
-    incoming = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1} for i, c in enumerate(chunks)]
-    sent: list[dict] = []
-
-    async def receive():
-        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
-
-    async def send(message):
-        sent.append(message)
-
-    await app(scope, receive, send)
-    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+    status, _, body = await drive(app, scope, chunks)
+    return status, body
 
 
 def _lane_run(scenario) -> Any:

@@ -29,6 +29,7 @@ from embedadmin.core.wsgi_bridge import WSGIBridge
 from embedadmin.semantic.cache import query_runner
 from embedadmin.semantic.lane import LoadLane, time_key
 from embedadmin.semantic.service import ResultUse
+from tests.asgi_driver import drive
 
 from .http_support import DEMO_MODEL, demo_duckdb, fresh_semantic_state, mint  # noqa: F401  (fixtures)
 
@@ -62,17 +63,7 @@ async def _request(app, method: str, path: str, headers: dict[str, str], body: b
         "scheme": "http",
         "http_version": "1.1",
     }
-    incoming = [{"type": "http.request", "body": body, "more_body": False}]
-    sent: list[dict] = []
-
-    async def receive():
-        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
-
-    async def send(message):
-        sent.append(message)
-
-    await app(scope, receive, send)
-    return sent[0]["status"], sent[0]["headers"], b"".join(m.get("body", b"") for m in sent[1:])
+    return await drive(app, scope, [body])
 
 
 @pytest.fixture
