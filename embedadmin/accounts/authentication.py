@@ -19,15 +19,23 @@ from embedadmin.accounts.selectors import (
 )
 
 
-def _credential(request: Request, scheme: str) -> str:
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    if not header:
-        raise NotAuthenticated(f"Missing Authorization header: expected '{scheme} <credential>'")
+def credential_of(header: str, scheme: str) -> str | None:
+    """The credential of an ``Authorization: <scheme> <credential>`` header, or None when it is not one."""
     given_scheme, _, value = header.strip().partition(" ")
     value = value.strip()
     # Credentials we mint are printable ASCII; anything else cannot be one (and a NUL must not reach
     # the database lookup).
     if given_scheme.lower() != scheme.lower() or not value or not (value.isascii() and value.isprintable()):
+        return None
+    return value
+
+
+def _credential(request: Request, scheme: str) -> str:
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if not header:
+        raise NotAuthenticated(f"Missing Authorization header: expected '{scheme} <credential>'")
+    value = credential_of(header, scheme)
+    if value is None:
         raise AuthenticationFailed(f"Authorization header must be '{scheme} <credential>'")
     return value
 

@@ -63,6 +63,17 @@ def connection_params(settings_dict: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def headers_once(scope: dict[str, Any], names: tuple[bytes, ...]) -> dict[bytes, bytes] | None:
+    """The request's headers by name; None when one of ``names`` is repeated (the application behind
+    reads the values together, so a lane must leave the request to it)."""
+    headers: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:
+        if name in headers and name in names:
+            return None
+        headers[name] = value
+    return headers
+
+
 async def read_some(receive: Callable, limit: int) -> tuple[bytes, bool]:
     """Read the request body up to about ``limit`` bytes; whether it was all read (a larger body, or a
     client that left, is the application's to handle)."""

@@ -7,7 +7,7 @@ two round trips and no thread hand-off. It answers only what it is sure of:
 
 - an ``Api-Key`` that is an admin key of the account, unrevoked, not scoped to deployments, compared
   in constant time;
-- a JSON body that the validation fast path (``serializers.validated_fast``) accepts as is, of the
+- a JSON body that the validation fast path (``serializers.fast_input``) accepts as is, of the
   kind ``in_database`` serves;
 - a write the function completes.
 
@@ -29,9 +29,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from embedadmin.accounts.authentication import ApiKeyAuthentication, credential_of
+from embedadmin.accounts.models import ApiKey
 from embedadmin.accounts.services import API_KEY_KIND
 from embedadmin.core import credentials
-from embedadmin.core.lanes import LanePool, read_some, replay
+from embedadmin.core.lanes import LanePool, headers_once, read_some, replay
 from embedadmin.embedding import in_database, serializers, services
 
 logger = logging.getLogger(__name__)
@@ -86,25 +88,20 @@ class GenerateSessionLane:
 
     async def _answer(self, scope: dict[str, Any], body: bytes) -> str | None:
         """The new sessionId, or None when Django should answer."""
-        headers: dict[bytes, bytes] = {}
-        for name, value in scope["headers"]:
-            if name in headers and name in (b"content-type", b"authorization"):
-                return None  # a repeated header: Django reads the two together
-            headers[name] = value
+        headers = headers_once(scope, (b"content-type", b"authorization"))
+        if headers is None:
+            return None
         if not _json_utf8(headers.get(b"content-type", b"")):
             return None
-        key = _api_key(headers.get(b"authorization", b""))
+        key = credential_of(headers.get(b"authorization", b"").decode("latin-1"), ApiKeyAuthentication.scheme)
         if key is None:
             return None
         try:
             data = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
         except ValueError:  # not UTF-8 (UnicodeDecodeError is one), a BOM, not JSON
             return None
-        validated = serializers.validated_fast(data)
-        if validated is None:
-            return None
-        request = serializers.input_from(validated)
-        if not in_database.serves(request):
+        request = serializers.fast_input(data)
+        if request is None or not in_database.serves(request):
             return None
         try:
             return await self._write(key, request)
@@ -122,7 +119,7 @@ class GenerateSessionLane:
             if row is None:
                 return None
             key_digest, kind, account_id, use_creator_mode, scoped = row
-            if not credentials.matches(key, key_digest) or kind != "admin" or scoped:
+            if not credentials.matches(key, key_digest) or kind != ApiKey.Kind.ADMIN or scoped:
                 return None
             prepared = services.session_statement(
                 account_id=account_id, data=request, use_creator_mode=use_creator_mode
@@ -144,17 +141,3 @@ def _json_utf8(content_type: bytes) -> bool:
         if name.strip().lower() == "charset" and value.strip().strip('"').lower() not in ("utf-8", "utf8"):
             return False
     return True
-
-
-def _api_key(header: bytes) -> str | None:
-    """The credential of ``Authorization: Api-Key <key>``, as ApiKeyAuthentication reads it; None
-    when it would refuse it (then Django answers the 401)."""
-    try:
-        text = header.decode("latin-1")
-    except UnicodeDecodeError:
-        return None
-    scheme, _, value = text.strip().partition(" ")
-    value = value.strip()
-    if scheme.lower() != "api-key" or not value or not (value.isascii() and value.isprintable()):
-        return None
-    return value

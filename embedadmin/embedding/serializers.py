@@ -227,12 +227,18 @@ def validated_fast(data: Any) -> dict[str, Any] | None:
     return data
 
 
+def fast_input(data: Any) -> GenerateSessionInput | None:
+    """The service's input for a body the fast path accepts as is; None for anything else."""
+    validated = validated_fast(data)
+    return None if validated is None else input_from(validated)
+
+
 def generate_session_input(data: Any) -> GenerateSessionInput:
     """Parse a generate-session body: the fast path when it can, else the serializer (whose
     ``ValidationError`` becomes the 400)."""
-    validated = validated_fast(data)
-    if validated is None:
-        serializer = GenerateSessionSerializer(data=data)
-        serializer.is_valid(raise_exception=True)
-        validated = serializer.validated_data
-    return input_from(validated)
+    parsed = fast_input(data)
+    if parsed is not None:
+        return parsed
+    serializer = GenerateSessionSerializer(data=data)
+    serializer.is_valid(raise_exception=True)
+    return input_from(serializer.validated_data)

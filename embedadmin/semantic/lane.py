@@ -53,7 +53,8 @@ from django.conf import settings
 
 from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid, hs256_verify
 from embedadmin.core import credentials
-from embedadmin.core.lanes import LanePool, read_some, replay
+from embedadmin.core.lanes import LanePool, headers_once, read_some, replay
+from embedadmin.core.wsgi_bridge import ENVIRON_EXTRAS
 
 from .auth import SecurityContext, authorization_token
 from .cache import query_runner
@@ -128,7 +129,7 @@ class LoadLane:
         if key is None:
             return await self.app(scope, replay(body, complete, receive), send)
         slot: dict[str, Any] = {}
-        scope = {**scope, "embedadmin.environ": {**scope.get("embedadmin.environ", {}), LANE_SLOT: slot}}
+        scope = {**scope, ENVIRON_EXTRAS: {**scope.get(ENVIRON_EXTRAS, {}), LANE_SLOT: slot}}
         captured = _Capture(send)
         await self.app(scope, replay(body, complete, receive), captured)
         if slot.get("deployment_id") == deployment_id and captured.complete and captured.status == 200:
@@ -146,11 +147,9 @@ class LoadLane:
 
     async def _key(self, scope: dict[str, Any], deployment_id: int, body: bytes) -> tuple[Any, ...] | None:
         """The key the request's answer is kept under, or None when the lane leaves it to Django."""
-        headers: dict[bytes, bytes] = {}
-        for name, value in scope["headers"]:
-            if name in headers and name in (b"authorization", b"x-cube-authorization"):
-                return None  # a repeated credential: Django reads the two together
-            headers[name] = value
+        headers = headers_once(scope, (b"authorization", b"x-cube-authorization"))
+        if headers is None:
+            return None
         token = authorization_token(
             authorization=headers.get(b"authorization", b"").decode("latin-1") or None,
             cube_authorization=headers.get(b"x-cube-authorization", b"").decode("latin-1") or None,
@@ -196,9 +195,7 @@ class LoadLane:
             return known[0]
         async with self.pool.connection() as conn:
             row = await (await conn.execute(_DEPLOYMENT_SQL, [jti, deployment_id])).fetchone()
-        if len(self._rows) >= MAX_REMEMBERED:
-            self._rows.pop(next(iter(self._rows)))
-        self._rows[key] = (row, generation, time.monotonic())
+        _remember(self._rows, key, (row, generation, time.monotonic()))
         return row
 
     def _verified(self, token: str, secrets: tuple[str, ...], audience: str, issuer: str) -> tuple[dict[str, Any], str]:
@@ -215,10 +212,8 @@ class LoadLane:
         identity = query_context(SecurityContext.from_payload(payload)).identity
         expires = payload.get("exp")
         if isinstance(expires, int | float) and not isinstance(expires, bool):
-            if len(self._tokens) >= MAX_REMEMBERED:
-                self._tokens.pop(next(iter(self._tokens)))
             # Valid until exp (with the leeway every check allows); nbf has passed, or it would have failed.
-            self._tokens[key] = (payload, identity, expires + LEEWAY_SECONDS)
+            _remember(self._tokens, key, (payload, identity, expires + LEEWAY_SECONDS))
         return payload, identity
 
     async def _send_kept(self, key: tuple[Any, ...], send: Callable) -> bool:
@@ -317,10 +312,15 @@ def _remembered(memory: dict[Any, Any], key: Any, compute: Callable[[], Any]) ->
     if key in memory:
         return memory[key]
     value = compute()
-    if len(memory) >= MAX_REMEMBERED:
+    _remember(memory, key, value)
+    return value
+
+
+def _remember(memory: dict[Any, Any], key: Any, value: Any) -> None:
+    """``memory[key] = value``, keeping at most ``MAX_REMEMBERED`` entries (the oldest makes room)."""
+    if key not in memory and len(memory) >= MAX_REMEMBERED:
         memory.pop(next(iter(memory)))
     memory[key] = value
-    return value
 
 
 def _rows_current(reuse: tuple[ResultUse, ...]) -> bool:
