@@ -34,7 +34,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=6000)
     parser.add_argument("--users", type=int, default=2000, help="distinct external users in the steady-state phase")
-    parser.add_argument("--workers", type=int, default=4, help="ASGI worker processes")
+    # One process per core: generate-session is answered on each process's event loop (the lane), and more
+    # processes than cores only add context switches to the tail (session 5: 4 processes gave a p99 at
+    # 300/s of 147/199 ms where 2 gave 27-50/23-54 ms on the same VM).
+    parser.add_argument("--workers", type=int, default=2, help="ASGI worker processes")
     parser.add_argument("--threads", type=int, default=2, help="request threads per process (WEB_THREADS)")
     parser.add_argument("--rate", type=float, default=300.0, help="requests/s due in the open-loop runs")
     parser.add_argument("--rate-requests", type=int, default=4500, help="requests in each open-loop run")

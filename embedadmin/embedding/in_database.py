@@ -5,8 +5,9 @@ user and twelve for a new one: the deployment, BEGIN, the attribute catalog, the
 upsert, the memberships read and write, the attribute values, the session, the cap and COMMIT. On a
 2-core machine each costs the web process about half a millisecond of CPU, which bounds the endpoint
 well below its target. The migration ``embedding/0002`` installs ``embedadmin_session_generate_v1``,
-which does the same reads, checks and writes inside PostgreSQL, so the request makes one round trip
-(plus the API-key lookup).
+which does the same reads, checks and writes inside PostgreSQL, so the request makes one round trip after
+the API-key lookup. ``_v2`` (``0003``) is ``_v1`` after an optional check of the API key; the lane, which
+remembers keys, passes one and so makes one round trip in all.
 
 Scope: an external user in read-only mode (no ``creatorMode``, no definitions), which is what a host
 back end sends on every page view. Anything else, and any request the function declines, takes the
@@ -29,8 +30,9 @@ from psycopg.types.json import Jsonb
 
 DECLINED = "EA001"
 
+# ``embedadmin_session_generate_v2`` (migration ``embedding/0003``); see :func:`call_params`.
 CALL_SQL = (
-    "SELECT embedadmin_session_generate_v1("
+    "SELECT embedadmin_session_generate_v2(%s::bigint, "
     "%s::bigint, %s::bigint, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text[], %s::jsonb,"
     " %s::boolean, %s::text[], %s::jsonb, %s::boolean, %s::text, %s::uuid, %s::timestamptz, %s::timestamptz)"
 )
@@ -55,11 +57,15 @@ def handles(data: Any) -> bool:
     return connection.vendor == "postgresql" and serves(data)
 
 
-def call_params(*, account_id: int, data: Any, key_digest: str, now: Any, expires_at: Any) -> list[Any]:
-    """The parameters of :data:`CALL_SQL` for one request."""
+def call_params(
+    *, account_id: int, data: Any, key_digest: str, now: Any, expires_at: Any, api_key_id: int | None = None
+) -> list[Any]:
+    """The parameters of :data:`CALL_SQL` for one request. With ``api_key_id`` the function also checks that
+    the key is still the account's, unrevoked, admin and unscoped (the lane); without, the caller has."""
     attributes = data.user_attributes or []
     profile = data.profile
     return [
+        api_key_id,
         account_id,
         data.deployment_id,
         data.external_id,

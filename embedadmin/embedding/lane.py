@@ -2,11 +2,14 @@
 
 ``GenerateSessionLane`` wraps the ASGI application (``embedadmin/asgi.py``). For
 ``POST /api/v1/embed/generate-session`` it tries to answer on the event loop, with a small pool
-of async PostgreSQL connections: the API-key lookup and the one-statement write of ``in_database``,
-two round trips and no thread hand-off. It answers only what it is sure of:
+of async PostgreSQL connections: one round trip (the one-statement write of ``in_database``) and no
+thread hand-off. It answers only what it is sure of:
 
 - an ``Api-Key`` that is an admin key of the account, unrevoked, not scoped to deployments, compared
-  in constant time;
+  in constant time. What a key is (its id, digest, kind and account) is read once by its prefix and then
+  remembered; what can change about it (revocation, scope) is checked again by the statement that
+  writes the session (``embedadmin_session_generate_v2``, migration ``embedding/0003``), so a revoked key is refused from the commit
+  of its revocation;
 - a JSON body that the validation fast path (``serializers.fast_input``) accepts as is, of the
   kind ``in_database`` serves;
 - a write the function completes.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,11 +44,13 @@ logger = logging.getLogger(__name__)
 
 PATH = "/api/v1/embed/generate-session"
 MAX_BODY_BYTES = 64 * 1024
+MAX_KEYS = 10_000  # keys remembered per process
+KEY_MAX_AGE_S = 60.0
 
 # The admin key by its prefix, as accounts.selectors._API_KEY_BY_PREFIX reads it, with what the request
 # needs of its account; ``scoped`` is whether the key is restricted to some deployments.
 _KEY_SQL = (
-    "SELECT k.key_digest, k.kind, k.account_id, s.use_creator_mode,"
+    "SELECT k.id, k.key_digest, k.kind, k.account_id, s.use_creator_mode,"
     " EXISTS (SELECT 1 FROM accounts_apikey_deployments d WHERE d.apikey_id = k.id) AS scoped"
     " FROM accounts_apikey k JOIN accounts_tenantsettings s ON s.account_id = k.account_id"
     " WHERE k.prefix = %s AND k.revoked_at IS NULL"
@@ -71,6 +77,8 @@ class GenerateSessionLane:
     def __init__(self, app: Callable, *, pool: LanePool) -> None:
         self.app = app
         self.pool = pool
+        # prefix -> (the key's row, when it was read); only the event loop's thread touches it.
+        self._keys: dict[str, tuple[tuple[Any, ...], float]] = {}
 
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
         if scope["type"] != "http" or scope["path"] != PATH or scope["method"] != "POST":
@@ -115,20 +123,38 @@ class GenerateSessionLane:
         if prefix is None:
             return None
         async with self.pool.connection() as conn:
-            row = await (await conn.execute(_KEY_SQL, [prefix])).fetchone()
+            row = await self._key_row(conn, prefix)
             if row is None:
                 return None
-            key_digest, kind, account_id, use_creator_mode, scoped = row
+            key_id, key_digest, kind, account_id, use_creator_mode, scoped = row
             if not credentials.matches(key, key_digest) or kind != ApiKey.Kind.ADMIN or scoped:
                 return None
             prepared = services.session_statement(
-                account_id=account_id, data=request, use_creator_mode=use_creator_mode
+                account_id=account_id, data=request, use_creator_mode=use_creator_mode, api_key_id=key_id
             )
             if prepared is None:
                 return None
             session_id, params = prepared
-            await conn.execute(in_database.CALL_SQL, params)
+            try:
+                await conn.execute(in_database.CALL_SQL, params)
+            except Exception:
+                self._keys.pop(prefix, None)  # read the key again next time (revoked, scoped, deleted?)
+                raise
         return session_id
+
+    async def _key_row(self, conn: Any, prefix: str) -> tuple[Any, ...] | None:
+        """The key's row by its prefix: remembered for up to ``KEY_MAX_AGE_S`` once read."""
+        known = self._keys.get(prefix)
+        if known is not None and time.monotonic() - known[1] < KEY_MAX_AGE_S:
+            return known[0]
+        row = await (await conn.execute(_KEY_SQL, [prefix])).fetchone()
+        if row is None:
+            self._keys.pop(prefix, None)
+            return None
+        if prefix not in self._keys and len(self._keys) >= MAX_KEYS:
+            self._keys.pop(next(iter(self._keys)))
+        self._keys[prefix] = (tuple(row), time.monotonic())
+        return tuple(row)
 
 
 def _json_utf8(content_type: bytes) -> bool:

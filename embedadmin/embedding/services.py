@@ -115,11 +115,11 @@ def session_generate_for_key(*, caller: ApiKeyCaller, data: GenerateSessionInput
 
 
 def session_statement(
-    *, account_id: int, data: GenerateSessionInput, use_creator_mode: bool
+    *, account_id: int, data: GenerateSessionInput, use_creator_mode: bool, api_key_id: int | None = None
 ) -> tuple[str, list[Any]] | None:
     """For a request ``in_database`` serves: the new ``sessionId`` and the parameters of its one
     statement; None when the request breaks a rule that needs no database (the full path answers
-    it, after the deployment's 404 as ever)."""
+    it, after the deployment's 404 as ever). ``api_key_id``: see ``in_database.call_params``."""
     try:
         _check_request_shape(data, use_creator_mode=use_creator_mode)
     except ApiError:
@@ -132,6 +132,7 @@ def session_statement(
         key_digest=credentials.digest(session_key),
         now=now,
         expires_at=_session_expiry(now),
+        api_key_id=api_key_id,
     )
     return session_key, params
 

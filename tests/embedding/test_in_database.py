@@ -205,7 +205,7 @@ def test_a_common_request_is_one_statement_after_the_key_lookup(on_postgres, api
     assert response.status_code == 200
     statements = [q["sql"] for q in queries.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
     assert len(statements) == 2, statements
-    assert "embedadmin_session_generate_v1" in statements[1]
+    assert "embedadmin_session_generate_v2" in statements[1]
     session = EmbedSession.objects.get(account=acme.account)
     assert session.claims["groups"] == ["sales"]
     assert session.claims["userAttributes"] == {"country": "FR"}

@@ -267,3 +267,35 @@ def test_a_body_larger_than_the_lane_reads_reaches_django_whole(on_postgres, acm
 
     assert status == 599
     assert reached == [body]
+
+
+@pytest.mark.parametrize("change", ["revoked", "scoped", "deleted"])
+def test_a_key_the_lane_remembers_is_refused_from_the_commit_of_its_change(on_postgres, acme, change):
+    """The lane remembers what a key is, but the statement that writes the session checks it again: the
+    next request after a revocation (or a new scope, or a deletion) reaches Django and writes nothing."""
+    secret, row = accounts.api_key_create(account=acme.account, name="remembered")
+    headers = {"Authorization": f"Api-Key {secret}", "Content-Type": "application/json"}
+    body = json.dumps({"deploymentId": acme.deployment.pk, "externalId": "ann"}).encode()
+
+    def apply_change() -> None:
+        if change == "revoked":
+            accounts.api_key_revoke(key=row)
+        elif change == "scoped":
+            row.deployments.set([acme.deployment])
+        else:
+            row.delete()
+
+    async def scenario(lane, downstream):
+        first = await _call(lane, _scope(headers), [body])
+        remembered = len(lane._keys)
+        await asyncio.to_thread(apply_change)
+        second = await _call(lane, _scope(headers), [body])
+        return first, remembered, second, downstream.requests
+
+    (first, remembered, second, reached) = _lane_run(scenario)
+
+    assert first[0] == 200
+    assert remembered == 1
+    assert second == (599, b"downstream")
+    assert reached == [body]
+    assert EmbedSession.objects.filter(account=acme.account).count() == 1
