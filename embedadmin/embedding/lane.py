@@ -8,8 +8,8 @@ thread hand-off. It answers only what it is sure of:
 - an ``Api-Key`` that is an admin key of the account, unrevoked, not scoped to deployments, compared
   in constant time. What a key is (its id, digest, kind and account) is read once by its prefix and then
   remembered; what can change about it (revocation, scope) is checked again by the statement that
-  writes the session (``embedadmin_session_generate_v2``, migration ``embedding/0003``), so a revoked key is refused from the commit
-  of its revocation;
+  writes the session (``embedadmin_session_generate_v2``, migration ``embedding/0003``), so a revoked
+  key is refused from the commit of its revocation;
 - a JSON body that the validation fast path (``serializers.fast_input``) accepts as is, of the
   kind ``in_database`` serves;
 - a write the function completes.
