@@ -9,8 +9,9 @@ module, with messages that are safe to show to API callers.
   the convention of ``DATABASE_URL``; ``f"duckdb:///{path}"`` works for both. Query options
   ``threads`` and ``memory_limit`` are passed to DuckDB. The file is opened read-only, once per process,
   with file and network access disabled and the configuration locked, so no query can read
-  ``/etc/passwd``, load ``httpfs`` or switch those settings back. Each query runs on its own cursor;
-  a timeout interrupts it. A file that is replaced on disk (a regenerated demo) is reopened.
+  ``/etc/passwd``, load ``httpfs`` or switch those settings back. Each thread keeps a cursor for its
+  queries; a timeout interrupts the query (and retires its cursor). A file that is replaced on disk (a
+  regenerated demo) is reopened.
 - ``postgresql://user:password@host:port/db`` (``postgres://`` too). Query options ``pool_min_size``
   and ``pool_max_size`` size the connection pool (one per URL); any other option goes to libpq.
   Every query runs in a read-only transaction with ``statement_timeout`` set for it, as a prepared
@@ -166,7 +167,8 @@ class _Watchdog:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="datasource-watchdog", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if self._heap[0] is alarm:  # otherwise the thread wakes at an earlier deadline anyway
+                self._cond.notify()
         return alarm
 
     def cancel(self, alarm: _Alarm) -> None:
@@ -197,8 +199,19 @@ class _Watchdog:
 _watchdog = _Watchdog()
 
 
+class _Cursor:
+    """A thread's DuckDB cursor, kept between its queries (making one costs about a millisecond), and what
+    it is running: ``running`` is the token of the current query, read under ``lock`` by the watchdog."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, parent: duckdb.DuckDBPyConnection) -> None:
+        self.cursor = cursor
+        self.parent = parent
+        self.lock = threading.Lock()
+        self.running: object | None = None
+
+
 class DuckDBSource:
-    """A DuckDB file opened read-only, with one cursor per query and timeouts by interruption."""
+    """A DuckDB file opened read-only; each thread keeps a cursor on it; timeouts interrupt the query."""
 
     dialect: Dialect = "duckdb"
 
@@ -208,6 +221,8 @@ class DuckDBSource:
         self._lock = threading.Lock()
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._file_identity: tuple[int, ...] | None = None
+        self._local = threading.local()
+        self._cursors: list[_Cursor] = []  # every thread's, to close with the connection
 
     def _identity(self) -> tuple[int, ...]:
         try:
@@ -241,26 +256,48 @@ class DuckDBSource:
             if self._connection is None or identity != self._file_identity:
                 if self._connection is not None:
                     # A file replaced on disk: DuckDB caches database instances by path, so the old
-                    # connection must be closed before the new file can be opened.
-                    self._connection.close()
-                    self._connection = None
+                    # connection (and every cursor on it) must be closed before the new file can be opened.
+                    self._close_locked()
                 self._connection = self._open()
                 self._file_identity = identity
             return self._connection
 
+    def _cursor(self) -> _Cursor:
+        """This thread's cursor on the current connection (a new one after the file was reopened)."""
+        parent = self._parent()
+        mine: _Cursor | None = getattr(self._local, "cursor", None)
+        if mine is None or mine.parent is not parent:
+            with self._lock:
+                mine = _Cursor(parent.cursor(), parent)
+                self._cursors.append(mine)
+            self._local.cursor = mine
+        return mine
+
+    def _discard(self, mine: _Cursor) -> None:
+        with self._lock:
+            if mine in self._cursors:
+                self._cursors.remove(mine)
+        self._local.cursor = None
+        mine.cursor.close()
+
     def execute(self, sql: str, params: Sequence[Any], *, timeout_s: float) -> QueryResult:
-        cursor = self._parent().cursor()
+        mine = self._cursor()
+        token = object()
         timed_out = threading.Event()
 
         def interrupt() -> None:
-            timed_out.set()
-            cursor.interrupt()
+            with mine.lock:
+                if mine.running is token:  # never the thread's next query
+                    timed_out.set()
+                    mine.cursor.interrupt()
 
+        with mine.lock:
+            mine.running = token
         alarm = _watchdog.call_later(timeout_s, interrupt)
         try:
-            cursor.execute(sql, list(params))
-            description = cursor.description or []
-            rows = cursor.fetchall()
+            mine.cursor.execute(sql, list(params))
+            description = mine.cursor.description or []
+            rows = mine.cursor.fetchall()
         except duckdb.InterruptException:
             if timed_out.is_set():
                 raise QueryTimeout(timeout_s) from None
@@ -269,18 +306,28 @@ class DuckDBSource:
             raise DataSourceError(_first_line(str(exc))) from None
         finally:
             _watchdog.cancel(alarm)
-            cursor.close()
+            with mine.lock:
+                mine.running = None
+            if timed_out.is_set():
+                # An interrupt may land after its query ended: this cursor is not used again.
+                self._discard(mine)
         return QueryResult(
             columns=[column[0] for column in description],
             types=[value_type(str(column[1])) for column in description],
             rows=rows,
         )
 
+    def _close_locked(self) -> None:
+        for mine in self._cursors:
+            mine.cursor.close()
+        self._cursors.clear()
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
     def close(self) -> None:
         with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+            self._close_locked()
 
 
 class PostgresSource:

@@ -276,6 +276,25 @@ def test_a_replaced_duckdb_file_is_reopened(duck, duckdb_file):
     assert duck.execute("SELECT id FROM people", [], timeout_s=5).rows == [(42,)]
 
 
+def test_duckdb_threads_keep_their_cursor_and_a_timeout_retires_it(duck):
+    """A cursor is kept per thread between queries; the one a timeout interrupted is not used again, so the
+    interrupt cannot reach the thread's next query."""
+    for _ in range(5):
+        assert duck.execute("SELECT count(*) FROM people", [], timeout_s=5).rows == [(3,)]
+    kept = list(duck._cursors)
+    other = threading.Thread(target=lambda: duck.execute("SELECT 1", [], timeout_s=5))
+    other.start()
+    other.join()
+    assert len(kept) == 1
+    assert len(duck._cursors) == 2
+
+    with pytest.raises(QueryTimeout):
+        duck.execute(SLOW_QUERIES["duckdb"], [], timeout_s=0.2)
+    assert kept[0] not in duck._cursors
+    for _ in range(5):
+        assert duck.execute("SELECT count(*) FROM people", [], timeout_s=5).rows == [(3,)]
+
+
 def test_a_missing_duckdb_file_is_a_data_source_error(tmp_path):
     source = get_data_source(duckdb_url(tmp_path / "absent.duckdb"))
 
