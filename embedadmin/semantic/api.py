@@ -26,6 +26,7 @@ from .normalize import Limits, compare_date_range_queries, normalize_query
 from .query import NormalizedQuery
 from .results import result_body
 from .sql_builder import CompiledQuery, compile_query
+from .sql_shapes import covers, rebind, same_statement, shape_of
 
 REGULAR = "regularQuery"
 COMPARE_DATE_RANGE = "compareDateRangeQuery"
@@ -126,27 +127,55 @@ def _check_blending(queries: list[NormalizedQuery]) -> None:
         raise QueryError("Data blending query granularities must match")
 
 
+@dataclass
+class _Shape:
+    """A shape's statement (see :mod:`.sql_shapes`): ``trusted`` once a rebinding reproduced a full compile;
+    ``template`` None when one did not (the shape is always compiled)."""
+
+    template: CompiledQuery | None
+    trusted: bool = False
+
+
 def compile_cached(
     model: CompiledModel, query: NormalizedQuery, ctx: QueryContext, *, now: datetime | None = None
 ) -> CompiledQuery:
     """:func:`compile_query`, remembered per model version (keyed by query, caller where policies apply,
-    and the current year, which custom granularities without an origin depend on)."""
+    and the current year, which custom granularities without an origin depend on); a query that differs
+    from a known one only in its filter values is rebound rather than compiled (:mod:`.sql_shapes`)."""
     governed = model.caches.get("governed")
     if governed is None:
         governed = model.caches["governed"] = any(e.access_policies is not None for e in model.entities.values())
     year = local_now(now, resolve_timezone(query.timezone)).year
-    key = (repr(query), ctx.identity if governed else "", year)
+    caller = ctx.identity if governed else ""
+    key = (repr(query), caller, year)
+    shape_key = (repr(shape_of(query)), caller, year)
     with _cache_lock:
         cache: OrderedDict[tuple[str, str, int], CompiledQuery] = model.caches.setdefault("compiled", OrderedDict())
+        shapes: OrderedDict[tuple[str, str, int], _Shape] = model.caches.setdefault("shapes", OrderedDict())
         found = cache.get(key)
         if found is not None:
             cache.move_to_end(key)
             return found
-    compiled = compile_query(model, query, ctx, now=now)
+        shape = shapes.get(shape_key)
+        if shape is not None:
+            shapes.move_to_end(shape_key)
+    if shape is not None and shape.trusted and shape.template is not None:
+        compiled = rebind(shape.template, query)
+    else:
+        compiled = compile_query(model, query, ctx, now=now)
+        if shape is None:
+            shape = _Shape(compiled if covers(compiled) else None)
+        elif not shape.trusted and shape.template is not None and repr(shape.template.query) != key[0]:
+            if same_statement(rebind(shape.template, query), compiled):
+                shape = _Shape(shape.template, trusted=True)
+            else:
+                shape = _Shape(None)
     with _cache_lock:
         cache[key] = compiled
-        if len(cache) > _CACHE_SIZE:
-            cache.popitem(last=False)
+        shapes[shape_key] = shape
+        for memory in (cache, shapes):
+            if len(memory) > _CACHE_SIZE:
+                memory.popitem(last=False)
     return compiled
 
 

@@ -33,7 +33,7 @@ from .policies import row_restriction
 from .query import FilterCondition, FilterNode, NormalizedQuery, TimeDimensionSpec
 from .sql_columns import ResultColumn, SelectItem, column_alias, filter_leaves
 from .sql_expressions import Renderer, aliased, all_of, is_composite, quoted, wrap
-from .sql_filters import FilterCompiler, Parameters
+from .sql_filters import FilterCompiler, Origin, Parameters
 from .sql_groups import ROLLING, GroupStatements
 
 
@@ -48,6 +48,8 @@ class CompiledQuery:
     total_sql: str | None
     columns: tuple[ResultColumn, ...]
     hints: dict[str, Any] = field(default_factory=dict)
+    # Per parameter, the query filter value it was bound from (None: not from one); see sql_shapes.
+    origins: tuple[Origin | None, ...] = ()
 
     @property
     def alias_to_member(self) -> dict[str, str]:
@@ -67,7 +69,8 @@ class _Builder(GroupStatements):
         self.query = query
         self.ctx = ctx
         self.renderer = Renderer(model, query.timezone, now)
-        self.params = Parameters()
+        own_leaves = (leaf for node in query.filters for leaf in filter_leaves(node))
+        self.params = Parameters(leaves={id(leaf): i for i, leaf in enumerate(own_leaves)})
         self.ungrouped = bool(query.ungrouped)
         self.taken: set[str] = set()
         self.where_nodes: list[FilterNode] = []
@@ -205,6 +208,7 @@ class _Builder(GroupStatements):
             dialect=self.model.dialect,
             sql=statement.sql(dialect=self.model.dialect, copy=False),
             params=tuple(self.params.values),
+            origins=tuple(self.params.origins),
             total_sql=total_sql,
             columns=tuple(columns),
             hints={"root": tree.root, "joins": [e.target for e in tree.edges], "multiplied": sorted(tree.multiplied)},

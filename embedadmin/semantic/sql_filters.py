@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -28,14 +29,32 @@ _NEGATIVE_LIKE = {"notContains": "contains", "notStartsWith": "startsWith", "not
 _LIKE = ("contains", "startsWith", "endsWith")
 
 
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a bound value came from: value ``index`` of the query's filter leaf ``leaf`` (depth-first order
+    over ``NormalizedQuery.filters``), turned into the bound value by ``bound_value(how, arg, ...)``."""
+
+    leaf: int
+    index: int
+    how: str
+    arg: str
+
+
 class Parameters:
-    """The bound values of one statement, in ``$n`` order."""
+    """The bound values of one statement, in ``$n`` order, with the :class:`Origin` of each that came
+    from a filter value of the query itself (None for the others: policies, date ranges, model values).
 
-    def __init__(self) -> None:
+    ``leaves`` maps ``id(leaf)`` of the query's own filter leaves to their depth-first position.
+    """
+
+    def __init__(self, leaves: dict[int, int] | None = None) -> None:
         self.values: list[Any] = []
+        self.origins: list[Origin | None] = []
+        self.leaves = leaves or {}
 
-    def add(self, value: Any) -> exp.Expression:
+    def add(self, value: Any, origin: Origin | None = None) -> exp.Expression:
         self.values.append(value)
+        self.origins.append(origin)
         return exp.Parameter(this=exp.Literal.number(len(self.values)))
 
 
@@ -54,6 +73,25 @@ def typed_value(value: str, member_type: str) -> Any:
     return value
 
 
+def instant_text(local: str, zone: ZoneInfo) -> str:
+    """A local timestamp of ``zone`` as the UTC instant bound for it (``...Z``)."""
+    utc = local_to_utc(local, zone)
+    return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+
+
+def bound_value(how: str, arg: str, value: str | None, zone: ZoneInfo) -> Any:
+    """The value bound for a filter value: ``typed`` as a member of type ``arg``; ``start``/``end`` as the
+    first/last instant of a local date or time; ``like`` as the pattern of operator ``arg``."""
+    if how == "typed":
+        return typed_value(value, arg) if value is not None else None
+    if how == "start":
+        return instant_text(pad_start(str(value), zone), zone)
+    if how == "end":
+        return instant_text(pad_end(str(value), zone), zone)
+    escaped = _LIKE_SPECIAL.sub(r"\\\1", str(value))
+    return {"contains": f"%{escaped}%", "startsWith": f"{escaped}%", "endsWith": f"%{escaped}"}[arg]
+
+
 class FilterCompiler:
     """Turns filter trees into conditions; ``member_sql`` gives the expression a member name stands for."""
 
@@ -70,6 +108,12 @@ class FilterCompiler:
         self.member_sql = member_sql
         self.member_type = member_type
         self.measure_filter = measure_filter
+        self._leaf: int | None = None  # the query filter leaf being compiled, if it is one
+
+    def _bind(self, index: int, how: str, arg: str, value: str | None) -> exp.Expression:
+        """Bind filter value ``index`` of the current leaf (see :func:`bound_value`), recording its origin."""
+        origin = Origin(self._leaf, index, how, arg) if self._leaf is not None else None
+        return self.params.add(bound_value(how, arg, value, self.zone), origin)
 
     def condition(self, node: FilterNode) -> exp.Expression:
         if isinstance(node, Contradiction):
@@ -84,6 +128,13 @@ class FilterCompiler:
         return exp.Paren(this=self.leaf(node))
 
     def leaf(self, node: FilterCondition) -> exp.Expression:
+        outer, self._leaf = self._leaf, self.params.leaves.get(id(node))
+        try:
+            return self._leaf_condition(node)
+        finally:
+            self._leaf = outer
+
+    def _leaf_condition(self, node: FilterCondition) -> exp.Expression:
         operator = node.operator
         if operator == "measureFilter":
             return self.measure_filter(node.member)
@@ -98,7 +149,7 @@ class FilterCompiler:
             return self.date_condition(operator, column, values)
         if operator in ("gt", "gte", "lt", "lte"):
             comparison = {"gt": exp.GT, "gte": exp.GTE, "lt": exp.LT, "lte": exp.LTE}[operator]
-            return comparison(this=column, expression=self.value(values[0], kind))
+            return comparison(this=column, expression=self.value(values[0], kind, 0))
         if operator in ("equals", "in"):
             return self.membership(column, values, kind, negated=False)
         if operator in ("notEquals", "notIn"):
@@ -107,28 +158,29 @@ class FilterCompiler:
             return self.like(column, kind, operator, values, negated=False)
         return self.like(column, kind, _NEGATIVE_LIKE[operator], values, negated=True)
 
-    def value(self, value: str | None, kind: str) -> exp.Expression:
+    def value(self, value: str | None, kind: str, index: int) -> exp.Expression:
         if kind == "time" and value is not None:
-            return self.instant(pad_start(value, self.zone))
-        return self.params.add(typed_value(value, kind) if value is not None else None)
+            return self._instant(index, "start", value)
+        return self._bind(index, "typed", kind, value)
+
+    def _instant(self, index: int, how: str, value: str | None) -> exp.Expression:
+        return exp.Cast(this=self._bind(index, how, "", value), to=TIMESTAMPTZ.copy())
 
     def instant(self, local: str) -> exp.Expression:
         """A local timestamp of the query time zone as a ``timestamptz`` parameter (UTC)."""
-        utc = local_to_utc(local, self.zone)
-        text = f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
-        return exp.Cast(this=self.params.add(text), to=TIMESTAMPTZ.copy())
+        return exp.Cast(this=self.params.add(instant_text(local, self.zone)), to=TIMESTAMPTZ.copy())
 
     def membership(
         self, column: exp.Expression, values: tuple[str | None, ...], kind: str, *, negated: bool
     ) -> exp.Expression:
-        present = [v for v in values if v is not None]
+        present = [(i, v) for i, v in enumerate(values) if v is not None]
         has_null = len(present) != len(values)
         test: exp.Expression | None = None
         if len(present) == 1:
             comparison = exp.NEQ if negated else exp.EQ
-            test = comparison(this=column, expression=self.value(present[0], kind))
+            test = comparison(this=column, expression=self.value(present[0][1], kind, present[0][0]))
         elif present:
-            test = exp.In(this=column, expressions=[self.value(v, kind) for v in present])
+            test = exp.In(this=column, expressions=[self.value(v, kind, i) for i, v in present])
             if negated:
                 test = exp.Not(this=test)
         null_test = exp.Is(this=column.copy(), expression=exp.Null())
@@ -147,13 +199,11 @@ class FilterCompiler:
         text = column if member_type == "string" else exp.Cast(this=column, to=exp.DataType.build("text"))
         tests: list[exp.Expression] = []
         has_null = any(v is None for v in values)
-        for value in values:
+        for index, value in enumerate(values):
             if value is None:
                 continue
-            escaped = _LIKE_SPECIAL.sub(r"\\\1", value)
-            pattern = {"contains": f"%{escaped}%", "startsWith": f"{escaped}%", "endsWith": f"%{escaped}"}[kind]
             test: exp.Expression = exp.Escape(
-                this=exp.ILike(this=text.copy(), expression=self.params.add(pattern)),
+                this=exp.ILike(this=text.copy(), expression=self._bind(index, "like", kind, value)),
                 expression=exp.Literal.string("\\"),
             )
             tests.append(exp.Not(this=test) if negated else test)
@@ -167,25 +217,22 @@ class FilterCompiler:
         return any_of(combined, null_test) if has_null else combined
 
     def date_condition(self, operator: str, column: exp.Expression, values: tuple[str | None, ...]) -> exp.Expression:
-        first = str(values[0])
-        start = pad_start(first, self.zone)
-        end = pad_end(str(values[1]) if len(values) > 1 else first, self.zone)
-        if operator == "onTheDate":
-            end = pad_end(first, self.zone)
+        last = 1 if len(values) > 1 and operator != "onTheDate" else 0
+
+        def start() -> exp.Expression:
+            return self._instant(0, "start", values[0])
+
+        def end() -> exp.Expression:
+            return self._instant(last, "end", values[last])
+
         if operator in ("inDateRange", "onTheDate"):
-            return all_of(
-                exp.GTE(this=column, expression=self.instant(start)),
-                exp.LTE(this=column.copy(), expression=self.instant(end)),
-            )
+            return all_of(exp.GTE(this=column, expression=start()), exp.LTE(this=column.copy(), expression=end()))
         if operator == "notInDateRange":
-            return any_of(
-                exp.LT(this=column, expression=self.instant(start)),
-                exp.GT(this=column.copy(), expression=self.instant(end)),
-            )
+            return any_of(exp.LT(this=column, expression=start()), exp.GT(this=column.copy(), expression=end()))
         comparison, bound = {
             "beforeDate": (exp.LT, start),
             "beforeOrOnDate": (exp.LTE, end),
             "afterDate": (exp.GT, end),
             "afterOrOnDate": (exp.GTE, start),
         }[operator]
-        return comparison(this=column, expression=self.instant(bound))
+        return comparison(this=column, expression=bound())
