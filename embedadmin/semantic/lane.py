@@ -51,18 +51,21 @@ import jwt
 import psycopg
 from django.conf import settings
 
+from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid, hs256_verify
 from embedadmin.core import credentials
 from embedadmin.core.lanes import LanePool, headers_once, read_some, replay
 from embedadmin.core.wsgi_bridge import ENVIRON_EXTRAS
 
+from . import views
 from .auth import SecurityContext, authorization_token
-from .cache import query_runner
+from .cache import ContinueWait, query_runner
+from .context import QueryContext
 from .datasources import dialect_of
 from .dates import format_local, local_now, resolve_timezone, start_of
 from .registry import load_model
-from .routing import query_context
-from .service import ResultUse
+from .routing import CoreApiCaller, query_context
+from .service import LoadAnswer, ResultUse, json_bytes
 from .views import LANE_SLOT
 
 logger = logging.getLogger(__name__)
@@ -90,6 +93,15 @@ class _Kept:
     reuse: tuple[ResultUse, ...]
 
 
+@dataclass(frozen=True)
+class _Admitted:
+    """A request the lane has routed and whose token it has verified: what Django's view would run."""
+
+    key: tuple[Any, ...]  # what its answer is kept under
+    caller: CoreApiCaller
+    params: dict[str, Any]
+
+
 class LoadLane:
     """ASGI middleware: answers a repeated ``/v1/load`` from the answers kept; hands the rest to ``app``."""
 
@@ -106,34 +118,57 @@ class LoadLane:
         self._changes = _Changes(pool.params)
         self._rows: dict[tuple[int, str | None], tuple[tuple[Any, ...] | None, int, float]] = {}
         # Pure functions of their keys, remembered (at most MAX_REMEMBERED each).
-        self._tokens: dict[tuple[Any, ...], tuple[dict[str, Any], str, float]] = {}
+        self._tokens: dict[tuple[Any, ...], tuple[dict[str, Any], QueryContext, float]] = {}
         self._claims: dict[str, tuple[Any, Any] | None] = {}
         self._shapes: dict[str, tuple[str, tuple[str, ...]] | None] = {}
         self._dialects: dict[str, str] = {}
+        # The headers of Django's answers to /v1/load (but for Content-Length), learned from the first one.
+        self._answer_headers: list[tuple[bytes, bytes]] | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
         deployment_id = self._deployment_id(scope)
         if deployment_id is None:
             return await self.app(scope, receive, send)
         body, complete = await read_some(receive, MAX_BODY_BYTES)
-        key = None
+        admitted = None
         if complete:
             try:
-                key = await self._key(scope, deployment_id, body)
+                admitted = await self._admit(scope, deployment_id, body)
             except (TokenInvalid, jwt.PyJWTError, UnicodeDecodeError):
                 pass  # Django answers the 403
             except Exception as exc:  # never fail a request the app can answer
                 logger.warning("load lane: %s; answered by Django instead", exc)
-            if key is not None and await self._send_kept(key, send):
-                return None
-        if key is None:
+            if admitted is not None:
+                if await self._send_kept(admitted.key, send):
+                    return None
+                if self._answer_headers is not None:
+                    return await self._run(admitted, send)
+        if admitted is None:
             return await self.app(scope, replay(body, complete, receive), send)
         slot: dict[str, Any] = {}
         scope = {**scope, ENVIRON_EXTRAS: {**scope.get(ENVIRON_EXTRAS, {}), LANE_SLOT: slot}}
         captured = _Capture(send)
         await self.app(scope, replay(body, complete, receive), captured)
-        if slot.get("deployment_id") == deployment_id and captured.complete and captured.status == 200:
-            self._keep(key, captured, slot["compiler_id"], slot["reuse"])
+        if not (captured.complete and captured.status == 200):
+            return None
+        self._answer_headers = captured.headers
+        if slot.get("deployment_id") == deployment_id:
+            body = b"".join(captured.body)
+            self._keep(admitted.key, captured.status, captured.headers, body, slot["compiler_id"], slot["reuse"])
+        return None
+
+    async def _run(self, admitted: _Admitted, send: Callable) -> None:
+        """Answer with what Django's view would: the same function (``views.load_answer``) on a worker thread,
+        the same error bodies, and the headers of Django's own answers."""
+        loop = asyncio.get_running_loop()
+        status, content, answer = await loop.run_in_executor(None, _load, admitted)
+        assert self._answer_headers is not None
+        length = str(len(content)).encode()
+        headers = [(k, length if k.lower() == b"content-length" else v) for k, v in self._answer_headers]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": content, "more_body": False})
+        if answer is not None and answer.reuse is not None:
+            self._keep(admitted.key, status, headers, content, answer.compiler_id, answer.reuse)
 
     def _deployment_id(self, scope: dict[str, Any]) -> int | None:
         if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
@@ -145,8 +180,9 @@ class LoadLane:
             return self.default_deployment_id
         return None
 
-    async def _key(self, scope: dict[str, Any], deployment_id: int, body: bytes) -> tuple[Any, ...] | None:
-        """The key the request's answer is kept under, or None when the lane leaves it to Django."""
+    async def _admit(self, scope: dict[str, Any], deployment_id: int, body: bytes) -> _Admitted | None:
+        """The request routed and its caller verified, with the key its answer is kept under; None when the
+        lane leaves it to Django."""
         headers = headers_once(scope, (b"authorization", b"x-cube-authorization"))
         if headers is None:
             return None
@@ -159,8 +195,13 @@ class LoadLane:
             return None  # JWKS tokens, and anything malformed: Django's path
         claimed_jti = claimed[1]
         raw = scope.get("query_string", b"") if scope["method"] == "GET" else body
+        if not raw.isascii() and scope["method"] == "GET":
+            return None  # Django decodes a raw query string in its own way
+        params = _params(scope["method"], raw)
+        if params is None:
+            return None  # not a JSON object: Django words the 400
         request = hashlib.sha256(scope["method"].encode() + b"\n" + raw).hexdigest()
-        shape = _remembered(self._shapes, request, lambda: time_shape(_params(scope["method"], raw)))
+        shape = _remembered(self._shapes, request, lambda: time_shape(params))
         if shape is None:
             return None
         row = await self._deployment_row(deployment_id, str(claimed_jti) if claimed_jti is not None else None)
@@ -169,14 +210,19 @@ class LoadLane:
         model_dir, source_encrypted, audience, issuer, secrets, revoked = row
         if not model_dir or not source_encrypted or revoked:
             return None
-        payload, identity = self._verified(token, tuple(secrets), audience, issuer)
+        payload, ctx = self._verified(token, tuple(secrets), audience, issuer)
         if payload.get("jti") != claimed_jti:
             return None
         dialect = _remembered(self._dialects, source_encrypted, lambda: _dialect(source_encrypted))
         version = load_model(model_dir, dialect=dialect)
         if version.model is None:
             return None
-        return (deployment_id, request, identity, time_key_of(shape), version.model.compiler_id)
+        deployment = Deployment(pk=deployment_id, model_dir=model_dir, data_source_url_encrypted=source_encrypted)
+        return _Admitted(
+            key=(deployment_id, request, ctx.identity, time_key_of(shape), version.model.compiler_id),
+            caller=CoreApiCaller(deployment=deployment, ctx=ctx),
+            params=params,
+        )
 
     async def _deployment_row(self, deployment_id: int, jti: str | None) -> tuple[Any, ...] | None:
         """The deployment's model, data source, token rules and active secrets, and whether ``jti`` is
@@ -198,9 +244,11 @@ class LoadLane:
         _remember(self._rows, key, (row, generation, time.monotonic()))
         return row
 
-    def _verified(self, token: str, secrets: tuple[str, ...], audience: str, issuer: str) -> tuple[dict[str, Any], str]:
-        """``hs256_verify`` and the caller's identity, remembered: the signature check depends only on the
-        token and the secrets, and the claim checks on the deployment's audience and issuer and on the
+    def _verified(
+        self, token: str, secrets: tuple[str, ...], audience: str, issuer: str
+    ) -> tuple[dict[str, Any], QueryContext]:
+        """``hs256_verify`` and the caller's query context, remembered: the signature check depends only on
+        the token and the secrets, and the claim checks on the deployment's audience and issuer and on the
         time, until ``exp``."""
         key = (token, secrets, audience, issuer)
         known = self._tokens.get(key)
@@ -209,12 +257,12 @@ class LoadLane:
         payload = hs256_verify(
             deployment=_Rules(audience, issuer), token=token, secrets=[credentials.decrypt_secret(s) for s in secrets]
         )
-        identity = query_context(SecurityContext.from_payload(payload)).identity
+        ctx = query_context(SecurityContext.from_payload(payload))
         expires = payload.get("exp")
         if isinstance(expires, int | float) and not isinstance(expires, bool):
             # Valid until exp (with the leeway every check allows); nbf has passed, or it would have failed.
-            _remember(self._tokens, key, (payload, identity, expires + LEEWAY_SECONDS))
-        return payload, identity
+            _remember(self._tokens, key, (payload, ctx, expires + LEEWAY_SECONDS))
+        return payload, ctx
 
     async def _send_kept(self, key: tuple[Any, ...], send: Callable) -> bool:
         kept = self._kept.get(key)
@@ -225,14 +273,21 @@ class LoadLane:
         await send({"type": "http.response.body", "body": kept.body, "more_body": False})
         return True
 
-    def _keep(self, key: tuple[Any, ...], captured: _Capture, compiler_id: str, reuse: tuple[ResultUse, ...]) -> None:
-        body = b"".join(captured.body)
+    def _keep(
+        self,
+        key: tuple[Any, ...],
+        status: int,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        compiler_id: str,
+        reuse: tuple[ResultUse, ...],
+    ) -> None:
         if len(body) > MAX_ANSWER_BYTES or compiler_id != key[-1]:
             return
         previous = self._kept.pop(key, None)
         if previous is not None:
             self._kept_bytes -= len(previous.body)
-        self._kept[key] = _Kept(captured.status, captured.headers, body, reuse)
+        self._kept[key] = _Kept(status, headers, body, reuse)
         self._kept_bytes += len(body)
         while self._kept_bytes > MAX_KEPT_BYTES:
             _, dropped = self._kept.popitem(last=False)
@@ -287,6 +342,18 @@ class _Rules:
 
     jwt_audience: str
     jwt_issuer: str
+
+
+def _load(admitted: _Admitted) -> tuple[int, bytes, LoadAnswer | None]:
+    """On a worker thread: the status, body and (for a 200 with data) the answer, as the view gives them."""
+    try:
+        answer = views.load_answer(admitted.caller, views.checked_params(admitted.params))
+    except ContinueWait:
+        return 200, json_bytes(views.CONTINUE_WAIT), None
+    except Exception as exc:  # every failure becomes {"error": ...}, as in the view
+        status, content = views.error_answer(exc)
+        return status, content, None
+    return 200, json_bytes(answer.body), answer
 
 
 def _unverified(token: str) -> tuple[Any, Any] | None:

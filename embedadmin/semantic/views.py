@@ -64,13 +64,19 @@ def _preflight(request: HttpRequest, methods: tuple[str, ...]) -> HttpResponse:
     return _with_cors(response)
 
 
-def _error_response(exc: Exception) -> HttpResponse:
+def error_answer(exc: Exception) -> tuple[int, bytes]:
+    """The status and JSON body of a failed request (logged when it is not the client's fault)."""
     known = client_error(exc)
     if known is None:
         logger.exception("Core Data API request failed", exc_info=exc)
         known = 500, "Internal server error"
     status, message = known
-    return _json(error_body(message), status)
+    return status, service.json_bytes(error_body(message))
+
+
+def _error_response(exc: Exception) -> HttpResponse:
+    status, content = error_answer(exc)
+    return _json(content, status)
 
 
 def core_api(*methods: str) -> Callable[[Handler], Callable[..., HttpResponse]]:
@@ -116,6 +122,11 @@ def request_params(request: HttpRequest) -> dict[str, Any]:
             raise BadRequest(f"Invalid JSON body: {exc}") from None
         if not isinstance(params, dict):
             raise BadRequest("Invalid JSON body: expected an object with a query")
+    return checked_params(params)
+
+
+def checked_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``params``, refused (400) when a string in them holds a NUL character."""
     if contains_nul(params):
         raise BadRequest("The request must not contain NUL characters")
     return params
@@ -146,18 +157,23 @@ def load_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     Behind the Core Data API's lane (``semantic/lane.py``) the request carries a slot in which the answer's
     reuse conditions are left for the lane, which keeps the answer for the same request again.
     """
-    params = request_params(request)
-    answer = service.semantic_load_answer(
+    answer = load_answer(caller, request_params(request))
+    slot = request.META.get(LANE_SLOT)
+    if isinstance(slot, dict) and answer.reuse is not None:
+        slot.update(compiler_id=answer.compiler_id, reuse=answer.reuse, deployment_id=caller.deployment.pk)
+    return answer.body
+
+
+def load_answer(caller: CoreApiCaller, params: dict[str, Any]) -> service.LoadAnswer:
+    """``/v1/load`` for a verified caller and Cube's parameters (as :func:`request_params` reads them); the
+    lane runs this too, for a request it has verified itself."""
+    return service.semantic_load_answer(
         deployment=caller.deployment,
         ctx=caller.ctx,
         query=params.get("query"),
         query_type=_string_param(params, "queryType"),
         cache=_string_param(params, "cache"),
     )
-    slot = request.META.get(LANE_SLOT)
-    if isinstance(slot, dict) and answer.reuse is not None:
-        slot.update(compiler_id=answer.compiler_id, reuse=answer.reuse, deployment_id=caller.deployment.pk)
-    return answer.body
 
 
 @core_api("GET", "POST")

@@ -1,9 +1,11 @@
 """The Core Data API's lane (``embedadmin/semantic/lane.py``, ADR 0011): a repeated ``/v1/load`` answered
-on the event loop with the bytes Django gave, and only while Django would give the same.
+on the event loop with the bytes already given, and only while Django would give the same; any other load
+of a caller the lane has verified answered by the view's own function, with Django's bodies and headers.
 
 The application under test is the shipped stack in process: the lane in front of the WSGI bridge in front of
 Django, driven as an ASGI server drives it, on the test database and the demo dataset. A counter between
-the lane and the bridge tells which requests reached Django.
+the lane and the bridge tells which requests reached Django; a counter on ``views.load_answer`` (which the
+view and the lane both call) tells which requests were answered afresh rather than from a kept answer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import deployment_token_revoke
 from embedadmin.core.lanes import LanePool, connection_params
 from embedadmin.core.wsgi_bridge import WSGIBridge
+from embedadmin.semantic import views
 from embedadmin.semantic.cache import query_runner
 from embedadmin.semantic.lane import LoadLane, time_key
 from embedadmin.semantic.service import ResultUse
@@ -66,8 +69,21 @@ async def _request(app, method: str, path: str, headers: dict[str, str], body: b
     return await drive(app, scope, [body])
 
 
+class _Computed:
+    """Counts calls of ``views.load_answer``: answers made afresh, by Django's view or by the lane."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        self.original = views.load_answer
+        monkeypatch.setattr(views, "load_answer", self)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.original(*args, **kwargs)
+
+
 @pytest.fixture
-def stack(on_postgres, acme, demo_duckdb, fresh_semantic_state, tmp_path):  # noqa: F811
+def stack(on_postgres, acme, demo_duckdb, fresh_semantic_state, tmp_path, monkeypatch):  # noqa: F811
     """acme's deployment on a copy of the demo model; ``run(scenario)`` drives the lane in one event loop."""
     model_dir = tmp_path / "model"
     shutil.copytree(DEMO_MODEL, model_dir)
@@ -88,7 +104,15 @@ def stack(on_postgres, acme, demo_duckdb, fresh_semantic_state, tmp_path):  # no
 
         return asyncio.run(main())
 
-    return {"lane": lane, "django": django, "path": path, "cast": acme, "model_dir": model_dir, "run": run}
+    return {
+        "lane": lane,
+        "django": django,
+        "computed": _Computed(monkeypatch),
+        "path": path,
+        "cast": acme,
+        "model_dir": model_dir,
+        "run": run,
+    }
 
 
 def _token(cast, **claims: Any) -> dict[str, str]:
@@ -100,8 +124,8 @@ def _body(query: Any = QUERY, **params: Any) -> bytes:
     return json.dumps({"query": query, "queryType": "multi", **params}).encode()
 
 
-def test_a_repeated_load_is_answered_by_the_lane_with_djangos_bytes(stack):
-    lane, django, path = stack["lane"], stack["django"], stack["path"]
+def test_a_repeated_load_is_answered_by_the_lane_with_the_bytes_given(stack):
+    lane, django, computed, path = stack["lane"], stack["django"], stack["computed"], stack["path"]
     headers = _token(stack["cast"], sub="ann")
 
     async def scenario():
@@ -120,14 +144,21 @@ def test_a_repeated_load_is_answered_by_the_lane_with_djangos_bytes(stack):
     assert after_first == 1
     assert second == first  # status, headers (CORS included) and body
     assert got_second == got_first
-    assert django.calls == 2  # the first POST and the first GET
+    assert computed.calls == 2  # the first POST and the first GET
+    assert django.calls == 1  # the first POST: the lane learns Django's headers, then answers the GET itself
 
 
-def test_the_lane_hands_on_whatever_django_might_answer_differently(stack, monkeypatch):
-    lane, django, path, cast = stack["lane"], stack["django"], stack["path"], stack["cast"]
+def test_the_lane_answers_afresh_whatever_django_might_answer_differently(stack, monkeypatch):
+    lane, django, computed, path, cast = stack["lane"], stack["django"], stack["computed"], stack["path"], stack["cast"]
     admin = _token(cast, sub="ann")
     # A finished query's outcome is reused for this long, also by no-cache requests (semantic/cache.py).
     monkeypatch.setattr(query_runner(), "job_result_ttl_s", 0.5)
+
+    async def afresh(headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+        before = computed.calls
+        status, _, content = await _request(lane, "POST", path, headers, body)
+        assert computed.calls == before + 1, body
+        return status, content
 
     async def reaches_django(headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
         before = django.calls
@@ -139,13 +170,13 @@ def test_the_lane_hands_on_whatever_django_might_answer_differently(stack, monke
         await _request(lane, "POST", path, admin, _body())
         outcomes = {}
         # another caller: other groups, so other policies and rows
-        outcomes["other groups"] = await reaches_django(_token(cast, sub="bob", groups=[]), _body())
+        outcomes["other groups"] = await afresh(_token(cast, sub="bob", groups=[]), _body())
         # the same query written otherwise, and another cache mode
-        outcomes["other bytes"] = await reaches_django(admin, _body() + b" ")
+        outcomes["other bytes"] = await afresh(admin, _body() + b" ")
         await asyncio.sleep(1.1)  # the first query's outcome is no longer reused
-        outcomes["no-cache"] = await reaches_django(admin, _body(cache="no-cache"))
+        outcomes["no-cache"] = await afresh(admin, _body(cache="no-cache"))
         # the no-cache run wrote new rows to the result cache: the answer kept before is not current
-        outcomes["after refresh"] = await reaches_django(admin, _body())
+        outcomes["after refresh"] = await afresh(admin, _body())
         # a token that is no longer good: expired, revoked
         outcomes["expired"] = await reaches_django(_token(cast, sub="ann", ttl_s=-60), _body())
         revoked = _token(cast, sub="ann", jti="token-1")
@@ -212,9 +243,9 @@ def _rotate_and_revoke(deployment_id: int) -> None:
 
 
 def test_a_changed_model_file_ends_the_answers_kept_under_the_old_model(stack):
-    lane, django, path, cast, model_dir = (
+    lane, computed, path, cast, model_dir = (
         stack["lane"],
-        stack["django"],
+        stack["computed"],
         stack["path"],
         stack["cast"],
         stack["model_dir"],
@@ -226,9 +257,9 @@ def test_a_changed_model_file_ends_the_answers_kept_under_the_old_model(stack):
         first = await _request(lane, "POST", path, headers, _body())
         orders.write_text(orders.read_text() + "\n# changed\n")
         await asyncio.sleep(1.1)  # the registry looks at the files at most once a second
-        before = django.calls
+        before = computed.calls
         again = await _request(lane, "POST", path, headers, _body())
-        return first, again, django.calls - before
+        return first, again, computed.calls - before
 
     first, again, reached = stack["run"](scenario)
 
@@ -266,3 +297,73 @@ def test_a_result_past_its_refresh_interval_is_not_current():
     assert not _rows_current((ResultUse("k-old", now - 20, every=10),))
     assert not _rows_current((ResultUse("k-fresh", now - 1, every=10),))  # another write than the one kept
     assert not _rows_current((ResultUse("k-unknown", now, every=10),))
+
+
+def _cases() -> list[tuple[str, str, bytes, bytes]]:
+    """(name, method, body, query string) of loads the lane answers itself: the same as Django, errors included."""
+    amount = {**QUERY, "filters": [{"member": "orders.amount", "operator": "gt", "values": ["120.5"]}]}
+
+    def valued(value: str) -> bytes:
+        return _body({**amount, "filters": [{**amount["filters"][0], "values": [value]}]})
+
+    get_query = b"query=" + quote(json.dumps(amount)).encode() + b"&queryType=multi"
+    return [
+        ("a filter value", "POST", _body(amount), b""),
+        (
+            "another filter value",
+            "POST",
+            valued("7"),
+            b"",
+        ),
+        (
+            "injection in a value",
+            "POST",
+            valued("1' OR '1'='1"),
+            b"",
+        ),
+        ("compact", "POST", _body({**QUERY, "responseFormat": "compact"}), b""),
+        ("not multi", "POST", json.dumps({"query": amount}).encode(), b""),
+        ("two queries", "POST", _body([QUERY, {"measures": ["orders.count"]}]), b""),
+        ("GET", "GET", b"", get_query),
+        ("unknown member", "POST", _body({"measures": ["orders.nope"]}), b""),
+        ("query not an object", "POST", _body(5), b""),
+        ("no query", "POST", b"{}", b""),
+        ("queryType not a string", "POST", json.dumps({"query": QUERY, "queryType": 3}).encode(), b""),
+        ("unknown cache mode", "POST", _body(QUERY, cache="sometimes"), b""),
+        (
+            "NUL in a value",
+            "POST",
+            valued("a\u0000"),
+            b"",
+        ),
+        ("limit above the maximum", "POST", _body({**QUERY, "limit": 10**9}), b""),
+    ]
+
+
+# Requests whose time zones the lane cannot read: Django answers them.
+DJANGOS = {"query not an object", "no query"}
+
+
+def test_the_lanes_own_answers_are_djangos(stack):
+    lane, django, path, cast = stack["lane"], stack["django"], stack["path"], stack["cast"]
+    headers = _token(cast, sub="ann")
+    cases = _cases()
+
+    async def scenario():
+        await _request(lane, "POST", path, headers, _body())  # Django's first answer: the lane learns its headers
+        answers = {}
+        for name, method, body, query in cases:
+            before = django.calls
+            by_lane = await _request(lane, method, path, headers, body, query)
+            assert django.calls == before + (name in DJANGOS), name
+            by_django = await _request(django.app, method, path, headers, body, query)
+            answers[name] = by_lane, by_django
+        return answers
+
+    answers = stack["run"](scenario)
+
+    statuses = set()
+    for name, (by_lane, by_django) in answers.items():
+        assert by_lane == by_django, name
+        statuses.add(by_lane[0])
+    assert statuses == {200, 400, 500}  # 500: the data source refused a value, and the query limit (as Cube)
