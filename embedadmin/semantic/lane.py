@@ -98,8 +98,18 @@ class _Admitted:
     """A request the lane has routed and whose token it has verified: what Django's view would run."""
 
     key: tuple[Any, ...]  # what its answer is kept under
-    caller: CoreApiCaller
-    params: dict[str, Any]
+    deployment_id: int
+    model_dir: str
+    source_encrypted: str
+    ctx: QueryContext
+    method: str
+    raw: bytes  # the query string of a GET, the body of a POST (a JSON object: time_shape read it)
+
+    def caller(self) -> CoreApiCaller:
+        deployment = Deployment(
+            pk=self.deployment_id, model_dir=self.model_dir, data_source_url_encrypted=self.source_encrypted
+        )
+        return CoreApiCaller(deployment=deployment, ctx=self.ctx)
 
 
 class LoadLane:
@@ -197,13 +207,10 @@ class LoadLane:
         raw = scope.get("query_string", b"") if scope["method"] == "GET" else body
         if not raw.isascii() and scope["method"] == "GET":
             return None  # Django decodes a raw query string in its own way
-        params = _params(scope["method"], raw)
-        if params is None:
-            return None  # not a JSON object: Django words the 400
         request = hashlib.sha256(scope["method"].encode() + b"\n" + raw).hexdigest()
-        shape = _remembered(self._shapes, request, lambda: time_shape(params))
+        shape = _remembered(self._shapes, request, lambda: time_shape(_params(scope["method"], raw)))
         if shape is None:
-            return None
+            return None  # not a JSON object, time zones it cannot read: Django's path
         row = await self._deployment_row(deployment_id, str(claimed_jti) if claimed_jti is not None else None)
         if row is None:
             return None
@@ -217,11 +224,14 @@ class LoadLane:
         version = load_model(model_dir, dialect=dialect)
         if version.model is None:
             return None
-        deployment = Deployment(pk=deployment_id, model_dir=model_dir, data_source_url_encrypted=source_encrypted)
         return _Admitted(
             key=(deployment_id, request, ctx.identity, time_key_of(shape), version.model.compiler_id),
-            caller=CoreApiCaller(deployment=deployment, ctx=ctx),
-            params=params,
+            deployment_id=deployment_id,
+            model_dir=model_dir,
+            source_encrypted=source_encrypted,
+            ctx=ctx,
+            method=scope["method"],
+            raw=raw,
         )
 
     async def _deployment_row(self, deployment_id: int, jti: str | None) -> tuple[Any, ...] | None:
@@ -347,7 +357,9 @@ class _Rules:
 def _load(admitted: _Admitted) -> tuple[int, bytes, LoadAnswer | None]:
     """On a worker thread: the status, body and (for a 200 with data) the answer, as the view gives them."""
     try:
-        answer = views.load_answer(admitted.caller, views.checked_params(admitted.params))
+        params = _params(admitted.method, admitted.raw)
+        assert params is not None  # time_shape has read it
+        answer = views.load_answer(admitted.caller(), views.checked_params(params))
     except ContinueWait:
         return 200, json_bytes(views.CONTINUE_WAIT), None
     except Exception as exc:  # every failure becomes {"error": ...}, as in the view
