@@ -1,7 +1,8 @@
 """Shared benchmark plumbing: a PostgreSQL bench database, an ASGI server, and a lean load generator.
 
 The load generator speaks HTTP/1.1 with keep-alive over raw asyncio streams, on uvloop (installed with
-uvicorn): on a 2-core machine a full-featured client library would eat the CPU the server under test needs.
+``uvicorn[standard]``): on a 2-core machine a full-featured client library would eat the CPU the server
+under test needs.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ PYTHON = sys.executable
 def bench_database_url(name: str = "embedadmin_bench") -> str:
     """Create (afresh) a PostgreSQL database for the benchmark next to the test database."""
     base = os.environ.get("TEST_DATABASE_URL", "postgresql://embedadmin:embedadmin@127.0.0.1:5432/embedadmin")
-    admin_url = base
-    with psycopg.connect(admin_url, autocommit=True) as conn:
+    with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     return base.rsplit("/", 1)[0] + f"/{name}"
@@ -148,6 +148,12 @@ class Connection:
             self.writer.close()
 
 
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 @dataclass
 class RunResult:
     label: str
@@ -161,8 +167,7 @@ class RunResult:
         return self.requests / self.seconds
 
     def pct(self, q: float) -> float:
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+        return pct(self.latencies_ms, q)
 
     def line(self) -> str:
         return (
@@ -189,8 +194,7 @@ def run_load(label: str, *, port: int, clients: int, total: int, make: RequestFa
     """Closed loop: each client sends its next request as soon as the last one is answered, so the
     run measures the most the server does (and latency at saturation, which Little's law ties to it:
     mean latency = clients / throughput)."""
-    latencies, errors, seconds = uvloop.run(_run(port, clients, None, total, make, expect))
-    return RunResult(label=label, requests=total, errors=errors, seconds=seconds, latencies_ms=latencies)
+    return run_rate(label, port=port, clients=clients, rate=None, total=total, make=make, expect=expect)
 
 
 async def _run(
@@ -229,11 +233,11 @@ async def _run(
 
 
 def run_rate(
-    label: str, *, port: int, clients: int, rate: float, total: int, make: RequestFactory, expect: int = 200
+    label: str, *, port: int, clients: int, rate: float | None, total: int, make: RequestFactory, expect: int = 200
 ) -> RunResult:
     """Open loop: requests fall due at a fixed ``rate`` (``total`` of them) and are sent over ``clients``
     keep-alive connections; each latency runs from when its request was due. This is latency at a
-    given load, which a closed loop cannot measure."""
+    given load, which a closed loop cannot measure. ``rate=None``: the closed loop of :func:`run_load`."""
     latencies, errors, seconds = uvloop.run(_run(port, clients, rate, total, make, expect))
     return RunResult(label=label, requests=total, errors=errors, seconds=seconds, latencies_ms=latencies)
 

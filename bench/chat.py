@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _harness import ROOT, bench_database_url, manage, server_env, start_server
+from _harness import pct as quantile
 
 from demo.generate import generate
 
@@ -71,7 +72,7 @@ async def stream(
             message = json.loads(line)
             now = time.perf_counter() - started
             first = first or now
-            if (message.get("graphPath") or [""])[0] == "final":
+            if is_final(message):
                 final = now
             lines.append(message)
     writer.close()
@@ -80,8 +81,13 @@ async def stream(
 
 
 def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+    """The ``q`` quantile of ``values`` (seconds), in milliseconds."""
+    return quantile(values, q) * 1000
+
+
+def is_final(message: dict) -> bool:
+    """Whether a stream line is the agent's final answer."""
+    return (message.get("graphPath") or [""])[0] == "final"
 
 
 async def run(args: argparse.Namespace, port: int, base: str, headers: dict[str, str]) -> None:
@@ -89,7 +95,7 @@ async def run(args: argparse.Namespace, port: int, base: str, headers: dict[str,
     session = {"externalId": "bench", "groups": ["admin"]}
     # Warm up (model compile, connections) and answer one question whose replay is the baseline.
     replayed = {"input": QUESTIONS[0], "messageId": "1700000000000-message", "sessionSettings": session}
-    status, _, _, lines, _ = await stream(port, path, headers, replayed)
+    _, _, _, lines, _ = await stream(port, path, headers, replayed)
     replayed["chatId"] = lines[0]["state"]["chatId"]
     for question in QUESTIONS:
         await stream(port, path, headers, {"input": question, "sessionSettings": session})
@@ -104,7 +110,7 @@ async def run(args: argparse.Namespace, port: int, base: str, headers: dict[str,
         errors += status != 200
         body = {"input": QUESTIONS[i % len(QUESTIONS)], "sessionSettings": session}
         status, f, e, lines, _ = await stream(port, path, headers, body)
-        errors += status != 200 or not any((m.get("graphPath") or [""])[0] == "final" for m in lines)
+        errors += status != 200 or not any(is_final(m) for m in lines)
         first.append(f)
         final.append(e)
         answer_lines.append(len(lines))
@@ -121,7 +127,7 @@ async def run(args: argparse.Namespace, port: int, base: str, headers: dict[str,
     concurrent_errors = sum(
         isinstance(r, BaseException)
         or r[0] != 200
-        or not any((m.get("graphPath") or [""])[0] == "final" for m in r[3])
+        or not any(is_final(m) for m in r[3])
         or any("error" in json.loads(m["toolCall"].get("result", "{}")) for m in r[3] if "toolCall" in m)
         or any(m.get("type") == "error" for m in r[3])  # the run failed after the answer (e.g. stale recovery)
         for r in results

@@ -35,7 +35,7 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _harness import ROOT, RunResult, bench_database_url, json_body, manage, run_load, server_env, start_server
+from _harness import ROOT, RunResult, bench_database_url, json_body, manage, pct, run_load, server_env, start_server
 
 from demo.generate import generate
 
@@ -128,11 +128,6 @@ def direct_sql(path: Path, statements: list[tuple[str, list[Any]]], clients: int
         thread.join()
     connection.close()
     return latencies
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:

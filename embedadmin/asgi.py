@@ -1,13 +1,14 @@
 """ASGI entry point: ``uvicorn embedadmin.asgi:application`` (the default way to serve).
 
-Every HTTP request goes to Django's WSGI handler on a bounded thread pool with one thread hand-off per
-request (``embedadmin/core/wsgi_bridge.py``, ADR 0009). Responses streamed from async generators (the
-Chat API's NDJSON) are sent from the event loop as they are produced. Django's own ASGI handler hands
-each request between the event loop and threads about ten times (signals, middleware, response close),
-which measured ~3 ms of CPU per request on the 2-core machine, while no endpoint needs an async view.
+Django's WSGI handler serves HTTP on a bounded thread pool with one thread hand-off per request
+(``embedadmin/core/wsgi_bridge.py``, ADR 0009). Responses streamed from async generators (the Chat API's
+NDJSON) are sent from the event loop as they are produced. Django's own ASGI handler hands each request
+between the event loop and threads about ten times (signals, middleware, response close), which measured
+~3 ms of CPU per request on the 2-core machine, while no endpoint needs an async view.
 
-On PostgreSQL, two lanes answer some requests on the event loop before they reach the bridge: the
-common generate-session (``embedadmin/embedding/lane.py``, ADR 0010) and a repeated ``/v1/load``
+On PostgreSQL, two lanes answer some requests before they reach the bridge: the common generate-session,
+on the event loop (``embedadmin/embedding/lane.py``, ADR 0010), and, without ``REDIS_URL``, ``/v1/load``:
+repeated answers on the event loop, others by the view's function on a worker thread
 (``embedadmin/semantic/lane.py``, ADR 0011). Everything else, and everything a lane is not sure of,
 goes to Django.
 """

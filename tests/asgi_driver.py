@@ -6,6 +6,22 @@ from collections.abc import Callable
 from typing import Any
 
 
+def http_scope(method: str, path: str, headers: dict[str, str], query: bytes = b"") -> dict[str, Any]:
+    """The ASGI scope of one HTTP/1.1 request from a local client."""
+    return {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "query_string": query,
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "server": ("127.0.0.1", 4000),
+        "client": ("127.0.0.1", 5000),
+        "scheme": "http",
+        "http_version": "1.1",
+    }
+
+
 async def drive(app: Callable, scope: dict[str, Any], chunks: list[bytes]) -> tuple[int, list, bytes]:
     """Send the request body in ``chunks``; the answer's status, headers and body."""
     incoming = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1} for i, c in enumerate(chunks)]

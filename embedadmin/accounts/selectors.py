@@ -101,11 +101,9 @@ def deployment_for_key(*, caller: ApiKeyCaller, deployment_id: int) -> Deploymen
 # Read on every Core Data API request with an HS256 token: compiled once (embedadmin/core/prepared.py).
 _ACTIVE_SECRETS: PreparedQuery[DeploymentSecret] = PreparedQuery(
     DeploymentSecret,
-    lambda deployment_id: (
-        DeploymentSecret.objects.filter(deployment_id=deployment_id, revoked_at__isnull=True)
-        .only("encrypted_secret")
-        .order_by("-created_at", "-id")
-    ),
+    lambda deployment_id: DeploymentSecret.objects.filter(deployment_id=deployment_id, revoked_at__isnull=True).only(
+        "encrypted_secret"
+    ),  # newest first: DeploymentSecret.Meta.ordering
     sentinels=(-9_000_001,),
 )
 

@@ -107,8 +107,7 @@ def deployment_secrets_revoke_older(*, deployment: Deployment, keep_id: int | No
     than the kept one stay active. Returns how many were revoked."""
     active = list(
         DeploymentSecret.objects.select_for_update()
-        .filter(deployment=deployment, revoked_at__isnull=True)
-        .order_by("-created_at", "-id")
+        .filter(deployment=deployment, revoked_at__isnull=True)  # newest first: Meta.ordering
         .values_list("pk", flat=True)
     )
     if not active:

@@ -284,7 +284,7 @@ def _described_measure(cube: Cube, reading: Reading, taken: set[int]) -> tuple[M
     """The measure a question names only through its description: the one whose description shares the most
     meaningful words (at least ``DESCRIBED_MIN_WORDS``, one of them not a word any measure could be described
     with, such as "total") with the words no name, title or synonym took; with how many it shares."""
-    free = {t.stem for i, t in enumerate(reading.tokens) if i not in taken} - STOPWORDS
+    free = {t.stem for i, t in enumerate(reading.tokens) if i not in taken}  # described_by has no stopwords
     best: tuple[int, Member | None] = (0, None)
     for member in cube.members:
         words = member.described_by & free

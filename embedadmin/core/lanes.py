@@ -9,13 +9,14 @@ pool opens on first use, inside the running event loop.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 LANE_POOL_SIZE = 4
+MAX_REMEMBERED = 10_000  # entries in each of a lane's memories
 
 
 class LanePool:
@@ -46,20 +47,14 @@ class LanePool:
 
 
 def connection_params(settings_dict: dict[str, Any]) -> dict[str, Any]:
-    """psycopg connection arguments from Django's database settings (PostgreSQL)."""
-    options = settings_dict.get("OPTIONS", {})
-    params: dict[str, Any] = {
-        "dbname": settings_dict["NAME"],
-        "user": settings_dict.get("USER") or None,
-        "password": settings_dict.get("PASSWORD") or None,
-        "host": settings_dict.get("HOST") or None,
-        "port": settings_dict.get("PORT") or None,
-    }
-    for name in ("sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout", "options", "application_name"):
-        if name in options:
-            params[name] = options[name]
-    params = {name: value for name, value in params.items() if value is not None}
-    params["prepare_threshold"] = options.get("prepare_threshold")  # None: never prepare (a pooler)
+    """psycopg connection arguments from Django's database settings (PostgreSQL): Django's own, so every
+    libpq option of ``DATABASE_URL`` reaches the lanes too, without its sync cursor class and adapters."""
+    from django.db.backends.postgresql.base import DatabaseWrapper
+
+    params = DatabaseWrapper(settings_dict).get_connection_params()
+    for name in ("cursor_factory", "context"):
+        params.pop(name, None)
+    params["prepare_threshold"] = settings_dict.get("OPTIONS", {}).get("prepare_threshold")  # None: never prepare
     return params
 
 
@@ -104,3 +99,19 @@ def replay(body: bytes, complete: bool, receive: Callable) -> Callable:
         return await receive()
 
     return replayed
+
+
+def remember(memory: MutableMapping[Any, Any], key: Any, value: Any, *, limit: int = MAX_REMEMBERED) -> None:
+    """``memory[key] = value``, keeping at most ``limit`` entries (the oldest makes room)."""
+    if key not in memory and len(memory) >= limit:
+        memory.pop(next(iter(memory)))
+    memory[key] = value
+
+
+def remembered(memory: MutableMapping[Any, Any], key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` for ``key``, remembered in ``memory`` (see :func:`remember`)."""
+    if key in memory:
+        return memory[key]
+    value = compute()
+    remember(memory, key, value)
+    return value

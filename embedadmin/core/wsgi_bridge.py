@@ -215,7 +215,7 @@ class WSGIBridge:
             else:
                 await _until_disconnect(self._send_pulled(response, chunks, send), receive)
         finally:
-            if response.iterator is not None:  # the client went away mid-stream
+            if response.iterator is not None:  # an async stream, or a pulled one the client left mid-way
                 await loop.run_in_executor(self.executor, response.close)
 
     async def _send_pulled(self, response: _Response, chunks: list[bytes], send: Callable) -> None:

@@ -5,9 +5,10 @@ user and twelve for a new one: the deployment, BEGIN, the attribute catalog, the
 upsert, the memberships read and write, the attribute values, the session, the cap and COMMIT. On a
 2-core machine each costs the web process about half a millisecond of CPU, which bounds the endpoint
 well below its target. The migration ``embedding/0002`` installs ``embedadmin_session_generate_v1``,
-which does the same reads, checks and writes inside PostgreSQL, so the request makes one round trip after
-the API-key lookup. ``_v2`` (``0003``) is ``_v1`` after an optional check of the API key; the lane, which
-remembers keys, passes one and so makes one round trip in all.
+which does the same reads, checks and writes inside PostgreSQL. Both callers run
+``embedadmin_session_generate_v2`` (``0003``): ``_v1`` after an optional check of the API key. Django passes
+no key (it has just authenticated it), so its request makes one round trip after the key lookup; the lane,
+which remembers keys, passes one and so makes one round trip in all.
 
 Scope: an external user in read-only mode (no ``creatorMode``, no definitions), which is what a host
 back end sends on every page view. Anything else, and any request the function declines, takes the

@@ -2,8 +2,9 @@
 
 ``GenerateSessionLane`` wraps the ASGI application (``embedadmin/asgi.py``). For
 ``POST /api/v1/embed/generate-session`` it tries to answer on the event loop, with a small pool
-of async PostgreSQL connections: one round trip (the one-statement write of ``in_database``) and no
-thread hand-off. It answers only what it is sure of:
+of async PostgreSQL connections and no thread hand-off: one round trip (the one-statement write of
+``in_database``) once the key is remembered, two when it is read (first use, every ``KEY_MAX_AGE_S``, and
+after a failed write). It answers only what it is sure of:
 
 - an ``Api-Key`` that is an admin key of the account, unrevoked, not scoped to deployments, compared
   in constant time. What a key is (its id, digest, kind and account) is read once by its prefix and then
@@ -37,23 +38,21 @@ from embedadmin.accounts.authentication import ApiKeyAuthentication, credential_
 from embedadmin.accounts.models import ApiKey
 from embedadmin.accounts.services import API_KEY_KIND
 from embedadmin.core import credentials
-from embedadmin.core.lanes import LanePool, headers_once, read_some, replay
+from embedadmin.core.lanes import LanePool, headers_once, read_some, remember, replay
 from embedadmin.embedding import in_database, serializers, services
 
 logger = logging.getLogger(__name__)
 
 PATH = "/api/v1/embed/generate-session"
 MAX_BODY_BYTES = 64 * 1024
-MAX_KEYS = 10_000  # keys remembered per process
 KEY_MAX_AGE_S = 60.0
 
-# The admin key by its prefix, as accounts.selectors._API_KEY_BY_PREFIX reads it, with what the request
-# needs of its account; ``scoped`` is whether the key is restricted to some deployments.
+# The key by its prefix, as accounts.selectors._API_KEY_BY_PREFIX reads it; ``scoped`` is whether the key
+# is restricted to some deployments.
 _KEY_SQL = (
-    "SELECT k.id, k.key_digest, k.kind, k.account_id, s.use_creator_mode,"
+    "SELECT k.id, k.key_digest, k.kind, k.account_id,"
     " EXISTS (SELECT 1 FROM accounts_apikey_deployments d WHERE d.apikey_id = k.id) AS scoped"
-    " FROM accounts_apikey k JOIN accounts_tenantsettings s ON s.account_id = k.account_id"
-    " WHERE k.prefix = %s AND k.revoked_at IS NULL"
+    " FROM accounts_apikey k WHERE k.prefix = %s AND k.revoked_at IS NULL"
 )
 
 # Django's answer to a generate-session, besides Content-Length (DRF's Allow, the security middleware's).
@@ -126,12 +125,10 @@ class GenerateSessionLane:
             row = await self._key_row(conn, prefix)
             if row is None:
                 return None
-            key_id, key_digest, kind, account_id, use_creator_mode, scoped = row
+            key_id, key_digest, kind, account_id, scoped = row
             if not credentials.matches(key, key_digest) or kind != ApiKey.Kind.ADMIN or scoped:
                 return None
-            prepared = services.session_statement(
-                account_id=account_id, data=request, use_creator_mode=use_creator_mode, api_key_id=key_id
-            )
+            prepared = services.session_statement(account_id=account_id, data=request, api_key_id=key_id)
             if prepared is None:
                 return None
             session_id, params = prepared
@@ -151,9 +148,7 @@ class GenerateSessionLane:
         if row is None:
             self._keys.pop(prefix, None)
             return None
-        if prefix not in self._keys and len(self._keys) >= MAX_KEYS:
-            self._keys.pop(next(iter(self._keys)))
-        self._keys[prefix] = (tuple(row), time.monotonic())
+        remember(self._keys, prefix, (tuple(row), time.monotonic()))
         return tuple(row)
 
 

@@ -98,10 +98,7 @@ def session_generate_for_key(*, caller: ApiKeyCaller, data: GenerateSessionInput
     deployment is the account's); the rest, and every request it declines, takes the full path.
     """
     if in_database.handles(data) and caller.may_access(data.deployment_id):
-        account = caller.account
-        prepared = session_statement(
-            account_id=account.pk, data=data, use_creator_mode=account.tenant_settings.use_creator_mode
-        )
+        prepared = session_statement(account_id=caller.account.pk, data=data)
         if prepared is not None:
             session_key, params = prepared
             try:
@@ -115,13 +112,14 @@ def session_generate_for_key(*, caller: ApiKeyCaller, data: GenerateSessionInput
 
 
 def session_statement(
-    *, account_id: int, data: GenerateSessionInput, use_creator_mode: bool, api_key_id: int | None = None
+    *, account_id: int, data: GenerateSessionInput, api_key_id: int | None = None
 ) -> tuple[str, list[Any]] | None:
     """For a request ``in_database`` serves: the new ``sessionId`` and the parameters of its one
     statement; None when the request breaks a rule that needs no database (the full path answers
     it, after the deployment's 404 as ever). ``api_key_id``: see ``in_database.call_params``."""
     try:
-        _check_request_shape(data, use_creator_mode=use_creator_mode)
+        # The tenant's creator-mode flag cannot matter: in_database serves no creatorMode request.
+        _check_request_shape(data, use_creator_mode=False)
     except ApiError:
         return None
     session_key = _new_session_key()

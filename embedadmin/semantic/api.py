@@ -127,12 +127,14 @@ def _check_blending(queries: list[NormalizedQuery]) -> None:
         raise QueryError("Data blending query granularities must match")
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Shape:
-    """A shape's statement (see :mod:`.sql_shapes`): ``trusted`` once a rebinding reproduced a full compile;
-    ``template`` None when one did not (the shape is always compiled)."""
+    """A shape's statement (see :mod:`.sql_shapes`) and the exact key of the query it was compiled for;
+    ``trusted`` once a rebinding reproduced a full compile. ``template`` None: a rebinding did not, or could
+    not (:func:`.sql_shapes.covers`), so the shape is always compiled."""
 
     template: CompiledQuery | None
+    query_key: str = ""
     trusted: bool = False
 
 
@@ -148,28 +150,28 @@ def compile_cached(
     year = local_now(now, resolve_timezone(query.timezone)).year
     caller = ctx.identity if governed else ""
     key = (repr(query), caller, year)
-    shape_key = (repr(shape_of(query)), caller, year)
     with _cache_lock:
         cache: OrderedDict[tuple[str, str, int], CompiledQuery] = model.caches.setdefault("compiled", OrderedDict())
-        shapes: OrderedDict[tuple[str, str, int], _Shape] = model.caches.setdefault("shapes", OrderedDict())
         found = cache.get(key)
         if found is not None:
             cache.move_to_end(key)
             return found
+    shape_key = (repr(shape_of(query)), caller, year)
+    with _cache_lock:
+        shapes: OrderedDict[tuple[str, str, int], _Shape] = model.caches.setdefault("shapes", OrderedDict())
         shape = shapes.get(shape_key)
         if shape is not None:
             shapes.move_to_end(shape_key)
-    if shape is not None and shape.trusted and shape.template is not None:
+    if shape is not None and shape.trusted:
+        assert shape.template is not None
         compiled = rebind(shape.template, query)
     else:
         compiled = compile_query(model, query, ctx, now=now)
         if shape is None:
-            shape = _Shape(compiled if covers(compiled) else None)
-        elif not shape.trusted and shape.template is not None and repr(shape.template.query) != key[0]:
-            if same_statement(rebind(shape.template, query), compiled):
-                shape = _Shape(shape.template, trusted=True)
-            else:
-                shape = _Shape(None)
+            shape = _Shape(compiled, key[0]) if covers(compiled) else _Shape(None)
+        elif shape.template is not None and shape.query_key != key[0]:
+            trusted = same_statement(rebind(shape.template, query), compiled)
+            shape = _Shape(shape.template, shape.query_key, trusted=True) if trusted else _Shape(None)
     with _cache_lock:
         cache[key] = compiled
         shapes[shape_key] = shape

@@ -150,6 +150,13 @@ class QueryRunner:
         except Exception:
             logger.warning("result cache unavailable (set)", exc_info=True)
 
+    def _has(self, key: str) -> bool:
+        try:
+            return bool(self._cache.has_key(f"{self._namespace}:{key}"))
+        except Exception:
+            logger.warning("result cache unavailable (has_key)", exc_info=True)
+            return False
+
     def _add(self, key: str, value: Any, timeout: float) -> bool:
         try:
             return bool(self._cache.add(f"{self._namespace}:{key}", value, _seconds(timeout)))
@@ -158,14 +165,19 @@ class QueryRunner:
             return True
 
     def written_at(self, key: str) -> float | None:
-        """When this process last wrote the result ``key`` (its ``refreshed_at``), if it remembers.
+        """When this process last wrote the result ``key`` (its ``refreshed_at``), if it remembers and the
+        result is still in the cache.
 
-        With a cache local to the process (the embedded default) every write goes through here, so a
+        With a cache local to the process (LocMem: no ``REDIS_URL``) every write goes through here, so a
         result read at ``refreshed_at`` is still the cached one exactly while this returns it: the
         Core Data API's lane (``semantic/lane.py``) relies on that.
         """
         with self._stamps_lock:
-            return self._stamps.get(key)
+            stamp = self._stamps.get(key)
+        # The stamp outlives the entry when the cache culls or clears it: then the next read runs the query.
+        if stamp is None or not self._has(f"result:{key}"):
+            return None
+        return stamp
 
     def _stamp(self, key: str, refreshed_at: float) -> None:
         with self._stamps_lock:

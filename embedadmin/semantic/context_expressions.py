@@ -119,8 +119,9 @@ def _check(node: ast.AST, text: str) -> None:
         ast.USub,
         *(_COMPARE.keys()),
     )
-    # ``securityContext`` must be followed by the claim it reads: as a whole it would carry the claims that
-    # differ between tokens of one viewer (see the module docstring) into the expression.
+    # ``securityContext`` must be followed by the claim it reads. As a whole it is the context without the
+    # claims that differ between tokens of one viewer (``QueryContext.stable_security_context``), which an
+    # expression could not tell from claims the token lacks.
     read_through = {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Attribute | ast.Subscript)}
     for child in ast.walk(node):
         if isinstance(child, ast.Name) and child.id == "securityContext" and id(child) not in read_through:

@@ -1,17 +1,27 @@
-"""Repeated ``/v1/load`` requests answered on the event loop from the answers Django gave (ADR 0011).
+"""``/v1/load`` answered on the event loop before Django, exactly as Django would answer it (ADR 0011).
 
 A dashboard asks the same queries again and again, and most answers come from the result cache.
 Django still routes each request, verifies its token and compiles the query before it finds the
 cached rows, which costs a few milliseconds. ``LoadLane`` wraps the ASGI application
-(``embedadmin/asgi.py``). It keeps the answers Django gave to ``GET``/``POST {base}/v1/load``
-(``/d/{id}{base}/v1/load``, or the default deployment's path when ``DEFAULT_DEPLOYMENT_ID`` is set), and
-gives one again, byte for byte, when every condition below holds.
+(``embedadmin/asgi.py``) for ``GET``/``POST {base}/v1/load`` (``/d/{id}{base}/v1/load``, or the default
+deployment's path when ``DEFAULT_DEPLOYMENT_ID`` is set). It routes the request and verifies its HS256
+token itself, then:
+
+1. gives an answer it kept, byte for byte, when every condition below holds;
+2. otherwise runs the view's own function (``views.load_answer``) on a worker thread, with Django's error
+   bodies and the headers of Django's answers (learned from the first load Django answers here).
+
+A request the lane cannot read the way Django does (JWKS tokens, a body that is not a JSON object, time
+zones it cannot read, a non-ASCII query string, the process's first load) goes to Django.
+
+An answer is given again only with:
 
 - **The same request.** The same deployment, the same method, and the same raw query string or body, so
   that Django would parse the same query.
-- **The same caller.** The token is verified on every request (one round trip on the lane's async pool
-  reads the deployment, its active secrets and the token's revocation). The answer is kept under the
-  caller's identity, ``QueryContext.identity``, the key of the result cache and of access policies.
+- **The same caller.** The token is verified on every request, against the deployment's active secrets and
+  the token's revocation, read in one round trip on the lane's async pool and then remembered while a
+  listening connection hears no change to them (:class:`_Changes`). The answer is kept under the caller's
+  identity, ``QueryContext.identity``, the key of the result cache and of access policies.
 - **The same model.** The same ``compilerId``, read from the model registry, which notices file changes
   within its check interval exactly as Django's path does.
 - **The same time.** Relative date ranges resolve against the current time. An answer is kept under the
@@ -19,21 +29,19 @@ gives one again, byte for byte, when every condition below holds.
   name (day, or hour, minute, second when the query mentions one). Custom granularities, which depend on
   the year, are covered by the same key.
 - **The same rows.** Each result the answer was made of is still the one this process last wrote to the
-  result cache (``QueryRunner.written_at``) and is still fresh (``refresh_key.every``). Django only offers
-  an answer for keeping when all of them were fresh, the request read the cache (not ``no-cache``), and
-  none was stale.
+  result cache (``QueryRunner.written_at``) and is still fresh (``refresh_key.every``). An answer is kept
+  only when all of them were fresh, the request read the cache (not ``no-cache``), and none was stale;
+  Django's view reports that through a slot in the request's environ.
 
-Anything else goes to Django, whose answer is then offered for keeping: through a slot in the request's
-environ, the view reports the results and the model it used. The lane is installed only where the result
-cache is local to the process (the embedded default, no ``REDIS_URL``), because only there does every
-write of a result pass through ``written_at``. With Redis, other processes write results, so it stays off.
-``LOAD_LANE=false`` turns it off.
+The lane is installed on PostgreSQL with a result cache local to the process (no ``REDIS_URL``), because only
+there does every write of a result pass through ``written_at``: neither the embedded default (SQLite, no
+lane pool) nor the scaled-out setup (Redis) has it. ``LOAD_LANE=false`` turns it off.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
+import functools
 import hashlib
 import json
 import logging
@@ -54,7 +62,8 @@ from django.conf import settings
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid, hs256_verify
 from embedadmin.core import credentials
-from embedadmin.core.lanes import LanePool, headers_once, read_some, replay
+from embedadmin.core.errors import BadRequest
+from embedadmin.core.lanes import LanePool, headers_once, read_some, remember, remembered, replay
 from embedadmin.core.wsgi_bridge import ENVIRON_EXTRAS
 
 from . import views
@@ -63,17 +72,15 @@ from .cache import ContinueWait, query_runner
 from .context import QueryContext
 from .datasources import dialect_of
 from .dates import format_local, local_now, resolve_timezone, start_of
-from .registry import load_model
+from .registry import load_model, loaded_model
 from .routing import CoreApiCaller, query_context
 from .service import LoadAnswer, ResultUse, json_bytes
-from .views import LANE_SLOT
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_ANSWER_BYTES = 256 * 1024
 MAX_KEPT_BYTES = 32 * 1024 * 1024
-MAX_REMEMBERED = 10_000
 ROW_MAX_AGE_S = 60.0
 
 _DEPLOYMENT_SQL = (
@@ -113,7 +120,8 @@ class _Admitted:
 
 
 class LoadLane:
-    """ASGI middleware: answers a repeated ``/v1/load`` from the answers kept; hands the rest to ``app``."""
+    """ASGI middleware: answers ``/v1/load`` from the answers kept or by the view's function; hands what it
+    cannot read as Django does to ``app``."""
 
     def __init__(self, app: Callable, *, pool: LanePool, base_path: str, default_deployment_id: int = 0) -> None:
         self.app = app
@@ -127,7 +135,8 @@ class LoadLane:
         self._kept_bytes = 0
         self._changes = _Changes(pool.params)
         self._rows: dict[tuple[int, str | None], tuple[tuple[Any, ...] | None, int, float]] = {}
-        # Pure functions of their keys, remembered (at most MAX_REMEMBERED each).
+        # Pure functions of their keys, remembered (core.lanes.remember).
+        self._secrets: dict[tuple[str, ...], list[str]] = {}
         self._tokens: dict[tuple[Any, ...], tuple[dict[str, Any], QueryContext, float]] = {}
         self._claims: dict[str, tuple[Any, Any] | None] = {}
         self._shapes: dict[str, tuple[str, tuple[str, ...]] | None] = {}
@@ -144,7 +153,7 @@ class LoadLane:
         if complete:
             try:
                 admitted = await self._admit(scope, deployment_id, body)
-            except (TokenInvalid, jwt.PyJWTError, UnicodeDecodeError):
+            except TokenInvalid:
                 pass  # Django answers the 403
             except Exception as exc:  # never fail a request the app can answer
                 logger.warning("load lane: %s; answered by Django instead", exc)
@@ -152,11 +161,11 @@ class LoadLane:
                 if await self._send_kept(admitted.key, send):
                     return None
                 if self._answer_headers is not None:
-                    return await self._run(admitted, send)
+                    return await self._run(admitted, self._answer_headers, send)
         if admitted is None:
             return await self.app(scope, replay(body, complete, receive), send)
         slot: dict[str, Any] = {}
-        scope = {**scope, ENVIRON_EXTRAS: {**scope.get(ENVIRON_EXTRAS, {}), LANE_SLOT: slot}}
+        scope = {**scope, ENVIRON_EXTRAS: {**scope.get(ENVIRON_EXTRAS, {}), views.LANE_SLOT: slot}}
         captured = _Capture(send)
         await self.app(scope, replay(body, complete, receive), captured)
         if not (captured.complete and captured.status == 200):
@@ -167,14 +176,13 @@ class LoadLane:
             self._keep(admitted.key, captured.status, captured.headers, body, slot["compiler_id"], slot["reuse"])
         return None
 
-    async def _run(self, admitted: _Admitted, send: Callable) -> None:
+    async def _run(self, admitted: _Admitted, django_headers: list[tuple[bytes, bytes]], send: Callable) -> None:
         """Answer with what Django's view would: the same function (``views.load_answer``) on a worker thread,
         the same error bodies, and the headers of Django's own answers."""
         loop = asyncio.get_running_loop()
         status, content, answer = await loop.run_in_executor(None, _load, admitted)
-        assert self._answer_headers is not None
         length = str(len(content)).encode()
-        headers = [(k, length if k.lower() == b"content-length" else v) for k, v in self._answer_headers]
+        headers = [(k, length if k.lower() == b"content-length" else v) for k, v in django_headers]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content, "more_body": False})
         if answer is not None and answer.reuse is not None:
@@ -200,7 +208,7 @@ class LoadLane:
             authorization=headers.get(b"authorization", b"").decode("latin-1") or None,
             cube_authorization=headers.get(b"x-cube-authorization", b"").decode("latin-1") or None,
         )
-        claimed = _remembered(self._claims, token, lambda: _unverified(token))
+        claimed = remembered(self._claims, token, lambda: _unverified(token))
         if claimed is None or claimed[0] != "HS256":
             return None  # JWKS tokens, and anything malformed: Django's path
         claimed_jti = claimed[1]
@@ -208,7 +216,7 @@ class LoadLane:
         if not raw.isascii() and scope["method"] == "GET":
             return None  # Django decodes a raw query string in its own way
         request = hashlib.sha256(scope["method"].encode() + b"\n" + raw).hexdigest()
-        shape = _remembered(self._shapes, request, lambda: time_shape(_params(scope["method"], raw)))
+        shape = remembered(self._shapes, request, lambda: time_shape(_params(scope["method"], raw)))
         if shape is None:
             return None  # not a JSON object, time zones it cannot read: Django's path
         row = await self._deployment_row(deployment_id, str(claimed_jti) if claimed_jti is not None else None)
@@ -220,8 +228,11 @@ class LoadLane:
         payload, ctx = self._verified(token, tuple(secrets), audience, issuer)
         if payload.get("jti") != claimed_jti:
             return None
-        dialect = _remembered(self._dialects, source_encrypted, lambda: _dialect(source_encrypted))
-        version = load_model(model_dir, dialect=dialect)
+        dialect = remembered(self._dialects, source_encrypted, lambda: _dialect(source_encrypted))
+        version = loaded_model(model_dir, dialect=dialect)
+        if version is None:  # the files are due a look, which may compile: not on the event loop
+            loop = asyncio.get_running_loop()
+            version = await loop.run_in_executor(None, functools.partial(load_model, model_dir, dialect=dialect))
         if version.model is None:
             return None
         return _Admitted(
@@ -251,7 +262,7 @@ class LoadLane:
             return known[0]
         async with self.pool.connection() as conn:
             row = await (await conn.execute(_DEPLOYMENT_SQL, [jti, deployment_id])).fetchone()
-        _remember(self._rows, key, (row, generation, time.monotonic()))
+        remember(self._rows, key, (row, generation, time.monotonic()))
         return row
 
     def _verified(
@@ -264,14 +275,14 @@ class LoadLane:
         known = self._tokens.get(key)
         if known is not None and time.time() < known[2]:
             return known[0], known[1]
-        payload = hs256_verify(
-            deployment=_Rules(audience, issuer), token=token, secrets=[credentials.decrypt_secret(s) for s in secrets]
-        )
+        clear = remembered(self._secrets, secrets, lambda: [credentials.decrypt_secret(s) for s in secrets])
+        rules = Deployment(jwt_audience=audience, jwt_issuer=issuer)  # the token rules, as hs256_verify reads them
+        payload = hs256_verify(deployment=rules, token=token, secrets=clear)
         ctx = query_context(SecurityContext.from_payload(payload))
         expires = payload.get("exp")
         if isinstance(expires, int | float) and not isinstance(expires, bool):
             # Valid until exp (with the leeway every check allows); nbf has passed, or it would have failed.
-            _remember(self._tokens, key, (payload, ctx, expires + LEEWAY_SECONDS))
+            remember(self._tokens, key, (payload, ctx, expires + LEEWAY_SECONDS))
         return payload, ctx
 
     async def _send_kept(self, key: tuple[Any, ...], send: Callable) -> bool:
@@ -292,7 +303,7 @@ class LoadLane:
         compiler_id: str,
         reuse: tuple[ResultUse, ...],
     ) -> None:
-        if len(body) > MAX_ANSWER_BYTES or compiler_id != key[-1]:
+        if len(body) > MAX_ANSWER_BYTES or compiler_id != key[-1]:  # the key ends with the compilerId
             return
         previous = self._kept.pop(key, None)
         if previous is not None:
@@ -346,14 +357,6 @@ class _Changes:
             self.generation += 1
 
 
-@dataclass(frozen=True)
-class _Rules:
-    """The deployment's token rules (``accounts.tokens.TokenRules``)."""
-
-    jwt_audience: str
-    jwt_issuer: str
-
-
 def _load(admitted: _Admitted) -> tuple[int, bytes, LoadAnswer | None]:
     """On a worker thread: the status, body and (for a 200 with data) the answer, as the view gives them."""
     try:
@@ -370,36 +373,16 @@ def _load(admitted: _Admitted) -> tuple[int, bytes, LoadAnswer | None]:
 
 def _unverified(token: str) -> tuple[Any, Any] | None:
     """A token's ``alg`` and ``jti``, unverified (to pick the check and find its revocation), or None."""
-    parts = token.split(".")
-    if len(parts) != 3:
-        return None
     try:
-        header, claims = (json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))) for part in parts[:2])
-    except (ValueError, TypeError):
-        return None
-    if not isinstance(header, dict) or not isinstance(claims, dict):
+        header = jwt.get_unverified_header(token)
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
         return None
     return header.get("alg"), claims.get("jti")
 
 
 def _dialect(source_encrypted: str) -> str:
     return dialect_of(credentials.decrypt_secret(source_encrypted))
-
-
-def _remembered(memory: dict[Any, Any], key: Any, compute: Callable[[], Any]) -> Any:
-    """``compute()`` for ``key``, remembered in ``memory`` (the oldest entry makes room)."""
-    if key in memory:
-        return memory[key]
-    value = compute()
-    _remember(memory, key, value)
-    return value
-
-
-def _remember(memory: dict[Any, Any], key: Any, value: Any) -> None:
-    """``memory[key] = value``, keeping at most ``MAX_REMEMBERED`` entries (the oldest makes room)."""
-    if key not in memory and len(memory) >= MAX_REMEMBERED:
-        memory.pop(next(iter(memory)))
-    memory[key] = value
 
 
 def _rows_current(reuse: tuple[ResultUse, ...]) -> bool:
@@ -413,13 +396,10 @@ def _params(method: str, raw: bytes) -> dict[str, Any] | None:
     """Cube's parameters as the view reads them (a GET's query string, a POST's JSON object)."""
     if method == "GET":
         return dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
-    if not raw:
-        return {}
     try:
-        params = json.loads(raw)
-    except ValueError:
+        return views.body_params(raw)
+    except BadRequest:
         return None
-    return params if isinstance(params, dict) else None
 
 
 def time_shape(params: dict[str, Any] | None) -> tuple[str, tuple[str, ...]] | None:
@@ -454,12 +434,6 @@ def time_key_of(shape: tuple[str, tuple[str, ...]], now: datetime | None = None)
     unit, zones = shape
     moment = now or datetime.now(UTC)
     return (unit, *(format_local(start_of(local_now(moment, resolve_timezone(zone)), unit)) for zone in zones))
-
-
-def time_key(params: dict[str, Any] | None, now: datetime | None = None) -> tuple[str, ...] | None:
-    """:func:`time_key_of` the request's :func:`time_shape` (None when it has none)."""
-    shape = time_shape(params)
-    return None if shape is None else time_key_of(shape, now)
 
 
 class _Capture:

@@ -84,6 +84,11 @@ class ModelRegistry:
                 self._refresh(entry, root, dialect)
             return entry.version
 
+    def peek(self, directory: str | Path, *, dialect: str) -> ModelVersion | None:
+        """The version :meth:`get` would return without touching the files, or None when a check is due."""
+        entry = self._resolved.get((str(directory), dialect))
+        return entry.version if entry is not None and entry.fresh(self.check_interval) else None
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
@@ -144,6 +149,12 @@ _registry = ModelRegistry()
 def load_model(directory: str | Path, *, dialect: str = "duckdb", check_interval: float | None = None) -> ModelVersion:
     """The compiled model for ``directory`` (cached; see the module docstring)."""
     return _registry.get(directory, dialect=dialect, check_interval=check_interval)
+
+
+def loaded_model(directory: str | Path, *, dialect: str = "duckdb") -> ModelVersion | None:
+    """:func:`load_model` when it needs no look at the files (checked within the interval), else None: for
+    callers on an event loop, which must not wait on the file system or a compile."""
+    return _registry.peek(directory, dialect=dialect)
 
 
 def clear_models() -> None:

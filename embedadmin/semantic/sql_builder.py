@@ -31,7 +31,7 @@ from .model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure,
 from .model import value_type as member_value_type
 from .policies import row_restriction
 from .query import FilterCondition, FilterNode, NormalizedQuery, TimeDimensionSpec
-from .sql_columns import ResultColumn, SelectItem, column_alias, filter_leaves
+from .sql_columns import ResultColumn, SelectItem, column_alias, filter_leaves, query_leaves
 from .sql_expressions import Renderer, aliased, all_of, is_composite, quoted, wrap
 from .sql_filters import FilterCompiler, Origin, Parameters
 from .sql_groups import ROLLING, GroupStatements
@@ -69,8 +69,7 @@ class _Builder(GroupStatements):
         self.query = query
         self.ctx = ctx
         self.renderer = Renderer(model, query.timezone, now)
-        own_leaves = (leaf for node in query.filters for leaf in filter_leaves(node))
-        self.params = Parameters(leaves={id(leaf): i for i, leaf in enumerate(own_leaves)})
+        self.params = Parameters(leaves={id(leaf): i for i, leaf in enumerate(query_leaves(query.filters))})
         self.ungrouped = bool(query.ungrouped)
         self.taken: set[str] = set()
         self.where_nodes: list[FilterNode] = []
@@ -156,7 +155,7 @@ class _Builder(GroupStatements):
     def build(self) -> CompiledQuery:
         query = self.query
         used = [*query.measures, *query.dimensions, *(td.dimension for td in query.time_dimensions), *query.segments]
-        used.extend(leaf.member for node in query.filters for leaf in filter_leaves(node))
+        used.extend(leaf.member for leaf in query_leaves(query.filters))
         entities = [part for name in used for part in self._entities(name)]
         restrictions = row_restriction(self.model, entities, self.ctx)
         used.extend(leaf.member for node in restrictions for leaf in filter_leaves(node))

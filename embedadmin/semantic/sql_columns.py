@@ -47,6 +47,11 @@ def column_alias(name: str, taken: set[str]) -> str:
     return alias
 
 
+def query_leaves(filters: Iterable[FilterNode]) -> list[FilterCondition]:
+    """The leaves of a query's own filters, depth-first: the order ``sql_filters.Origin.leaf`` counts in."""
+    return [leaf for node in filters for leaf in filter_leaves(node)]
+
+
 def filter_leaves(node: FilterNode) -> Iterable[FilterCondition]:
     if isinstance(node, FilterCondition):
         yield node

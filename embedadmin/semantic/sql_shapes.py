@@ -22,7 +22,7 @@ from typing import Any
 from .dates import resolve_timezone
 from .query import FilterCondition, FilterGroup, FilterNode, NormalizedQuery
 from .sql_builder import CompiledQuery
-from .sql_columns import filter_leaves
+from .sql_columns import query_leaves
 from .sql_filters import bound_value
 
 
@@ -41,16 +41,12 @@ def _masked(node: FilterNode) -> FilterNode:
     return node
 
 
-def _leaves(query: NormalizedQuery) -> list[FilterCondition]:
-    return [leaf for node in query.filters for leaf in filter_leaves(node)]
-
-
 def covers(compiled: CompiledQuery) -> bool:
     """Whether every non-null filter value of the query was bound from (so a rebinding changes them all)."""
     used = {(origin.leaf, origin.index) for origin in compiled.origins if origin is not None}
     return all(
         (position, index) in used
-        for position, leaf in enumerate(_leaves(compiled.query))
+        for position, leaf in enumerate(query_leaves(compiled.query.filters))
         for index, value in enumerate(leaf.values or ())
         if value is not None
     )
@@ -58,7 +54,7 @@ def covers(compiled: CompiledQuery) -> bool:
 
 def rebind(template: CompiledQuery, query: NormalizedQuery) -> CompiledQuery:
     """``template``'s statement for ``query``, a query of the same shape."""
-    leaves = _leaves(query)
+    leaves = query_leaves(query.filters)
     zone = resolve_timezone(query.timezone)
     params = list(template.params)
     for position, origin in enumerate(template.origins):

@@ -111,18 +111,21 @@ def core_api(*methods: str) -> Callable[[Handler], Callable[..., HttpResponse]]:
 
 def request_params(request: HttpRequest) -> dict[str, Any]:
     """Cube's parameters of a query endpoint: the query string of a GET, the JSON object body of a POST."""
-    if request.method == "GET":
-        params: Any = request.GET.dict()
-    elif not request.body:
-        params = {}
-    else:
-        try:
-            params = json.loads(request.body)
-        except ValueError as exc:
-            raise BadRequest(f"Invalid JSON body: {exc}") from None
-        if not isinstance(params, dict):
-            raise BadRequest("Invalid JSON body: expected an object with a query")
+    params = request.GET.dict() if request.method == "GET" else body_params(request.body)
     return checked_params(params)
+
+
+def body_params(body: bytes) -> dict[str, Any]:
+    """Cube's parameters in a POST body: a JSON object (none for an empty body); 400 otherwise."""
+    if not body:
+        return {}
+    try:
+        params = json.loads(body)
+    except ValueError as exc:
+        raise BadRequest(f"Invalid JSON body: {exc}") from None
+    if not isinstance(params, dict):
+        raise BadRequest("Invalid JSON body: expected an object with a query")
+    return params
 
 
 def checked_params(params: dict[str, Any]) -> dict[str, Any]:

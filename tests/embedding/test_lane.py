@@ -23,7 +23,7 @@ from embedadmin.accounts import services as accounts
 from embedadmin.core.lanes import LanePool, connection_params
 from embedadmin.embedding.lane import MAX_BODY_BYTES, GenerateSessionLane
 from embedadmin.embedding.models import EmbedSession
-from tests.asgi_driver import drive
+from tests.asgi_driver import drive, http_scope
 from tests.asgi_server import uvicorn_server
 from tests.conftest import Cast
 from tests.embedding.support import GENERATE_URL, TOKEN_URL, directory_counts
@@ -177,13 +177,7 @@ class _Downstream:
 
 
 def _scope(headers: dict[str, str], path: str = GENERATE_URL, method: str = "POST") -> dict[str, Any]:
-    return {
-        "type": "http",
-        "method": method,
-        "path": path,
-        "query_string": b"",
-        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
-    }
+    return http_scope(method, path, headers)
 
 
 async def _call(app, scope: dict[str, Any], chunks: list[bytes]) -> tuple[int, bytes]:

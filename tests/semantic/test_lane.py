@@ -30,9 +30,9 @@ from embedadmin.core.lanes import LanePool, connection_params
 from embedadmin.core.wsgi_bridge import WSGIBridge
 from embedadmin.semantic import views
 from embedadmin.semantic.cache import query_runner
-from embedadmin.semantic.lane import LoadLane, time_key
+from embedadmin.semantic.lane import LoadLane, time_key_of, time_shape
 from embedadmin.semantic.service import ResultUse
-from tests.asgi_driver import drive
+from tests.asgi_driver import drive, http_scope
 
 from .http_support import DEMO_MODEL, demo_duckdb, fresh_semantic_state, mint  # noqa: F401  (fixtures)
 
@@ -54,19 +54,7 @@ class _Counting:
 
 
 async def _request(app, method: str, path: str, headers: dict[str, str], body: bytes = b"", query: bytes = b""):
-    scope = {
-        "type": "http",
-        "method": method,
-        "path": path,
-        "query_string": query,
-        "root_path": "",
-        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
-        "server": ("127.0.0.1", 4000),
-        "client": ("127.0.0.1", 5000),
-        "scheme": "http",
-        "http_version": "1.1",
-    }
-    return await drive(app, scope, [body])
+    return await drive(app, http_scope(method, path, headers, query), [body])
 
 
 class _Computed:
@@ -268,6 +256,12 @@ def test_a_changed_model_file_ends_the_answers_kept_under_the_old_model(stack):
     assert json.loads(again[2])["results"][0]["data"] == json.loads(first[2])["results"][0]["data"]
 
 
+def time_key(params: dict[str, Any] | None, now: datetime | None = None) -> tuple[str, ...] | None:
+    """The lane's time key of a request's parameters (None when it leaves the request to Django)."""
+    shape = time_shape(params)
+    return None if shape is None else time_key_of(shape, now)
+
+
 def test_answers_are_kept_per_local_time_at_the_finest_unit_the_query_names():
     def key(query: dict, at: datetime) -> tuple:
         return time_key({"query": query}, now=at)
@@ -290,13 +284,32 @@ def test_a_result_past_its_refresh_interval_is_not_current():
 
     runner = query_runner()
     now = datetime.now(UTC).timestamp()
-    runner._stamp("k-fresh", now)
-    runner._stamp("k-old", now - 20)
+    _written(runner, "k-fresh", now)
+    _written(runner, "k-old", now - 20)
 
     assert _rows_current((ResultUse("k-fresh", now, every=10),))
     assert not _rows_current((ResultUse("k-old", now - 20, every=10),))
     assert not _rows_current((ResultUse("k-fresh", now - 1, every=10),))  # another write than the one kept
     assert not _rows_current((ResultUse("k-unknown", now, every=10),))
+
+
+def _written(runner, key: str, at: float) -> None:
+    """What a query job does with its rows: the result in the cache, and this process's stamp."""
+    runner._set(f"result:{key}", (at, None), 3600)
+    runner._stamp(key, at)
+
+
+def test_a_result_the_cache_dropped_is_not_current():
+    from embedadmin.semantic.lane import _rows_current
+
+    runner = query_runner()
+    now = datetime.now(UTC).timestamp()
+    _written(runner, "k-culled", now)
+    assert _rows_current((ResultUse("k-culled", now, every=10),))
+
+    runner._cache.delete(f"{runner._namespace}:result:k-culled")  # culled, or the cache cleared
+
+    assert not _rows_current((ResultUse("k-culled", now, every=10),))
 
 
 def _cases() -> list[tuple[str, str, bytes, bytes]]:

@@ -74,7 +74,7 @@ def _query(filters: list[dict[str, Any]], timezone: str = "UTC") -> dict[str, An
 
 
 def _fresh(model: Any, query: dict[str, Any], ctx: QueryContext) -> Any:
-    """The full compile of ``query``, bypassing every cache."""
+    """The full compile of ``query``: normalized through ``plan_queries``, then compiled with no cache."""
     planned = plan_queries(model, query, ctx, now=NOW).queries[0]
     return compile_query(model, planned.query, ctx, now=NOW)
 

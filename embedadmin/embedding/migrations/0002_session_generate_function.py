@@ -5,9 +5,9 @@ what ``embedding.services.session_generate`` does for an external user in read-o
 mode, no definitions), in the same order and with the same locks, and declines (SQLSTATE ``EA001``,
 nothing written) whenever that path would answer an error, so that the full path words the error.
 
-A later schema change to the tables it writes replaces it with a new version (``_v2``) in a new
-migration; tests/embedding/test_in_database.py runs both paths on the same requests and compares
-every row they write.
+A later schema change to the tables it writes replaces it with a new version in a new migration (``_v3``:
+``_v2``, from ``0003``, is the API-key check that calls ``_v1`` by name, so it is re-created too);
+tests/embedding/test_in_database.py runs both paths on the same requests and compares every row they write.
 """
 
 from django.db import migrations

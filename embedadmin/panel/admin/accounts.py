@@ -281,7 +281,7 @@ class _RevokePlan:
 
 
 def _revoke_plan(deployment: Deployment) -> _RevokePlan:
-    active = deployment.secrets.filter(revoked_at__isnull=True).order_by("-created_at", "-id")
+    active = deployment.secrets.filter(revoked_at__isnull=True)  # newest first: DeploymentSecret.Meta.ordering
     return _RevokePlan(deployment, list(active))
 
 
