@@ -8,8 +8,8 @@ between the event loop and threads about ten times (signals, middleware, respons
 
 On PostgreSQL, two lanes answer some requests before they reach the bridge: the common generate-session,
 on the event loop (``embedadmin/embedding/lane.py``, ADR 0010), and, without ``REDIS_URL``, ``/v1/load``:
-repeated answers on the event loop, others by the view's function on a worker thread
-(``embedadmin/semantic/lane.py``, ADR 0011). Everything else, and everything a lane is not sure of,
+repeated answers on the event loop, others by the view's own steps, with the query awaited on the result
+cache's runner (``embedadmin/semantic/lane.py``, ADR 0011). Everything else, and everything a lane is not sure of,
 goes to Django.
 """
 

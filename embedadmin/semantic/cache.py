@@ -37,6 +37,7 @@ mode: a refresh comes at the earliest that long after the previous one.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import enum
 import hashlib
@@ -48,7 +49,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -204,7 +205,34 @@ class QueryRunner:
         query itself (the data source's timeout) and so how long its job stays registered. Raises
         :class:`ContinueWait`, or the error ``run`` raised.
         """
-        mode = CacheMode(mode)
+        started = self._start(key, run, refresh_every_s, job_timeout_s, CacheMode(mode))
+        if isinstance(started, CachedResult):
+            return started
+        job_id, cached = started
+        return self._finish(key, self._await(job_id, wait_s), cached, CacheMode(mode))
+
+    async def load_async(
+        self,
+        *,
+        key: str,
+        run: Callable[[], QueryResult],
+        refresh_every_s: float,
+        wait_s: float,
+        job_timeout_s: float,
+        mode: CacheMode = CacheMode.STALE_IF_SLOW,
+    ) -> CachedResult:
+        """:meth:`load`, awaited on an event loop: the same steps, with the wait for the job's outcome an
+        ``await`` rather than a blocked thread (the job still runs on a worker thread)."""
+        started = self._start(key, run, refresh_every_s, job_timeout_s, CacheMode(mode))
+        if isinstance(started, CachedResult):
+            return started
+        job_id, cached = started
+        return self._finish(key, await self._await_async(job_id, wait_s), cached, CacheMode(mode))
+
+    def _start(
+        self, key: str, run: Callable[[], QueryResult], refresh_every_s: float, job_timeout_s: float, mode: CacheMode
+    ) -> CachedResult | tuple[str, Any]:
+        """A fresh cached result, or the job to wait for and the cached entry (or None) to fall back on."""
         cached = None if mode is CacheMode.NO_CACHE else self._get(f"result:{key}")
         if cached is not None:
             refreshed_at, result = cached
@@ -213,7 +241,9 @@ class QueryRunner:
         job_id = self._attach_or_start(key, run, job_timeout_s)
         if cached is not None and mode is CacheMode.STALE_WHILE_REVALIDATE:
             return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
-        outcome = self._await(job_id, wait_s)
+        return job_id, cached
+
+    def _finish(self, key: str, outcome: _Outcome | None, cached: Any, mode: CacheMode) -> CachedResult:
         if outcome is None:
             if cached is not None and mode is CacheMode.STALE_IF_SLOW:
                 return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
@@ -276,13 +306,38 @@ class QueryRunner:
                 return None
         # Another process runs it (or ran it): its outcome appears in the cache.
         deadline = time.monotonic() + wait_s
-        delay = 0.005
-        while True:
+        for delay in self._polls():
             outcome = self._get(f"outcome:{job_id}")
             remaining = deadline - time.monotonic()
             if outcome is not None or remaining <= 0:
                 return outcome
             time.sleep(min(delay, remaining))
+        raise AssertionError("unreachable")
+
+    async def _await_async(self, job_id: str, wait_s: float) -> _Outcome | None:
+        """:meth:`_await` on an event loop. A wait that ends leaves the job running (``shield``: waiting on a
+        ``concurrent.futures.Future`` through ``wrap_future`` would otherwise cancel a job not yet started)."""
+        with self._local_lock:
+            future = self._local.get(job_id)
+        if future is not None:
+            try:
+                return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), wait_s)
+            except TimeoutError:
+                return None
+        deadline = time.monotonic() + wait_s
+        for delay in self._polls():
+            outcome = self._get(f"outcome:{job_id}")
+            remaining = deadline - time.monotonic()
+            if outcome is not None or remaining <= 0:
+                return outcome
+            await asyncio.sleep(min(delay, remaining))
+        raise AssertionError("unreachable")
+
+    def _polls(self) -> Iterator[float]:
+        """The delays between looks for another process's outcome: from 5 ms, doubling to ``poll_max_s``."""
+        delay = 0.005
+        while True:
+            yield delay
             delay = min(delay * 2, self.poll_max_s)
 
     def shutdown(self, *, wait: bool = True) -> None:

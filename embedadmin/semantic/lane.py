@@ -8,8 +8,11 @@ deployment's path when ``DEFAULT_DEPLOYMENT_ID`` is set). It routes the request 
 token itself, then:
 
 1. gives an answer it kept, byte for byte, when every condition below holds;
-2. otherwise runs the view's own function (``views.load_answer``) on a worker thread, with Django's error
-   bodies and the headers of Django's answers (learned from the first load Django answers here).
+2. otherwise takes the view's own steps: :func:`views.load_work` plans the load on the event loop, its
+   results are awaited from the result cache's runner (:meth:`QueryRunner.load_async`: the query runs on the
+   runner's worker thread, the only hand-off), and :func:`service.finish_load` shapes the answer, on a worker
+   thread when it has more than ``LOOP_ROWS`` rows. Errors get Django's bodies (``views.error_answer``),
+   answers the headers of Django's answers (learned from the first load Django answers here).
 
 A request the lane cannot read the way Django does (JWKS tokens, a body that is not a JSON object, time
 zones it cannot read, a non-ASCII query string, the process's first load) goes to Django.
@@ -66,15 +69,15 @@ from embedadmin.core.errors import BadRequest
 from embedadmin.core.lanes import LanePool, headers_once, read_some, remember, remembered, replay
 from embedadmin.core.wsgi_bridge import ENVIRON_EXTRAS
 
-from . import views
+from . import service, views
 from .auth import SecurityContext, authorization_token
-from .cache import ContinueWait, query_runner
+from .cache import CachedResult, ContinueWait, query_runner
 from .context import QueryContext
 from .datasources import dialect_of
 from .dates import format_local, local_now, resolve_timezone, start_of
 from .registry import load_model, loaded_model
-from .routing import CoreApiCaller, query_context
-from .service import LoadAnswer, ResultUse, json_bytes
+from .routing import query_context
+from .service import LoadAnswer, LoadWork, ResultUse, ServedModel, json_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +85,8 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_ANSWER_BYTES = 256 * 1024
 MAX_KEPT_BYTES = 32 * 1024 * 1024
 ROW_MAX_AGE_S = 60.0
+# Answers of at most this many rows are shaped on the event loop; larger ones on a worker thread.
+LOOP_ROWS = 500
 
 _DEPLOYMENT_SQL = (
     "SELECT d.model_dir, d.data_source_url_encrypted, d.jwt_audience, d.jwt_issuer,"
@@ -105,18 +110,10 @@ class _Admitted:
     """A request the lane has routed and whose token it has verified: what Django's view would run."""
 
     key: tuple[Any, ...]  # what its answer is kept under
-    deployment_id: int
-    model_dir: str
-    source_encrypted: str
+    served: ServedModel  # the deployment's model version the lane looked up, and its data source
     ctx: QueryContext
     method: str
     raw: bytes  # the query string of a GET, the body of a POST (a JSON object: time_shape read it)
-
-    def caller(self) -> CoreApiCaller:
-        deployment = Deployment(
-            pk=self.deployment_id, model_dir=self.model_dir, data_source_url_encrypted=self.source_encrypted
-        )
-        return CoreApiCaller(deployment=deployment, ctx=self.ctx)
 
 
 class LoadLane:
@@ -140,7 +137,7 @@ class LoadLane:
         self._tokens: dict[tuple[Any, ...], tuple[dict[str, Any], QueryContext, float]] = {}
         self._claims: dict[str, tuple[Any, Any] | None] = {}
         self._shapes: dict[str, tuple[str, tuple[str, ...]] | None] = {}
-        self._dialects: dict[str, str] = {}
+        self._sources: dict[str, tuple[str, str]] = {}
         # The headers of Django's answers to /v1/load (but for Content-Length), learned from the first one.
         self._answer_headers: list[tuple[bytes, bytes]] | None = None
 
@@ -177,10 +174,9 @@ class LoadLane:
         return None
 
     async def _run(self, admitted: _Admitted, django_headers: list[tuple[bytes, bytes]], send: Callable) -> None:
-        """Answer with what Django's view would: the same function (``views.load_answer``) on a worker thread,
-        the same error bodies, and the headers of Django's own answers."""
-        loop = asyncio.get_running_loop()
-        status, content, answer = await loop.run_in_executor(None, _load, admitted)
+        """Answer with what Django's view would: the same steps (:func:`views.load_work`,
+        :func:`service.finish_load`), the same error bodies, and the headers of Django's own answers."""
+        status, content, answer = await _answer(admitted)
         length = str(len(content)).encode()
         headers = [(k, length if k.lower() == b"content-length" else v) for k, v in django_headers]
         await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -228,18 +224,19 @@ class LoadLane:
         payload, ctx = self._verified(token, tuple(secrets), audience, issuer)
         if payload.get("jti") != claimed_jti:
             return None
-        dialect = remembered(self._dialects, source_encrypted, lambda: _dialect(source_encrypted))
+        url, dialect = remembered(self._sources, source_encrypted, lambda: _source(source_encrypted))
         version = loaded_model(model_dir, dialect=dialect)
         if version is None:  # the files are due a look, which may compile: not on the event loop
             loop = asyncio.get_running_loop()
             version = await loop.run_in_executor(None, functools.partial(load_model, model_dir, dialect=dialect))
         if version.model is None:
             return None
+        deployment = Deployment(pk=deployment_id, model_dir=model_dir, data_source_url_encrypted=source_encrypted)
         return _Admitted(
             key=(deployment_id, request, ctx.identity, time_key_of(shape), version.model.compiler_id),
-            deployment_id=deployment_id,
-            model_dir=model_dir,
-            source_encrypted=source_encrypted,
+            served=ServedModel(
+                deployment=deployment, model=version.model, error=version.error, source_url=url, dialect=dialect
+            ),
             ctx=ctx,
             method=scope["method"],
             raw=raw,
@@ -357,17 +354,29 @@ class _Changes:
             self.generation += 1
 
 
-def _load(admitted: _Admitted) -> tuple[int, bytes, LoadAnswer | None]:
-    """On a worker thread: the status, body and (for a 200 with data) the answer, as the view gives them."""
+async def _answer(admitted: _Admitted) -> tuple[int, bytes, LoadAnswer | None]:
+    """The status, body and (for a 200 with data) the answer, as the view gives them: planned and shaped on
+    the event loop, the query awaited on the result cache's runner (its worker thread runs it). A large
+    answer is shaped and encoded on a worker thread instead (``LOOP_ROWS``)."""
     try:
         params = _params(admitted.method, admitted.raw)
         assert params is not None  # time_shape has read it
-        answer = views.load_answer(admitted.caller(), views.checked_params(params))
+        work = views.load_work(admitted.served, admitted.ctx, views.checked_params(params))
+        results = [await service.cached_rows_async(work.served, read, work.mode) for read in work.reads]
+        if sum(len(result.result.rows) for result in results) <= LOOP_ROWS:
+            answer = service.finish_load(work, results)
+            return 200, json_bytes(answer.body), answer
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, _finished, work, results)
     except ContinueWait:
         return 200, json_bytes(views.CONTINUE_WAIT), None
     except Exception as exc:  # every failure becomes {"error": ...}, as in the view
         status, content = views.error_answer(exc)
         return status, content, None
+
+
+def _finished(work: LoadWork, results: list[CachedResult]) -> tuple[int, bytes, LoadAnswer]:
+    answer = service.finish_load(work, results)
     return 200, json_bytes(answer.body), answer
 
 
@@ -381,8 +390,10 @@ def _unverified(token: str) -> tuple[Any, Any] | None:
     return header.get("alg"), claims.get("jti")
 
 
-def _dialect(source_encrypted: str) -> str:
-    return dialect_of(credentials.decrypt_secret(source_encrypted))
+def _source(source_encrypted: str) -> tuple[str, str]:
+    """A data source URL in clear, and its dialect."""
+    url = credentials.decrypt_secret(source_encrypted)
+    return url, dialect_of(url)
 
 
 def _rows_current(reuse: tuple[ResultUse, ...]) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -211,27 +211,80 @@ def semantic_load_answer(
     cache: str | None = None,
 ) -> LoadAnswer:
     """:func:`semantic_load`, with what the Core Data API's lane needs to give the same answer again."""
-    served = served_model(deployment=deployment)
+    work = plan_load(
+        served=served_model(deployment=deployment), ctx=ctx, query=query, query_type=query_type, cache=cache
+    )
+    return finish_load(work, read_results(work))
+
+
+@dataclass(frozen=True)
+class ResultRead:
+    """One statement of a load, read through the result cache: its cache key, SQL, parameters and
+    refresh interval."""
+
+    key: str
+    sql: str
+    params: tuple[Any, ...]
+    every: float
+
+
+@dataclass(frozen=True)
+class LoadWork:
+    """A ``/v1/load`` request planned: the model served, its compiled queries, the cache mode, and the
+    results to read in order (each query's rows, then its total when it asks for one).
+
+    :func:`semantic_load_answer` reads them on the calling thread; the Core Data API's lane
+    (``semantic/lane.py``) reads them from the event loop (:func:`cached_rows_async`). Both finish with
+    :func:`finish_load`."""
+
+    served: ServedModel
+    plan: LoadPlan
+    mode: CacheMode
+    multi: bool
+    reads: tuple[ResultRead, ...]
+
+
+def plan_load(
+    *, served: ServedModel, ctx: QueryContext, query: Any, query_type: str | None = None, cache: str | None = None
+) -> LoadWork:
+    """Parse, normalize and compile a load's query for ``ctx`` (no data is read)."""
     raw = parse_query_param(query)
     mode = cache_mode(requested=cache, query=raw)
     plan = _plan(served, ctx, raw)
     served.require_source()
-    identity = ctx.identity
-    outcomes = []
-    used: list[ResultUse] = []
-    reusable = mode is not CacheMode.NO_CACHE
+    reads = []
     for compiled in plan.queries:
         every = result_refresh_interval(served.model, compiled)
-        main = _cached_rows(served, compiled.sql, compiled.params, identity, every, mode)
-        runs = [main]
+        reads.append(_result_read(served, compiled.sql, compiled.params, ctx.identity, every))
+        if compiled.total_sql:
+            reads.append(_result_read(served, compiled.total_sql, compiled.params, ctx.identity, every))
+    return LoadWork(served=served, plan=plan, mode=mode, multi=query_type == "multi", reads=tuple(reads))
+
+
+def read_results(work: LoadWork) -> list[CachedResult]:
+    """The results of ``work``, in order, read through the result cache on this thread."""
+    return [_cached_rows(work.served, read, work.mode) for read in work.reads]
+
+
+def finish_load(work: LoadWork, results: Sequence[CachedResult]) -> LoadAnswer:
+    """The answer to ``work`` from its results (one per ``work.reads``, in order)."""
+    outcomes = []
+    used: list[ResultUse] = []
+    reusable = work.mode is not CacheMode.NO_CACHE
+    if len(results) != len(work.reads):
+        raise ValueError("one result per read")
+    position = 0
+    for compiled in work.plan.queries:
+        count = 2 if compiled.total_sql else 1  # the rows, then the total
+        mine = results[position : position + count]
+        for read, run in zip(work.reads[position : position + count], mine, strict=True):
+            reusable = reusable and not run.stale
+            used.append(ResultUse(key=run.key, refreshed_at=run.refreshed_at, every=read.every))
+        position += count
+        main = mine[0]
         total = None
         if compiled.total_sql:
-            counted = _cached_rows(served, compiled.total_sql, compiled.params, identity, every, mode)
-            total = int(counted.result.rows[0][0]) if counted.result.rows else 0
-            runs.append(counted)
-        for run in runs:
-            reusable = reusable and not run.stale
-            used.append(ResultUse(key=run.key, refreshed_at=run.refreshed_at, every=every))
+            total = int(mine[1].result.rows[0][0]) if mine[1].result.rows else 0
         outcomes.append(
             QueryOutcome(
                 rows=main.result.rows,
@@ -240,8 +293,9 @@ def semantic_load_answer(
                 slow_query=main.stale,
             )
         )
-    body = load_response(served.model, plan, outcomes, multi=query_type == "multi", db_type=served.dialect)
-    return LoadAnswer(body=body, compiler_id=served.model.compiler_id, reuse=tuple(used) if reusable else None)
+    model = work.served.model
+    body = load_response(model, work.plan, outcomes, multi=work.multi, db_type=work.served.dialect)
+    return LoadAnswer(body=body, compiler_id=model.compiler_id, reuse=tuple(used) if reusable else None)
 
 
 @dataclass(frozen=True)
@@ -276,11 +330,12 @@ def semantic_cubesql(
         raise served.with_model_error(exc) from None
     served.require_source()
     compiled = plan.compiled
-    every = result_refresh_interval(served.model, compiled)
-    identity = ctx.identity
+    read = _result_read(
+        served, compiled.sql, compiled.params, ctx.identity, result_refresh_interval(served.model, compiled)
+    )
     while True:
         try:
-            cached = _cached_rows(served, compiled.sql, compiled.params, identity, every, mode)
+            cached = _cached_rows(served, read, mode)
             break
         except ContinueWait:
             if throw_continue_wait:
@@ -288,21 +343,36 @@ def semantic_cubesql(
     return CubeSqlResult(plan, cached.result.rows, datetime.fromtimestamp(cached.refreshed_at, UTC))
 
 
-def _cached_rows(
-    served: ServedModel, sql: str, params: tuple[Any, ...], identity: str, every: float, mode: CacheMode
-) -> CachedResult:
+def _result_read(served: ServedModel, sql: str, params: tuple[Any, ...], identity: str, every: float) -> ResultRead:
+    key = result_cache_key(source=served.source_url, sql=sql, params=params, context=identity)
+    return ResultRead(key=key, sql=sql, params=params, every=every)
+
+
+def _runner_args(served: ServedModel, read: ResultRead, mode: CacheMode) -> dict[str, Any]:
     semantic = settings.SEMANTIC
     timeout_s = semantic["QUERY_TIMEOUT_SECONDS"]
-    key = result_cache_key(source=served.source_url, sql=sql, params=params, context=identity)
+    return {
+        "key": read.key,
+        "run": _runner_for(served.source_url, read.sql, read.params, timeout_s),
+        "refresh_every_s": read.every,
+        "wait_s": semantic["CONTINUE_WAIT_SECONDS"],
+        "job_timeout_s": timeout_s,
+        "mode": mode,
+    }
+
+
+def _cached_rows(served: ServedModel, read: ResultRead, mode: CacheMode) -> CachedResult:
     try:
-        return query_runner().load(
-            key=key,
-            run=_runner_for(served.source_url, sql, params, timeout_s),
-            refresh_every_s=every,
-            wait_s=semantic["CONTINUE_WAIT_SECONDS"],
-            job_timeout_s=timeout_s,
-            mode=mode,
-        )
+        return query_runner().load(**_runner_args(served, read, mode))
+    except DataSourceError as exc:
+        raise DataSourceFailure(str(exc)) from None
+
+
+async def cached_rows_async(served: ServedModel, read: ResultRead, mode: CacheMode) -> CachedResult:
+    """The rows of ``read``, as :func:`semantic_load_answer` reads them, awaited on the event loop
+    (:meth:`QueryRunner.load_async`)."""
+    try:
+        return await query_runner().load_async(**_runner_args(served, read, mode))
     except DataSourceError as exc:
         raise DataSourceFailure(str(exc)) from None
 

@@ -27,6 +27,7 @@ from embedadmin.core.fields import contains_nul
 
 from . import service
 from .cache import ContinueWait
+from .context import QueryContext
 from .cubesql import cubesql_lines
 from .routing import CoreApiCaller, core_api_caller
 
@@ -168,11 +169,17 @@ def load_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
 
 
 def load_answer(caller: CoreApiCaller, params: dict[str, Any]) -> service.LoadAnswer:
-    """``/v1/load`` for a verified caller and Cube's parameters (as :func:`request_params` reads them); the
-    lane runs this too, for a request it has verified itself."""
-    return service.semantic_load_answer(
-        deployment=caller.deployment,
-        ctx=caller.ctx,
+    """``/v1/load`` for a verified caller and Cube's parameters (as :func:`request_params` reads them)."""
+    work = load_work(service.served_model(deployment=caller.deployment), caller.ctx, params)
+    return service.finish_load(work, service.read_results(work))
+
+
+def load_work(served: service.ServedModel, ctx: QueryContext, params: dict[str, Any]) -> service.LoadWork:
+    """The load Cube's parameters ask for, planned: the view and the lane (which reads its results from the
+    event loop) both start here."""
+    return service.plan_load(
+        served=served,
+        ctx=ctx,
         query=params.get("query"),
         query_type=_string_param(params, "queryType"),
         cache=_string_param(params, "cache"),

@@ -1,7 +1,12 @@
-"""The result cache, its modes, and Continue wait: locally on both cache backends, across processes on Redis."""
+"""The result cache, its modes, and Continue wait: locally on both cache backends, across processes on Redis.
+
+Every local test runs twice: through ``QueryRunner.load`` (a blocked thread, as Django's views call it) and
+through ``load_async`` (awaited on an event loop, as the Core Data API's lane calls it).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -72,9 +77,17 @@ def backend(request, redis_prefix) -> BaseCache:
     return redis_backend(redis_prefix)
 
 
-@pytest.fixture
-def runner(backend) -> Iterator[QueryRunner]:
-    runner = QueryRunner(cache=backend, workers=4, job_result_ttl_s=1, job_margin_s=1)
+class AwaitingRunner(QueryRunner):
+    """A runner whose every ``load`` is ``load_async``, awaited on an event loop of the calling thread."""
+
+    def load(self, **kwargs) -> CachedResult:
+        return asyncio.run(self.load_async(**kwargs))
+
+
+@pytest.fixture(params=["blocking", "awaiting"])
+def runner(request, backend) -> Iterator[QueryRunner]:
+    kind = AwaitingRunner if request.param == "awaiting" else QueryRunner
+    runner = kind(cache=backend, workers=4, job_result_ttl_s=1, job_margin_s=1)
     yield runner
     runner.shutdown()
 
@@ -231,6 +244,27 @@ def test_a_slow_query_answers_continue_wait_and_the_repeat_reattaches(runner, mo
 
     assert answer.result == rows(1)
     assert query.calls == 1
+
+
+def test_an_awaited_wait_that_ends_leaves_a_queued_job_to_run(backend):
+    """The job a request stops waiting for still runs, even when it had not started (it was queued behind
+    another): the repeat gets its rows."""
+    runner = QueryRunner(cache=backend, workers=1, job_result_ttl_s=1, job_margin_s=1)
+    ahead, queued = Query(gated=True), Query()
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            first = pool.submit(load, runner, ahead, key="ahead", wait_s=5)
+            assert ahead.started.wait(5)
+            with pytest.raises(ContinueWait):
+                asyncio.run(runner.load_async(run=queued, key=KEY, refresh_every_s=60, wait_s=0.1, job_timeout_s=10))
+            ahead.gate.set()
+            assert first.result().result == rows(1)
+        answer = asyncio.run(runner.load_async(run=queued, key=KEY, refresh_every_s=60, wait_s=2, job_timeout_s=10))
+    finally:
+        runner.shutdown()
+
+    assert answer.result == rows(1)
+    assert queued.calls == 1
 
 
 def test_identical_concurrent_requests_share_one_run(runner):

@@ -4,7 +4,7 @@ of a caller the lane has verified answered by the view's own function, with Djan
 
 The application under test is the shipped stack in process: the lane in front of the WSGI bridge in front of
 Django, driven as an ASGI server drives it, on the test database and the demo dataset. A counter between
-the lane and the bridge tells which requests reached Django; a counter on ``views.load_answer`` (which the
+the lane and the bridge tells which requests reached Django; a counter on ``service.finish_load`` (which the
 view and the lane both call) tells which requests were answered afresh rather than from a kept answer.
 """
 
@@ -28,9 +28,10 @@ from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import deployment_token_revoke
 from embedadmin.core.lanes import LanePool, connection_params
 from embedadmin.core.wsgi_bridge import WSGIBridge
-from embedadmin.semantic import views
+from embedadmin.semantic import lane as lane_module
+from embedadmin.semantic import service
 from embedadmin.semantic.cache import query_runner
-from embedadmin.semantic.lane import LoadLane, time_key_of, time_shape
+from embedadmin.semantic.lane import LOOP_ROWS, LoadLane, time_key_of, time_shape
 from embedadmin.semantic.service import ResultUse
 from tests.asgi_driver import drive, http_scope
 
@@ -58,12 +59,12 @@ async def _request(app, method: str, path: str, headers: dict[str, str], body: b
 
 
 class _Computed:
-    """Counts calls of ``views.load_answer``: answers made afresh, by Django's view or by the lane."""
+    """Counts calls of ``service.finish_load``: answers made afresh, by Django's view or by the lane."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls = 0
-        self.original = views.load_answer
-        monkeypatch.setattr(views, "load_answer", self)
+        self.original = service.finish_load
+        monkeypatch.setattr(service, "finish_load", self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
@@ -350,17 +351,25 @@ def _cases() -> list[tuple[str, str, bytes, bytes]]:
             b"",
         ),
         ("limit above the maximum", "POST", _body({**QUERY, "limit": 10**9}), b""),
+        (MANY_ROWS, "POST", _body({"dimensions": ["orders.id", "orders.amount"], "limit": LOOP_ROWS + 100}), b""),
     ]
 
 
+# More rows than the lane shapes on the event loop: its answer is made on a worker thread.
+MANY_ROWS = "more rows than are shaped on the event loop"
 # Requests whose time zones the lane cannot read: Django answers them.
 DJANGOS = {"query not an object", "no query"}
 
 
-def test_the_lanes_own_answers_are_djangos(stack):
+def test_the_lanes_own_answers_are_djangos(stack, monkeypatch):
     lane, django, path, cast = stack["lane"], stack["django"], stack["path"], stack["cast"]
     headers = _token(cast, sub="ann")
     cases = _cases()
+    off_the_loop = []
+    finished = lane_module._finished
+    monkeypatch.setattr(
+        lane_module, "_finished", lambda work, results: off_the_loop.append(1) or finished(work, results)
+    )
 
     async def scenario():
         await _request(lane, "POST", path, headers, _body())  # Django's first answer: the lane learns its headers
@@ -379,4 +388,6 @@ def test_the_lanes_own_answers_are_djangos(stack):
     for name, (by_lane, by_django) in answers.items():
         assert by_lane == by_django, name
         statuses.add(by_lane[0])
+    assert len(json.loads(answers[MANY_ROWS][0][2])["results"][0]["data"]) == LOOP_ROWS + 100
+    assert off_the_loop == [1]  # only the large answer was shaped off the event loop
     assert statuses == {200, 400, 500}  # 500: the data source refused a value, and the query limit (as Cube)
