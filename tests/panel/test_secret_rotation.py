@@ -113,6 +113,29 @@ def test_keeping_a_secret_that_is_not_active_revokes_nothing(acme_admin: Client,
     ) == [first.pk]
 
 
+def test_a_refusal_for_one_deployment_revokes_nothing_for_the_others(acme_admin: Client, acme: Cast):
+    second, _ = accounts.deployment_create(account=acme.account, name="Second", slug="second")
+    _, kept = accounts.deployment_secret_rotate(deployment=acme.deployment)
+    active_before = set(DeploymentSecret.objects.filter(revoked_at__isnull=True).values_list("pk", flat=True))
+    revoked_one = DeploymentSecret.objects.filter(deployment=acme.deployment).exclude(pk=kept.pk).get()
+
+    response = acme_admin.post(
+        admin_url("deployment"),
+        {
+            "action": "revoke_older_secrets",
+            "_selected_action": [acme.deployment.pk, second.pk],
+            "post": "yes",
+            f"keep_{acme.deployment.pk}": kept.pk,  # valid: would revoke the original secret
+            f"keep_{second.pk}": revoked_one.pk,  # not one of the second deployment's secrets
+        },
+    )
+
+    assert messages_of(response) == [
+        ("error", f"Secret #{revoked_one.pk} is not an active signing secret of deployment {second.pk}")
+    ]
+    assert set(DeploymentSecret.objects.filter(revoked_at__isnull=True).values_list("pk", flat=True)) == active_before
+
+
 def test_an_admin_cannot_rotate_another_accounts_deployment(acme_admin: Client, acme: Cast, globex: Cast):
     before = list(DeploymentSecret.objects.filter(deployment=globex.deployment).values_list("pk", "revoked_at"))
 

@@ -9,6 +9,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
 from django.db.models import Count, Model, Q, QuerySet
 from django.forms import BaseForm, BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
@@ -228,7 +229,8 @@ class DeploymentAdmin(PanelAdmin):
 
     @admin.action(description="Add a new signing secret (rotation, step 1)", permissions=["rotate"])
     def rotate_secret(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
-        rotated = [(d, *accounts.deployment_secret_rotate(deployment=d)) for d in queryset.order_by("pk")]
+        with transaction.atomic():  # every deployment's new secret, or none (each is shown once, below)
+            rotated = [(d, *accounts.deployment_secret_rotate(deployment=d)) for d in queryset.order_by("pk")]
         shown = ShownOnce(
             title="New signing secrets",
             secrets=tuple((f"Deployment {d.pk} ({d.name}) API secret #{row.pk}", secret) for d, secret, row in rotated),
@@ -254,11 +256,13 @@ class DeploymentAdmin(PanelAdmin):
             }
             return TemplateResponse(request, "panel/revoke_older_secrets.html", context)
         revoked = 0
-        for deployment in deployments:  # a refusal becomes an error message (PanelAdmin.changelist_view)
-            keep = request.POST.get(f"keep_{deployment.pk}", "")
-            if not keep.isdigit():
-                raise BadRequest(f"Deployment {deployment.pk}: no secret to keep was named.")
-            revoked += accounts.deployment_secrets_revoke_older(deployment=deployment, keep_id=int(keep))
+        # All deployments or none: a refusal (an error message, PanelAdmin.changelist_view) revokes nothing.
+        with transaction.atomic():
+            for deployment in deployments:
+                keep = request.POST.get(f"keep_{deployment.pk}", "")
+                if not keep.isdigit():
+                    raise BadRequest(f"Deployment {deployment.pk}: no secret to keep was named.")
+                revoked += accounts.deployment_secrets_revoke_older(deployment=deployment, keep_id=int(keep))
         self.message_user(
             request,
             f"Revoked {revoked} older signing secret{'s' if revoked != 1 else ''}; the secret kept for each "
@@ -299,9 +303,10 @@ class CredentialAdmin(PanelAdmin):
 
     @admin.action(description="Revoke selected %(verbose_name_plural)s", permissions=["revoke"])
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet) -> None:
-        active = list(queryset.filter(revoked_at__isnull=True))
-        for credential in active:
-            self.revoke_credential(credential)
+        with transaction.atomic():
+            active = list(queryset.filter(revoked_at__isnull=True))
+            for credential in active:
+                self.revoke_credential(credential)
         noun = self.opts.verbose_name if len(active) == 1 else self.opts.verbose_name_plural
         self.message_user(request, f"Revoked {len(active)} {noun}.", messages.SUCCESS)
 
