@@ -17,7 +17,7 @@ Unlike Cube, ``from 7 days ago to today`` is read as written (Cube's parser matc
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -195,6 +195,10 @@ def pad_end(value: str, zone: ZoneInfo) -> str:
 
 def _normalize(value: str, zone: ZoneInfo, *, end: bool) -> str:
     if _DATE_ONLY.match(value):
+        try:
+            date.fromisoformat(value)  # the shape of a date is not one: 2024-13-45
+        except ValueError:
+            raise QueryError(f"Can't parse date: '{value}'") from None
         return f"{value}T23:59:59.999" if end else f"{value}T00:00:00.000"
     try:
         return format_local(parse_local(value, zone))

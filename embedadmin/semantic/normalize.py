@@ -18,7 +18,15 @@ from zoneinfo import ZoneInfo
 from .context import QueryContext
 from .dates import canonical_timezone, is_absolute, pad_start, resolve_date_range, resolve_timezone
 from .errors import QueryError, QueryLimitError
-from .model import DATE_OPERATORS, FILTER_OPERATORS, VALUELESS_OPERATORS, CompiledModel, Dimension, Member
+from .model import (
+    DATE_OPERATORS,
+    FILTER_OPERATORS,
+    VALUELESS_OPERATORS,
+    CompiledModel,
+    Dimension,
+    Member,
+    value_type,
+)
 from .policies import EntityAccess, entity_access, stringify
 from .query import (
     DEFAULT_LIMIT,
@@ -31,6 +39,7 @@ from .query import (
     TimeDimensionSpec,
 )
 from .references import PREDEFINED_GRANULARITIES
+from .sql_filters import TYPED_OPERATORS, check_typed_values
 
 QUERY_KEYS = frozenset(
     {
@@ -334,6 +343,8 @@ def _filter(state: _Normalizer, item: Any, path: str) -> tuple[FilterNode, froze
         if not isinstance(member, Dimension) or member.type != "time":
             raise QueryError(f"'{name}': operator {operator} needs a time dimension")
         values = _date_values(state, values or ())
+    elif operator in TYPED_OPERATORS and values:
+        check_typed_values(name, value_type(member), values)
     return FilterCondition(name, operator, values), frozenset({member.kind})
 
 

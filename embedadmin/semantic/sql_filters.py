@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from sqlglot import exp
 
 from .dates import local_to_utc, pad_end, pad_start
+from .errors import QueryError
 from .model import DATE_OPERATORS
 from .query import Contradiction, FilterCondition, FilterGroup, FilterNode
 from .sql_expressions import TIMESTAMPTZ, all_of, any_of, wrap
@@ -27,6 +28,13 @@ _DECIMAL = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 _LIKE_SPECIAL = re.compile(r"([\\%_])")
 _NEGATIVE_LIKE = {"notContains": "contains", "notStartsWith": "startsWith", "notEndsWith": "endsWith"}
 _LIKE = ("contains", "startsWith", "endsWith")
+# Operators whose values are bound as the member's type (typed_value); the others bind text or dates.
+TYPED_OPERATORS = ("equals", "notEquals", "in", "notIn", "gt", "gte", "lt", "lte")
+# The largest power of ten a number filter value may have (PostgreSQL's numeric holds far more; so does DuckDB).
+MAX_EXPONENT = 1000
+# The spellings of a boolean that both PostgreSQL and DuckDB read, bound as Python booleans on either.
+_BOOLEAN_WORDS = {"true": True, "t": True, "1": True, "yes": True, "on": True}
+_BOOLEAN_WORDS |= {"false": False, "f": False, "0": False, "no": False, "off": False}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,18 +67,39 @@ class Parameters:
 
 
 def typed_value(value: str, member_type: str) -> Any:
-    """The Python value to bind for a filter value of a member of ``member_type``."""
+    """The Python value to bind for a filter value of a member of ``member_type``: a number or a boolean for
+    those types (a value that is neither is the client's error, 400, not the data source's), else the text."""
     if member_type == "number":
-        if _INTEGER.match(value):
-            return int(value)
-        if _DECIMAL.match(value):
+        text = value.strip()
+        if _INTEGER.match(text):
+            return int(text)
+        number = None
+        if _DECIMAL.match(text):
             try:
-                return Decimal(value)
+                number = Decimal(text)
             except InvalidOperation:
-                return value
-    if member_type == "boolean" and value in ("true", "false"):
-        return value == "true"
+                pass
+        if number is None:
+            raise QueryError(f"Invalid filter value '{value}': a number is expected")
+        if abs(number.adjusted()) > MAX_EXPONENT:
+            raise QueryError(f"Invalid filter value '{value}': the number is out of range")
+        return number
+    if member_type == "boolean":
+        known = _BOOLEAN_WORDS.get(value.strip().lower())
+        if known is None:
+            raise QueryError(f"Invalid filter value '{value}': a boolean is expected (true or false)")
+        return known
     return value
+
+
+def check_typed_values(member: str, member_type: str, values: tuple[str | None, ...]) -> None:
+    """Refuse (400, naming ``member``) a value :func:`typed_value` cannot bind for a member of this type."""
+    for value in values:
+        if value is not None:
+            try:
+                typed_value(value, member_type)
+            except QueryError as exc:
+                raise QueryError(f"{exc.message} for {member}") from None
 
 
 def instant_text(local: str, zone: ZoneInfo) -> str:

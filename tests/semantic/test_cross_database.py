@@ -187,3 +187,50 @@ def test_load_answers_as_hand_written_sql(database, case: Case):
     got = [tuple(_api_value(row[key]) for key in keys) for row in body["data"]]
     assert expected, "the case must select some rows"
     assert got == expected
+
+
+# Filter values the member's type cannot hold: the client's error (400, naming the value), never the data
+# source's (500), on either database.
+BAD_VALUES = [
+    ("orders.amount", "gt", ["abc"], "Invalid filter value 'abc': a number is expected for orders.amount"),
+    ("orders.amount", "equals", ["NaN"], "Invalid filter value 'NaN': a number is expected for orders.amount"),
+    ("orders.amount", "in", ["1", "Infinity"], "Invalid filter value 'Infinity': a number is expected"),
+    ("orders.amount", "lt", ["1e999999"], "Invalid filter value '1e999999': the number is out of range"),
+    ("orders.count", "gte", ["many"], "Invalid filter value 'many': a number is expected for orders.count"),
+    ("orders.is_completed", "equals", ["maybe"], "Invalid filter value 'maybe': a boolean is expected"),
+    ("orders.created_at", "equals", ["2024-13-45"], "Can't parse date: '2024-13-45'"),
+    ("orders.created_at", "inDateRange", ["2024-02-30", "2024-03-01"], "Can't parse date: '2024-02-30'"),
+]
+
+
+@pytest.mark.parametrize(("member", "operator", "values", "message"), BAD_VALUES)
+def test_a_value_the_member_cannot_hold_is_a_400(database, member, operator, values, message):
+    core, _ = database
+    query = {"measures": ["orders.count"], "filters": [{"member": member, "operator": operator, "values": values}]}
+
+    response = core.post("load", {"query": query})
+
+    assert response.status_code == 400, response.content
+    assert response.json()["error"].startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("values", "condition"),
+    [
+        (["true"], "status = 'completed'"),
+        (["1"], "status = 'completed'"),
+        (["OFF"], "status <> 'completed'"),
+        ([" 0 "], "status <> 'completed'"),
+    ],
+)
+def test_boolean_filter_values_in_any_spelling_both_databases_read(database, values, condition):
+    core, run = database
+    query = {
+        "measures": ["orders.count"],
+        "filters": [{"member": "orders.is_completed", "operator": "equals", "values": values}],
+    }
+
+    body = core.load(query)
+
+    ((expected,),) = run(f"SELECT count(*) FROM {{t}}orders WHERE {condition}")
+    assert body["data"] == [{"orders.count": str(expected)}]

@@ -390,4 +390,4 @@ def test_the_lanes_own_answers_are_djangos(stack, monkeypatch):
         statuses.add(by_lane[0])
     assert len(json.loads(answers[MANY_ROWS][0][2])["results"][0]["data"]) == LOOP_ROWS + 100
     assert off_the_loop == [1]  # only the large answer was shaped off the event loop
-    assert statuses == {200, 400, 500}  # 500: the data source refused a value, and the query limit (as Cube)
+    assert statuses == {200, 400, 500}  # 500: the query limit (as Cube)

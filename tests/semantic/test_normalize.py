@@ -23,8 +23,8 @@ def test_echo_of_a_full_query() -> None:
             "segments": ["orders.finished"],
             "timeDimensions": [{"dimension": "orders.created_at", "dateRange": "last month"}],
             "filters": [
-                {"dimension": "orders.amount", "operator": "gt", "values": [10, 2.5, True, None]},
-                {"or": [{"member": "orders.status", "operator": "equals", "values": ["a"]}]},
+                {"dimension": "orders.amount", "operator": "gt", "values": [10, 2.5, None]},
+                {"or": [{"member": "orders.status", "operator": "equals", "values": ["a", True, 3]}]},
             ],
             "order": [["orders.count", "desc"], ["orders.status", "asc"]],
             "limit": 5,
@@ -47,8 +47,8 @@ def test_echo_of_a_full_query() -> None:
         ],
         "segments": ["orders.finished"],
         "filters": [
-            {"member": "orders.amount", "operator": "gt", "values": ["10", "2.5", "true", None]},
-            {"or": [{"member": "orders.status", "operator": "equals", "values": ["a"]}]},
+            {"member": "orders.amount", "operator": "gt", "values": ["10", "2.5", None]},
+            {"or": [{"member": "orders.status", "operator": "equals", "values": ["a", "true", "3"]}]},
         ],
         "limit": 5,
         "rowLimit": 5,
