@@ -18,8 +18,8 @@ data source). Underneath, for one model::
     body = sql_response(plan)
     body = dry_run_response(plan)
 
-Errors are :class:`ModelError` (400), :class:`QueryError` (400) and :class:`QueryLimitError` (500, as in
-Cube), all ``embedadmin.core.errors.ApiError`` subclasses carrying ``status`` and ``message``.
+Errors are :class:`ModelError` (400), :class:`QueryError` (400) and :class:`QueryLimitError` (400; Cube
+answers 500), all ``embedadmin.core.errors.ApiError`` subclasses carrying ``status`` and ``message``.
 """
 
 from .api import (

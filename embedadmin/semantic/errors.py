@@ -50,9 +50,11 @@ class QueryError(ApiError):
 
 
 class QueryLimitError(ApiError):
-    """``limit`` above the maximum: Cube answers 500 ``Error: The query limit has been exceeded.``."""
+    """``limit`` above the maximum: ``Error: The query limit has been exceeded.``, Cube's message. Cube answers it
+    with a 500; here it is a 400, as the contract (spec section 7: 5XX is an internal error) and every other
+    error a request causes. The JS client treats both alike: it throws the body's ``error``."""
 
-    status = 500
+    status = 400
 
     def __init__(self) -> None:
         super().__init__("Error: The query limit has been exceeded.")

@@ -6,8 +6,8 @@ agent calls them with the context of the user it answers::
     body = semantic_meta(deployment=deployment, ctx=ctx)
     body = semantic_load(deployment=deployment, ctx=ctx, query={"measures": ["orders.count"]}, query_type="multi")
 
-Each raises an :class:`~embedadmin.core.errors.ApiError` (``ModelError``/``QueryError`` 400,
-``QueryLimitError`` and :class:`DataSourceFailure` 500) or, from :func:`semantic_load` (and
+Each raises an :class:`~embedadmin.core.errors.ApiError` (``ModelError``/``QueryError``/``QueryLimitError`` 400,
+:class:`DataSourceFailure` 500) or, from :func:`semantic_load` (and
 :func:`semantic_cubesql` called with ``throw_continue_wait=True``), :class:`~embedadmin.semantic.cache.ContinueWait`
 when the query outlives ``SEMANTIC["CONTINUE_WAIT_SECONDS"]`` (repeat the call: it re-attaches to the running
 query).

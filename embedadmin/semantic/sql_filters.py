@@ -8,6 +8,7 @@ the stored column with the query-time-zone bounds converted to UTC instants.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,10 +76,8 @@ def typed_value(value: str, member_type: str) -> Any:
             return int(text)
         number = None
         if _DECIMAL.match(text):
-            try:
+            with contextlib.suppress(InvalidOperation):
                 number = Decimal(text)
-            except InvalidOperation:
-                pass
         if number is None:
             raise QueryError(f"Invalid filter value '{value}': a number is expected")
         if abs(number.adjusted()) > MAX_EXPONENT:

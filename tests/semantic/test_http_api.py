@@ -228,7 +228,7 @@ def test_dry_run_answers_the_normalized_query_without_running_it(core):
         ({"query": "undefined"}, 400, "Query param is required"),
         ({"query": "{not json"}, 400, "Unable to decode query param as JSON, error: "),
         ({"query": {"measures": ["orders.nope"]}}, 400, "'nope' not found for path 'orders.nope'"),
-        ({"query": {"measures": ["orders.count"], "limit": 50001}}, 500, "Error: The query limit has been exceeded."),
+        ({"query": {"measures": ["orders.count"], "limit": 50001}}, 400, "Error: The query limit has been exceeded."),
         ({"query": {"measures": ["orders.count"], "limit": "10"}}, 400, 'Invalid query format: "limit"'),
         ({"query": BY_STATUS, "cache": "sometimes"}, 400, 'Invalid query format: "cache" must be one of'),
         ({"query": {**BY_STATUS, "cache": "sometimes"}}, 400, 'Invalid query format: "cache" must be one of'),

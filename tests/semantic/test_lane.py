@@ -365,6 +365,12 @@ def test_the_lanes_own_answers_are_djangos(stack, monkeypatch):
     lane, django, path, cast = stack["lane"], stack["django"], stack["path"], stack["cast"]
     headers = _token(cast, sub="ann")
     cases = _cases()
+    # A cube over a table the data has not: its load is the data source's failure, a 500.
+    (stack["model_dir"] / "cubes" / "ghosts.yml").write_text(
+        "cubes:\n  - name: ghosts\n    sql_table: no_such_table\n"
+        "    measures:\n      - name: count\n        type: count\n"
+    )
+    cases.append(("a data source failure", "POST", _body({"measures": ["ghosts.count"]}), b""))
     off_the_loop = []
     finished = lane_module._finished
     monkeypatch.setattr(
@@ -390,4 +396,4 @@ def test_the_lanes_own_answers_are_djangos(stack, monkeypatch):
         statuses.add(by_lane[0])
     assert len(json.loads(answers[MANY_ROWS][0][2])["results"][0]["data"]) == LOOP_ROWS + 100
     assert off_the_loop == [1]  # only the large answer was shaped off the event loop
-    assert statuses == {200, 400, 500}  # 500: the query limit (as Cube)
+    assert statuses == {200, 400, 500}  # 500: the data source failed

@@ -100,7 +100,7 @@ def test_limit_above_the_maximum_is_cubes_500() -> None:
     with pytest.raises(QueryLimitError) as raised:
         normalize({"measures": ["orders.count"], "limit": 50001})
 
-    assert (raised.value.status, raised.value.message) == (500, "Error: The query limit has been exceeded.")
+    assert (raised.value.status, raised.value.message) == (400, "Error: The query limit has been exceeded.")
     assert normalize({"measures": ["orders.count"], "limit": 50000}).limit == 50000
 
 
