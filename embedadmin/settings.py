@@ -60,6 +60,8 @@ INSTALLED_APPS = [
 
 # Sync-only variants of the standard middleware: see embedadmin/core/middleware.py for why.
 MIDDLEWARE = [
+    # First: it sees every answer, so a refusal by any middleware below (a bad Host header) is JSON on API paths.
+    "embedadmin.core.middleware.ApiErrorMiddleware",
     "embedadmin.core.middleware.SecurityMiddleware",
     "embedadmin.core.middleware.StaticFilesMiddleware",
     "embedadmin.core.middleware.SessionMiddleware",
@@ -68,7 +70,6 @@ MIDDLEWARE = [
     "embedadmin.core.middleware.AuthenticationMiddleware",
     "embedadmin.core.middleware.MessageMiddleware",
     "embedadmin.core.middleware.XFrameOptionsMiddleware",
-    "embedadmin.core.middleware.ApiErrorMiddleware",
 ]
 
 ROOT_URLCONF = "embedadmin.urls"
@@ -134,7 +135,7 @@ if env_bool("EMBEDADMIN_BEHIND_PROXY", False):
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["embedadmin.core.parsers.JSONBodyParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,

@@ -20,6 +20,7 @@ from embedadmin.accounts.selectors import (
     deployment_verification_secrets,
     token_is_revoked,
 )
+from embedadmin.core.fields import UNPAIRED_SURROGATE, has_lone_surrogate
 
 LEEWAY_SECONDS = 5
 
@@ -64,7 +65,7 @@ def deployment_jwt_decode(
     if issuer:
         kwargs["issuer"] = issuer
     try:
-        return jwt.decode(token, key, **kwargs)
+        payload = jwt.decode(token, key, **kwargs)
     except jwt.InvalidSignatureError:
         raise SignatureMismatch("Invalid token signature") from None
     except jwt.ExpiredSignatureError:
@@ -73,6 +74,9 @@ def deployment_jwt_decode(
         raise TokenInvalid("Token is not yet valid") from None
     except jwt.PyJWTError as exc:
         raise TokenInvalid(f"Invalid token: {exc}") from None
+    if has_lone_surrogate(payload):  # text no database, log or answer can carry
+        raise TokenInvalid(f"Invalid token: {UNPAIRED_SURROGATE}")
+    return payload
 
 
 def token_not_revoked(payload: dict[str, Any]) -> dict[str, Any]:

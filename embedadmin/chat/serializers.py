@@ -16,7 +16,7 @@ from embedadmin.core.fields import (
 )
 from embedadmin.directory.contracts import UserAttributeSerializer
 
-MESSAGE_ID_RE = r"^\d{13,}-message$"
+MESSAGE_ID_RE = r"^[0-9]{13,}-message$"  # ASCII digits: \d also matches other scripts
 # Fields that describe an external user and so cannot accompany internalId.
 EXTERNAL_ONLY_FIELDS = ("userAttributes", "groups", "securityContext")
 

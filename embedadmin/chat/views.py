@@ -9,7 +9,6 @@ rendered by :class:`embedadmin.core.middleware.ApiErrorMiddleware`.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +25,7 @@ from embedadmin.chat.models import Agent
 from embedadmin.chat.serializers import AbortSerializer, StreamChatStateSerializer
 from embedadmin.chat.streaming import plan_stream
 from embedadmin.core.errors import BadRequest, flatten_validation_detail
+from embedadmin.core.fields import loads_json
 
 JSONRPC_UNAUTHORIZED = -32001
 
@@ -39,7 +39,7 @@ def _validated(
     serializer_class: type[serializers.Serializer], request: HttpRequest, *, ignore: tuple[str, ...] = ()
 ) -> serializers.Serializer:
     try:
-        body: Any = json.loads(request.body or b"null")
+        body: Any = loads_json(request.body or b"null")
     except (ValueError, UnicodeDecodeError):
         raise BadRequest("Invalid JSON body") from None
     if not isinstance(body, dict):

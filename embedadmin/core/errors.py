@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from django.db import DataError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
@@ -102,6 +102,8 @@ def client_error(exc: BaseException) -> tuple[int, str] | None:
         return 403, "Forbidden"
     if isinstance(exc, RequestDataTooBig):
         return 413, "Request body too large"
+    if isinstance(exc, TooManyFieldsSent):
+        return 400, "Bad request: too many query parameters"
     if isinstance(exc, SuspiciousOperation):  # Django's own refusals of a malformed request
         return 400, "Bad request"
     if isinstance(exc, RecursionError):

@@ -6,6 +6,8 @@ values feed access policies must not guess, so these refuse the wrong JSON type 
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,6 +38,37 @@ class StrictIntegerField(serializers.IntegerField):
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+# The largest value of a 64-bit integer column (PostgreSQL bigint, SQLite INTEGER): every row id. A larger
+# number from a client is refused before the database, which cannot even compare it with an id.
+MAX_BIGINT = 2**63 - 1
+
+# A UTF-16 surrogate code point: JSON's "\ud800" escape without its pair decodes to one, and UTF-8 cannot
+# encode it, so no database, log line or JSON answer can carry it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+UNPAIRED_SURROGATE = "a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)"
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a parsed JSON value has an unpaired surrogate in any string or object key, at any depth."""
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_lone_surrogate(v) for v in value)
+    return False
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads``, refusing (ValueError, as for any malformed JSON) text whose strings hold an unpaired
+    surrogate. Only a ``\\u`` escape can make one, so text without one is not walked."""
+    value = json.loads(text)
+    escaped = b"\\u" in text if isinstance(text, bytes) else "\\u" in text
+    if escaped and has_lone_surrogate(value):
+        raise ValueError(UNPAIRED_SURROGATE)
+    return value
 
 
 def contains_nul(value: Any) -> bool:

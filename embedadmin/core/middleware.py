@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib.auth import middleware as django_auth
 from django.contrib.messages import middleware as django_messages
 from django.contrib.sessions import middleware as django_sessions
+from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest, HttpResponse
 from django.middleware import clickjacking as django_clickjacking
 from django.middleware import common as django_common
@@ -47,13 +48,22 @@ class ApiErrorMiddleware(MiddlewareMixin):
     route, a method Django itself refuses, a body Django cannot read, and any exception a plain
     Django view lets escape. Under ``/api/scim/`` the body has the SCIM error shape.
 
+    It is the outermost middleware, so that its ``process_response`` also sees what the others answer
+    themselves (Django's 400 page for a ``Host`` header that ``ALLOWED_HOSTS`` refuses).
+
     Built on ``MiddlewareMixin`` so it runs natively in both sync and async mode: under ASGI a
     sync-only middleware makes Django hop threads around it on every request.
     """
 
     def process_request(self, request: HttpRequest) -> HttpResponse | None:
-        if is_api_path(request.path) and _has_nul(request):
-            return json_error("The URL must not contain NUL characters", 400, path=request.path)
+        if not is_api_path(request.path):
+            return None
+        try:
+            if _has_nul(request):
+                return json_error("The URL must not contain NUL characters", 400, path=request.path)
+        except SuspiciousOperation as exc:  # more query parameters than DATA_UPLOAD_MAX_NUMBER_FIELDS
+            status, message = client_error(exc) or (400, "Bad request")
+            return json_error(message, status, path=request.path)
         return None
 
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:

@@ -16,6 +16,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from embedadmin.core.errors import BadRequest
+from embedadmin.core.fields import MAX_BIGINT, loads_json
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -52,16 +53,19 @@ def encode_cursor(values: Sequence[Any]) -> str:
 
 def _cursor_value_ok(value: Any, expected: type) -> bool:
     """A decoded cursor value must have the type of its ordering field and be one the database can
-    compare with (a client can hand-craft a cursor, so a NUL in a string must not reach PostgreSQL)."""
+    compare with (a client can hand-craft a cursor, so a NUL in a string or an integer beyond 64 bits must
+    not reach the database)."""
     if isinstance(value, bool) or not isinstance(value, expected):
         return False
+    if isinstance(value, int):
+        return -MAX_BIGINT - 1 <= value <= MAX_BIGINT
     return not (isinstance(value, str) and "\x00" in value)
 
 
 def decode_cursor(cursor: str, *, types: Sequence[type]) -> list[Any]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        values = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        values = loads_json(base64.urlsafe_b64decode(padded.encode()))
     except (ValueError, binascii.Error, RecursionError):
         raise BadRequest("after is not a valid cursor") from None
     if (

@@ -8,7 +8,6 @@ A plan is pure: planning the same request twice costs one lookup in a per-model 
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -16,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
+
+from embedadmin.core.fields import loads_json
 
 from .context import QueryContext
 from .dates import local_now, resolve_timezone
@@ -80,7 +81,7 @@ def parse_query_param(value: Any) -> Any:
         raise QueryError("Query param is required")
     if isinstance(value, str | bytes):
         try:
-            return json.loads(value)
+            return loads_json(value)
         except ValueError as exc:
             raise QueryError(f"Unable to decode query param as JSON, error: {exc}") from None
     return value

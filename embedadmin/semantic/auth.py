@@ -183,6 +183,8 @@ def core_token_verify(*, deployment: Deployment, token: str, jwks: JwksClient | 
     except jwt.PyJWTError:
         raise TokenInvalid("Invalid token") from None
     algorithm = header.get("alg")
+    if not isinstance(algorithm, str):
+        raise TokenInvalid("Invalid token")
     if algorithm == "HS256":
         return SecurityContext.from_payload(deployment_hs256_payload(deployment=deployment, token=token))
     if algorithm not in JWKS_ALGORITHMS or not deployment.jwks_url:

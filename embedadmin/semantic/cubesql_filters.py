@@ -185,7 +185,10 @@ class Conditions:
             if start is None:
                 return None
             shift = _interval(node.expression)
-            return start + shift if isinstance(node, exp.Add) else start - shift
+            try:
+                return start + shift if isinstance(node, exp.Add) else start - shift
+            except (OverflowError, ValueError):  # beyond the years 1-9999
+                raise QueryError(f"Date out of range: {sql_text(node)}") from None
         return None
 
     # -- tests --------------------------------------------------------------------------------------
@@ -271,9 +274,9 @@ def _interval(node: exp.Interval) -> relativedelta:
     text = f"{node.this.name} {unit.name}" if unit is not None else node.this.name
     try:
         parsed = parse_interval(text.lower())
-    except ValueError:
+        return relativedelta(months=parsed.months) + timedelta(seconds=parsed.seconds)
+    except (OverflowError, ValueError):  # unreadable, or more days than a timedelta holds
         raise QueryError(f"Can't parse interval '{text}'") from None
-    return relativedelta(months=parsed.months) + timedelta(seconds=parsed.seconds)
 
 
 def _split_pattern(pattern: str) -> tuple[bool, str, bool]:

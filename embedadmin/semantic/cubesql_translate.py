@@ -25,6 +25,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from embedadmin.core.fields import MAX_BIGINT
+
 from .context import QueryContext
 from .cubesql_filters import Conditions, Filter, conjuncts
 from .cubesql_terms import JOIN_FIELD, NON_AGGREGATE, Scope, Term, sql_text, unsupported
@@ -384,6 +386,8 @@ def _count(node: exp.Expression | None, clause: str, default: int) -> int:
     value = node.args.get("expression") if isinstance(node, exp.Limit | exp.Offset) else None
     if isinstance(value, exp.Var) and value.name.upper() == "ALL" and clause == "LIMIT":
         return default
-    if not isinstance(value, exp.Literal) or value.is_string or not value.this.isdigit():
+    if not isinstance(value, exp.Literal) or value.is_string or not value.this.isascii() or not value.this.isdigit():
         raise QueryError(f"{clause} takes a non-negative integer")
+    if len(value.this) > 19 or int(value.this) > MAX_BIGINT:
+        raise QueryError(f"{clause} takes an integer of at most {MAX_BIGINT}")
     return int(value.this)

@@ -41,10 +41,16 @@ def _zones_by_lower_name() -> dict[str, str]:
     return {name.lower(): name for name in available_timezones()}
 
 
-@lru_cache(maxsize=512)
 def resolve_timezone(name: object) -> ZoneInfo:
     """The IANA zone ``name`` (case-insensitive); QueryError with Cube's message otherwise."""
-    canonical = _zones_by_lower_name().get(name.lower()) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        raise QueryError(f'"timezone" must be a valid IANA time zone, got "{name}"')
+    return _zone(name)
+
+
+@lru_cache(maxsize=512)
+def _zone(name: str) -> ZoneInfo:
+    canonical = _zones_by_lower_name().get(name.lower())
     if canonical is None:
         raise QueryError(f'"timezone" must be a valid IANA time zone, got "{name}"')
     try:
@@ -58,8 +64,17 @@ def canonical_timezone(name: object) -> str:
 
 
 def format_local(moment: datetime) -> str:
-    """``YYYY-MM-DDTHH:mm:ss.SSS`` (milliseconds truncated, no zone)."""
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}"
+    """``YYYY-MM-DDTHH:mm:ss.SSS`` (milliseconds truncated, no zone; the year always has four digits)."""
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}"
+
+
+class DateOutOfRange(ValueError):
+    """A date that exists but that a computation on it (a time zone, a range's end) carries beyond the years
+    1-9999."""
+
+
+def out_of_range(value: str) -> QueryError:
+    return QueryError(f"Date out of range: '{value}'")
 
 
 def local_now(now: datetime | None, zone: ZoneInfo) -> datetime:
@@ -73,7 +88,10 @@ def local_now(now: datetime | None, zone: ZoneInfo) -> datetime:
 def local_to_utc(local: str, zone: ZoneInfo) -> datetime:
     """A local timestamp of the query time zone as an aware UTC instant (DST-correct)."""
     moment = parse_local(local, zone)
-    return moment.replace(tzinfo=zone).astimezone(UTC)
+    try:
+        return moment.replace(tzinfo=zone).astimezone(UTC)
+    except OverflowError:
+        raise out_of_range(local) from None
 
 
 def parse_local(value: str, zone: ZoneInfo | None = None) -> datetime:
@@ -88,7 +106,10 @@ def parse_local(value: str, zone: ZoneInfo | None = None) -> datetime:
     if moment.tzinfo is not None:
         if zone is None:
             raise ValueError(value)
-        moment = moment.astimezone(zone).replace(tzinfo=None)
+        try:
+            moment = moment.astimezone(zone).replace(tzinfo=None)
+        except OverflowError:
+            raise DateOutOfRange(value) from None
     return moment
 
 
@@ -128,7 +149,15 @@ def _range(start: datetime, end: datetime) -> tuple[str, str]:
 
 
 def parse_relative_range(phrase: str, zone: ZoneInfo, now: datetime | None) -> tuple[str, str]:
-    """A relative (or single absolute) date phrase as a local range; QueryError when unreadable."""
+    """A relative (or single absolute) date phrase as a local range; QueryError when unreadable, or when it
+    reaches beyond the years 1-9999 ("last 10000 years")."""
+    try:
+        return _relative_range(phrase, zone, now)
+    except (OverflowError, ValueError):  # datetime and relativedelta arithmetic beyond their range
+        raise out_of_range(phrase) from None
+
+
+def _relative_range(phrase: str, zone: ZoneInfo, now: datetime | None) -> tuple[str, str]:
     text = phrase.strip().lower()
     current = local_now(now, zone)
     match = _FROM_TO.match(text)
@@ -175,6 +204,8 @@ def _point(text: str, current: datetime, phrase: str, zone: ZoneInfo) -> datetim
         return current + unit_delta(unit, _count(amount))
     try:
         return parse_local(text.upper(), zone)
+    except DateOutOfRange:
+        raise out_of_range(phrase) from None
     except ValueError:
         raise QueryError(f"Can't parse date: '{phrase}'") from None
 
@@ -202,6 +233,8 @@ def _normalize(value: str, zone: ZoneInfo, *, end: bool) -> str:
         return f"{value}T23:59:59.999" if end else f"{value}T00:00:00.000"
     try:
         return format_local(parse_local(value, zone))
+    except DateOutOfRange:
+        raise out_of_range(value) from None
     except ValueError:
         raise QueryError(f"Can't parse date: '{value}'") from None
 
@@ -209,6 +242,8 @@ def _normalize(value: str, zone: ZoneInfo, *, end: bool) -> str:
 def is_absolute(value: str) -> bool:
     try:
         parse_local(value, UTC_ZONE)
+    except DateOutOfRange:
+        return True  # an absolute date, refused as out of range when it is used
     except ValueError:
         return False
     return True

@@ -66,6 +66,7 @@ from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid, hs256_verify
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest
+from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.core.lanes import LanePool, headers_once, read_some, remember, remembered, replay
 from embedadmin.core.wsgi_bridge import ENVIRON_EXTRAS
 
@@ -124,7 +125,7 @@ class LoadLane:
         self.app = app
         self.pool = pool
         base = re.escape(base_path.rstrip("/"))
-        self._prefixed = re.compile(rf"^/d/([0-9]+){base}/v1/load$")
+        self._prefixed = re.compile(rf"^/d/([0-9]{{1,19}}){base}/v1/load$")
         self._plain = re.compile(rf"^{base}/v1/load$")
         self.default_deployment_id = default_deployment_id
         # Only the event loop's thread touches these.
@@ -189,7 +190,8 @@ class LoadLane:
             return None
         match = self._prefixed.match(scope["path"])
         if match:
-            return int(match.group(1))
+            number = int(match.group(1))
+            return number if number <= MAX_BIGINT else None  # Django's 404
         if self.default_deployment_id and self._plain.match(scope["path"]):
             return self.default_deployment_id
         return None

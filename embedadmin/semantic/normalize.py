@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from embedadmin.core.fields import MAX_BIGINT
+
 from .context import QueryContext
 from .dates import canonical_timezone, is_absolute, pad_start, resolve_date_range, resolve_timezone
 from .errors import QueryError, QueryLimitError
@@ -223,6 +225,8 @@ def _integer(query: Mapping[str, Any], key: str) -> int | None:
         raise invalid(f'"{key}" must be an integer')
     if value < 0:
         raise invalid(f'"{key}" must be greater than or equal to 0')
+    if value > MAX_BIGINT:  # what a database can count to
+        raise invalid(f'"{key}" must be less than or equal to {MAX_BIGINT}')
     return int(value)
 
 

@@ -25,6 +25,7 @@ from django.conf import settings
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.core.errors import Forbidden, NotFound
+from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.core.prepared import PreparedQuery
 
 from .auth import PublicTokenInvalid, SecurityContext, request_security_context
@@ -71,7 +72,7 @@ def query_context(security: SecurityContext) -> QueryContext:
 def deployment_resolve(*, deployment_id: int | None) -> Deployment:
     """The deployment a request is for, by the rule in the module docstring; :class:`NotFound` otherwise."""
     if deployment_id is not None:
-        deployment = _DEPLOYMENT_BY_ID.first(deployment_id)
+        deployment = _DEPLOYMENT_BY_ID.first(deployment_id) if deployment_id <= MAX_BIGINT else None
         if deployment is None:
             raise NotFound(f"Deployment {deployment_id} not found")
         return deployment

@@ -140,8 +140,13 @@ def semantic_meta_json(
 
 
 def json_bytes(body: Any) -> bytes:
-    """A Core Data API body as compact UTF-8 JSON."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode()
+    """A Core Data API body as compact UTF-8 JSON. Text UTF-8 cannot encode (an unpaired surrogate a data
+    source returned) is written as JSON's ``\\u`` escape instead: still valid JSON, never a failed answer."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(body, separators=(",", ":"), default=str).encode()
 
 
 def semantic_sql(*, deployment: Deployment, ctx: QueryContext, query: Any) -> Any:

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
-from .dates import local_to_utc, pad_end, pad_start
+from .dates import format_local, local_to_utc, pad_end, pad_start
 from .errors import QueryError
 from .model import DATE_OPERATORS
 from .query import Contradiction, FilterCondition, FilterGroup, FilterNode
@@ -104,7 +104,7 @@ def check_typed_values(member: str, member_type: str, values: tuple[str | None, 
 def instant_text(local: str, zone: ZoneInfo) -> str:
     """A local timestamp of ``zone`` as the UTC instant bound for it (``...Z``)."""
     utc = local_to_utc(local, zone)
-    return f"{utc:%Y-%m-%dT%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+    return f"{format_local(utc)}Z"
 
 
 def bound_value(how: str, arg: str, value: str | None, zone: ZoneInfo) -> Any:

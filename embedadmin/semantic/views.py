@@ -12,7 +12,6 @@ call the API, as a stock Cube install allows.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from embedadmin.core.errors import ApiError, BadRequest, client_error, error_body
-from embedadmin.core.fields import contains_nul
+from embedadmin.core.fields import contains_nul, loads_json
 
 from . import service
 from .cache import ContinueWait
@@ -121,7 +120,7 @@ def body_params(body: bytes) -> dict[str, Any]:
     if not body:
         return {}
     try:
-        params = json.loads(body)
+        params = loads_json(body)
     except ValueError as exc:
         raise BadRequest(f"Invalid JSON body: {exc}") from None
     if not isinstance(params, dict):

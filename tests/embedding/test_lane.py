@@ -93,6 +93,11 @@ def _cases(cast: Cast, other: Cast, keys: dict[str, str]) -> list[tuple[str, dic
         ("reserved claim", admin, body(externalId="y", securityContext={"exp": 1})),
         ("internal user", admin, body(internalId=cast.created.admin_username)),
         ("creator mode", admin, body(externalId="y", creatorMode=True, embedTenantName="cust-two")),
+        # An unpaired surrogate (written by json.dumps as the escape \ud800) in a value, a key, the context.
+        ("surrogate value", admin, body(externalId="y", userAttributes=[{"name": "country", "value": "\ud800"}])),
+        ("surrogate key", admin, body(externalId="y", securityContext={"\udc00": 1})),
+        ("surrogate id", admin, body(externalId="y\ud800")),
+        ("deployment beyond a bigint", admin, json.dumps({"deploymentId": 2**63, "externalId": "y"}).encode()),
     ]
 
 
@@ -145,6 +150,9 @@ def test_with_and_without_the_lane_every_request_gets_the_same_answer(on_postgre
         assert with_lane == without
     statuses = {answer[0] for _, answer in answers["true"][:-2]}
     assert statuses == {200, 400, 401, 403, 404, 415}
+    refused = dict(answers["true"][:-2])
+    for case in ("surrogate value", "surrogate key", "surrogate id", "deployment beyond a bigint"):
+        assert refused[case][0] == 400, (case, refused[case])
     assert answers["true"][-2] == ("exchange", 200)
 
 
