@@ -123,6 +123,15 @@ def test_a_query_the_data_cannot_hold_is_a_400(core: CoreApi, query: dict[str, A
     assert _error(response).startswith(message)
 
 
+def test_the_utf8_bytes_of_a_surrogate_in_a_body_are_a_400(core: CoreApi):
+    body = b'{"query": {"measures": ["orders.count"], "timezone": "\xed\xa0\x80"}}'
+
+    response = core.post("load", body)
+
+    assert response.status_code == 400
+    assert _error(response).startswith("Invalid JSON body: 'utf-8' codec can't decode")
+
+
 def test_a_get_query_param_with_an_unpaired_surrogate_is_a_400(core: CoreApi):
     response = core.get("load", {"query": {"measures": [f"orders.{LONE}"]}})
 
@@ -187,14 +196,23 @@ def test_an_unpaired_surrogate_anywhere_in_a_body_is_a_400_and_writes_nothing(ap
 
 
 def test_a_cursor_holding_an_unpaired_surrogate_or_a_huge_number_is_a_400(api: JsonClient, acme: Cast):
-    cursors = [json.dumps([LONE, 1]), json.dumps(["a", 2**63]), json.dumps(["a", -(2**64)])]
+    cursors = [json.dumps([LONE, 1]).encode(), json.dumps(["a", 2**63]).encode(), b'["\xed\xa0\x80", 1]']
 
     for raw in cursors:
-        after = base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+        after = base64.urlsafe_b64encode(raw).decode().rstrip("=")
         response = api.get(EMBED_TENANTS_URL, {"after": after}, **acme.api_key_headers)
 
         assert response.status_code == 400, raw
         assert _error(response) == "after is not a valid cursor"
+
+
+def test_an_error_answer_keeps_the_security_headers(api: JsonClient):
+    response = api.get("/api/v1/no-such-endpoint")
+
+    assert response.status_code == 404
+    assert _error(response) == "Not found"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response["X-Frame-Options"] == "DENY"
 
 
 def test_scim_accepts_its_own_media_type(api: JsonClient, acme: Cast):

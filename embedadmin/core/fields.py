@@ -63,10 +63,12 @@ def has_lone_surrogate(value: Any) -> bool:
 
 def loads_json(text: str | bytes) -> Any:
     """``json.loads``, refusing (ValueError, as for any malformed JSON) text whose strings hold an unpaired
-    surrogate. Only a ``\\u`` escape can make one, so text without one is not walked."""
+    surrogate. Bytes are decoded strictly (``json.loads`` would let the UTF-8 bytes of a surrogate through), in
+    the encoding ``json`` detects; then only a ``\\u`` escape can make one, so text without one is not walked."""
+    if isinstance(text, bytes):
+        text = text.decode(json.detect_encoding(text))  # UnicodeDecodeError is a ValueError
     value = json.loads(text)
-    escaped = b"\\u" in text if isinstance(text, bytes) else "\\u" in text
-    if escaped and has_lone_surrogate(value):
+    if "\\u" in text and has_lone_surrogate(value):
         raise ValueError(UNPAIRED_SURROGATE)
     return value
 

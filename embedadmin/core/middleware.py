@@ -72,7 +72,13 @@ class ApiErrorMiddleware(MiddlewareMixin):
             and is_api_path(request.path)
             and not response.get("Content-Type", "").startswith("application/")
         ):
-            return json_error(_status_message(response.status_code), response.status_code, path=request.path)
+            replaced = json_error(_status_message(response.status_code), response.status_code, path=request.path)
+            # What the other middleware set (security headers, Allow, Vary, cookies) stays on the answer.
+            for name, value in response.items():
+                if name.lower() not in ("content-type", "content-length"):
+                    replaced[name] = value
+            replaced.cookies = response.cookies
+            return replaced
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:

@@ -205,11 +205,12 @@ class QueryRunner:
         query itself (the data source's timeout) and so how long its job stays registered. Raises
         :class:`ContinueWait`, or the error ``run`` raised.
         """
-        started = self._start(key, run, refresh_every_s, job_timeout_s, CacheMode(mode))
+        mode = CacheMode(mode)
+        cached = None if mode is CacheMode.NO_CACHE else self._get(f"result:{key}")
+        started = self._start(key, run, refresh_every_s, job_timeout_s, mode, cached)
         if isinstance(started, CachedResult):
             return started
-        job_id, cached = started
-        return self._finish(key, self._await(job_id, wait_s), cached, CacheMode(mode))
+        return self._finish(key, self._await(started, wait_s), cached, mode)
 
     async def load_async(
         self,
@@ -222,18 +223,28 @@ class QueryRunner:
         mode: CacheMode = CacheMode.STALE_IF_SLOW,
     ) -> CachedResult:
         """:meth:`load`, awaited on an event loop: the same steps, with the wait for the job's outcome an
-        ``await`` rather than a blocked thread (the job still runs on a worker thread)."""
-        started = self._start(key, run, refresh_every_s, job_timeout_s, CacheMode(mode))
+        ``await`` rather than a blocked thread (the job still runs on a worker thread). A cached result is read
+        on a worker thread too: unpickling a large one would hold the loop (``no-cache`` reads nothing)."""
+        mode = CacheMode(mode)
+        cached = None
+        if mode is not CacheMode.NO_CACHE:
+            cached = await asyncio.get_running_loop().run_in_executor(None, self._get, f"result:{key}")
+        started = self._start(key, run, refresh_every_s, job_timeout_s, mode, cached)
         if isinstance(started, CachedResult):
             return started
-        job_id, cached = started
-        return self._finish(key, await self._await_async(job_id, wait_s), cached, CacheMode(mode))
+        return self._finish(key, await self._await_async(started, wait_s), cached, mode)
 
     def _start(
-        self, key: str, run: Callable[[], QueryResult], refresh_every_s: float, job_timeout_s: float, mode: CacheMode
-    ) -> CachedResult | tuple[str, Any]:
-        """A fresh cached result, or the job to wait for and the cached entry (or None) to fall back on."""
-        cached = None if mode is CacheMode.NO_CACHE else self._get(f"result:{key}")
+        self,
+        key: str,
+        run: Callable[[], QueryResult],
+        refresh_every_s: float,
+        job_timeout_s: float,
+        mode: CacheMode,
+        cached: Any,
+    ) -> CachedResult | str:
+        """The cached result (``cached``, as read) when fresh enough for ``mode``, else the id of the job to wait
+        for (``cached``, if any, is what a slow job falls back on)."""
         if cached is not None:
             refreshed_at, result = cached
             if time.time() - refreshed_at < refresh_every_s:
@@ -241,7 +252,7 @@ class QueryRunner:
         job_id = self._attach_or_start(key, run, job_timeout_s)
         if cached is not None and mode is CacheMode.STALE_WHILE_REVALIDATE:
             return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
-        return job_id, cached
+        return job_id
 
     def _finish(self, key: str, outcome: _Outcome | None, cached: Any, mode: CacheMode) -> CachedResult:
         if outcome is None:

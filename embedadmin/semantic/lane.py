@@ -118,7 +118,7 @@ class _Admitted:
 
 
 class LoadLane:
-    """ASGI middleware: answers ``/v1/load`` from the answers kept or by the view's function; hands what it
+    """ASGI middleware: answers ``/v1/load`` from the answers kept or by the view's own steps; hands what it
     cannot read as Django does to ``app``."""
 
     def __init__(self, app: Callable, *, pool: LanePool, base_path: str, default_deployment_id: int = 0) -> None:
@@ -211,8 +211,12 @@ class LoadLane:
             return None  # JWKS tokens, and anything malformed: Django's path
         claimed_jti = claimed[1]
         raw = scope.get("query_string", b"") if scope["method"] == "GET" else body
-        if not raw.isascii() and scope["method"] == "GET":
-            return None  # Django decodes a raw query string in its own way
+        if scope["method"] == "GET" and (
+            not raw.isascii()  # Django decodes a raw query string in its own way
+            or raw.count(b"&") >= settings.DATA_UPLOAD_MAX_NUMBER_FIELDS  # Django refuses too many
+            or b"%00" in raw  # and a NUL (embedadmin.core.middleware)
+        ):
+            return None
         request = hashlib.sha256(scope["method"].encode() + b"\n" + raw).hexdigest()
         shape = remembered(self._shapes, request, lambda: time_shape(_params(scope["method"], raw)))
         if shape is None:

@@ -31,11 +31,13 @@ _NEGATIVE_LIKE = {"notContains": "contains", "notStartsWith": "startsWith", "not
 _LIKE = ("contains", "startsWith", "endsWith")
 # Operators whose values are bound as the member's type (typed_value); the others bind text or dates.
 TYPED_OPERATORS = ("equals", "notEquals", "in", "notIn", "gt", "gte", "lt", "lte")
-# The largest power of ten a number filter value may have (PostgreSQL's numeric holds far more; so does DuckDB).
-MAX_EXPONENT = 1000
-# The spellings of a boolean that both PostgreSQL and DuckDB read, bound as Python booleans on either.
-_BOOLEAN_WORDS = {"true": True, "t": True, "1": True, "yes": True, "on": True}
-_BOOLEAN_WORDS |= {"false": False, "f": False, "0": False, "no": False, "off": False}
+# The largest power of ten (either way) a number filter value may have: DuckDB binds a decimal beyond a double's
+# range as a double (1e-400 would become 0), so both databases read the same number only within it.
+MAX_EXPONENT = 300
+# The spellings of a boolean, bound as Python booleans; "1" and "0" stay text, which each database reads as the
+# column's type (a boolean, or the integer column a boolean dimension may stand for).
+_BOOLEAN_WORDS: dict[str, bool | str] = {"true": True, "t": True, "yes": True, "on": True, "1": "1"}
+_BOOLEAN_WORDS |= {"false": False, "f": False, "no": False, "off": False, "0": "0"}
 
 
 @dataclass(frozen=True, slots=True)

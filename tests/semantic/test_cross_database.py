@@ -196,6 +196,7 @@ BAD_VALUES = [
     ("orders.amount", "equals", ["NaN"], "Invalid filter value 'NaN': a number is expected for orders.amount"),
     ("orders.amount", "in", ["1", "Infinity"], "Invalid filter value 'Infinity': a number is expected"),
     ("orders.amount", "lt", ["1e999999"], "Invalid filter value '1e999999': the number is out of range"),
+    ("orders.amount", "gt", ["1e-400"], "Invalid filter value '1e-400': the number is out of range"),
     ("orders.count", "gte", ["many"], "Invalid filter value 'many': a number is expected for orders.count"),
     ("orders.is_completed", "equals", ["maybe"], "Invalid filter value 'maybe': a boolean is expected"),
     ("orders.created_at", "equals", ["2024-13-45"], "Can't parse date: '2024-13-45'"),

@@ -351,14 +351,16 @@ def _cases() -> list[tuple[str, str, bytes, bytes]]:
             b"",
         ),
         ("limit above the maximum", "POST", _body({**QUERY, "limit": 10**9}), b""),
+        ("too many query parameters", "GET", b"", get_query + b"&a=1" * 1000),
+        ("a NUL in the query string", "GET", b"", get_query + b"&x=%00"),
         (MANY_ROWS, "POST", _body({"dimensions": ["orders.id", "orders.amount"], "limit": LOOP_ROWS + 100}), b""),
     ]
 
 
 # More rows than the lane shapes on the event loop: its answer is made on a worker thread.
 MANY_ROWS = "more rows than are shaped on the event loop"
-# Requests whose time zones the lane cannot read: Django answers them.
-DJANGOS = {"query not an object", "no query"}
+# Requests the lane cannot read as Django does (their time zones, a query string Django refuses): Django answers.
+DJANGOS = {"query not an object", "no query", "too many query parameters", "a NUL in the query string"}
 
 
 def test_the_lanes_own_answers_are_djangos(stack, monkeypatch):

@@ -96,7 +96,7 @@ def test_default_order_rule_and_explicit_order(query: dict[str, Any], order: lis
     assert [(o.id, o.desc) for o in normalize(query).order] == order
 
 
-def test_limit_above_the_maximum_is_cubes_500() -> None:
+def test_limit_above_the_maximum_is_a_400_with_cubes_message() -> None:
     with pytest.raises(QueryLimitError) as raised:
         normalize({"measures": ["orders.count"], "limit": 50001})
 

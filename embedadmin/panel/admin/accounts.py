@@ -260,7 +260,7 @@ class DeploymentAdmin(PanelAdmin):
         with transaction.atomic():
             for deployment in deployments:
                 keep = request.POST.get(f"keep_{deployment.pk}", "")
-                if not keep.isdigit():
+                if not (keep.isascii() and keep.isdigit()):
                     raise BadRequest(f"Deployment {deployment.pk}: no secret to keep was named.")
                 revoked += accounts.deployment_secrets_revoke_older(deployment=deployment, keep_id=int(keep))
         self.message_user(
