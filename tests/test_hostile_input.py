@@ -12,6 +12,7 @@ import pytest
 
 from embedadmin.core.fields import UNPAIRED_SURROGATE, has_lone_surrogate, loads_json
 from tests.conftest import Cast, JsonClient
+from tests.embedding.support import CONTEXT_URL
 from tests.platform.support import EMBED_TENANTS_URL, GENERATE_URL, TENANT_SETTINGS_URL, USER_ATTRIBUTES_URL, db_rows
 from tests.semantic.http_support import CoreApi, core, demo_duckdb, fresh_semantic_state, mint
 
@@ -80,6 +81,16 @@ def test_a_deployment_id_beyond_a_bigint_is_404(core: CoreApi, deployment_id: in
 
     assert response.status_code == 404
     assert _error(response) == f"Deployment {deployment_id} not found"
+
+
+@pytest.mark.parametrize("deployment_id", [2**63, 10**30, -1])
+def test_an_embed_token_naming_a_deployment_beyond_a_bigint_is_401(api: JsonClient, db, deployment_id: int):
+    token = _unsigned({"alg": "HS256", "typ": "JWT"}, {"embed": {"deploymentId": deployment_id}})
+
+    response = api.get(CONTEXT_URL, HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    assert response.status_code == 401
+    assert _error(response) == "Not an embed token"
 
 
 # --- Core Data API queries ----------------------------------------------------------------------------

@@ -61,13 +61,14 @@ def has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def loads_json(text: str | bytes) -> Any:
+def loads_json(text: str | bytes, **options: Any) -> Any:
     """``json.loads``, refusing (ValueError, as for any malformed JSON) text whose strings hold an unpaired
     surrogate. Bytes are decoded strictly (``json.loads`` would let the UTF-8 bytes of a surrogate through), in
-    the encoding ``json`` detects; then only a ``\\u`` escape can make one, so text without one is not walked."""
+    the encoding ``json`` detects; then only a ``\\u`` escape can make one, so text without one is not walked.
+    ``options`` go to ``json.loads``."""
     if isinstance(text, bytes):
         text = text.decode(json.detect_encoding(text))  # UnicodeDecodeError is a ValueError
-    value = json.loads(text)
+    value = json.loads(text, **options)
     if "\\u" in text and has_lone_surrogate(value):
         raise ValueError(UNPAIRED_SURROGATE)
     return value

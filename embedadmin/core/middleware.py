@@ -62,8 +62,7 @@ class ApiErrorMiddleware(MiddlewareMixin):
             if _has_nul(request):
                 return json_error("The URL must not contain NUL characters", 400, path=request.path)
         except SuspiciousOperation as exc:  # more query parameters than DATA_UPLOAD_MAX_NUMBER_FIELDS
-            status, message = client_error(exc) or (400, "Bad request")
-            return json_error(message, status, path=request.path)
+            return self.process_exception(request, exc)
         return None
 
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:

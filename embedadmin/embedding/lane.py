@@ -38,7 +38,7 @@ from embedadmin.accounts.authentication import ApiKeyAuthentication, credential_
 from embedadmin.accounts.models import ApiKey
 from embedadmin.accounts.services import API_KEY_KIND
 from embedadmin.core import credentials
-from embedadmin.core.fields import has_lone_surrogate
+from embedadmin.core.fields import loads_json
 from embedadmin.core.lanes import LanePool, headers_once, read_some, remember, replay
 from embedadmin.embedding import in_database, serializers, services
 
@@ -105,12 +105,9 @@ class GenerateSessionLane:
         if key is None:
             return None
         try:
-            text = body.decode("utf-8")
-            data = json.loads(text, parse_constant=_reject_constant)
-        except ValueError:  # not UTF-8 (UnicodeDecodeError is one), a BOM, not JSON
+            data = loads_json(body.decode("utf-8"), parse_constant=_reject_constant)
+        except ValueError:  # not UTF-8 (UnicodeDecodeError is one), a BOM, not JSON, an unpaired surrogate
             return None
-        if "\\u" in text and has_lone_surrogate(data):
-            return None  # Django's parser refuses it
         request = serializers.fast_input(data)
         if request is None or not in_database.serves(request):
             return None

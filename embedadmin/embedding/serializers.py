@@ -12,6 +12,7 @@ from django.core.validators import validate_email
 from rest_framework import serializers
 
 from embedadmin.core.fields import (
+    MAX_BIGINT,
     HttpUrlField,
     JsonObjectField,
     RejectUnknownFieldsMixin,
@@ -45,7 +46,7 @@ class SessionSettingsSerializer(RejectUnknownFieldsMixin, serializers.Serializer
 
 
 class GenerateSessionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    deploymentId = StrictIntegerField(min_value=1, max_value=2**63 - 1)
+    deploymentId = StrictIntegerField(min_value=1, max_value=MAX_BIGINT)
     externalId = StrictCharField(required=False, allow_blank=True, max_length=255)
     internalId = StrictCharField(required=False, max_length=150)
     email = serializers.EmailField(required=False, max_length=254)  # the stored column's length

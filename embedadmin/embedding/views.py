@@ -12,7 +12,6 @@ from embedadmin.accounts.authentication import ApiKeyAuthentication, IsAdminApiK
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import TokenInvalid, deployment_token_verify
 from embedadmin.core.errors import NotFound, Unauthorized
-from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.core.pagination import paginate
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
@@ -71,8 +70,6 @@ class SessionContextView(APIView):
             deployment_id = int(unverified["embed"]["deploymentId"])
         except Exception:
             raise Unauthorized("Not an embed token") from None
-        if not 0 < deployment_id <= MAX_BIGINT:
-            raise Unauthorized("Not an embed token")
         deployment = Deployment.objects.filter(pk=deployment_id).first()
         if deployment is None:
             raise Unauthorized("Not an embed token")

@@ -20,7 +20,6 @@ from rest_framework.views import APIView
 
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
 from embedadmin.core.errors import SCIM_MEDIA_TYPE, ApiError, BadRequest, NotFound, scim_error_body
-from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.core.parsers import JSONBodyParser, ScimJSONParser
 from embedadmin.directory import services as directory
 from embedadmin.directory.models import Group
@@ -29,6 +28,7 @@ GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
 LIST_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
 FILTER_RE = re.compile(r'^\s*displayName\s+eq\s+"((?:[^"\\]|\\.)*)"\s*$', re.IGNORECASE)
 MAX_COUNT = 500
+MAX_ID_DIGITS = 19  # a bigint; a larger one within them matches no row (the ORM's integer lookups)
 NAME_MAX_LENGTH = Group._meta.get_field("name").max_length
 
 
@@ -129,7 +129,7 @@ class ScimGroupListView(ScimView):
 class ScimGroupDetailView(ScimView):
     def _group(self, request: Request, group_id: str) -> Group:
         # Ids are short decimal ASCII: "²".isdigit() is true too, and int() refuses it and huge numbers.
-        is_id = group_id.isascii() and group_id.isdigit() and len(group_id) <= 19 and int(group_id) <= MAX_BIGINT
+        is_id = group_id.isascii() and group_id.isdigit() and len(group_id) <= MAX_ID_DIGITS
         group = (
             Group.objects.filter(account=request.user.account, embed_tenant__isnull=True, pk=int(group_id)).first()
             if is_id

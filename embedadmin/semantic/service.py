@@ -185,7 +185,10 @@ def semantic_load(
     ``query_type="multi"`` answers Cube's multi envelope (what ``@cubejs-client/core`` always asks for);
     ``cache`` is Cube's cache mode. Raises ``ContinueWait`` when the query is still running after the wait.
     """
-    return semantic_load_answer(deployment=deployment, ctx=ctx, query=query, query_type=query_type, cache=cache).body
+    work = plan_load(
+        served=served_model(deployment=deployment), ctx=ctx, query=query, query_type=query_type, cache=cache
+    )
+    return finish_load(work, read_results(work)).body
 
 
 @dataclass(frozen=True)
@@ -199,27 +202,13 @@ class ResultUse:
 
 @dataclass(frozen=True)
 class LoadAnswer:
-    """A ``/v1/load`` body, and when it may be given again as it is: ``reuse`` lists the results it was
-    made of when all were fresh and the request read the cache (None otherwise), under ``compiler_id``."""
+    """A ``/v1/load`` body (:func:`finish_load`), and when it may be given again as it is: ``reuse`` lists the
+    results it was made of when all were fresh and the request read the cache (None otherwise), under
+    ``compiler_id``."""
 
     body: dict[str, Any]
     compiler_id: str
     reuse: tuple[ResultUse, ...] | None
-
-
-def semantic_load_answer(
-    *,
-    deployment: Deployment,
-    ctx: QueryContext,
-    query: Any,
-    query_type: str | None = None,
-    cache: str | None = None,
-) -> LoadAnswer:
-    """:func:`semantic_load`, with what the Core Data API's lane needs to give the same answer again."""
-    work = plan_load(
-        served=served_model(deployment=deployment), ctx=ctx, query=query, query_type=query_type, cache=cache
-    )
-    return finish_load(work, read_results(work))
 
 
 @dataclass(frozen=True)
@@ -238,9 +227,9 @@ class LoadWork:
     """A ``/v1/load`` request planned: the model served, its compiled queries, the cache mode, and the
     results to read in order (each query's rows, then its total when it asks for one).
 
-    :func:`semantic_load_answer` reads them on the calling thread; the Core Data API's lane
-    (``semantic/lane.py``) reads them from the event loop (:func:`cached_rows_async`). Both finish with
-    :func:`finish_load`."""
+    :func:`read_results` reads them on the calling thread (:func:`semantic_load`, the view); the Core Data
+    API's lane (``semantic/lane.py``) reads them from the event loop (:func:`cached_rows_async`). All finish
+    with :func:`finish_load`."""
 
     served: ServedModel
     plan: LoadPlan
@@ -278,18 +267,17 @@ def finish_load(work: LoadWork, results: Sequence[CachedResult]) -> LoadAnswer:
     reusable = work.mode is not CacheMode.NO_CACHE
     if len(results) != len(work.reads):
         raise ValueError("one result per read")
-    position = 0
+    pairs = iter(zip(work.reads, results, strict=True))
     for compiled in work.plan.queries:
-        count = 2 if compiled.total_sql else 1  # the rows, then the total
-        mine = results[position : position + count]
-        for read, run in zip(work.reads[position : position + count], mine, strict=True):
+        mine = [next(pairs), *([next(pairs)] if compiled.total_sql else [])]  # the rows, then the total
+        for read, run in mine:
             reusable = reusable and not run.stale
             used.append(ResultUse(key=run.key, refreshed_at=run.refreshed_at, every=read.every))
-        position += count
-        main = mine[0]
+        main = mine[0][1]
         total = None
         if compiled.total_sql:
-            total = int(mine[1].result.rows[0][0]) if mine[1].result.rows else 0
+            counted = mine[1][1]
+            total = int(counted.result.rows[0][0]) if counted.result.rows else 0
         outcomes.append(
             QueryOutcome(
                 rows=main.result.rows,
@@ -374,7 +362,7 @@ def _cached_rows(served: ServedModel, read: ResultRead, mode: CacheMode) -> Cach
 
 
 async def cached_rows_async(served: ServedModel, read: ResultRead, mode: CacheMode) -> CachedResult:
-    """The rows of ``read``, as :func:`semantic_load_answer` reads them, awaited on the event loop
+    """The rows of ``read``, as :func:`read_results` reads them, awaited on the event loop
     (:meth:`QueryRunner.load_async`)."""
     try:
         return await query_runner().load_async(**_runner_args(served, read, mode))
