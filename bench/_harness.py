@@ -14,6 +14,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -154,6 +155,66 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+class StealMonitor:
+    """The CPU time the hypervisor took from this virtual machine ("steal", ``/proc/stat``) during a run,
+    sampled every ``interval_s``: on a shared VM a burst of it stalls every process at once, which shows up
+    in the tail of any latency measured meanwhile. Reported next to each run so that its figures can be
+    read against it. Reads nothing (and reports zeros) where ``/proc/stat`` has no steal column."""
+
+    def __init__(self, interval_s: float = 0.05) -> None:
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, float, float]] = []  # (start, end) perf_counter, steal fraction
+        self._totals = [0, 0]  # steal ticks, all ticks
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _read() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat") as stat:
+                fields = [int(x) for x in stat.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        if len(fields) < 8:
+            return None
+        return fields[7], sum(fields[:8])
+
+    def _run(self) -> None:
+        last, at = self._read(), time.perf_counter()
+        while not self._stop.wait(self.interval_s):
+            now, now_at = self._read(), time.perf_counter()
+            if last is not None and now is not None and now[1] > last[1]:
+                steal, total = now[0] - last[0], now[1] - last[1]
+                self.samples.append((at, now_at, steal / total))
+                self._totals[0] += steal
+                self._totals[1] += total
+            last, at = now, now_at
+
+    def __enter__(self) -> StealMonitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def mean(self) -> float:
+        return self._totals[0] / self._totals[1] if self._totals[1] else 0.0
+
+    @property
+    def peak(self) -> float:
+        return max((sample[2] for sample in self.samples), default=0.0)
+
+    def overlapping(self, start: float, end: float, threshold: float) -> bool:
+        """Whether a sample of at least ``threshold`` steal overlaps ``[start, end]``."""
+        return any(a < end and b > start and fraction >= threshold for a, b, fraction in self.samples)
+
+
+# Steal in a sample at or above this is a burst (at 50 ms samples: 12 ms or more of 50 taken from the two CPUs).
+STEAL_BURST = 0.25
+
+
 @dataclass
 class RunResult:
     label: str
@@ -161,6 +222,25 @@ class RunResult:
     errors: int
     seconds: float
     latencies_ms: list[float]
+    steal: StealMonitor | None = None
+    spans: list[tuple[float, float]] | None = None  # each request's (due or sent, answered), perf_counter
+
+    def steal_line(self, slow_ms: float) -> str:
+        """The VM's steal during the run, and how many of the requests slower than ``slow_ms`` overlapped a burst
+        of it (against the share of the run's time such bursts covered)."""
+        if self.steal is None or not self.steal.samples:
+            return "steal n/a"
+        bursts = [s for s in self.steal.samples if s[2] >= STEAL_BURST]
+        covered = sum(b - a for a, b, _ in bursts) / max(1e-9, sum(b - a for a, b, _ in self.steal.samples))
+        text = (
+            f"steal {self.steal.mean * 100:.0f}% (peak {self.steal.peak * 100:.0f}%, "
+            f"bursts {covered * 100:.0f}% of the time)"
+        )
+        if self.spans:
+            slow = [span for span, ms in zip(self.spans, self.latencies_ms, strict=True) if ms > slow_ms]
+            hit = sum(self.steal.overlapping(a, b, STEAL_BURST) for a, b in slow)
+            text += f"; {hit}/{len(slow)} requests over {slow_ms:.0f} ms overlapped a burst"
+        return text
 
     @property
     def rate(self) -> float:
@@ -184,6 +264,8 @@ class RunResult:
             "rate": round(self.rate, 1),
             "p50_ms": round(self.pct(0.5), 2),
             "p99_ms": round(self.pct(0.99), 2),
+            "steal_pct": round(self.steal.mean * 100, 1) if self.steal else None,
+            "steal_peak_pct": round(self.steal.peak * 100, 1) if self.steal else None,
         }
 
 
@@ -199,11 +281,12 @@ def run_load(label: str, *, port: int, clients: int, total: int, make: RequestFa
 
 async def _run(
     port: int, clients: int, rate: float | None, total: int, make: RequestFactory, expect: int
-) -> tuple[list[float], int, float]:
+) -> tuple[list[float], list[tuple[float, float]], int, float]:
     """``clients`` connections take the next request as they are free; with a ``rate``, request i is due
     at ``i / rate`` seconds and its latency counts from then."""
     counter = iter(range(total))
     latencies: list[float] = []
+    spans: list[tuple[float, float]] = []
     errors = 0
     # time.perf_counter, not loop.time(): uvloop's clock moves in whole milliseconds.
     clock = time.perf_counter
@@ -222,14 +305,16 @@ async def _run(
                 status, _ = await conn.request(method, path, headers, body)
                 # From when the request was due, not when a free connection sent it: a slow answer
                 # delays the requests queued behind it, and that wait counts (no coordinated omission).
-                latencies.append((clock() - due) * 1000)
+                answered = clock()
+                latencies.append((answered - due) * 1000)
+                spans.append((due, answered))
                 if status != expect:
                     errors += 1
         finally:
             conn.close()
 
     await asyncio.gather(*(client() for _ in range(clients)))
-    return latencies, errors, clock() - started
+    return latencies, spans, errors, clock() - started
 
 
 def run_rate(
@@ -238,8 +323,11 @@ def run_rate(
     """Open loop: requests fall due at a fixed ``rate`` (``total`` of them) and are sent over ``clients``
     keep-alive connections; each latency runs from when its request was due. This is latency at a
     given load, which a closed loop cannot measure. ``rate=None``: the closed loop of :func:`run_load`."""
-    latencies, errors, seconds = uvloop.run(_run(port, clients, rate, total, make, expect))
-    return RunResult(label=label, requests=total, errors=errors, seconds=seconds, latencies_ms=latencies)
+    with StealMonitor() as steal:
+        latencies, spans, errors, seconds = uvloop.run(_run(port, clients, rate, total, make, expect))
+    return RunResult(
+        label=label, requests=total, errors=errors, seconds=seconds, latencies_ms=latencies, steal=steal, spans=spans
+    )
 
 
 def json_body(payload: dict) -> bytes:

@@ -45,6 +45,7 @@ from _harness import (
     Connection,
     RequestFactory,
     RunResult,
+    StealMonitor,
     bench_database_url,
     json_body,
     manage,
@@ -184,9 +185,11 @@ def interleaved(
             conn.close()
         return time.perf_counter() - began - sum(direct) / 1000
 
-    seconds = uvloop.run(run_requests())
+    with StealMonitor() as steal:
+        seconds = uvloop.run(run_requests())
     connection.close()
-    return direct, RunResult(label=label, requests=len(loads), errors=errors, seconds=seconds, latencies_ms=loads)
+    run = RunResult(label=label, requests=len(loads), errors=errors, seconds=seconds, latencies_ms=loads, steal=steal)
+    return direct, run
 
 
 def main() -> None:
@@ -287,6 +290,9 @@ def main() -> None:
         )
     for result in results.values():
         print("  " + result.line())
+    print("  CPU time the hypervisor took from the VM (/proc/stat steal; bursts: >= 25% in 50 ms):")
+    for result in results.values():
+        print(f"    {result.label:<36} {result.steal_line(50.0)}")
     figures: dict[str, Any] = {}
     for label, latencies in direct.items():
         off = results[f"load cache off, {label}"]

@@ -163,6 +163,9 @@ def main() -> None:
         + ", ".join(f"{r.label} {r.pct(0.99):.1f} ms" for r in (steady, fresh))
         + ")"
     )
+    print(" CPU time the hypervisor took from the VM during each run (/proc/stat steal; bursts: >= 25% in 50 ms):")
+    for result in (baseline, steady, fresh, baseline_rate, steady_rate, fresh_rate):
+        print(f"  {result.label:<38} {result.steal_line(50.0)}")
     if args.json:
         runs = {"baseline": baseline, "steady": steady, "fresh": fresh}
         runs |= {"baseline_rate": baseline_rate, "steady_rate": steady_rate, "fresh_rate": fresh_rate}
