@@ -12,6 +12,7 @@ from embedadmin.core.fields import (
     RejectUnknownFieldsMixin,
     StrictBooleanField,
     StrictCharField,
+    StrictEmailField,
     StrictIntegerField,
 )
 from embedadmin.directory.contracts import UserAttributeSerializer
@@ -33,7 +34,7 @@ def _normalized_external_id(value: str) -> str:
 class ChatSessionSettingsSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     externalId = StrictCharField(required=False, max_length=255)
     internalId = StrictCharField(required=False, max_length=254)
-    email = serializers.EmailField(required=False, max_length=254)  # the stored column's length
+    email = StrictEmailField(required=False, max_length=254)  # the stored column's length
     userAttributes = serializers.ListField(child=UserAttributeSerializer(), required=False, max_length=1000)
     groups = serializers.ListField(child=StrictCharField(max_length=255), required=False, max_length=1000)
     securityContext = JsonObjectField(required=False)

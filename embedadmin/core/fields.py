@@ -7,6 +7,7 @@ values feed access policies must not guess, so these refuse the wrong JSON type 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +20,17 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictEmailField(serializers.EmailField):
+    """An email address given as a JSON string (DRF's field would take the number 1 as the text "1")."""
+
+    default_error_messages = {"not_string": "Not a valid string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_string")
         return super().to_internal_value(data)
 
 
@@ -89,14 +101,32 @@ def contains_nul(value: Any) -> bool:
     return False
 
 
-class JsonValueField(serializers.JSONField):
-    """Any JSON value that can be stored: strings and keys without NUL characters."""
+def has_non_finite(value: Any) -> bool:
+    """Whether a parsed JSON value holds a number beyond a double's range (``1e400`` parses as infinity), at any
+    depth: JSON cannot write it back."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(has_non_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_non_finite(v) for v in value)
+    return False
 
-    default_error_messages = {"nul": "Must not contain NUL characters."}
+
+class JsonValueField(serializers.JSONField):
+    """Any JSON value that can be stored: strings and keys without NUL characters, numbers within a double's
+    range."""
+
+    default_error_messages = {
+        "nul": "Must not contain NUL characters.",
+        "non_finite": "Must not contain a number beyond a double's range (such as 1e400).",
+    }
 
     def to_internal_value(self, data: Any) -> Any:
         if contains_nul(data):
             self.fail("nul")
+        if has_non_finite(data):
+            self.fail("non_finite")
         return super().to_internal_value(data)
 
 

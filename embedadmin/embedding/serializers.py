@@ -18,6 +18,7 @@ from embedadmin.core.fields import (
     RejectUnknownFieldsMixin,
     StrictBooleanField,
     StrictCharField,
+    StrictEmailField,
     StrictIntegerField,
     is_http_url,
 )
@@ -49,7 +50,7 @@ class GenerateSessionSerializer(RejectUnknownFieldsMixin, serializers.Serializer
     deploymentId = StrictIntegerField(min_value=1, max_value=MAX_BIGINT)
     externalId = StrictCharField(required=False, allow_blank=True, max_length=255)
     internalId = StrictCharField(required=False, max_length=150)
-    email = serializers.EmailField(required=False, max_length=254)  # the stored column's length
+    email = StrictEmailField(required=False, max_length=254)  # the stored column's length
     userProfile = UserProfileSerializer(required=False)
     embedTenantName = serializers.RegexField(
         EMBED_TENANT_NAME_RE,

@@ -14,7 +14,7 @@ from embedadmin.accounts import services as accounts
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
 from embedadmin.accounts.models import Deployment, TenantSettings
 from embedadmin.core.errors import NotFound
-from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField
+from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
 from embedadmin.directory import services as directory
 from embedadmin.directory.contracts import (
@@ -104,7 +104,7 @@ class UserAttributeDetailView(PlatformView):
 
 class InternalUserSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     username = StrictCharField(max_length=150)
-    email = serializers.EmailField(required=False, allow_blank=True, max_length=254)  # the stored column's length
+    email = StrictEmailField(required=False, allow_blank=True, max_length=254)  # the stored column's length
     isAdmin = StrictBooleanField(required=False, default=False)
 
 

@@ -208,6 +208,10 @@ def test_a_personal_key_is_refused(chat, acme):
             "sessionSettings.email: Ensure this field has no more than 254 characters.",
         ),
         (
+            {"input": "hi", "sessionSettings": {"externalId": "a", "email": 1}},
+            "sessionSettings.email: Not a valid string.",
+        ),
+        (
             {"input": "hi", "sessionSettings": {"internalId": "nobody@example.com"}},
             "sessionSettings.internalId: no internal user 'nobody@example.com' in this account",
         ),

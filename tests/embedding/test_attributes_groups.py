@@ -198,7 +198,9 @@ def test_a_number_too_large_for_a_double_is_400(api, tenant_attribute, acme):
 
     # then
     assert response.status_code == 400
-    assert response.json() == {"error": "userAttributes.0.value: Value must be valid JSON."}
+    assert response.json() == {
+        "error": "userAttributes.0.value: Must not contain a number beyond a double's range (such as 1e400)."
+    }
     assert directory_counts(acme.account)["external_users"] == 0
 
 

@@ -55,6 +55,7 @@ def test_a_body_that_is_not_a_request_is_400(api, acme, body, message):
         ({"externalID": "bob"}, "Unknown fields: externalID"),
         ({"externalId": 5}, "externalId: Not a valid string."),
         ({"email": "nope"}, "email: Enter a valid email address."),
+        ({"email": 1}, "email: Not a valid string."),
         # A valid address longer than the stored column (254) is refused, not a database error.
         (
             {"email": "a" * 60 + "@" + ".".join(["b" * 60] * 4) + ".com"},
@@ -77,6 +78,19 @@ def test_a_malformed_field_is_400_and_writes_nothing(generate, acme, fields, mes
 
     # then
     _assert_rejected(response, 400, message)
+    assert directory_counts(acme.account) == before
+
+
+@pytest.mark.parametrize("where", ['{"tenantId": 1e400}', '{"ids": [1, -1e999]}'])
+def test_a_security_context_number_beyond_a_double_is_named_as_such(api, acme, where):
+    body = f'{{"deploymentId": {acme.deployment.pk}, "externalId": "alice", "securityContext": {where}}}'
+    before = directory_counts(acme.account)
+
+    response = api.post_json(GENERATE_URL, body, **acme.api_key_headers)
+
+    _assert_rejected(
+        response, 400, "securityContext: Must not contain a number beyond a double's range (such as 1e400)."
+    )
     assert directory_counts(acme.account) == before
 
 

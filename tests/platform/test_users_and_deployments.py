@@ -76,6 +76,7 @@ def test_a_duplicate_username_is_409_in_any_account(api, acme, globex, owner):
         ),
         ({"username": "u" * 151}, "username: Ensure this field has no more than 150 characters."),
         ({"username": "ann", "email": "not-an-email"}, "email: Enter a valid email address."),
+        ({"username": "ann", "email": 1}, "email: Not a valid string."),
         (
             {"username": "ann", "email": "a" * 60 + "@" + ".".join(["b" * 60] * 4) + ".com"},  # 308 characters
             "email: Ensure this field has no more than 254 characters.",
