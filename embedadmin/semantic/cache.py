@@ -26,12 +26,10 @@ starting another. The job registry is in the same cache, so with Redis it spans 
 - ``job:<key>`` holds the id of the job for that key; ``cache.add`` (Redis ``SET NX``) makes exactly
   one process the owner. It lives for the query timeout plus a margin, so the job of a process that
   died is forgotten and the next request starts afresh.
-- the owner hands the outcome to the requests of its own process that wait for it, then writes the rows to
-  the result cache, then ``outcome:<job id>`` (rows or error), and keeps ``job:<key>`` pointing at the
-  finished job for ``job_result_ttl_s``: a request that gets there in between (the repeat after a Continue
-  wait) takes that outcome, also in ``no-cache`` mode.
-- requests in the owner's process wait on the job's future (which has the outcome before the writes: no
-  request waits for them); others poll ``outcome:<job id>``.
+- the owner writes the rows to the result cache, then ``outcome:<job id>`` (rows or error) and keeps
+  ``job:<key>`` pointing at the finished job for ``job_result_ttl_s``: a request that gets there in
+  between (the repeat after a Continue wait) takes that outcome, also in ``no-cache`` mode.
+- requests in the owner's process wait on the job's future; others poll ``outcome:<job id>``.
 
 So a finished query's rows are reused for ``job_result_ttl_s`` (whole seconds) after it ends, in every
 mode: a refresh comes at the earliest that long after the previous one.
