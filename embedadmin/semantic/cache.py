@@ -88,7 +88,7 @@ class CachedResult:
 
     result: QueryResult
     refreshed_at: float  # Unix time the rows were read: Cube's lastRefreshTime
-    from_cache: bool  # taken from the cache (or a job that had ended) rather than from a query this request waited for
+    from_cache: bool  # taken from the cache rather than from a query this request waited for
     stale: bool = False  # older than the refresh interval (Cube's slowQuery)
     key: str = ""  # the query's result cache key
 
@@ -210,7 +210,7 @@ class QueryRunner:
         started = self._start(key, run, refresh_every_s, job_timeout_s, mode, cached)
         if isinstance(started, CachedResult):
             return started
-        return self._finish(key, *self._await(started, wait_s), cached, mode)
+        return self._finish(key, self._await(started, wait_s), cached, mode)
 
     async def load_async(
         self,
@@ -232,7 +232,7 @@ class QueryRunner:
         started = self._start(key, run, refresh_every_s, job_timeout_s, mode, cached)
         if isinstance(started, CachedResult):
             return started
-        return self._finish(key, *await self._await_async(started, wait_s), cached, mode)
+        return self._finish(key, await self._await_async(started, wait_s), cached, mode)
 
     def _start(
         self,
@@ -242,48 +242,41 @@ class QueryRunner:
         job_timeout_s: float,
         mode: CacheMode,
         cached: Any,
-    ) -> CachedResult | tuple[str, bool]:
+    ) -> CachedResult | str:
         """The cached result (``cached``, as read) when fresh enough for ``mode``, else the id of the job to wait
         for (``cached``, if any, is what a slow job falls back on)."""
         if cached is not None:
             refreshed_at, result = cached
             if time.time() - refreshed_at < refresh_every_s:
                 return CachedResult(result=result, refreshed_at=refreshed_at, from_cache=True, key=key)
-        job = self._attach_or_start(key, run, job_timeout_s)
+        job_id = self._attach_or_start(key, run, job_timeout_s)
         if cached is not None and mode is CacheMode.STALE_WHILE_REVALIDATE:
             return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
-        return job
+        return job_id
 
-    def _finish(self, key: str, outcome: _Outcome | None, finished: bool, cached: Any, mode: CacheMode) -> CachedResult:
-        """The request's rows from the job's ``outcome`` (None: not there within the wait). ``finished``: the job had
-        ended before the request looked, so its rows count as taken from the cache (its writes may still be under
-        way, see :meth:`_run_job`)."""
+    def _finish(self, key: str, outcome: _Outcome | None, cached: Any, mode: CacheMode) -> CachedResult:
         if outcome is None:
             if cached is not None and mode is CacheMode.STALE_IF_SLOW:
                 return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
             raise ContinueWait()
         if outcome[0] == "error":
             raise copy.copy(outcome[1])
-        return CachedResult(result=outcome[2], refreshed_at=outcome[1], from_cache=finished, key=key)
+        return CachedResult(result=outcome[2], refreshed_at=outcome[1], from_cache=False, key=key)
 
     # -- jobs ----------------------------------------------------------------------------------------
 
-    def _attach_or_start(self, key: str, run: Callable[[], QueryResult], job_timeout_s: float) -> tuple[str, bool]:
-        """The id of the job for ``key``: the registered one, or a new one this process runs; and whether this
-        call started it."""
+    def _attach_or_start(self, key: str, run: Callable[[], QueryResult], job_timeout_s: float) -> str:
+        """The id of the job for ``key``: the registered one, or a new one this process runs."""
         for _ in range(3):
             job_id = uuid.uuid4().hex
             if self._add(f"job:{key}", job_id, job_timeout_s + self.job_margin_s):
-                outcome: Future[_Outcome] = Future()
                 with self._local_lock:
-                    self._local[job_id] = outcome
-                job = self._executor.submit(self._run_job, key, job_id, run, outcome)
-                # Forgotten once its writes are done: from then on its outcome is in the cache.
-                job.add_done_callback(lambda _, job_id=job_id: self._forget(job_id))
-                return job_id, True
+                    future = self._local[job_id] = self._executor.submit(self._run_job, key, job_id, run)
+                future.add_done_callback(lambda _, job_id=job_id: self._forget(job_id))
+                return job_id
             existing = self._get(f"job:{key}")
             if existing is not None:
-                return existing, False
+                return existing
             # The registered job expired between our add and get: try to become the owner again.
         raise DataSourceError("Query could not be scheduled")
 
@@ -291,15 +284,8 @@ class QueryRunner:
         with self._local_lock:
             self._local.pop(job_id, None)
 
-    def _run_job(self, key: str, job_id: str, run: Callable[[], QueryResult], waiters: Future[_Outcome]) -> None:
-        """On a worker thread: run, hand the outcome to this process's waiters (``waiters``), then cache the rows
-        and publish the outcome to other processes. Never raises.
-
-        The waiters get the outcome before the writes, so that a request does not wait on them (pickling the
-        rows, and Redis round trips when the cache is Redis). Until the writes are done the job stays in
-        ``_local``: a request for the same key that comes in between finds the job, not an empty cache, and
-        takes its outcome from ``waiters``.
-        """
+    def _run_job(self, key: str, job_id: str, run: Callable[[], QueryResult]) -> _Outcome:
+        """On a worker thread: run, cache the rows, publish the outcome. Never raises."""
         outcome: _Outcome
         try:
             result = run()
@@ -311,56 +297,50 @@ class QueryRunner:
                 logger.exception("query job %s failed with an error that cannot be shared", job_id)
                 outcome = ("error", DataSourceError("Query failed"))
         else:
-            outcome = ("ok", time.time(), result)
-        waiters.set_result(outcome)
-        if outcome[0] == "ok":
-            self._set(f"result:{key}", (outcome[1], outcome[2]), self.result_ttl_s)
-            self._stamp(key, outcome[1])
+            refreshed_at = time.time()
+            outcome = ("ok", refreshed_at, result)
+            self._set(f"result:{key}", (refreshed_at, result), self.result_ttl_s)
+            self._stamp(key, refreshed_at)
         self._set(f"outcome:{job_id}", outcome, self.job_result_ttl_s)
         # Keep pointing at the finished job for a moment: the repeat of a Continue wait finds it.
         self._set(f"job:{key}", job_id, self.job_result_ttl_s)
+        return outcome
 
-    def _await(self, job: tuple[str, bool], wait_s: float) -> tuple[_Outcome | None, bool]:
-        """The outcome of ``job`` (its id, and whether this request started it), or None when it is not there within
-        ``wait_s``; and whether it had ended before, in a job another request started."""
-        job_id, ours = job
+    def _await(self, job_id: str, wait_s: float) -> _Outcome | None:
+        """The job's outcome, or None when it is not there within ``wait_s``."""
         with self._local_lock:
             future = self._local.get(job_id)
         if future is not None:
-            finished = future.done() and not ours
             try:
-                return future.result(timeout=wait_s), finished
+                return future.result(timeout=wait_s)
             except FutureTimeout:
-                return None, False
+                return None
         # Another process runs it (or ran it): its outcome appears in the cache.
         deadline = time.monotonic() + wait_s
-        for looks, delay in enumerate(self._polls()):
+        for delay in self._polls():
             outcome = self._get(f"outcome:{job_id}")
             remaining = deadline - time.monotonic()
             if outcome is not None or remaining <= 0:
-                return outcome, outcome is not None and looks == 0 and not ours
+                return outcome
             time.sleep(min(delay, remaining))
         raise AssertionError("unreachable")
 
-    async def _await_async(self, job: tuple[str, bool], wait_s: float) -> tuple[_Outcome | None, bool]:
+    async def _await_async(self, job_id: str, wait_s: float) -> _Outcome | None:
         """:meth:`_await` on an event loop. A wait that ends leaves the job running (``shield``: waiting on a
         ``concurrent.futures.Future`` through ``wrap_future`` would otherwise cancel a job not yet started)."""
-        job_id, ours = job
         with self._local_lock:
             future = self._local.get(job_id)
         if future is not None:
-            if future.done():
-                return future.result(), not ours
             try:
-                return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), wait_s), False
+                return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), wait_s)
             except TimeoutError:
-                return None, False
+                return None
         deadline = time.monotonic() + wait_s
-        for looks, delay in enumerate(self._polls()):
+        for delay in self._polls():
             outcome = self._get(f"outcome:{job_id}")
             remaining = deadline - time.monotonic()
             if outcome is not None or remaining <= 0:
-                return outcome, outcome is not None and looks == 0 and not ours
+                return outcome
             await asyncio.sleep(min(delay, remaining))
         raise AssertionError("unreachable")
 

@@ -227,47 +227,6 @@ def test_no_cache_runs_the_query_despite_a_fresh_result_and_refreshes_the_cache(
     assert query.calls == 2
 
 
-class HeldWrites(LocMemCache):
-    """A local cache whose writes wait at a gate: a slow cache (a remote Redis, a large result to pickle)."""
-
-    def __init__(self) -> None:
-        super().__init__(f"test-{uuid.uuid4().hex}", {})
-        self.gate = threading.Event()
-        self.writing = threading.Event()
-
-    def set(self, *args, **kwargs) -> None:
-        self.writing.set()
-        assert self.gate.wait(10), "the test never opened the gate"
-        super().set(*args, **kwargs)
-
-
-@pytest.mark.parametrize("kind", [QueryRunner, AwaitingRunner])
-def test_a_request_gets_its_rows_before_the_cache_is_written(kind):
-    """The rows reach the request that waits for them while the cache's writes are still under way; a request
-    for the same rows in between takes them from the finished job (no second run); the writes then land."""
-    backend = HeldWrites()
-    runner = kind(cache=backend, workers=2, job_result_ttl_s=1, job_margin_s=1)
-    query = Query()
-    try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            first = pool.submit(load, runner, query).result(timeout=5)  # the writes are held: not waited for
-        assert backend.writing.is_set()
-        between = load(runner, query)
-        backend.gate.set()
-        deadline = time.monotonic() + 5
-        while backend.get(f"semantic:result:{KEY}") is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        after = load(runner, query)
-    finally:
-        backend.gate.set()
-        runner.shutdown()
-
-    assert (first.result, first.from_cache) == (rows(1), False)
-    assert (between.result, between.from_cache, between.refreshed_at) == (rows(1), True, first.refreshed_at)
-    assert (after.result, after.from_cache, after.refreshed_at) == (rows(1), True, first.refreshed_at)
-    assert query.calls == 1
-
-
 # --- Continue wait ------------------------------------------------------------------------------------
 
 
