@@ -213,6 +213,18 @@ class StealMonitor:
 
 # Steal in a sample at or above this is a burst (at 50 ms samples: 12 ms or more of 50 taken from the two CPUs).
 STEAL_BURST = 0.25
+SLOW_MS = 50.0  # requests slower than this are checked against the bursts
+
+
+def print_steal(results: list[RunResult], indent: str = " ") -> None:
+    """The steal report of each run, under one header that states how it is measured."""
+    interval_ms = StealMonitor().interval_s * 1000
+    print(
+        f"{indent}CPU time the hypervisor took from the VM during each run (/proc/stat steal; "
+        f"bursts: >= {STEAL_BURST:.0%} in {interval_ms:.0f} ms):"
+    )
+    for result in results:
+        print(f"{indent}  {result.label:<38} {result.steal_line(SLOW_MS)}")
 
 
 @dataclass

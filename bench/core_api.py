@@ -50,6 +50,7 @@ from _harness import (
     json_body,
     manage,
     pct,
+    print_steal,
     run_load,
     server_env,
     start_server,
@@ -290,9 +291,7 @@ def main() -> None:
         )
     for result in results.values():
         print("  " + result.line())
-    print("  CPU time the hypervisor took from the VM (/proc/stat steal; bursts: >= 25% in 50 ms):")
-    for result in results.values():
-        print(f"    {result.label:<36} {result.steal_line(50.0)}")
+    print_steal(list(results.values()), indent="  ")
     figures: dict[str, Any] = {}
     for label, latencies in direct.items():
         off = results[f"load cache off, {label}"]

@@ -27,7 +27,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import RunResult, bench_database_url, json_body, manage, run_load, run_rate, server_env, start_server
+from _harness import (
+    RunResult,
+    bench_database_url,
+    json_body,
+    manage,
+    print_steal,
+    run_load,
+    run_rate,
+    server_env,
+    start_server,
+)
 
 
 def main() -> None:
@@ -163,9 +173,7 @@ def main() -> None:
         + ", ".join(f"{r.label} {r.pct(0.99):.1f} ms" for r in (steady, fresh))
         + ")"
     )
-    print(" CPU time the hypervisor took from the VM during each run (/proc/stat steal; bursts: >= 25% in 50 ms):")
-    for result in (baseline, steady, fresh, baseline_rate, steady_rate, fresh_rate):
-        print(f"  {result.label:<38} {result.steal_line(50.0)}")
+    print_steal([baseline, steady, fresh, baseline_rate, steady_rate, fresh_rate])
     if args.json:
         runs = {"baseline": baseline, "steady": steady, "fresh": fresh}
         runs |= {"baseline_rate": baseline_rate, "steady_rate": steady_rate, "fresh_rate": fresh_rate}

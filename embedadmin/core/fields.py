@@ -2,6 +2,10 @@
 
 DRF's stock fields coerce (``123`` becomes ``"123"``, ``"yes"`` becomes ``True``); an API whose
 values feed access policies must not guess, so these refuse the wrong JSON type instead.
+
+Also what every JSON entry point refuses the same way: ids beyond a bigint (``MAX_BIGINT``), unpaired UTF-16
+surrogates (``loads_json``, ``has_lone_surrogate``), NUL characters and numbers beyond a double's range in
+stored JSON values.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.db import models
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
@@ -54,18 +59,18 @@ class StrictIntegerField(serializers.IntegerField):
 
 # The largest value of a 64-bit integer column (PostgreSQL bigint, SQLite INTEGER): every row id. A larger
 # number from a client is refused before the database, which cannot even compare it with an id.
-MAX_BIGINT = 2**63 - 1
+MAX_BIGINT = models.BigIntegerField.MAX_BIGINT
 
 # A UTF-16 surrogate code point: JSON's "\ud800" escape without its pair decodes to one, and UTF-8 cannot
 # encode it, so no database, log line or JSON answer can carry it.
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
 UNPAIRED_SURROGATE = "a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)"
 
 
 def has_lone_surrogate(value: Any) -> bool:
     """Whether a parsed JSON value has an unpaired surrogate in any string or object key, at any depth."""
     if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
+        return SURROGATE.search(value) is not None
     if isinstance(value, dict):
         return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
     if isinstance(value, list):
@@ -125,9 +130,13 @@ class JsonValueField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         if contains_nul(data):
             self.fail("nul")
-        if has_non_finite(data):
-            self.fail("non_finite")
-        return super().to_internal_value(data)
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError:
+            # DRF refuses what JSON cannot write back: for parsed JSON, only a number beyond a double's range.
+            if has_non_finite(data):
+                self.fail("non_finite")
+            raise
 
 
 class JsonObjectField(JsonValueField):

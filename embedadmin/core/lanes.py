@@ -1,5 +1,7 @@
-"""What the lanes in front of Django share (ADR 0010, 0011): a small pool of async PostgreSQL connections,
-and reading a request body so that Django can still be handed the request whole.
+"""What the lanes in front of Django share (ADR 0010, 0011): a small pool of async PostgreSQL connections
+(``connection_params``: Django's own), reading a request body so that Django can still be handed the request
+whole, the refusal of a repeated credential header (``headers_once``), and bounded memories of pure functions
+(``remember``, ``remembered``).
 
 The lanes (``embedding/lane.py``, ``semantic/lane.py``) answer some requests on the event loop and hand
 every other one to the application behind them. Django keeps its own pool of sync connections; the lanes'
@@ -48,13 +50,13 @@ class LanePool:
 
 def connection_params(settings_dict: dict[str, Any]) -> dict[str, Any]:
     """psycopg connection arguments from Django's database settings (PostgreSQL): Django's own, so every
-    libpq option of ``DATABASE_URL`` reaches the lanes too, without its sync cursor class and adapters."""
+    libpq option of ``DATABASE_URL`` reaches the lanes too (``prepare_threshold`` included, as Django passes it:
+    None never prepares), without its sync cursor class and adapters."""
     from django.db.backends.postgresql.base import DatabaseWrapper
 
     params = DatabaseWrapper(settings_dict).get_connection_params()
     for name in ("cursor_factory", "context"):
         params.pop(name, None)
-    params["prepare_threshold"] = settings_dict.get("OPTIONS", {}).get("prepare_threshold")  # None: never prepare
     return params
 
 

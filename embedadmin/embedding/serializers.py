@@ -13,6 +13,7 @@ from rest_framework import serializers
 
 from embedadmin.core.fields import (
     MAX_BIGINT,
+    SURROGATE,
     HttpUrlField,
     JsonObjectField,
     RejectUnknownFieldsMixin,
@@ -124,7 +125,6 @@ _FAST_FIELDS = frozenset(GenerateSessionSerializer._declared_fields) - {
     "groupDefinitions",
 }
 _TENANT_NAME = re.compile(EMBED_TENANT_NAME_RE)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # The serializer's own limits, so that the two cannot drift apart.
 _FIELDS = GenerateSessionSerializer._declared_fields
 _PROFILE = UserProfileSerializer._declared_fields
@@ -148,7 +148,7 @@ def _plain(value: Any, max_length: int, *, blank: bool = False) -> bool:
         and (blank or value != "")
         and value == value.strip()
         and "\x00" not in value
-        and _SURROGATE.search(value) is None
+        and SURROGATE.search(value) is None
     )
 
 
@@ -171,7 +171,7 @@ def _fast_profile(value: Any) -> bool:
     if type(value) is not dict or not value.keys() <= {"displayName", "picture"}:
         return False
     name = value.get("displayName", "")
-    if type(name) is not str or len(name) > _MAX_DISPLAY_NAME or "\x00" in name or _SURROGATE.search(name):
+    if type(name) is not str or len(name) > _MAX_DISPLAY_NAME or "\x00" in name or SURROGATE.search(name):
         return False
     return "picture" not in value or (_plain(value["picture"], _MAX_PICTURE) and is_http_url(value["picture"]))
 

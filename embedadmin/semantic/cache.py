@@ -335,9 +335,11 @@ class QueryRunner:
                 return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), wait_s)
             except TimeoutError:
                 return None
+        loop = asyncio.get_running_loop()
         deadline = time.monotonic() + wait_s
         for delay in self._polls():
-            outcome = self._get(f"outcome:{job_id}")
+            # On a worker thread, as a cached result is read: the outcome holds the rows.
+            outcome = await loop.run_in_executor(None, self._get, f"outcome:{job_id}")
             remaining = deadline - time.monotonic()
             if outcome is not None or remaining <= 0:
                 return outcome

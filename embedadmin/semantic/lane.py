@@ -9,10 +9,11 @@ token itself, then:
 
 1. gives an answer it kept, byte for byte, when every condition below holds;
 2. otherwise takes the view's own steps: :func:`views.load_work` plans the load on the event loop, its
-   results are awaited from the result cache's runner (:meth:`QueryRunner.load_async`: the query runs on the
-   runner's worker thread, the only hand-off), and :func:`service.finish_load` shapes the answer, on a worker
-   thread when it has more than ``LOOP_ROWS`` rows. Errors get Django's bodies (``views.error_answer``),
-   answers the headers of Django's answers (learned from the first load Django answers here).
+   results are awaited from the result cache's runner (:func:`service.read_results_async`: the query runs on
+   the runner's worker thread, and a cached result is read on a worker thread), and
+   :func:`service.finish_load` shapes the answer, on a worker thread when it has more than ``LOOP_ROWS``
+   rows. Errors get Django's bodies (``views.error_answer``), answers the headers of Django's answers
+   (learned from the first load Django answers here).
 
 A request the lane cannot read the way Django does (JWKS tokens, a body that is not a JSON object, time
 zones it cannot read, a non-ASCII query string, the process's first load) goes to Django.
@@ -100,7 +101,8 @@ _DEPLOYMENT_SQL = (
 
 @dataclass(frozen=True)
 class _Kept:
-    status: int
+    """A 200 answer kept for the same request."""
+
     headers: list[tuple[bytes, bytes]]
     body: bytes
     reuse: tuple[ResultUse, ...]
@@ -115,6 +117,9 @@ class _Admitted:
     ctx: QueryContext
     method: str
     raw: bytes  # the query string of a GET, the body of a POST (a JSON object: time_shape read it)
+    # Cube's parameters when reading the request's shape parsed them; None when its shape was remembered (a
+    # kept answer needs no parameters: they are read only if the request is answered afresh).
+    params: dict[str, Any] | None
 
 
 class LoadLane:
@@ -171,7 +176,7 @@ class LoadLane:
         self._answer_headers = captured.headers
         if slot.get("deployment_id") == deployment_id:
             body = b"".join(captured.body)
-            self._keep(admitted.key, captured.status, captured.headers, body, slot["compiler_id"], slot["reuse"])
+            self._keep(admitted.key, captured.headers, body, slot["compiler_id"], slot["reuse"])
         return None
 
     async def _run(self, admitted: _Admitted, django_headers: list[tuple[bytes, bytes]], send: Callable) -> None:
@@ -182,8 +187,8 @@ class LoadLane:
         headers = [(k, length if k.lower() == b"content-length" else v) for k, v in django_headers]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content, "more_body": False})
-        if answer is not None and answer.reuse is not None:
-            self._keep(admitted.key, status, headers, content, answer.compiler_id, answer.reuse)
+        if answer is not None and answer.reuse is not None:  # a 200 with data
+            self._keep(admitted.key, headers, content, answer.compiler_id, answer.reuse)
 
     def _deployment_id(self, scope: dict[str, Any]) -> int | None:
         if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
@@ -218,7 +223,14 @@ class LoadLane:
         ):
             return None
         request = hashlib.sha256(scope["method"].encode() + b"\n" + raw).hexdigest()
-        shape = remembered(self._shapes, request, lambda: time_shape(_params(scope["method"], raw)))
+        params = None
+
+        def shape_of_request() -> tuple[str, tuple[str, ...]] | None:
+            nonlocal params
+            params = _params(scope["method"], raw)
+            return time_shape(params)
+
+        shape = remembered(self._shapes, request, shape_of_request)
         if shape is None:
             return None  # not a JSON object, time zones it cannot read: Django's path
         row = await self._deployment_row(deployment_id, str(claimed_jti) if claimed_jti is not None else None)
@@ -246,6 +258,7 @@ class LoadLane:
             ctx=ctx,
             method=scope["method"],
             raw=raw,
+            params=params,
         )
 
     async def _deployment_row(self, deployment_id: int, jti: str | None) -> tuple[Any, ...] | None:
@@ -293,14 +306,13 @@ class LoadLane:
         if kept is None or not _rows_current(kept.reuse):
             return False
         self._kept.move_to_end(key)
-        await send({"type": "http.response.start", "status": kept.status, "headers": kept.headers})
+        await send({"type": "http.response.start", "status": 200, "headers": kept.headers})
         await send({"type": "http.response.body", "body": kept.body, "more_body": False})
         return True
 
     def _keep(
         self,
         key: tuple[Any, ...],
-        status: int,
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         compiler_id: str,
@@ -311,7 +323,7 @@ class LoadLane:
         previous = self._kept.pop(key, None)
         if previous is not None:
             self._kept_bytes -= len(previous.body)
-        self._kept[key] = _Kept(status, headers, body, reuse)
+        self._kept[key] = _Kept(headers, body, reuse)
         self._kept_bytes += len(body)
         while self._kept_bytes > MAX_KEPT_BYTES:
             _, dropped = self._kept.popitem(last=False)
@@ -365,10 +377,10 @@ async def _answer(admitted: _Admitted) -> tuple[int, bytes, LoadAnswer | None]:
     the event loop, the query awaited on the result cache's runner (its worker thread runs it). A large
     answer is shaped and encoded on a worker thread instead (``LOOP_ROWS``)."""
     try:
-        params = _params(admitted.method, admitted.raw)
-        assert params is not None  # time_shape has read it
+        params = admitted.params if admitted.params is not None else _params(admitted.method, admitted.raw)
+        assert params is not None  # time_shape has read the same bytes
         work = views.load_work(admitted.served, admitted.ctx, views.checked_params(params))
-        results = [await service.cached_rows_async(work.served, read, work.mode) for read in work.reads]
+        results = await service.read_results_async(work)
         if sum(len(result.result.rows) for result in results) <= LOOP_ROWS:
             answer = service.finish_load(work, results)
             return 200, json_bytes(answer.body), answer

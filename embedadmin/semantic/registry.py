@@ -73,9 +73,9 @@ class ModelRegistry:
             raise ValueError(f"unsupported dialect {dialect!r}")
         interval = self.check_interval if check_interval is None else check_interval
         given = (str(directory), dialect)
-        entry = self._resolved.get(given)  # a dict read is atomic; writers hold the lock
-        if entry is not None and entry.fresh(interval):
-            return entry.version
+        known = self._fresh(given, interval)
+        if known is not None:
+            return known
         root = Path(directory).resolve()
         with self._lock:
             entry = self._resolved[given] = self._entries.setdefault((str(root), dialect), _Entry())
@@ -86,8 +86,11 @@ class ModelRegistry:
 
     def peek(self, directory: str | Path, *, dialect: str) -> ModelVersion | None:
         """The version :meth:`get` would return without touching the files, or None when a check is due."""
-        entry = self._resolved.get((str(directory), dialect))
-        return entry.version if entry is not None and entry.fresh(self.check_interval) else None
+        return self._fresh((str(directory), dialect), self.check_interval)
+
+    def _fresh(self, given: tuple[str, str], interval: float) -> ModelVersion | None:
+        entry = self._resolved.get(given)  # a dict read is atomic; writers hold the lock
+        return entry.version if entry is not None and entry.fresh(interval) else None
 
     def clear(self) -> None:
         with self._lock:

@@ -188,7 +188,7 @@ def semantic_load(
     work = plan_load(
         served=served_model(deployment=deployment), ctx=ctx, query=query, query_type=query_type, cache=cache
     )
-    return finish_load(work, read_results(work)).body
+    return answer_load(work).body
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ class LoadWork:
     results to read in order (each query's rows, then its total when it asks for one).
 
     :func:`read_results` reads them on the calling thread (:func:`semantic_load`, the view); the Core Data
-    API's lane (``semantic/lane.py``) reads them from the event loop (:func:`cached_rows_async`). All finish
+    API's lane (``semantic/lane.py``) reads them from the event loop (:func:`read_results_async`). All finish
     with :func:`finish_load`."""
 
     served: ServedModel
@@ -258,6 +258,16 @@ def plan_load(
 def read_results(work: LoadWork) -> list[CachedResult]:
     """The results of ``work``, in order, read through the result cache on this thread."""
     return [_cached_rows(work.served, read, work.mode) for read in work.reads]
+
+
+async def read_results_async(work: LoadWork) -> list[CachedResult]:
+    """:func:`read_results`, awaited on an event loop (:meth:`QueryRunner.load_async`)."""
+    return [await _cached_rows_async(work.served, read, work.mode) for read in work.reads]
+
+
+def answer_load(work: LoadWork) -> LoadAnswer:
+    """The answer to ``work``, its results read on this thread."""
+    return finish_load(work, read_results(work))
 
 
 def finish_load(work: LoadWork, results: Sequence[CachedResult]) -> LoadAnswer:
@@ -361,9 +371,7 @@ def _cached_rows(served: ServedModel, read: ResultRead, mode: CacheMode) -> Cach
         raise DataSourceFailure(str(exc)) from None
 
 
-async def cached_rows_async(served: ServedModel, read: ResultRead, mode: CacheMode) -> CachedResult:
-    """The rows of ``read``, as :func:`read_results` reads them, awaited on the event loop
-    (:meth:`QueryRunner.load_async`)."""
+async def _cached_rows_async(served: ServedModel, read: ResultRead, mode: CacheMode) -> CachedResult:
     try:
         return await query_runner().load_async(**_runner_args(served, read, mode))
     except DataSourceError as exc:

@@ -169,8 +169,7 @@ def load_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
 
 def load_answer(caller: CoreApiCaller, params: dict[str, Any]) -> service.LoadAnswer:
     """``/v1/load`` for a verified caller and Cube's parameters (as :func:`request_params` reads them)."""
-    work = load_work(service.served_model(deployment=caller.deployment), caller.ctx, params)
-    return service.finish_load(work, service.read_results(work))
+    return service.answer_load(load_work(service.served_model(deployment=caller.deployment), caller.ctx, params))
 
 
 def load_work(served: service.ServedModel, ctx: QueryContext, params: dict[str, Any]) -> service.LoadWork:
