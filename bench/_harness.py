@@ -71,11 +71,11 @@ class Server:
             self.process.kill()
 
 
-def start_server(env: dict[str, str], *, port: int, workers: int) -> Server:
-    """Serve the ASGI app the way production does: gunicorn with uvicorn workers."""
+def start_server(env: dict[str, str], *, port: int, workers: int, app: str = "embedadmin.asgi:application") -> Server:
+    """Serve an ASGI app (the product's by default) the way production does: gunicorn with uvicorn workers."""
     command = [
         str(Path(PYTHON).parent / "gunicorn"),
-        "embedadmin.asgi:application",
+        app,
         "-k",
         "uvicorn_worker.UvicornWorker",
         "-w",

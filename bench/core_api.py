@@ -7,9 +7,13 @@ fresh PostgreSQL bench database; the server runs as in production (gunicorn + uv
   compiles, runs and shapes a query; the baseline runs the SQL of each such query (read from /v1/sql) with
   its parameters directly on the DuckDB file, in this process. Added latency = median of /v1/load - median
   of the direct SQL.
-  - sequential: the two are interleaved, one direct statement and one request in turn (in alternating
-    order), so that both meet the same phase of the machine and the same state of its CPU caches. On a
-    noisy VM, two runs one after the other differ by more than the target.
+  - sequential: interleaved, statement i directly and then request i to each target in an order that rotates
+    with i, so that all meet the same phase of the machine and the same state of its CPU caches. On a noisy VM,
+    two runs one after the other differ by more than the target.
+  - the floor (``bench/floor_app.py``), in the same rotation: a bare ASGI app on the same server, sent the
+    same SQL, answering its rows as JSON, with the query on a worker thread and on the event loop. What it
+    adds over the direct SQL is what HTTP, JSON and the hand-off cost on this machine before any of the
+    product's work; /v1/load's added latency minus the worker-thread floor is the product's own.
   - concurrent: the direct SQL with as many threads as clients, then the requests.
 - cache on: one query repeated; every request after the first is a result-cache hit.
 - /v1/meta of a generated 200-cube model.
@@ -150,16 +154,18 @@ def direct_sql(path: Path, statements: list[tuple[str, list[Any]]], clients: int
 
 
 def interleaved(
-    label: str, *, port: int, path: Path, statements: list[tuple[str, list[Any]]], make: RequestFactory
-) -> tuple[list[float], RunResult]:
-    """One at a time, in turn: statement i directly on the DuckDB file and request i (which runs it), the
-    direct one first for even i and second for odd i. The latencies of each, in ms, and the requests' run."""
+    label: str, *, path: Path, statements: list[tuple[str, list[Any]]], targets: dict[str, tuple[int, RequestFactory]]
+) -> tuple[list[float], dict[str, RunResult]]:
+    """One at a time, in turn: statement i directly on the DuckDB file, then request i to each target (each runs
+    the same statement), in an order that rotates with i, so that each meets the same phase of the machine and
+    the same state of its CPU caches. The direct statements' latencies in ms, and each target's run."""
     connection = duckdb.connect(str(path), read_only=True)
     connection.execute("SET TimeZone = 'UTC'")
     cursor = connection.cursor()
     direct: list[float] = []
-    loads: list[float] = []
-    errors = 0
+    latencies: dict[str, list[float]] = {name: [] for name in targets}
+    errors = dict.fromkeys(targets, 0)
+    busy = dict.fromkeys(targets, 0.0)
 
     def run_direct(i: int) -> None:
         started = time.perf_counter()
@@ -167,30 +173,42 @@ def interleaved(
         cursor.fetchall()
         direct.append((time.perf_counter() - started) * 1000)
 
-    async def run_requests() -> float:
-        nonlocal errors
-        conn = Connection(port)
-        began = time.perf_counter()
+    async def run_requests() -> None:
+        connections = {name: Connection(port) for name, (port, _make) in targets.items()}
+        steps: list[str | None] = [None, *targets]  # None: the direct statement
         try:
             for i in range(len(statements)):
-                if i % 2 == 0:
-                    run_direct(i)
-                method, request_path, headers, body = make(i)
-                started = time.perf_counter()
-                status, _ = await conn.request(method, request_path, headers, body)
-                loads.append((time.perf_counter() - started) * 1000)
-                errors += status != 200
-                if i % 2 == 1:
-                    run_direct(i)
+                shift = i % len(steps)
+                for step in steps[shift:] + steps[:shift]:
+                    if step is None:
+                        run_direct(i)
+                        continue
+                    method, request_path, headers, body = targets[step][1](i)
+                    started = time.perf_counter()
+                    status, _ = await connections[step].request(method, request_path, headers, body)
+                    elapsed = time.perf_counter() - started
+                    latencies[step].append(elapsed * 1000)
+                    busy[step] += elapsed
+                    errors[step] += status != 200
         finally:
-            conn.close()
-        return time.perf_counter() - began - sum(direct) / 1000
+            for conn in connections.values():
+                conn.close()
 
     with StealMonitor() as steal:
-        seconds = uvloop.run(run_requests())
+        uvloop.run(run_requests())
     connection.close()
-    run = RunResult(label=label, requests=len(loads), errors=errors, seconds=seconds, latencies_ms=loads, steal=steal)
-    return direct, run
+    runs = {
+        name: RunResult(
+            label=f"{name}, {label}",
+            requests=len(latencies[name]),
+            errors=errors[name],
+            seconds=busy[name],
+            latencies_ms=latencies[name],
+            steal=steal,
+        )
+        for name in targets
+    }
+    return direct, runs
 
 
 def main() -> None:
@@ -234,7 +252,15 @@ def main() -> None:
     def meta(_i: int) -> tuple[str, str, dict[str, str], bytes]:
         return "GET", f"{wide_base}/meta", wide_auth, b""
 
+    def floor(path: str, statement: tuple[str, list[Any]]) -> tuple[str, str, dict[str, str], bytes]:
+        body = json_body({"sql": statement[0], "params": statement[1]})
+        return "POST", path, {"Content-Type": "application/json"}, body
+
+    floor_port = args.port - 1
     server = start_server(env, port=args.port, workers=args.workers)
+    floor_server = start_server(
+        {**env, "FLOOR_DUCKDB": str(dataset)}, port=floor_port, workers=1, app="bench.floor_app:application"
+    )
     results: dict[str, RunResult] = {}
     direct: dict[str, list[float]] = {}
     try:
@@ -250,16 +276,22 @@ def main() -> None:
         warm: Callable[[int], Any] = lambda i: load(cache_off_query(offset + i), "no-cache")  # noqa: E731
         run_load("warm-up", port=args.port, clients=args.clients, total=300, make=warm)
         direct_sql(dataset, statements[:300], 1)
+        floor_warm: Callable[[int], Any] = lambda i: floor(("/thread", "/inline")[i % 2], statements[i])  # noqa: E731
+        run_load("floor warm-up", port=floor_port, clients=1, total=300, make=floor_warm)
 
         for label, clients in (("sequential", 1), (f"{args.clients} clients", args.clients)):  # sequential: interleaved
             if clients == 1:
-                direct[label], results[f"load cache off, {label}"] = interleaved(
-                    f"load cache off, {label}",
-                    port=args.port,
+                direct[label], runs = interleaved(
+                    label,
                     path=dataset,
                     statements=statements,
-                    make=lambda i: load(cache_off_query(i), "no-cache"),
+                    targets={
+                        "load cache off": (args.port, lambda i: load(cache_off_query(i), "no-cache")),
+                        "floor, worker thread": (floor_port, lambda i: floor("/thread", statements[i])),
+                        "floor, on the loop": (floor_port, lambda i: floor("/inline", statements[i])),
+                    },
                 )
+                results.update((run.label, run) for run in runs.values())
             else:
                 direct[label] = direct_sql(dataset, statements, clients)
                 results[f"load cache off, {label}"] = run_load(
@@ -282,6 +314,7 @@ def main() -> None:
         )
     finally:
         server.stop()
+        floor_server.stop()
 
     print(f"\nCore Data API benchmark: {args.orders} orders (DuckDB), {args.workers} ASGI worker(s)")
     for label, latencies in direct.items():
@@ -309,6 +342,16 @@ def main() -> None:
             f"(ratio load/direct {off.pct(0.5) / pct(latencies, 0.5):.2f}x); "
             f"cache hit total (p50) {hit.pct(0.5):.2f} ms"
         )
+    direct_p50 = pct(direct["sequential"], 0.5)
+    thread_floor = results["floor, worker thread, sequential"].pct(0.5) - direct_p50
+    loop_floor = results["floor, on the loop, sequential"].pct(0.5) - direct_p50
+    figures["sequential"]["floor_thread_added_p50_ms"] = round(thread_floor, 2)
+    figures["sequential"]["floor_loop_added_p50_ms"] = round(loop_floor, 2)
+    print(
+        f"  floor (HTTP, JSON, the query; no Django, planning, cache or shaping): added (p50) {thread_floor:.2f} ms "
+        f"with the query on a worker thread, {loop_floor:.2f} ms on the event loop; "
+        f"/v1/load above the worker-thread floor {figures['sequential']['added_p50_ms'] - thread_floor:.2f} ms"
+    )
     meta_result = results["meta 200 cubes, sequential"]
     sequential = figures["sequential"]
     met = sequential["added_p50_ms"] <= 1.5 and sequential["cache_hit"]["p50_ms"] <= 1.0 and meta_result.pct(0.5) <= 10
