@@ -154,11 +154,16 @@ def direct_sql(path: Path, statements: list[tuple[str, list[Any]]], clients: int
 
 
 def interleaved(
-    label: str, *, path: Path, statements: list[tuple[str, list[Any]]], targets: dict[str, tuple[int, RequestFactory]]
+    label: str,
+    *,
+    path: Path,
+    statements: list[tuple[str, list[Any]]],
+    targets: dict[str, tuple[int, RequestFactory]],
+    direct_step: bool = True,
 ) -> tuple[list[float], dict[str, RunResult]]:
-    """One at a time, in turn: statement i directly on the DuckDB file, then request i to each target (each runs
-    the same statement), in an order that rotates with i, so that each meets the same phase of the machine and
-    the same state of its CPU caches. The direct statements' latencies in ms, and each target's run."""
+    """One at a time, in turn: statement i directly on the DuckDB file (unless not ``direct_step``), then request i
+    to each target, in an order that rotates with i, so that each meets the same phase of the machine and the
+    same state of its CPU caches. The direct statements' latencies in ms, and each target's run."""
     connection = duckdb.connect(str(path), read_only=True)
     connection.execute("SET TimeZone = 'UTC'")
     cursor = connection.cursor()
@@ -175,7 +180,7 @@ def interleaved(
 
     async def run_requests() -> None:
         connections = {name: Connection(port) for name, (port, _make) in targets.items()}
-        steps: list[str | None] = [None, *targets]  # None: the direct statement
+        steps: list[str | None] = [None, *targets] if direct_step else [*targets]  # None: the direct statement
         try:
             for i in range(len(statements)):
                 shift = i % len(steps)
@@ -301,13 +306,27 @@ def main() -> None:
                     total=args.requests,
                     make=lambda i: load(cache_off_query(i), "no-cache"),
                 )
-            results[f"load cache hit, {label}"] = run_load(
-                f"load cache hit, {label}",
-                port=args.port,
-                clients=clients,
-                total=args.requests,
-                make=lambda _i: load(CACHED_QUERY),
-            )
+            if clients == 1:  # next to a fixed answer of the same size from the floor's server
+                size = _answer_size(args.port, *load(CACHED_QUERY))
+                _, runs = interleaved(
+                    label,
+                    path=dataset,
+                    statements=statements,
+                    direct_step=False,
+                    targets={
+                        "load cache hit": (args.port, lambda _i: load(CACHED_QUERY)),
+                        "floor, a fixed answer": (floor_port, lambda _i, n=size: ("GET", f"/fixed/{n}", {}, b"")),
+                    },
+                )
+                results.update((run.label, run) for run in runs.values())
+            else:
+                results[f"load cache hit, {label}"] = run_load(
+                    f"load cache hit, {label}",
+                    port=args.port,
+                    clients=clients,
+                    total=args.requests,
+                    make=lambda _i: load(CACHED_QUERY),
+                )
         run_load("meta warm-up", port=args.port, clients=1, total=20, make=meta)
         results["meta 200 cubes, sequential"] = run_load(
             "meta 200 cubes, sequential", port=args.port, clients=1, total=300, make=meta
@@ -352,6 +371,13 @@ def main() -> None:
         f"with the query on a worker thread, {loop_floor:.2f} ms on the event loop; "
         f"/v1/load above the worker-thread floor {figures['sequential']['added_p50_ms'] - thread_floor:.2f} ms"
     )
+    fixed = results["floor, a fixed answer, sequential"].pct(0.5)
+    figures["sequential"]["floor_fixed_answer_p50_ms"] = round(fixed, 2)
+    hit_p50 = results["load cache hit, sequential"].pct(0.5)
+    print(
+        f"  floor under a cache hit (a fixed answer of the same size, no query): total (p50) {fixed:.2f} ms; "
+        f"the cache hit {hit_p50:.2f} ms, {hit_p50 - fixed:.2f} ms above it"
+    )
     meta_result = results["meta 200 cubes, sequential"]
     sequential = figures["sequential"]
     met = sequential["added_p50_ms"] <= 1.5 and sequential["cache_hit"]["p50_ms"] <= 1.0 and meta_result.pct(0.5) <= 10
@@ -363,6 +389,14 @@ def main() -> None:
     if args.json:
         figures["meta"] = meta_result.as_dict()
         print(json.dumps(figures))
+
+
+def _answer_size(port: int, method: str, path: str, headers: dict[str, str], body: bytes) -> int:
+    import urllib.request
+
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return len(response.read())
 
 
 def _fetch_json(port: int, path: str, headers: dict[str, str]) -> Any:

@@ -9,6 +9,7 @@ no token, no planning, no result cache, no shaping: what remains is HTTP, JSON a
   its other requests are not to stop for the length of each query (the product's runner does this).
 - ``POST /inline``: the query runs on the event loop itself, which no server can do with real traffic; it
   measures HTTP and JSON alone.
+- ``GET /fixed/{n}``: a JSON answer of ``n`` bytes and no query: the floor under a cache hit of that size.
 
 Reads the DuckDB file named by ``FLOOR_DUCKDB`` (read-only, as the bench's direct SQL opens it).
 """
@@ -47,8 +48,11 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         body += message.get("body", b"")
         if not message.get("more_body"):
             break
+    status = 200
     if scope["path"] == "/livez":
-        status, content = 200, b"{}"
+        content = b"{}"
+    elif scope["path"].startswith("/fixed/"):
+        content = b'"' + b"x" * max(0, int(scope["path"].removeprefix("/fixed/")) - 2) + b'"'
     else:
         query = json.loads(body)
         if scope["path"] == "/thread":
@@ -56,7 +60,6 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
             content = await loop.run_in_executor(_executor, _rows, query["sql"], query["params"])
         else:
             content = _rows(query["sql"], query["params"])
-        status = 200
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": content})
