@@ -77,7 +77,7 @@ from .cache import CachedResult, ContinueWait, query_runner
 from .context import QueryContext
 from .datasources import dialect_of
 from .dates import format_local, local_now, resolve_timezone, start_of
-from .registry import load_model, loaded_model
+from .registry import ModelVersion, load_model, loaded_model
 from .routing import query_context
 from .service import LoadAnswer, LoadWork, ResultUse, ServedModel, json_bytes
 
@@ -113,13 +113,28 @@ class _Admitted:
     """A request the lane has routed and whose token it has verified: what Django's view would run."""
 
     key: tuple[Any, ...]  # what its answer is kept under
-    served: ServedModel  # the deployment's model version the lane looked up, and its data source
+    deployment_id: int
+    model_dir: str
+    source_encrypted: str
+    source: tuple[str, str]  # the data source's URL in clear, and its dialect
+    version: ModelVersion  # the deployment's model version the lane looked up (its model is not None)
     ctx: QueryContext
     method: str
     raw: bytes  # the query string of a GET, the body of a POST (a JSON object: time_shape read it)
     # Cube's parameters when reading the request's shape parsed them; None when its shape was remembered (a
     # kept answer needs no parameters: they are read only if the request is answered afresh).
     params: dict[str, Any] | None
+
+    def served(self) -> ServedModel:
+        """What Django's view would serve the request from (built only for a request answered afresh)."""
+        deployment = Deployment(
+            pk=self.deployment_id, model_dir=self.model_dir, data_source_url_encrypted=self.source_encrypted
+        )
+        url, dialect = self.source
+        assert self.version.model is not None
+        return ServedModel(
+            deployment=deployment, model=self.version.model, error=self.version.error, source_url=url, dialect=dialect
+        )
 
 
 class LoadLane:
@@ -144,6 +159,7 @@ class LoadLane:
         self._claims: dict[str, tuple[Any, Any] | None] = {}
         self._shapes: dict[str, tuple[str, tuple[str, ...]] | None] = {}
         self._sources: dict[str, tuple[str, str]] = {}
+        self._time_keys: dict[tuple[Any, ...], tuple[str, ...]] = {}
         # The headers of Django's answers to /v1/load (but for Content-Length), learned from the first one.
         self._answer_headers: list[tuple[bytes, bytes]] | None = None
 
@@ -242,23 +258,33 @@ class LoadLane:
         payload, ctx = self._verified(token, tuple(secrets), audience, issuer)
         if payload.get("jti") != claimed_jti:
             return None
-        url, dialect = remembered(self._sources, source_encrypted, lambda: _source(source_encrypted))
+        source = remembered(self._sources, source_encrypted, lambda: _source(source_encrypted))
+        dialect = source[1]
         version = loaded_model(model_dir, dialect=dialect)
         if version is None:  # the files are due a look, which may compile: not on the event loop
             loop = asyncio.get_running_loop()
             version = await loop.run_in_executor(None, functools.partial(load_model, model_dir, dialect=dialect))
         if version.model is None:
             return None
-        deployment = Deployment(pk=deployment_id, model_dir=model_dir, data_source_url_encrypted=source_encrypted)
         return _Admitted(
-            key=(deployment_id, request, ctx.identity, time_key_of(shape), version.model.compiler_id),
-            served=ServedModel(
-                deployment=deployment, model=version.model, error=version.error, source_url=url, dialect=dialect
-            ),
+            key=(deployment_id, request, ctx.identity, self._time_key(shape), version.model.compiler_id),
+            deployment_id=deployment_id,
+            model_dir=model_dir,
+            source_encrypted=source_encrypted,
+            source=source,
+            version=version,
             ctx=ctx,
             method=scope["method"],
             raw=raw,
             params=params,
+        )
+
+    def _time_key(self, shape: tuple[str, tuple[str, ...]]) -> tuple[str, ...]:
+        """:func:`time_key_of` now, remembered for the current second: every time zone's offset is whole seconds,
+        so a local second, minute, hour or day starts on a whole second of Unix time."""
+        second = math.floor(time.time())
+        return remembered(
+            self._time_keys, (shape, second), lambda: time_key_of(shape, datetime.fromtimestamp(second, UTC))
         )
 
     async def _deployment_row(self, deployment_id: int, jti: str | None) -> tuple[Any, ...] | None:
@@ -379,7 +405,7 @@ async def _answer(admitted: _Admitted) -> tuple[int, bytes, LoadAnswer | None]:
     try:
         params = admitted.params if admitted.params is not None else _params(admitted.method, admitted.raw)
         assert params is not None  # time_shape has read the same bytes
-        work = views.load_work(admitted.served, admitted.ctx, views.checked_params(params))
+        work = views.load_work(admitted.served(), admitted.ctx, views.checked_params(params))
         results = await service.read_results_async(work)
         if sum(len(result.result.rows) for result in results) <= LOOP_ROWS:
             answer = service.finish_load(work, results)

@@ -280,6 +280,35 @@ def test_answers_are_kept_per_local_time_at_the_finest_unit_the_query_names():
     assert time_key({"query": "not json"}) is None
 
 
+def test_the_lanes_time_key_follows_the_clock_to_the_second(monkeypatch):
+    import types
+
+    from embedadmin.semantic import lane as lane_module
+
+    clock = {"now": datetime(2026, 3, 1, 9, 59, 59, 200_000, tzinfo=UTC).timestamp()}
+    fake_time = types.SimpleNamespace(time=lambda: clock["now"], monotonic=lane_module.time.monotonic)
+    monkeypatch.setattr(lane_module, "time", fake_time)
+    lane = LoadLane(lambda *a: None, pool=types.SimpleNamespace(params={}), base_path="/cubejs-api")
+    hourly = time_shape({"query": {"timeDimensions": [{"dimension": "o.c", "dateRange": "from 2 hours ago to now"}]}})
+    by_second = time_shape({"query": {"measures": ["o.n"], "timezone": "Asia/Kathmandu", "x": "second"}})
+    assert hourly is not None
+    assert by_second is not None
+
+    def keys() -> tuple:
+        at = datetime.fromtimestamp(clock["now"], UTC)
+        assert lane._time_key(hourly) == time_key_of(hourly, at)
+        assert lane._time_key(by_second) == time_key_of(by_second, at)
+        return lane._time_key(hourly), lane._time_key(by_second)
+
+    before = keys()
+    clock["now"] += 0.7  # 09:59:59.9, the same second
+    assert keys() == before
+    clock["now"] += 0.15  # 10:00:00.05: another hour, another second (Kathmandu is UTC+05:45)
+    after = keys()
+    assert after[0] != before[0]
+    assert after[1] != before[1]
+
+
 def test_a_result_past_its_refresh_interval_is_not_current():
     from embedadmin.semantic.lane import _rows_current
 
