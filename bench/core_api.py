@@ -153,6 +153,16 @@ def direct_sql(path: Path, statements: list[tuple[str, list[Any]]], clients: int
     return latencies
 
 
+def balanced_orders(n: int) -> list[list[int]]:
+    """Orders of ``n`` steps in which each step comes at each position, and right after each other step, equally
+    often (a Williams design: ``n`` orders for an even ``n``, ``2n`` for an odd one)."""
+    offsets = [0]
+    for k in range(1, n):
+        offsets.append((k + 1) // 2 if k % 2 else n - k // 2)
+    orders = [[(row + offset) % n for offset in offsets] for row in range(n)]
+    return orders if n % 2 == 0 else orders + [order[::-1] for order in orders]
+
+
 def interleaved(
     label: str,
     *,
@@ -161,9 +171,10 @@ def interleaved(
     targets: dict[str, tuple[int, RequestFactory]],
     direct_step: bool = True,
 ) -> tuple[list[float], dict[str, RunResult]]:
-    """One at a time, in turn: statement i directly on the DuckDB file (unless not ``direct_step``), then request i
-    to each target, in an order that rotates with i, so that each meets the same phase of the machine and the
-    same state of its CPU caches. The direct statements' latencies in ms, and each target's run."""
+    """One at a time, in turn: statement i directly on the DuckDB file (unless not ``direct_step``) and request i to
+    each target, in an order that changes with i (:func:`balanced_orders`), so that each meets the same phase of the
+    machine and follows each other step equally often. The direct statements' latencies in ms, and each target's
+    run."""
     connection = duckdb.connect(str(path), read_only=True)
     connection.execute("SET TimeZone = 'UTC'")
     cursor = connection.cursor()
@@ -181,10 +192,10 @@ def interleaved(
     async def run_requests() -> None:
         connections = {name: Connection(port) for name, (port, _make) in targets.items()}
         steps: list[str | None] = [None, *targets] if direct_step else [*targets]  # None: the direct statement
+        orders = balanced_orders(len(steps))
         try:
             for i in range(len(statements)):
-                shift = i % len(steps)
-                for step in steps[shift:] + steps[:shift]:
+                for step in (steps[k] for k in orders[i % len(orders)]):
                     if step is None:
                         run_direct(i)
                         continue
@@ -261,27 +272,34 @@ def main() -> None:
         body = json_body({"sql": statement[0], "params": statement[1]})
         return "POST", path, {"Content-Type": "application/json"}, body
 
+    def fixed_answer(size: int) -> tuple[str, str, dict[str, str], bytes]:
+        method, _path, headers, body = load(CACHED_QUERY)
+        return method, f"/fixed/{size}", headers, body
+
     floor_port = args.port - 1
     server = start_server(env, port=args.port, workers=args.workers)
-    floor_server = start_server(
-        {**env, "FLOOR_DUCKDB": str(dataset)}, port=floor_port, workers=1, app="bench.floor_app:application"
-    )
+    floor_server = None
     results: dict[str, RunResult] = {}
     direct: dict[str, list[float]] = {}
     try:
-        # The SQL each cache-off request runs, from /v1/sql, for the direct baseline.
+        floor_server = start_server(
+            {**env, "FLOOR_DUCKDB": str(dataset)}, port=floor_port, workers=1, app="bench.floor_app:application"
+        )
+        # The SQL each cache-off request runs, from /v1/sql, for the direct baseline and the floor; the warm-up
+        # uses other thresholds than the measured runs.
+        offset = args.requests
         statements = []
-        for i in range(args.requests):
+        for i in range(args.requests + 300):
             path = f"{shop_base}/sql?" + urlencode({"query": json.dumps(cache_off_query(i))})
             sql_result = _fetch_json(args.port, path, shop_auth)
             sql, params = sql_result["sql"]["sql"]
             statements.append((sql, params))
+        statements, warm_statements = statements[:offset], statements[offset:]
 
-        offset = args.requests  # the warm-up uses other thresholds than the measured runs
         warm: Callable[[int], Any] = lambda i: load(cache_off_query(offset + i), "no-cache")  # noqa: E731
         run_load("warm-up", port=args.port, clients=args.clients, total=300, make=warm)
-        direct_sql(dataset, statements[:300], 1)
-        floor_warm: Callable[[int], Any] = lambda i: floor(("/thread", "/inline")[i % 2], statements[i])  # noqa: E731
+        direct_sql(dataset, warm_statements, 1)
+        floor_warm: Callable[[int], Any] = lambda i: floor(("/thread", "/inline")[i % 2], warm_statements[i])  # noqa: E731
         run_load("floor warm-up", port=floor_port, clients=1, total=300, make=floor_warm)
 
         for label, clients in (("sequential", 1), (f"{args.clients} clients", args.clients)):  # sequential: interleaved
@@ -315,7 +333,8 @@ def main() -> None:
                     direct_step=False,
                     targets={
                         "load cache hit": (args.port, lambda _i: load(CACHED_QUERY)),
-                        "floor, a fixed answer": (floor_port, lambda _i, n=size: ("GET", f"/fixed/{n}", {}, b"")),
+                        # The same request as the hit's (method, headers, body), to a fixed answer of its size.
+                        "floor, a fixed answer": (floor_port, lambda _i, n=size: fixed_answer(n)),
                     },
                 )
                 results.update((run.label, run) for run in runs.values())
@@ -333,7 +352,8 @@ def main() -> None:
         )
     finally:
         server.stop()
-        floor_server.stop()
+        if floor_server is not None:
+            floor_server.stop()
 
     print(f"\nCore Data API benchmark: {args.orders} orders (DuckDB), {args.workers} ASGI worker(s)")
     for label, latencies in direct.items():

@@ -9,7 +9,8 @@ no token, no planning, no result cache, no shaping: what remains is HTTP, JSON a
   its other requests are not to stop for the length of each query (the product's runner does this).
 - ``POST /inline``: the query runs on the event loop itself, which no server can do with real traffic; it
   measures HTTP and JSON alone.
-- ``GET /fixed/{n}``: a JSON answer of ``n`` bytes and no query: the floor under a cache hit of that size.
+- ``/fixed/{n}`` (any method; the body is read and ignored): a JSON answer of ``n`` bytes and no query, the floor
+  under a cache hit of that size.
 
 Reads the DuckDB file named by ``FLOOR_DUCKDB`` (read-only, as the bench's direct SQL opens it).
 """

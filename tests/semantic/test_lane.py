@@ -303,7 +303,7 @@ def test_the_lanes_time_key_follows_the_clock_to_the_second(monkeypatch):
     before = keys()
     clock["now"] += 0.7  # 09:59:59.9, the same second
     assert keys() == before
-    clock["now"] += 0.15  # 10:00:00.05: another hour, another second (Kathmandu is UTC+05:45)
+    clock["now"] += 0.15  # 10:00:00.05 UTC: another hour in UTC, another second in Kathmandu (UTC+05:45)
     after = keys()
     assert after[0] != before[0]
     assert after[1] != before[1]
