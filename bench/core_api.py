@@ -122,10 +122,24 @@ def write_wide_model(directory: Path, cubes: int = 200) -> None:
         (directory / "cubes" / f"cube_{n}.yml").write_text(text)
 
 
-def direct_sql(path: Path, statements: list[tuple[str, list[Any]]], clients: int) -> list[float]:
-    """Run each statement once on the DuckDB file, ``clients`` at a time; the latency of each in ms."""
+def open_direct(path: Path) -> duckdb.DuckDBPyConnection:
+    """The DuckDB file as the direct baseline reads it: read-only (the servers read it too), in UTC."""
     connection = duckdb.connect(str(path), read_only=True)
     connection.execute("SET TimeZone = 'UTC'")
+    return connection
+
+
+def timed(cursor: duckdb.DuckDBPyConnection, statement: tuple[str, list[Any]]) -> float:
+    """Run one statement and fetch its rows; how long that took in ms."""
+    started = time.perf_counter()
+    cursor.execute(*statement)
+    cursor.fetchall()
+    return (time.perf_counter() - started) * 1000
+
+
+def direct_sql(path: Path, statements: list[tuple[str, list[Any]]], clients: int) -> list[float]:
+    """Run each statement once on the DuckDB file, ``clients`` at a time; the latency of each in ms."""
+    connection = open_direct(path)
     latencies: list[float] = []
     work = iter(statements)
     lock = threading.Lock()
@@ -137,10 +151,7 @@ def direct_sql(path: Path, statements: list[tuple[str, list[Any]]], clients: int
                 item = next(work, None)
             if item is None:
                 return
-            started = time.perf_counter()
-            cursor.execute(item[0], item[1])
-            cursor.fetchall()
-            elapsed = (time.perf_counter() - started) * 1000
+            elapsed = timed(cursor, item)
             with lock:
                 latencies.append(elapsed)
 
@@ -175,19 +186,11 @@ def interleaved(
     each target, in an order that changes with i (:func:`balanced_orders`), so that each meets the same phase of the
     machine and follows each other step equally often. The direct statements' latencies in ms, and each target's
     run."""
-    connection = duckdb.connect(str(path), read_only=True)
-    connection.execute("SET TimeZone = 'UTC'")
+    connection = open_direct(path)
     cursor = connection.cursor()
     direct: list[float] = []
     latencies: dict[str, list[float]] = {name: [] for name in targets}
     errors = dict.fromkeys(targets, 0)
-    busy = dict.fromkeys(targets, 0.0)
-
-    def run_direct(i: int) -> None:
-        started = time.perf_counter()
-        cursor.execute(*statements[i])
-        cursor.fetchall()
-        direct.append((time.perf_counter() - started) * 1000)
 
     async def run_requests() -> None:
         connections = {name: Connection(port) for name, (port, _make) in targets.items()}
@@ -197,14 +200,12 @@ def interleaved(
             for i in range(len(statements)):
                 for step in (steps[k] for k in orders[i % len(orders)]):
                     if step is None:
-                        run_direct(i)
+                        direct.append(timed(cursor, statements[i]))
                         continue
                     method, request_path, headers, body = targets[step][1](i)
                     started = time.perf_counter()
                     status, _ = await connections[step].request(method, request_path, headers, body)
-                    elapsed = time.perf_counter() - started
-                    latencies[step].append(elapsed * 1000)
-                    busy[step] += elapsed
+                    latencies[step].append((time.perf_counter() - started) * 1000)
                     errors[step] += status != 200
         finally:
             for conn in connections.values():
@@ -218,7 +219,7 @@ def interleaved(
             label=f"{name}, {label}",
             requests=len(latencies[name]),
             errors=errors[name],
-            seconds=busy[name],
+            seconds=sum(latencies[name]) / 1000,  # its own requests' time, not the others' in between
             latencies_ms=latencies[name],
             steal=steal,
         )

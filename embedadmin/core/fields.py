@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -67,15 +68,23 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 UNPAIRED_SURROGATE = "a string holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)"
 
 
+def json_any(value: Any, test: Callable[[Any], bool]) -> bool:
+    """Whether ``test`` holds for any object key or scalar (string, number, boolean, null) of a parsed JSON value,
+    at any depth."""
+    if isinstance(value, dict):
+        return any(test(k) or json_any(v, test) for k, v in value.items())
+    if isinstance(value, list):
+        return any(json_any(v, test) for v in value)
+    return test(value)
+
+
+def _lone_surrogate(scalar: Any) -> bool:
+    return isinstance(scalar, str) and SURROGATE.search(scalar) is not None
+
+
 def has_lone_surrogate(value: Any) -> bool:
     """Whether a parsed JSON value has an unpaired surrogate in any string or object key, at any depth."""
-    if isinstance(value, str):
-        return SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(has_lone_surrogate(v) for v in value)
-    return False
+    return json_any(value, _lone_surrogate)
 
 
 def loads_json(text: str | bytes, **options: Any) -> Any:
@@ -91,31 +100,27 @@ def loads_json(text: str | bytes, **options: Any) -> Any:
     return value
 
 
+def _nul(scalar: Any) -> bool:
+    return isinstance(scalar, str) and "\x00" in scalar
+
+
 def contains_nul(value: Any) -> bool:
     """Whether a parsed JSON value has a NUL character in any string or object key, at any depth.
 
     PostgreSQL stores neither text nor ``jsonb`` with a NUL in it, so such a value is refused at the
     edge with a 400 instead of failing in the database.
     """
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(contains_nul(v) for v in value)
-    return False
+    return json_any(value, _nul)
+
+
+def _non_finite(scalar: Any) -> bool:
+    return isinstance(scalar, float) and not math.isfinite(scalar)
 
 
 def has_non_finite(value: Any) -> bool:
     """Whether a parsed JSON value holds a number beyond a double's range (``1e400`` parses as infinity), at any
     depth: JSON cannot write it back."""
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(has_non_finite(v) for v in value.values())
-    if isinstance(value, list):
-        return any(has_non_finite(v) for v in value)
-    return False
+    return json_any(value, _non_finite)
 
 
 class JsonValueField(serializers.JSONField):
