@@ -28,7 +28,8 @@ from django.db import connection
 from embedadmin.chat import events, selectors, services
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
 from embedadmin.chat.models import Agent, Run
-from embedadmin.chat.providers import (
+from embedadmin.chat.providers import provider_for
+from embedadmin.chat.providers.base import (
     CancelToken,
     ContentDelta,
     ModelUsage,
@@ -36,7 +37,6 @@ from embedadmin.chat.providers import (
     ProviderRequest,
     ProviderUnavailable,
     ThinkingDelta,
-    provider_for,
 )
 from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools
 from embedadmin.core.errors import ApiError
@@ -218,6 +218,11 @@ def releasing_connection(function: Callable[..., T], /, *args: Any, **kwargs: An
         connection.close()
 
 
+def agent_provider(agent: Agent) -> Provider:
+    """The provider of ``agent``, handed its API key in clear: providers read no secret themselves."""
+    return provider_for(agent, api_key=services.agent_api_key(agent=agent))
+
+
 def _failure_message(exc: BaseException) -> str:
     if isinstance(exc, ProviderUnavailable):
         return str(exc)
@@ -245,7 +250,7 @@ class ChatRuntime:
         self.bus = bus or bus_for_settings()
         self.heartbeat_seconds = heartbeat_seconds
         self.worker_name = worker_name or f"{socket.gethostname()}:{os.getpid()}"
-        self.provider_for: Callable[[Agent], Provider] = provider_for
+        self.provider_for: Callable[[Agent], Provider] = agent_provider
         self.tools_for: Callable[[Agent], ToolRegistry] = lambda agent: default_tools()
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="chat-run")
         self._pending: set[Future] = set()

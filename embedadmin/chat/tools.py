@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.chat.analyst_vocabulary import content_stems, relevance
+from embedadmin.chat.vocabulary import content_stems, relevance
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext

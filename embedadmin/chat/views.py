@@ -22,6 +22,7 @@ from embedadmin.chat import selectors, services
 from embedadmin.chat.authentication import ChatAuthError, ChatCredential, chat_authenticate
 from embedadmin.chat.bus import bus_for_settings
 from embedadmin.chat.models import Agent
+from embedadmin.chat.runtime import get_runtime
 from embedadmin.chat.serializers import AbortSerializer, StreamChatStateSerializer
 from embedadmin.chat.streaming import plan_stream
 from embedadmin.core.errors import BadRequest, flatten_validation_detail
@@ -80,7 +81,9 @@ def stream_chat_state(request: HttpRequest, agent: Agent, credential: ChatCreden
     )
     user = services.chat_user_upsert(account=agent.account, identity=identity)
     bus = bus_for_settings()
-    plan = services.chat_stream_open(agent=agent, user=user, request=serializer.stream_request(), bus=bus)
+    plan = services.chat_stream_open(
+        agent=agent, user=user, request=serializer.stream_request(), runtime=get_runtime(), bus=bus
+    )
     # Django returns a request's connection at request_finished, which for a stream is its end: give it
     # back now (the stream reads the log from threads of its own), or every open stream pins one.
     connection.close()

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from embedadmin.chat import services, tasks
 from embedadmin.chat.models import Run, ThreadEvent
+from embedadmin.chat.services import runs
 from tests.chat.conftest import SESSION, Gate, LiveStream, read_response, tools_with, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -189,7 +190,7 @@ def test_a_response_tailing_a_run_whose_process_dies_ends_with_the_error(chat, m
 
     chat_id, run = _stranded_run(chat, age_seconds=5)
     monkeypatch.setattr(streaming, "POLL_SECONDS", 0.2)
-    monkeypatch.setattr(services, "STALE_AFTER", dt.timedelta(seconds=6))
+    monkeypatch.setattr(runs, "STALE_AFTER", dt.timedelta(seconds=6))
 
     started = time.monotonic()
     replay = chat.stream({"input": "lost", "chatId": chat_id, "messageId": run.message_id, "sessionSettings": SESSION})

@@ -15,7 +15,7 @@ from embedadmin.semantic.context import QueryContext
 from tests.conftest import Cast
 from tests.semantic.http_support import DEMO_MODEL, demo_duckdb, duck_rows, fresh_semantic_state
 
-__all__ = ["demo_duckdb", "fresh_semantic_state"]  # fixtures used here and by test_analyst
+__all__ = ["demo_duckdb", "fresh_semantic_state"]  # fixtures used here and by providers/test_builtin
 
 ADMIN = QueryContext(groups=["admin"])
 FRANCE = QueryContext(groups=["regional"], user_attributes={"country": "France"})

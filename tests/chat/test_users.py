@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import threading
 
 import pytest
 from django.utils import timezone
@@ -137,8 +138,14 @@ def test_an_expired_user_is_recreated_without_its_old_threads_even_before_the_wo
     assert Thread.objects.count() == 0
 
 
-def test_two_expiry_workers_at_once_delete_each_user_once(acme, chat, on_postgres, monkeypatch):
-    monkeypatch.setattr(services, "_submit", lambda run_id, after=None: None)  # runs stay "running", with their events
+class NoRuntime:
+    """Executes nothing: its runs stay "running", with their events."""
+
+    def submit(self, run_id: int, *, after: threading.Event | None = None) -> None:
+        pass
+
+
+def test_two_expiry_workers_at_once_delete_each_user_once(acme, chat, on_postgres):
     users = [
         services.chat_user_upsert(
             account=acme.account, identity=ChatIdentity(external_id=f"e{i}", ttl_seconds=1), now=T0
@@ -147,7 +154,9 @@ def test_two_expiry_workers_at_once_delete_each_user_once(acme, chat, on_postgre
     ]
     for user in users[:10]:
         thread = services.thread_create(agent=chat.agent, owner=user, branch_name=None, is_default_branch=None)
-        services.run_start(thread=thread, question="q", message_id=None, query_context={}, bus=InProcessBus())
+        services.run_start(
+            thread=thread, question="q", message_id=None, query_context={}, bus=InProcessBus(), runtime=NoRuntime()
+        )
     assert ThreadEvent.objects.count() == 10  # each run's user echo
 
     def expire() -> int:

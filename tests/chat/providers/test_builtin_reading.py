@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from embedadmin.chat.analyst import choose_plan, cubes_of, read_question, sql_for
+from embedadmin.chat.providers.builtin import choose_plan, cubes_of, read_question, sql_for
 
 NOW = datetime(2026, 11, 21, tzinfo=UTC)
 META = {

@@ -4,7 +4,7 @@ Each model call is ``POST {base_url}/chat/completions`` with ``stream: true``; t
 server-sent events while it arrives, and every ``choices[0].delta`` is passed on at once: ``content``
 as answer text, ``reasoning_content`` (or ``reasoning``) as thinking. Tool calls arrive in fragments
 keyed by ``index`` (the id and name first, the JSON arguments in pieces); once the call's stream ends
-they are run through :class:`~embedadmin.chat.providers.ProviderRequest.call_tool`, their JSON-string
+they are run through :class:`~embedadmin.chat.providers.base.ProviderRequest.call_tool`, their JSON-string
 results go back as ``role: "tool"`` messages, and the model is called again, until it answers without
 tools. The last call allowed by ``max_tool_rounds`` is made with ``tool_choice: "none"``.
 
@@ -26,14 +26,7 @@ from typing import Any
 import httpx
 
 from embedadmin.chat.models import Agent
-from embedadmin.chat.providers import (
-    ContentDelta,
-    ModelUsage,
-    ProviderEvent,
-    ProviderRequest,
-    ThinkingDelta,
-)
-from embedadmin.chat.services import agent_api_key
+from embedadmin.chat.providers.base import ContentDelta, ModelUsage, ProviderEvent, ProviderRequest, ThinkingDelta
 from embedadmin.core.errors import ApiError
 
 logger = logging.getLogger(__name__)
@@ -345,6 +338,6 @@ def _chunk(data: str) -> dict[str, Any]:
     return chunk
 
 
-def openai_provider_for(agent: Agent) -> OpenAICompatibleProvider:
-    """The provider of an ``openai`` agent: its base URL and model, its API key decrypted."""
-    return OpenAICompatibleProvider(base_url=agent.base_url, model=agent.model, api_key=agent_api_key(agent=agent))
+def openai_provider_for(agent: Agent, *, api_key: str) -> OpenAICompatibleProvider:
+    """The provider of an ``openai`` agent: its base URL and model, with the API key its caller decrypted."""
+    return OpenAICompatibleProvider(base_url=agent.base_url, model=agent.model, api_key=api_key)

@@ -1,4 +1,4 @@
-"""The built-in analyst: answers a question about the data offline and deterministically.
+"""The built-in provider: an analyst that answers a question about the data offline and deterministically.
 
 It reads the question for what needs no model (time grain, a year, ``top N``, a place after ``in``), calls
 ``serviceMeta`` with the question to learn the cubes and members this user may see, finds the phrases of the
@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from embedadmin.chat.analyst_vocabulary import STOPWORDS, content_stems, local_name, phrases, short_title, stem
-from embedadmin.chat.providers import ContentDelta, ProviderEvent, ProviderRequest, ThinkingDelta
+from embedadmin.chat.providers.base import ContentDelta, ProviderEvent, ProviderRequest, ThinkingDelta
+from embedadmin.chat.vocabulary import STOPWORDS, content_stems, local_name, phrases, short_title, stem
 
 ANSWER_PARTS = 3
 LISTED_ROWS = 12  # rows of a grouped answer written out; the rest are counted
@@ -440,6 +440,13 @@ def chunks(text: str, parts: int) -> list[str]:
     size = max(1, -(-len(words) // parts))
     pieces = [" ".join(words[i : i + size]) for i in range(0, len(words), size)]
     return [piece + (" " if index < len(pieces) - 1 else "") for index, piece in enumerate(pieces)]
+
+
+class BuiltinProvider:
+    """The ``builtin`` agent: ``serviceMeta``, then ``serviceSqlApi``, then an answer that states the numbers."""
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
+        return analyst_stream(request)
 
 
 async def analyst_stream(request: ProviderRequest, *, now: datetime | None = None) -> AsyncIterator[ProviderEvent]:

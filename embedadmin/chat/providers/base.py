@@ -1,4 +1,4 @@
-"""Agent providers: what writes an answer, behind one interface.
+"""What every provider shares: the request a provider answers and the events it streams back.
 
 A provider turns a question (with the thread's history and the tools it may call) into an async
 stream of :data:`ProviderEvent`: thinking and content deltas, and model usage. It calls tools through
@@ -6,9 +6,6 @@ stream of :data:`ProviderEvent`: thinking and content deltas, and model usage. I
 tool, logs the result and returns the JSON string, so a provider never writes frames itself. The
 runtime cancels the provider's task on abort; ``cancel`` lets a provider also notice it cooperatively
 (to close an upstream HTTP stream, say).
-
-Providers by ``Agent.provider``: ``builtin`` (offline and deterministic) is here; ``openai`` (any
-OpenAI-compatible chat-completions endpoint, with streamed tool calls) is in :mod:`.providers_openai`.
 """
 
 from __future__ import annotations
@@ -17,8 +14,6 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-from embedadmin.chat.models import Agent
 
 
 @dataclass(frozen=True)
@@ -79,37 +74,5 @@ class Provider(Protocol):
         """The answer to ``request`` as events; tool calls go through ``request.call_tool``."""
 
 
-class BuiltinProvider:
-    """The offline, deterministic analyst of :mod:`.analyst`: ``serviceMeta``, then ``serviceSqlApi``, then an
-    answer that states the numbers."""
-
-    def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
-        from embedadmin.chat.analyst import analyst_stream  # it builds on this module
-
-        return analyst_stream(request)
-
-
-ProviderFactory = Callable[[Agent], Provider]
-
-
-def _openai_provider(agent: Agent) -> Provider:
-    from embedadmin.chat.providers_openai import openai_provider_for  # it builds on this module
-
-    return openai_provider_for(agent)
-
-
-PROVIDER_FACTORIES: dict[str, ProviderFactory] = {
-    Agent.Provider.BUILTIN: lambda agent: BuiltinProvider(),
-    Agent.Provider.OPENAI: _openai_provider,
-}
-
-
 class ProviderUnavailable(Exception):
     """The agent's provider kind has no implementation on this server."""
-
-
-def provider_for(agent: Agent) -> Provider:
-    factory = PROVIDER_FACTORIES.get(agent.provider)
-    if factory is None:
-        raise ProviderUnavailable(f"The {agent.get_provider_display()} provider is not available on this server")
-    return factory(agent)

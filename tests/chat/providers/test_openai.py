@@ -14,10 +14,11 @@ import pytest
 
 from embedadmin.chat import events, services
 from embedadmin.chat.models import Run
-from embedadmin.chat.providers_openai import SYSTEM_PROMPT, openai_provider_for, sse_data
+from embedadmin.chat.providers.openai import SYSTEM_PROMPT, sse_data
+from embedadmin.chat.runtime import agent_provider
 from embedadmin.chat.tools import SERVICE_META_PARAMETERS, SERVICE_SQL_API_PARAMETERS, ToolContext, default_tools
 from tests.chat.conftest import SESSION, Chat, LiveStream
-from tests.chat.fake_openai import FakeOpenAI, Reply, ScriptedCall, answer, chunk, error, sse, tool_calls
+from tests.chat.providers.fake_openai import FakeOpenAI, Reply, ScriptedCall, answer, chunk, error, sse, tool_calls
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,7 +138,7 @@ def _error_line(lines: list[dict[str, Any]]) -> str:
 
 def _with(runtime, **changes: Any) -> None:
     """Make the runtime's ``openai`` agents use a provider with ``changes`` (shorter timeouts, fewer rounds)."""
-    runtime.provider_for = lambda agent: dataclasses.replace(openai_provider_for(agent), **changes)
+    runtime.provider_for = lambda agent: dataclasses.replace(agent_provider(agent), **changes)
 
 
 def test_a_plain_answer_streams_its_deltas_in_order_and_ends_with_the_whole_answer(llm_chat, fake):

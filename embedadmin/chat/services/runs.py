@@ -1,0 +1,256 @@
+"""Runs and the thread's event log: start a run, log its frames, claim it for execution, keep its
+heartbeat, end it, and fail the runs whose process died.
+
+Locks are short: starting or ending a run locks its thread row for the few statements that decide the
+thread's state (one running run, dense ``seq``); nothing is held while a response streams.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from django.db import transaction
+from django.utils import timezone
+
+from embedadmin.chat import events, selectors
+from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
+from embedadmin.chat.models import Run, Thread, ThreadEvent
+from embedadmin.core.errors import Conflict
+from embedadmin.core.prepared import PreparedInsert, PreparedQuery
+
+# A running run refreshes its heartbeat this often; one silent for STALE_AFTER lost its process.
+HEARTBEAT_SECONDS = 5.0
+STALE_AFTER = dt.timedelta(seconds=30)
+STREAMING_IN_PROGRESS = "Streaming for thread is in progress"
+RUN_LOST_MESSAGE = "The agent stopped unexpectedly; send the message again"
+
+
+class RunSubmitter(Protocol):
+    """Executes started runs: the process's :class:`~embedadmin.chat.runtime.ChatRuntime`. It is passed in
+    because the runtime builds on these services."""
+
+    def submit(self, run_id: int, *, after: threading.Event | None = None) -> None: ...
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """What a response sends: a run's frames from ``from_seq`` (tail), or the thread's state (snapshot)."""
+
+    thread_id: int
+    chat_id: str
+    run_id: int | None = None
+    from_seq: int = 0
+    is_streaming: bool = False
+    # Set once the response has sent its first line: a new run started in this process waits for it
+    # (briefly), so the agent does not compete for the interpreter with the ``__cutoff__`` line.
+    first_line_sent: threading.Event | None = None
+
+
+_RUN_INSERT: PreparedInsert[Run] = PreparedInsert(Run)
+_EVENT_INSERT: PreparedInsert[ThreadEvent] = PreparedInsert(ThreadEvent)
+_THREAD_LOCK = PreparedQuery(
+    Thread,
+    lambda thread_id: Thread.objects.select_for_update().filter(pk=thread_id).order_by().values_list("pk"),
+    sentinels=(-9_000_001,),
+)
+_RUN_OF_MESSAGE: PreparedQuery[Run] = PreparedQuery(
+    Run,
+    lambda thread_id, message_id: Run.objects.filter(thread_id=thread_id, message_id=message_id).order_by()[:1],
+    sentinels=(-9_000_001, "\x00message-id"),
+)
+
+
+def _thread_lock(thread_id: int) -> bool:
+    """Lock a thread row until the transaction ends; False when the thread no longer exists."""
+    return bool(_THREAD_LOCK.rows(thread_id))
+
+
+def run_start(
+    *,
+    thread: Thread,
+    question: str,
+    message_id: str | None,
+    query_context: dict[str, Any],
+    bus: EventBus,
+    runtime: RunSubmitter,
+) -> StreamPlan:
+    """Start answering ``question`` in ``thread``, or re-attach to the run of the same ``message_id``.
+
+    Under a short lock of the thread row: a run with this ``messageId`` is re-attached to (while it
+    streams) or replayed (once it ended) and no second answer is produced; another running run refuses
+    the message (409 ``Streaming for thread is in progress``) unless its process died. Otherwise the run
+    and the user's message are logged, and the run is handed to ``runtime`` once committed.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        _thread_lock(thread.pk)
+        if message_id is not None:
+            same = _RUN_OF_MESSAGE.first(thread.pk, message_id)
+            if same is not None:
+                if same.status == Run.Status.RUNNING and heartbeat_stale(same.heartbeat_at, now):
+                    _run_end_locked(
+                        run=same, outcome=Run.Status.FAILED, now=now, bus=bus, error_message=RUN_LOST_MESSAGE
+                    )
+                    same.status = Run.Status.FAILED
+                return _plan_for_run(thread, same)
+        running = selectors.thread_running_run(thread_id=thread.pk)
+        if running is not None:
+            if not heartbeat_stale(running.heartbeat_at, now):
+                raise Conflict(STREAMING_IN_PROGRESS)
+            _run_end_locked(run=running, outcome=Run.Status.FAILED, now=now, bus=bus, error_message=RUN_LOST_MESSAGE)
+        seq = selectors.thread_last_seq(thread_id=thread.pk) + 1
+        run = _RUN_INSERT.create(
+            thread=thread,
+            message_id=message_id or _generated_message_id(thread),
+            input=question,
+            query_context=query_context,
+            first_seq=seq,
+            heartbeat_at=now,
+            started_at=now,
+        )
+        echo = [(seq, events.user_message(message_id=run.message_id, content=question, sort=seq))]
+        _log_frames(run=run, frames=echo)
+        first_line_sent = threading.Event()
+        transaction.on_commit(
+            lambda: (_publish(bus, thread.pk, run.pk, echo), runtime.submit(run.pk, after=first_line_sent))
+        )
+    return _plan_for_run(thread, run, first_line_sent)
+
+
+def _publish(bus: EventBus, thread_id: int, run_id: int, frames: Sequence[tuple[int, dict[str, Any]]]) -> None:
+    channel = thread_channel(thread_id)
+    for seq, frame in frames:
+        bus.publish(channel, {"kind": "event", "run": run_id, "seq": seq, "message": frame})
+
+
+def _log_frames(*, run: Run, frames: Sequence[tuple[int, dict[str, Any]]]) -> None:
+    ThreadEvent.objects.bulk_create(
+        [ThreadEvent(thread_id=run.thread_id, run=run, seq=seq, message=frame) for seq, frame in frames]
+    )
+
+
+def terminal_frames(
+    *, first_seq: int, outcome: str, error_message: str = "", usage: dict[str, Any] | None = None
+) -> list[tuple[int, dict[str, Any]]]:
+    """The frames that end a run: ``__state__``, then ``__aborted__`` or an error line, then ``__usage__``."""
+    frames: list[dict[str, Any]] = [events.state_marker(sort=first_seq)]
+    if outcome == Run.Status.ABORTED:
+        frames.append(events.aborted(sort=first_seq + 1))
+    elif outcome == Run.Status.FAILED:
+        frames.append(events.error(sort=first_seq + 1, message=error_message))
+    frames.append(events.usage(sort=first_seq + len(frames), **(usage or {})))
+    return [(first_seq + index, frame) for index, frame in enumerate(frames)]
+
+
+def _run_end_locked(
+    *, run: Run, outcome: str, now: dt.datetime, bus: EventBus, error_message: str = "", usage: dict | None = None
+) -> bool:
+    """End a running run and log its terminal frames; the thread row must be locked by the caller.
+    False when the run was no longer running (someone else ended it)."""
+    ended = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(status=outcome, finished_at=now)
+    if not ended:
+        return False
+    frames = terminal_frames(
+        first_seq=selectors.thread_last_seq(thread_id=run.thread_id) + 1,
+        outcome=outcome,
+        error_message=error_message,
+        usage=usage,
+    )
+    _log_frames(run=run, frames=frames)
+    transaction.on_commit(lambda: _publish(bus, run.thread_id, run.pk, frames))
+    return True
+
+
+def run_end(
+    *,
+    run: Run,
+    outcome: str,
+    bus: EventBus,
+    error_message: str = "",
+    usage: dict[str, Any] | None = None,
+    now: dt.datetime | None = None,
+) -> bool:
+    """End a run (completed, failed or aborted) with its terminal frames, in one short transaction."""
+    with transaction.atomic():
+        if not _thread_lock(run.thread_id):
+            return False  # the thread was deleted (its user expired)
+        return _run_end_locked(
+            run=run, outcome=outcome, now=now or timezone.now(), bus=bus, error_message=error_message, usage=usage
+        )
+
+
+def heartbeat_stale(heartbeat_at: dt.datetime, now: dt.datetime) -> bool:
+    """Whether a running run with this heartbeat lost its process."""
+    return heartbeat_at < now - STALE_AFTER
+
+
+def run_fail_if_stale(
+    *, run_id: int, thread_id: int, bus: EventBus | None = None, now: dt.datetime | None = None
+) -> bool:
+    """Mark a running run whose process died as failed (its responses end, the thread takes messages).
+    Callers come here once they saw its heartbeat stale; under the thread's lock it is checked again."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        _thread_lock(thread_id)
+        run = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, heartbeat_at__lt=now - STALE_AFTER).first()
+        if run is None:
+            return False
+        return _run_end_locked(
+            run=run, outcome=Run.Status.FAILED, now=now, bus=bus or bus_for_settings(), error_message=RUN_LOST_MESSAGE
+        )
+
+
+def runs_fail_stale(*, now: dt.datetime | None = None) -> int:
+    """Fail every run whose heartbeat is stale; returns how many were failed."""
+    now = now or timezone.now()
+    return sum(
+        run_fail_if_stale(run_id=run_id, thread_id=thread_id, now=now)
+        for run_id, thread_id in selectors.stale_runs(now=now, stale_after=STALE_AFTER)
+    )
+
+
+def run_frame_append(*, run: Run, seq: int, frame: dict[str, Any], bus: EventBus) -> None:
+    """Log one frame of a running run (autocommit: the run is the thread's only writer) and publish it."""
+    _EVENT_INSERT.create(thread_id=run.thread_id, run=run, seq=seq, message=frame)
+    _publish(bus, run.thread_id, run.pk, [(seq, frame)])
+
+
+def run_claim(*, run: Run, worker: str, now: dt.datetime | None = None) -> bool:
+    """Take a running run for execution by ``worker``; False when another worker has it already."""
+    return bool(
+        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING, worker="").update(
+            worker=worker, heartbeat_at=now or timezone.now()
+        )
+    )
+
+
+def run_heartbeat(*, run: Run, now: dt.datetime | None = None) -> bool | None:
+    """Refresh a run's heartbeat; returns whether an abort was requested, None when it no longer runs."""
+    alive = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=now or timezone.now())
+    if not alive:
+        return None
+    return Run.objects.filter(pk=run.pk).values_list("abort_requested", flat=True).first()
+
+
+def _generated_message_id(thread: Thread) -> str:
+    """A ``<ms>-message`` id not yet used in the thread (for a request without ``messageId``)."""
+    stamp = int(time.time() * 1000)
+    while _RUN_OF_MESSAGE.first(thread.pk, f"{stamp}-message") is not None:
+        stamp += 1
+    return f"{stamp}-message"
+
+
+def _plan_for_run(thread: Thread, run: Run, first_line_sent: threading.Event | None = None) -> StreamPlan:
+    return StreamPlan(
+        thread_id=thread.pk,
+        chat_id=thread.chat_id,
+        run_id=run.pk,
+        from_seq=run.first_seq,
+        is_streaming=run.status == Run.Status.RUNNING,
+        first_line_sent=first_line_sent,
+    )
