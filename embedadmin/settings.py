@@ -106,7 +106,10 @@ REDIS_URL = env_str("REDIS_URL") or ""
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    # Results, their stamps and the versions of credentials share it: room for more than LocMem's 300 default.
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 10_000}}
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -171,8 +174,9 @@ EMBEDADMIN = {
     "EMBED_TOKEN_ISSUER": env_str("EMBED_TOKEN_ISSUER", "embedadmin"),
     "DEFAULT_MAX_EXTERNAL_USERS": env_int("DEFAULT_MAX_EXTERNAL_USERS", 10_000, minimum=0),
     "DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS": env_int("DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS", 10_000, minimum=0),
-    # Answer the common generate-session on the event loop (PostgreSQL only; embedding/lane.py).
-    "GENERATE_SESSION_LANE": env_bool("GENERATE_SESSION_LANE", True),
+    # How long a process may use what it remembers of API keys, deployments, secrets and revocations without
+    # reading them again: a change made through the services is seen at once (core/versions.py, ADR 0012).
+    "CREDENTIAL_MEMORY_SECONDS": env_float("CREDENTIAL_MEMORY_SECONDS", 5.0),
     # Key for encrypting secrets that must stay recoverable (deployment JWT secrets).
     "ENCRYPTION_KEY": env_str("EMBEDADMIN_ENCRYPTION_KEY") or SECRET_KEY,
 }
@@ -189,9 +193,6 @@ SEMANTIC = {
     "DEFAULT_QUERY_LIMIT": env_int("DEFAULT_QUERY_LIMIT", 10_000, minimum=1),
     "MAX_QUERY_LIMIT": env_int("MAX_QUERY_LIMIT", 50_000, minimum=1),
     "JWKS_TTL_SECONDS": env_int("JWKS_TTL_SECONDS", 300, minimum=1),
-    # Answer repeated /v1/load requests on the event loop (PostgreSQL and a process-local result cache;
-    # semantic/lane.py).
-    "LOAD_LANE": env_bool("LOAD_LANE", True),
 }
 
 LOGGING = {

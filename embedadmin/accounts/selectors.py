@@ -6,13 +6,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from django.conf import settings
 from django.db.models import Exists, OuterRef
 
 from embedadmin.accounts.models import Account, ApiKey, Deployment, DeploymentSecret, PlatformToken, RevokedToken
-from embedadmin.accounts.services import API_KEY_KIND, PLATFORM_TOKEN_KIND
+from embedadmin.accounts.services import API_KEY_KIND, CREDENTIALS, PLATFORM_TOKEN_KIND
 from embedadmin.core import credentials
 from embedadmin.core.errors import Forbidden, NotFound
 from embedadmin.core.prepared import PreparedQuery
+from embedadmin.core.versions import ProcessMemory
 
 
 @dataclass(frozen=True)
@@ -60,13 +62,30 @@ _API_KEY_BY_PREFIX: PreparedQuery[ApiKey] = PreparedQuery(
 )
 
 
+# What a process remembers of API keys and deployments (core/versions.py): keys by prefix, and deployments by
+# account and id, each under the CREDENTIALS version.
+_REMEMBERED_KEYS: ProcessMemory[ApiKey] = ProcessMemory(
+    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
+)
+_REMEMBERED_DEPLOYMENTS: ProcessMemory[Deployment] = ProcessMemory(
+    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
+)
+
+
 def api_key_authenticate(plaintext: str) -> ApiKeyCaller | None:
-    """Return the caller for a presented API key, or None for an unknown, malformed or revoked key."""
+    """Return the caller for a presented API key, or None for an unknown, malformed or revoked key. The key's
+    row is remembered by prefix; the digest is compared, in constant time, on every call."""
     prefix = credentials.split_prefix(API_KEY_KIND, plaintext)
     if prefix is None:
         return None
-    key = _API_KEY_BY_PREFIX.first(prefix)
-    if key is None or not credentials.matches(plaintext, key.key_digest):
+    version = CREDENTIALS.current()
+    key = _REMEMBERED_KEYS.get(prefix, version)
+    if key is None:
+        key = _API_KEY_BY_PREFIX.first(prefix)
+        if key is None:
+            return None
+        _REMEMBERED_KEYS.put(prefix, key, version)
+    if not credentials.matches(plaintext, key.key_digest):
         return None
     return ApiKeyCaller(key=key)
 
@@ -90,7 +109,12 @@ _DEPLOYMENT_OF_ACCOUNT: PreparedQuery[Deployment] = PreparedQuery(
 
 def deployment_for_key(*, caller: ApiKeyCaller, deployment_id: int) -> Deployment:
     """The caller's deployment ``deployment_id``: 404 when the account has none, 403 outside the key's scope."""
-    deployment = _DEPLOYMENT_OF_ACCOUNT.first(caller.account.pk, deployment_id)
+    version = CREDENTIALS.current()
+    deployment = _REMEMBERED_DEPLOYMENTS.get((caller.account.pk, deployment_id), version)
+    if deployment is None:
+        deployment = _DEPLOYMENT_OF_ACCOUNT.first(caller.account.pk, deployment_id)
+        if deployment is not None:
+            _REMEMBERED_DEPLOYMENTS.put((caller.account.pk, deployment_id), deployment, version)
     if deployment is None:
         raise NotFound(f"Deployment {deployment_id} not found")
     if not caller.may_access(deployment_id):

@@ -31,10 +31,15 @@ from embedadmin.accounts.models import (
 )
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Conflict, LimitExceeded, NotFound
+from embedadmin.core.versions import SharedVersion
 from embedadmin.core.writes import create_unique
 
 API_KEY_KIND = "eak"
 PLATFORM_TOKEN_KIND = "ept"
+
+# The version of what hot paths remember of credentials and deployments (core/versions.py): API keys, tenant
+# settings, deployments, their signing secrets and revoked tokens. Every service here that changes them bumps it.
+CREDENTIALS = SharedVersion("credentials")
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ def deployment_create(*, account: Account, name: str, slug: str) -> tuple[Deploy
     deployment = Deployment(account=account, name=name, slug=slug)
     _full_clean(deployment)
     create_unique(deployment, conflict=Conflict(f"Deployment slug {slug!r} is already used in this account"))
-    secret, _ = deployment_secret_rotate(deployment=deployment)
+    secret, _ = deployment_secret_rotate(deployment=deployment)  # bumps CREDENTIALS: routing may now find it
     return deployment, secret
 
 
@@ -97,6 +102,7 @@ def deployment_secret_rotate(*, deployment: Deployment) -> tuple[str, Deployment
     secret in clear (shown once) and its row (whose id names it afterwards)."""
     secret = secrets.token_urlsafe(48)
     row = DeploymentSecret.objects.create(deployment=deployment, encrypted_secret=credentials.encrypt_secret(secret))
+    CREDENTIALS.bump()
     return secret, row
 
 
@@ -116,6 +122,7 @@ def deployment_secrets_revoke_older(*, deployment: Deployment, keep_id: int | No
     if keep not in active:
         raise Conflict(f"Secret #{keep} is not an active signing secret of deployment {deployment.pk}")
     older = active[active.index(keep) + 1 :]
+    CREDENTIALS.bump()
     return DeploymentSecret.objects.filter(pk__in=older).update(revoked_at=timezone.now())
 
 
@@ -174,6 +181,7 @@ def api_key_create(
 
 def api_key_revoke(*, key: ApiKey) -> None:
     ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    CREDENTIALS.bump()
 
 
 def platform_token_create(*, account: Account, name: str = "") -> tuple[str, PlatformToken]:
@@ -213,6 +221,7 @@ def tenant_settings_update(*, account: Account, changes: dict) -> TenantSettings
             setattr(settings_row, field, value)
         if updates:
             settings_row.save(update_fields=list(updates))
+            CREDENTIALS.bump()  # an API key's caller carries its account's settings
     return settings_row
 
 
@@ -253,6 +262,7 @@ def deployment_configure(
         updates.append("chat_token_auth")
     if updates:
         deployment.save(update_fields=[*updates, "updated_at"])
+        CREDENTIALS.bump()
     return deployment
 
 

@@ -20,6 +20,7 @@ from embedadmin.accounts.selectors import (
     deployment_verification_secrets,
     token_is_revoked,
 )
+from embedadmin.accounts.services import CREDENTIALS
 from embedadmin.core.fields import UNPAIRED_SURROGATE, has_lone_surrogate
 
 LEEWAY_SECONDS = 5
@@ -122,6 +123,7 @@ def hs256_verify(*, deployment: TokenRules, token: str, secrets: list[str]) -> d
 
 def deployment_token_revoke(*, deployment: Deployment, jti: str, expires_at: dt.datetime) -> None:
     RevokedToken.objects.get_or_create(jti=jti, defaults={"deployment": deployment, "expires_at": expires_at})
+    CREDENTIALS.bump()
 
 
 def revoked_tokens_purge(*, now: dt.datetime | None = None) -> int:

@@ -36,9 +36,6 @@ from embedadmin.core.errors import error_body
 
 logger = logging.getLogger(__name__)
 
-# The scope key under which an ASGI application in front of the bridge passes environ entries to the view.
-ENVIRON_EXTRAS = "embedadmin.environ"
-
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
@@ -156,9 +153,6 @@ def build_environ(scope: dict[str, Any], body: bytes) -> dict[str, Any]:
         key = "CONTENT_TYPE" if name == "content-type" else "HTTP_" + name.upper().replace("-", "_")
         value = raw_value.decode("latin1")
         environ[key] = f"{environ[key]},{value}" if key in environ else value
-    # Entries an ASGI application in front of the bridge passes to the view (semantic/lane.py's slot);
-    # a client cannot set scope keys.
-    environ.update(scope.get(ENVIRON_EXTRAS, {}))
     return environ
 
 

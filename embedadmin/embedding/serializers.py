@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_email
 from rest_framework import serializers
 
 from embedadmin.core.fields import (
     MAX_BIGINT,
-    SURROGATE,
     HttpUrlField,
     JsonObjectField,
     RejectUnknownFieldsMixin,
@@ -21,7 +16,6 @@ from embedadmin.core.fields import (
     StrictCharField,
     StrictEmailField,
     StrictIntegerField,
-    is_http_url,
 )
 from embedadmin.directory.contracts import (
     AttributeDefinitionSerializer,
@@ -108,139 +102,8 @@ class SessionIdSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     sessionId = StrictCharField(max_length=200)
 
 
-# --- the fast path ------------------------------------------------------------------------------------
-#
-# Instantiating the serializer above deep-copies its tree of fields, which costs generate-session about
-# a millisecond of CPU per call. The common request (an external user with attributes, groups and a
-# security context) is checked here by plain code that accepts only what the serializer would accept
-# unchanged and returns exactly its validated data; anything else (internalId, definitions, a string
-# with surrounding whitespace, a value out of range...) returns None and goes to the serializer, which
-# stays the authority and words every error. tests/embedding/test_contract_fast_path.py holds the two
-# to the same answers.
-
-# Every field but the ones that only the serializer handles (internalId and creator-mode definitions).
-_FAST_FIELDS = frozenset(GenerateSessionSerializer._declared_fields) - {
-    "internalId",
-    "userAttributeDefinitions",
-    "groupDefinitions",
-}
-_TENANT_NAME = re.compile(EMBED_TENANT_NAME_RE)
-# The serializer's own limits, so that the two cannot drift apart.
-_FIELDS = GenerateSessionSerializer._declared_fields
-_PROFILE = UserProfileSerializer._declared_fields
-_MAX_DEPLOYMENT_ID = _FIELDS["deploymentId"].max_value
-_MAX_EXTERNAL_ID = _FIELDS["externalId"].max_length
-_MAX_EMAIL = _FIELDS["email"].max_length
-_MAX_ATTRIBUTES = _FIELDS["userAttributes"].max_length
-_MAX_ATTRIBUTE_NAME = UserAttributeSerializer._declared_fields["name"].max_length
-_MAX_GROUPS = _FIELDS["groups"].max_length
-_MAX_GROUP_NAME = _FIELDS["groups"].child.max_length
-_MAX_DISPLAY_NAME = _PROFILE["displayName"].max_length
-_MAX_PICTURE = _PROFILE["picture"].max_length
-
-
-def _plain(value: Any, max_length: int, *, blank: bool = False) -> bool:
-    """A string the serializer's CharField keeps as it is: no surrounding whitespace to trim, within
-    ``max_length``, and without NUL or surrogate characters (which it refuses)."""
-    return (
-        type(value) is str
-        and len(value) <= max_length
-        and (blank or value != "")
-        and value == value.strip()
-        and "\x00" not in value
-        and SURROGATE.search(value) is None
-    )
-
-
-def _storable(value: Any) -> bool:
-    """JSON the serializer's JSONField keeps: finite numbers (``1e400`` parses to infinity, which it
-    refuses), strings and keys without NUL."""
-    kind = type(value)
-    if kind is str:
-        return "\x00" not in value
-    if kind is float:
-        return math.isfinite(value)
-    if kind is dict:
-        return all(type(k) is str and "\x00" not in k and _storable(v) for k, v in value.items())
-    if kind is list:
-        return all(_storable(v) for v in value)
-    return value is None or kind in (int, bool)
-
-
-def _fast_profile(value: Any) -> bool:
-    if type(value) is not dict or not value.keys() <= {"displayName", "picture"}:
-        return False
-    name = value.get("displayName", "")
-    if type(name) is not str or len(name) > _MAX_DISPLAY_NAME or "\x00" in name or SURROGATE.search(name):
-        return False
-    return "picture" not in value or (_plain(value["picture"], _MAX_PICTURE) and is_http_url(value["picture"]))
-
-
-def _fast_attributes(value: Any) -> bool:
-    if type(value) is not list or len(value) > _MAX_ATTRIBUTES:
-        return False
-    return all(
-        type(item) is dict and item.keys() == {"name", "value"} and _plain(item["name"], _MAX_ATTRIBUTE_NAME)
-        for item in value
-    ) and all(_storable(item["value"]) for item in value)
-
-
-def validated_fast(data: Any) -> dict[str, Any] | None:
-    """The serializer's validated data for a common, well-formed request; None for anything else."""
-    if type(data) is not dict or not data.keys() <= _FAST_FIELDS:
-        return None
-    deployment_id = data.get("deploymentId")
-    if type(deployment_id) is not int or not 1 <= deployment_id <= _MAX_DEPLOYMENT_ID:
-        return None
-    if not _plain(data.get("externalId"), _MAX_EXTERNAL_ID, blank=True):
-        return None
-    if "email" in data:
-        if not _plain(data["email"], _MAX_EMAIL):
-            return None
-        try:
-            validate_email(data["email"])
-        except DjangoValidationError:
-            return None
-    if "userProfile" in data and not _fast_profile(data["userProfile"]):
-        return None
-    if "embedTenantName" in data:
-        name = data["embedTenantName"]
-        if not _plain(name, 36) or _TENANT_NAME.search(name) is None:
-            return None
-    if "creatorMode" in data and type(data["creatorMode"]) is not bool:
-        return None
-    if "userAttributes" in data and not _fast_attributes(data["userAttributes"]):
-        return None
-    if "groups" in data:
-        groups = data["groups"]
-        if type(groups) is not list or len(groups) > _MAX_GROUPS or not all(_plain(g, _MAX_GROUP_NAME) for g in groups):
-            return None
-    if "securityContext" in data:
-        context = data["securityContext"]
-        if type(context) is not dict or not _storable(context):
-            return None
-    if "settings" in data:
-        chat_settings = data["settings"]
-        if type(chat_settings) is not dict or not chat_settings.keys() <= {"showDashboardChat"}:
-            return None
-        show_chat = chat_settings.get("showDashboardChat")
-        if show_chat is not None and type(show_chat) is not bool:
-            return None
-    return data
-
-
-def fast_input(data: Any) -> GenerateSessionInput | None:
-    """The service's input for a body the fast path accepts as is; None for anything else."""
-    validated = validated_fast(data)
-    return None if validated is None else input_from(validated)
-
-
 def generate_session_input(data: Any) -> GenerateSessionInput:
-    """Parse a generate-session body: the fast path when it can, else the serializer (whose
-    ``ValidationError`` becomes the 400)."""
-    parsed = fast_input(data)
-    if parsed is not None:
-        return parsed
+    """Parse a generate-session body (its ``ValidationError`` becomes the 400)."""
     serializer = GenerateSessionSerializer(data=data)
     serializer.is_valid(raise_exception=True)
     return input_from(serializer.validated_data)

@@ -18,11 +18,10 @@ from embedadmin.accounts.selectors import ApiKeyCaller, deployment_for_key
 from embedadmin.accounts.services import EXTERNAL_USERS, quota_reserve
 from embedadmin.accounts.tokens import deployment_token_revoke, deployment_token_sign
 from embedadmin.core import credentials
-from embedadmin.core.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
+from embedadmin.core.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from embedadmin.core.prepared import PreparedInsert
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
-from embedadmin.embedding import in_database
 from embedadmin.embedding.models import EmbedSession
 
 # Claims the token sets itself; a securityContext may not override them.
@@ -92,47 +91,9 @@ def _check_request_shape(data: GenerateSessionInput, *, use_creator_mode: bool) 
 
 
 def session_generate_for_key(*, caller: ApiKeyCaller, data: GenerateSessionInput) -> str:
-    """Mint a session for an API-key caller: the deployment must be in the key's scope.
-
-    The common request runs as one statement in PostgreSQL (``in_database``, which also checks the
-    deployment is the account's); the rest, and every request it declines, takes the full path.
-    """
-    if in_database.handles(data) and caller.may_access(data.deployment_id):
-        prepared = session_statement(account_id=caller.account.pk, data=data)
-        if prepared is not None:
-            session_key, params = prepared
-            try:
-                in_database.session_generate(params)
-            except in_database.Declined:
-                pass  # nothing was written: the full path below answers (and words the error)
-            else:
-                return session_key
+    """Mint a session for an API-key caller: the deployment must be the account's and in the key's scope."""
     deployment = deployment_for_key(caller=caller, deployment_id=data.deployment_id)
     return session_generate(account=caller.account, deployment=deployment, data=data)
-
-
-def session_statement(
-    *, account_id: int, data: GenerateSessionInput, api_key_id: int | None = None
-) -> tuple[str, list[Any]] | None:
-    """For a request ``in_database`` serves: the new ``sessionId`` and the parameters of its one
-    statement; None when the request breaks a rule that needs no database (the full path answers
-    it, after the deployment's 404 as ever). ``api_key_id``: see ``in_database.call_params``."""
-    try:
-        # The tenant's creator-mode flag cannot matter: in_database serves no creatorMode request.
-        _check_request_shape(data, use_creator_mode=False)
-    except ApiError:
-        return None
-    session_key = _new_session_key()
-    now = timezone.now()
-    params = in_database.call_params(
-        account_id=account_id,
-        data=data,
-        key_digest=credentials.digest(session_key),
-        now=now,
-        expires_at=_session_expiry(now),
-        api_key_id=api_key_id,
-    )
-    return session_key, params
 
 
 def _session_expiry(now: dt.datetime) -> dt.datetime:

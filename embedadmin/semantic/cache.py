@@ -16,8 +16,8 @@ and kept, stale, for ``result_ttl_s`` after that. :meth:`QueryRunner.load` honou
     Fresh result: served. Otherwise the query runs and its rows are served, never stale ones; a
     query slower than the wait answers :class:`ContinueWait`.
 ``no-cache``
-    The cache is not read: the query runs (or the request joins the identical query that is running
-    or finished less than ``job_result_ttl_s`` ago, see below). Its rows still refresh the cache.
+    The cache is not read: the query runs afresh (or the request joins the identical query that is
+    running, or the finished one it is the repeat of after a Continue wait). Its rows refresh the cache.
 
 Queries run on a pool of worker threads. A query still running when the wait ends keeps running:
 the request answers :class:`ContinueWait`, and a repeat of it re-attaches to the same job instead of
@@ -26,18 +26,19 @@ starting another. The job registry is in the same cache, so with Redis it spans 
 - ``job:<key>`` holds the id of the job for that key; ``cache.add`` (Redis ``SET NX``) makes exactly
   one process the owner. It lives for the query timeout plus a margin, so the job of a process that
   died is forgotten and the next request starts afresh.
-- the owner writes the rows to the result cache, then ``outcome:<job id>`` (rows or error) and keeps
-  ``job:<key>`` pointing at the finished job for ``job_result_ttl_s``: a request that gets there in
-  between (the repeat after a Continue wait) takes that outcome, also in ``no-cache`` mode.
+- the owner writes the rows and their ``stamp:<key>`` (when they were read) to the result cache, then
+  ``outcome:<job id>`` (rows or error), and keeps ``job:<key>`` pointing at the finished job for
+  ``job_result_ttl_s``: the repeat of a request that answered Continue wait takes that outcome. A
+  ``no-cache`` request takes it only when it is such a repeat (``waited:<job id>``); otherwise it runs the
+  query again.
 - requests in the owner's process wait on the job's future; others poll ``outcome:<job id>``.
 
-So a finished query's rows are reused for ``job_result_ttl_s`` (whole seconds) after it ends, in every
-mode: a refresh comes at the earliest that long after the previous one.
+``stamps`` tells whether results are still the latest written for their keys: an answer made of them
+(``serving/answers.py``) may be given again only while they are.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import enum
 import hashlib
@@ -48,7 +49,6 @@ import pickle
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -62,8 +62,6 @@ from django.core.cache import cache as default_cache
 from embedadmin.semantic.datasources import DataSourceError, QueryResult
 
 logger = logging.getLogger(__name__)
-
-MAX_STAMPS = 10_000
 
 
 class CacheMode(enum.StrEnum):
@@ -132,9 +130,6 @@ class QueryRunner:
         self._namespace = namespace
         self._local: dict[str, Future[_Outcome]] = {}
         self._local_lock = threading.Lock()
-        # When this process last wrote each result (most recent MAX_STAMPS): see written_at().
-        self._stamps: OrderedDict[str, float] = OrderedDict()
-        self._stamps_lock = threading.Lock()
 
     # -- the cache, tolerant of a backend that is down -----------------------------------------------
 
@@ -165,27 +160,22 @@ class QueryRunner:
             logger.warning("result cache unavailable (add): running the query without a job registry")
             return True
 
-    def written_at(self, key: str) -> float | None:
-        """When this process last wrote the result ``key`` (its ``refreshed_at``), if it remembers and the
-        result is still in the cache.
+    def _set_many(self, values: dict[str, Any], timeout: float) -> None:
+        try:
+            self._cache.set_many({f"{self._namespace}:{k}": v for k, v in values.items()}, _seconds(timeout))
+        except Exception:
+            logger.warning("result cache unavailable (set_many)", exc_info=True)
 
-        With a cache local to the process (LocMem: no ``REDIS_URL``) every write goes through here, so a
-        result read at ``refreshed_at`` is still the cached one exactly while this returns it: the
-        Core Data API's lane (``semantic/lane.py``) relies on that.
-        """
-        with self._stamps_lock:
-            stamp = self._stamps.get(key)
-        # The stamp outlives the entry when the cache culls or clears it: then the next read runs the query.
-        if stamp is None or not self._has(f"result:{key}"):
-            return None
-        return stamp
-
-    def _stamp(self, key: str, refreshed_at: float) -> None:
-        with self._stamps_lock:
-            self._stamps[key] = refreshed_at
-            self._stamps.move_to_end(key)
-            if len(self._stamps) > MAX_STAMPS:
-                self._stamps.popitem(last=False)
+    def stamps(self, keys: Sequence[str]) -> dict[str, float]:
+        """When the latest result of each query ``key`` was read from its data source (one cache round trip);
+        a key whose stamp the cache does not hold is left out."""
+        names = {f"{self._namespace}:stamp:{key}": key for key in keys}
+        try:
+            found = self._cache.get_many(list(names))
+        except Exception:
+            logger.warning("result cache unavailable (get_many)", exc_info=True)
+            return {}
+        return {names[name]: stamp for name, stamp in found.items()}
 
     # -- the public entry ----------------------------------------------------------------------------
 
@@ -210,29 +200,7 @@ class QueryRunner:
         started = self._start(key, run, refresh_every_s, job_timeout_s, mode, cached)
         if isinstance(started, CachedResult):
             return started
-        return self._finish(key, self._await(started, wait_s), cached, mode)
-
-    async def load_async(
-        self,
-        *,
-        key: str,
-        run: Callable[[], QueryResult],
-        refresh_every_s: float,
-        wait_s: float,
-        job_timeout_s: float,
-        mode: CacheMode = CacheMode.STALE_IF_SLOW,
-    ) -> CachedResult:
-        """:meth:`load`, awaited on an event loop: the same steps, with the wait for the job's outcome an
-        ``await`` rather than a blocked thread (the job still runs on a worker thread). A cached result is read
-        on a worker thread too: unpickling a large one would hold the loop (``no-cache`` reads nothing)."""
-        mode = CacheMode(mode)
-        cached = None
-        if mode is not CacheMode.NO_CACHE:
-            cached = await asyncio.get_running_loop().run_in_executor(None, self._get, f"result:{key}")
-        started = self._start(key, run, refresh_every_s, job_timeout_s, mode, cached)
-        if isinstance(started, CachedResult):
-            return started
-        return self._finish(key, await self._await_async(started, wait_s), cached, mode)
+        return self._finish(key, started, self._await(started, wait_s), cached, mode, job_timeout_s)
 
     def _start(
         self,
@@ -249,15 +217,19 @@ class QueryRunner:
             refreshed_at, result = cached
             if time.time() - refreshed_at < refresh_every_s:
                 return CachedResult(result=result, refreshed_at=refreshed_at, from_cache=True, key=key)
-        job_id = self._attach_or_start(key, run, job_timeout_s)
+        job_id = self._attach_or_start(key, run, job_timeout_s, mode)
         if cached is not None and mode is CacheMode.STALE_WHILE_REVALIDATE:
             return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
         return job_id
 
-    def _finish(self, key: str, outcome: _Outcome | None, cached: Any, mode: CacheMode) -> CachedResult:
+    def _finish(
+        self, key: str, job_id: str, outcome: _Outcome | None, cached: Any, mode: CacheMode, job_timeout_s: float
+    ) -> CachedResult:
         if outcome is None:
             if cached is not None and mode is CacheMode.STALE_IF_SLOW:
                 return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
+            # The client repeats the request: its repeat may take this job's outcome, even in no-cache mode.
+            self._set(f"waited:{job_id}", True, job_timeout_s + self.job_margin_s)
             raise ContinueWait()
         if outcome[0] == "error":
             raise copy.copy(outcome[1])
@@ -265,20 +237,28 @@ class QueryRunner:
 
     # -- jobs ----------------------------------------------------------------------------------------
 
-    def _attach_or_start(self, key: str, run: Callable[[], QueryResult], job_timeout_s: float) -> str:
-        """The id of the job for ``key``: the registered one, or a new one this process runs."""
+    def _attach_or_start(self, key: str, run: Callable[[], QueryResult], job_timeout_s: float, mode: CacheMode) -> str:
+        """The id of the job for ``key``: the registered one, or a new one this process runs. A ``no-cache``
+        request does not take the outcome of a finished job, unless it repeats a request that job outlived."""
+        registry_s = job_timeout_s + self.job_margin_s
         for _ in range(3):
             job_id = uuid.uuid4().hex
-            if self._add(f"job:{key}", job_id, job_timeout_s + self.job_margin_s):
-                with self._local_lock:
-                    future = self._local[job_id] = self._executor.submit(self._run_job, key, job_id, run)
-                future.add_done_callback(lambda _, job_id=job_id: self._forget(job_id))
-                return job_id
+            if self._add(f"job:{key}", job_id, registry_s):
+                return self._start_job(key, job_id, run)
             existing = self._get(f"job:{key}")
-            if existing is not None:
-                return existing
-            # The registered job expired between our add and get: try to become the owner again.
+            if existing is None:
+                continue  # the registered job expired between our add and get: try to become the owner again
+            if mode is CacheMode.NO_CACHE and self._has(f"outcome:{existing}") and not self._has(f"waited:{existing}"):
+                self._set(f"job:{key}", job_id, registry_s)
+                return self._start_job(key, job_id, run)
+            return existing
         raise DataSourceError("Query could not be scheduled")
+
+    def _start_job(self, key: str, job_id: str, run: Callable[[], QueryResult]) -> str:
+        with self._local_lock:
+            future = self._local[job_id] = self._executor.submit(self._run_job, key, job_id, run)
+        future.add_done_callback(lambda _, job_id=job_id: self._forget(job_id))
+        return job_id
 
     def _forget(self, job_id: str) -> None:
         with self._local_lock:
@@ -299,8 +279,7 @@ class QueryRunner:
         else:
             refreshed_at = time.time()
             outcome = ("ok", refreshed_at, result)
-            self._set(f"result:{key}", (refreshed_at, result), self.result_ttl_s)
-            self._stamp(key, refreshed_at)
+            self._set_many({f"result:{key}": (refreshed_at, result), f"stamp:{key}": refreshed_at}, self.result_ttl_s)
         self._set(f"outcome:{job_id}", outcome, self.job_result_ttl_s)
         # Keep pointing at the finished job for a moment: the repeat of a Continue wait finds it.
         self._set(f"job:{key}", job_id, self.job_result_ttl_s)
@@ -323,27 +302,6 @@ class QueryRunner:
             if outcome is not None or remaining <= 0:
                 return outcome
             time.sleep(min(delay, remaining))
-        raise AssertionError("unreachable")
-
-    async def _await_async(self, job_id: str, wait_s: float) -> _Outcome | None:
-        """:meth:`_await` on an event loop. A wait that ends leaves the job running (``shield``: waiting on a
-        ``concurrent.futures.Future`` through ``wrap_future`` would otherwise cancel a job not yet started)."""
-        with self._local_lock:
-            future = self._local.get(job_id)
-        if future is not None:
-            try:
-                return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), wait_s)
-            except TimeoutError:
-                return None
-        loop = asyncio.get_running_loop()
-        deadline = time.monotonic() + wait_s
-        for delay in self._polls():
-            # On a worker thread, as a cached result is read: the outcome holds the rows.
-            outcome = await loop.run_in_executor(None, self._get, f"outcome:{job_id}")
-            remaining = deadline - time.monotonic()
-            if outcome is not None or remaining <= 0:
-                return outcome
-            await asyncio.sleep(min(delay, remaining))
         raise AssertionError("unreachable")
 
     def _polls(self) -> Iterator[float]:

@@ -84,10 +84,6 @@ class ModelRegistry:
                 self._refresh(entry, root, dialect)
             return entry.version
 
-    def peek(self, directory: str | Path, *, dialect: str) -> ModelVersion | None:
-        """The version :meth:`get` would return without touching the files, or None when a check is due."""
-        return self._fresh((str(directory), dialect), self.check_interval)
-
     def _fresh(self, given: tuple[str, str], interval: float) -> ModelVersion | None:
         entry = self._resolved.get(given)  # a dict read is atomic; writers hold the lock
         return entry.version if entry is not None and entry.fresh(interval) else None
@@ -152,12 +148,6 @@ _registry = ModelRegistry()
 def load_model(directory: str | Path, *, dialect: str = "duckdb", check_interval: float | None = None) -> ModelVersion:
     """The compiled model for ``directory`` (cached; see the module docstring)."""
     return _registry.get(directory, dialect=dialect, check_interval=check_interval)
-
-
-def loaded_model(directory: str | Path, *, dialect: str = "duckdb") -> ModelVersion | None:
-    """:func:`load_model` when it needs no look at the files (checked within the interval), else None: for
-    callers on an event loop, which must not wait on the file system or a compile."""
-    return _registry.peek(directory, dialect=dialect)
 
 
 def clear_models() -> None:

@@ -200,7 +200,6 @@ def result_body(
     body["dataSource"] = data_source
     if db_type is not None:
         body["dbType"] = db_type
-    body["extDbType"] = "cubestore"
     body["external"] = False
     body["slowQuery"] = slow_query
     if query.total:

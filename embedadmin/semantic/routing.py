@@ -16,6 +16,7 @@ messages; the reason is logged), except the JWKS messages Cube also shows as the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,10 +24,12 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.accounts.tokens import TokenInvalid
+from embedadmin.accounts.services import CREDENTIALS
+from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid
 from embedadmin.core.errors import Forbidden, NotFound
 from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.core.prepared import PreparedQuery
+from embedadmin.core.versions import ProcessMemory
 
 from .auth import PublicTokenInvalid, SecurityContext, request_security_context
 from .context import QueryContext
@@ -95,12 +98,33 @@ def _public_message(exc: TokenInvalid) -> str:
     return str(exc) if isinstance(exc, PublicTokenInvalid) else INVALID_TOKEN
 
 
+# Callers verified in this process, by the URL's deployment id (and the default) and the token, until it expires:
+# valid under the CREDENTIALS version (deployments, their secrets, revocations; core/versions.py).
+_REMEMBERED_CALLERS: ProcessMemory[CoreApiCaller] = ProcessMemory(
+    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
+)
+
+
 def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) -> CoreApiCaller:
-    """Route a request to its deployment and verify its token: :class:`NotFound` or :class:`Forbidden`."""
+    """Route a request to its deployment and verify its token: :class:`NotFound` or :class:`Forbidden`.
+
+    A caller once verified is remembered until its token expires, as long as nothing it was verified against
+    changes: a repeated request reads no database row."""
+    cube_authorization = headers.get("x-cube-authorization")
+    token = (cube_authorization or headers.get("Authorization") or "").strip()
+    version = CREDENTIALS.current()
+    key = (deployment_id, settings.SEMANTIC["DEFAULT_DEPLOYMENT_ID"], token)
+    known = _REMEMBERED_CALLERS.get(key, version) if token else None
+    if known is not None:
+        return known
     deployment = deployment_resolve(deployment_id=deployment_id)
     try:
         security = request_security_context(deployment=deployment, headers=headers)
     except TokenInvalid as exc:
         logger.info("Core Data API token refused for deployment %s: %s", deployment.pk, exc)
         raise Forbidden(_public_message(exc)) from None
-    return CoreApiCaller(deployment=deployment, ctx=query_context(security))
+    caller = CoreApiCaller(deployment=deployment, ctx=query_context(security))
+    with contextlib.suppress(TypeError, ValueError):  # exp is required and verified: PyJWT reads it with int()
+        expires_at = int(security.payload["exp"]) + LEEWAY_SECONDS
+        _REMEMBERED_CALLERS.put(key, caller, version, expires_at=expires_at)
+    return caller

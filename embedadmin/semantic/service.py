@@ -33,6 +33,7 @@ from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.selectors import deployment_data_source_url
 from embedadmin.core.errors import ApiError
 
+from .answers import AnswerMemory, RequestShapes, ResultUse, request_digest, time_key
 from .api import LoadPlan, QueryOutcome, dry_run_response, load_response, parse_query_param, plan_queries, sql_response
 from .api import refresh_interval as result_refresh_interval
 from .cache import CachedResult, CacheMode, ContinueWait, query_runner, result_cache_key
@@ -191,13 +192,39 @@ def semantic_load(
     return answer_load(work).body
 
 
-@dataclass(frozen=True)
-class ResultUse:
-    """One cached result an answer was made of: its key, when it was read, and its refresh interval."""
+_answers = AnswerMemory()
+_shapes = RequestShapes()
 
-    key: str
-    refreshed_at: float
-    every: float
+
+def semantic_load_json(
+    *, deployment: Deployment, ctx: QueryContext, method: str, raw: bytes, params: Callable[[], dict[str, Any]]
+) -> bytes:
+    """``/v1/load`` encoded as JSON, for a request's method and raw query string or body, whose Cube parameters
+    ``params()`` reads (``query``; ``queryType`` and ``cache``, strings or None). An answer kept for the same
+    request is given again while everything it depends on is unchanged (:mod:`.answers`)."""
+    digest = request_digest(method, raw)
+    shape = _shapes.get(digest, params)
+    served = served_model(deployment=deployment)
+    key = None
+    if shape is not None:
+        key = (deployment.pk, served.source_url, served.model.compiler_id, ctx.identity, digest, time_key(shape))
+        kept = _answers.get(key, query_runner())
+        if kept is not None:
+            return kept
+    given = params()
+    work = plan_load(
+        served=served, ctx=ctx, query=given.get("query"), query_type=given.get("queryType"), cache=given.get("cache")
+    )
+    answer = answer_load(work)
+    body = json_bytes(answer.body)
+    if key is not None and answer.reuse is not None:
+        _answers.keep(key, body, answer.reuse)
+    return body
+
+
+def forget_answers() -> None:
+    """Forget every kept answer of this process (tests)."""
+    _answers.clear()
 
 
 @dataclass(frozen=True)
@@ -227,9 +254,7 @@ class LoadWork:
     """A ``/v1/load`` request planned: the model served, its compiled queries, the cache mode, and the
     results to read in order (each query's rows, then its total when it asks for one).
 
-    :func:`read_results` reads them on the calling thread (:func:`semantic_load`, the view); the Core Data
-    API's lane (``semantic/lane.py``) reads them from the event loop (:func:`read_results_async`). All finish
-    with :func:`finish_load`."""
+    :func:`read_results` reads them through the result cache; :func:`finish_load` shapes the answer."""
 
     served: ServedModel
     plan: LoadPlan
@@ -258,11 +283,6 @@ def plan_load(
 def read_results(work: LoadWork) -> list[CachedResult]:
     """The results of ``work``, in order, read through the result cache on this thread."""
     return [_cached_rows(work.served, read, work.mode) for read in work.reads]
-
-
-async def read_results_async(work: LoadWork) -> list[CachedResult]:
-    """:func:`read_results`, awaited on an event loop (:meth:`QueryRunner.load_async`)."""
-    return [await _cached_rows_async(work.served, read, work.mode) for read in work.reads]
 
 
 def answer_load(work: LoadWork) -> LoadAnswer:
@@ -367,13 +387,6 @@ def _runner_args(served: ServedModel, read: ResultRead, mode: CacheMode) -> dict
 def _cached_rows(served: ServedModel, read: ResultRead, mode: CacheMode) -> CachedResult:
     try:
         return query_runner().load(**_runner_args(served, read, mode))
-    except DataSourceError as exc:
-        raise DataSourceFailure(str(exc)) from None
-
-
-async def _cached_rows_async(served: ServedModel, read: ResultRead, mode: CacheMode) -> CachedResult:
-    try:
-        return await query_runner().load_async(**_runner_args(served, read, mode))
     except DataSourceError as exc:
         raise DataSourceFailure(str(exc)) from None
 

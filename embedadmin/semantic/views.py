@@ -12,6 +12,7 @@ call the API, as a stock Cube install allows.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -26,7 +27,6 @@ from embedadmin.core.fields import contains_nul, loads_json
 
 from . import service
 from .cache import ContinueWait
-from .context import QueryContext
 from .cubesql import cubesql_lines
 from .routing import CoreApiCaller, core_api_caller
 
@@ -35,8 +35,6 @@ logger = logging.getLogger(__name__)
 ALLOWED_HEADERS = "Authorization, Content-Type, X-Request-Id, X-Cube-Authorization, Traceparent"
 _HEADER_LIST = re.compile(r"^[A-Za-z0-9_\- ,]{1,1000}$")
 CONTINUE_WAIT = {"error": "Continue wait"}
-# The environ key of the Core Data API lane's slot (semantic/lane.py; set through the bridge's scope).
-LANE_SLOT = "embedadmin.lane_slot"
 
 # A handler returns the body: an object to encode, or JSON already encoded.
 Handler = Callable[[HttpRequest, CoreApiCaller], Any]
@@ -155,33 +153,24 @@ def meta_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
 
 @core_api("GET", "POST")
 def load_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
-    """``GET/POST /v1/load`` and ``/v1/subscribe``: ``query``, ``queryType`` and ``cache``.
-
-    Behind the Core Data API's lane (``semantic/lane.py``) the request carries a slot in which the answer's
-    reuse conditions are left for the lane, which keeps the answer for the same request again.
-    """
-    answer = load_answer(caller, request_params(request))
-    slot = request.META.get(LANE_SLOT)
-    if isinstance(slot, dict) and answer.reuse is not None:
-        slot.update(compiler_id=answer.compiler_id, reuse=answer.reuse, deployment_id=caller.deployment.pk)
-    return answer.body
-
-
-def load_answer(caller: CoreApiCaller, params: dict[str, Any]) -> service.LoadAnswer:
-    """``/v1/load`` for a verified caller and Cube's parameters (as :func:`request_params` reads them)."""
-    return service.answer_load(load_work(service.served_model(deployment=caller.deployment), caller.ctx, params))
-
-
-def load_work(served: service.ServedModel, ctx: QueryContext, params: dict[str, Any]) -> service.LoadWork:
-    """The load Cube's parameters ask for, planned: the view and the lane (which reads its results from the
-    event loop) both start here."""
-    return service.plan_load(
-        served=served,
-        ctx=ctx,
-        query=params.get("query"),
-        query_type=_string_param(params, "queryType"),
-        cache=_string_param(params, "cache"),
+    """``GET/POST /v1/load`` and ``/v1/subscribe``: ``query``, ``queryType`` and ``cache``."""
+    raw = request.META.get("QUERY_STRING", "").encode("latin-1") if request.method == "GET" else request.body
+    return service.semantic_load_json(
+        deployment=caller.deployment,
+        ctx=caller.ctx,
+        method=request.method or "GET",
+        raw=raw,
+        params=functools.cache(lambda: _load_params(request)),
     )
+
+
+def _load_params(request: HttpRequest) -> dict[str, Any]:
+    params = request_params(request)
+    return {
+        "query": params.get("query"),
+        "queryType": _string_param(params, "queryType"),
+        "cache": _string_param(params, "cache"),
+    }
 
 
 @core_api("GET", "POST")

@@ -1,12 +1,7 @@
-"""The result cache, its modes, and Continue wait: locally on both cache backends, across processes on Redis.
-
-Every local test runs twice: through ``QueryRunner.load`` (a blocked thread, as Django's views call it) and
-through ``load_async`` (awaited on an event loop, as the Core Data API's lane calls it).
-"""
+"""The result cache, its modes, and Continue wait: locally on both cache backends, across processes on Redis."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -77,17 +72,9 @@ def backend(request, redis_prefix) -> BaseCache:
     return redis_backend(redis_prefix)
 
 
-class AwaitingRunner(QueryRunner):
-    """A runner whose every ``load`` is ``load_async``, awaited on an event loop of the calling thread."""
-
-    def load(self, **kwargs) -> CachedResult:
-        return asyncio.run(self.load_async(**kwargs))
-
-
-@pytest.fixture(params=["blocking", "awaiting"])
-def runner(request, backend) -> Iterator[QueryRunner]:
-    kind = AwaitingRunner if request.param == "awaiting" else QueryRunner
-    runner = kind(cache=backend, workers=4, job_result_ttl_s=1, job_margin_s=1)
+@pytest.fixture
+def runner(backend) -> Iterator[QueryRunner]:
+    runner = QueryRunner(cache=backend, workers=4, job_result_ttl_s=1, job_margin_s=1)
     yield runner
     runner.shutdown()
 
@@ -217,14 +204,28 @@ def test_must_revalidate_never_serves_stale_rows(runner):
 def test_no_cache_runs_the_query_despite_a_fresh_result_and_refreshes_the_cache(runner):
     query = Query()
     load(runner, query)
-    time.sleep(1.2)  # past the first job's pickup window
 
     bypassed = load(runner, query, mode=CacheMode.NO_CACHE)
+    again = load(runner, query, mode=CacheMode.NO_CACHE)
     cached = load(runner, query)
 
+    # Every no-cache request runs the query, even right after the last one finished (as Cube does).
     assert (bypassed.result, bypassed.from_cache) == (rows(2), False)
-    assert (cached.result, cached.from_cache) == (rows(2), True)
-    assert query.calls == 2
+    assert (again.result, again.from_cache) == (rows(3), False)
+    assert (cached.result, cached.from_cache) == (rows(3), True)
+    assert query.calls == 3
+
+
+def test_a_result_is_stamped_with_when_it_was_read(runner):
+    query = Query()
+
+    first = load(runner, query)
+    stamped = runner.stamps([KEY, "never-run"])
+    refreshed = load(runner, query, mode=CacheMode.NO_CACHE)
+
+    assert stamped == {KEY: first.refreshed_at}
+    assert runner.stamps([KEY]) == {KEY: refreshed.refreshed_at}
+    assert refreshed.refreshed_at > first.refreshed_at
 
 
 # --- Continue wait ------------------------------------------------------------------------------------
@@ -246,7 +247,7 @@ def test_a_slow_query_answers_continue_wait_and_the_repeat_reattaches(runner, mo
     assert query.calls == 1
 
 
-def test_an_awaited_wait_that_ends_leaves_a_queued_job_to_run(backend):
+def test_a_wait_that_ends_leaves_a_queued_job_to_run(backend):
     """The job a request stops waiting for still runs, even when it had not started (it was queued behind
     another): the repeat gets its rows."""
     runner = QueryRunner(cache=backend, workers=1, job_result_ttl_s=1, job_margin_s=1)
@@ -256,10 +257,10 @@ def test_an_awaited_wait_that_ends_leaves_a_queued_job_to_run(backend):
             first = pool.submit(load, runner, ahead, key="ahead", wait_s=5)
             assert ahead.started.wait(5)
             with pytest.raises(ContinueWait):
-                asyncio.run(runner.load_async(run=queued, key=KEY, refresh_every_s=60, wait_s=0.1, job_timeout_s=10))
+                runner.load(run=queued, key=KEY, refresh_every_s=60, wait_s=0.1, job_timeout_s=10)
             ahead.gate.set()
             assert first.result().result == rows(1)
-        answer = asyncio.run(runner.load_async(run=queued, key=KEY, refresh_every_s=60, wait_s=2, job_timeout_s=10))
+        answer = runner.load(run=queued, key=KEY, refresh_every_s=60, wait_s=2, job_timeout_s=10)
     finally:
         runner.shutdown()
 

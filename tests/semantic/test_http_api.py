@@ -52,7 +52,6 @@ def test_get_load_with_a_json_query_string_answers_the_regular_envelope(core):
         "annotation",
         "dataSource",
         "dbType",
-        "extDbType",
         "external",
         "slowQuery",
     }

@@ -94,7 +94,6 @@ def test_regular_load_body(run_duck) -> None:
         },
         "dataSource": "default",
         "dbType": "duckdb",
-        "extDbType": "cubestore",
         "external": False,
         "slowQuery": False,
     }

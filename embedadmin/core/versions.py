@@ -1,0 +1,89 @@
+"""What a process remembers of rows that hot paths read on every request, and when it must read them again.
+
+Every Core Data API request needs its deployment, the deployment's signing secrets and whether its token was
+revoked; every generate-session needs its API key. A process keeps what it read in a :class:`ProcessMemory`,
+tagged with the :class:`SharedVersion` that was current before it read it. The services that change those rows
+call :meth:`SharedVersion.bump`: the version moves on in Django's cache as they write and when they commit, so
+every process reads again on its next request: local memory in the embedded install (one process), Redis at
+scale. A copy is also read again after ``max_age_s``, which bounds how long a write by a process that shares no
+cache with this one (a management command beside the embedded server) goes unseen. ADR 0012 says why.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+from django.core.cache import cache
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+V = TypeVar("V")
+
+
+class SharedVersion:
+    """A version of some rows, shared by every process through Django's cache."""
+
+    def __init__(self, name: str) -> None:
+        self.key = f"version:{name}"
+
+    def current(self) -> str:
+        """The version now. Read it before the rows it guards: a write committed in between then makes the
+        copy stale rather than the version. An unreachable cache gives a version no copy has."""
+        try:
+            value = cache.get(self.key)
+            if value is None:
+                cache.add(self.key, uuid.uuid4().hex, None)
+                value = cache.get(self.key)
+        except Exception:
+            logger.warning("cache unavailable: reading %s afresh", self.key, exc_info=True)
+            value = None
+        return value if isinstance(value, str) else uuid.uuid4().hex
+
+    def bump(self) -> None:
+        """Move the version on now, so that no copy read before the caller's write outlives it, and again when
+        the caller's transaction commits, so that no copy read before the commit does."""
+        self._move_on()
+        if transaction.get_connection().in_atomic_block:
+            transaction.on_commit(self._move_on)
+
+    def _move_on(self) -> None:
+        try:
+            cache.set(self.key, uuid.uuid4().hex, None)
+        except Exception:
+            logger.warning("cache unavailable: %s not moved on", self.key, exc_info=True)
+
+
+class ProcessMemory(Generic[V]):
+    """At most ``max_entries`` values, each valid under the version it was stored with, for ``max_age_s`` at
+    most and until its own ``expires_at`` (Unix time) if it has one. The oldest entry makes room."""
+
+    def __init__(self, *, max_entries: int, max_age_s: float) -> None:
+        self.max_entries = max_entries
+        self.max_age_s = max_age_s
+        self._entries: dict[Hashable, tuple[V, str, float, float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, version: str) -> V | None:
+        entry = self._entries.get(key)  # a dict read is atomic; writers hold the lock
+        if entry is None:
+            return None
+        value, stored_version, stored_at, expires_at = entry
+        if stored_version != version or time.monotonic() - stored_at >= self.max_age_s or time.time() >= expires_at:
+            return None
+        return value
+
+    def put(self, key: Hashable, value: V, version: str, *, expires_at: float = float("inf")) -> None:
+        with self._lock:
+            if key not in self._entries and len(self._entries) >= self.max_entries:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = (value, version, time.monotonic(), expires_at)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
