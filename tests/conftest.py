@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 
@@ -37,6 +38,13 @@ class Cast:
     @property
     def platform_headers(self) -> dict[str, str]:
         return {"HTTP_AUTHORIZATION": f"Bearer {self.created.platform_token}"}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_shared_cache() -> None:
+    """Each test starts with an empty default cache. The versions of what processes remember live there
+    (``core/versions.py``), so nothing remembered in an earlier test, whose rows were rolled back, is used."""
+    cache.clear()
 
 
 @pytest.fixture

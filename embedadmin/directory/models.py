@@ -46,6 +46,8 @@ class ExternalUser(TimestampedModel):
     display_name = models.CharField(max_length=255, blank=True, default="")
     picture = models.URLField(max_length=2048, blank=True, default="")
     last_session_at = models.DateTimeField(null=True, blank=True)
+    # Sessions minted for the user (counted since migration 0003); 1 tells its upsert that it inserted the row.
+    session_count = models.PositiveIntegerField(default=1)
 
     class Meta:
         ordering = ["external_id"]

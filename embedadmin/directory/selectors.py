@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
 from embedadmin.accounts.models import Account
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.prepared import InList, Nullable, PreparedQuery
+from embedadmin.core.versions import ProcessMemory, SharedVersion
 from embedadmin.directory.models import (
     AttributeDefinition,
     AttributeValue,
@@ -47,6 +50,61 @@ _MEMBERSHIPS: PreparedQuery[GroupMembership] = PreparedQuery(
 
 def _scope_id(embed_tenant: EmbedTenant | None) -> int | None:
     return embed_tenant.pk if embed_tenant is not None else None
+
+
+def catalog_version(account_id: int) -> SharedVersion:
+    """The version of an account's catalogs (embed tenants, attribute definitions, groups) that processes keep
+    copies of (core/versions.py): every directory service that changes them bumps it."""
+    return SharedVersion(f"directory:{account_id}")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """One scope's attribute definitions and groups, by name: what generate-session resolves names against."""
+
+    definitions: dict[str, AttributeDefinition]
+    groups: dict[str, Group]
+
+
+_GROUPS_IN_SCOPE: PreparedQuery[Group] = PreparedQuery(
+    Group,
+    lambda account_id, tenant_id: Group.objects.filter(account_id=account_id, embed_tenant_id=tenant_id).order_by(),
+    sentinels=(-9_000_001, Nullable(-9_000_002)),
+)
+_REMEMBERED_CATALOGS: ProcessMemory[Catalog] = ProcessMemory(
+    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
+)
+_REMEMBERED_TENANTS: ProcessMemory[EmbedTenant] = ProcessMemory(
+    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
+)
+
+
+def catalog_in_scope(*, account: Account, embed_tenant: EmbedTenant | None, remember: bool = True) -> Catalog:
+    """The scope's catalog, remembered by the process under the account's catalog version. ``remember=False``
+    for a caller whose own transaction has just written the catalog: rows that may still roll back are never
+    remembered."""
+    version = catalog_version(account.pk).current()
+    key = (account.pk, _scope_id(embed_tenant))
+    known = _REMEMBERED_CATALOGS.get(key, version) if remember else None
+    if known is None:
+        known = Catalog(
+            definitions=attribute_definitions_in_scope(account=account, embed_tenant=embed_tenant),
+            groups={g.name: g for g in _GROUPS_IN_SCOPE.fetch(account.pk, _scope_id(embed_tenant))},
+        )
+        if remember:
+            _REMEMBERED_CATALOGS.put(key, known, version)
+    return known
+
+
+def embed_tenant_by_name(*, account: Account, name: str) -> EmbedTenant | None:
+    """The account's embed tenant ``name`` (remembered once found, under the catalog version)."""
+    version = catalog_version(account.pk).current()
+    tenant = _REMEMBERED_TENANTS.get((account.pk, name), version)
+    if tenant is None:
+        tenant = EmbedTenant.objects.filter(account=account, name=name).first()
+        if tenant is not None:
+            _REMEMBERED_TENANTS.put((account.pk, name), tenant, version)
+    return tenant
 
 
 def attribute_definitions_in_scope(
@@ -90,10 +148,10 @@ def groups_by_name(*, account: Account, embed_tenant: EmbedTenant | None, names:
     return {g.name: g for g in _GROUPS.fetch(account.pk, _scope_id(embed_tenant), list(names))}
 
 
-def groups_resolve(*, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str]) -> list[Group]:
-    """The groups named, all of which must exist in the scope (``Groups with names ... not found``)."""
+def groups_resolve(*, groups: dict[str, Group], names: Sequence[str]) -> list[Group]:
+    """The groups named, all of which must be in ``groups`` (``Groups with names ... not found``)."""
     unique_names = list(dict.fromkeys(names))
-    found = groups_by_name(account=account, embed_tenant=embed_tenant, names=unique_names)
+    found = groups
     missing = [n for n in unique_names if n not in found]
     if missing:
         raise BadRequest(f"Groups with names {', '.join(missing)} not found")

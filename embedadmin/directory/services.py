@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from embedadmin.accounts.models import Account
@@ -62,14 +62,16 @@ def _check_tenant_of(account: Account, embed_tenant: EmbedTenant | None) -> None
 
 
 def embed_tenant_get_or_create(*, account: Account, name: str) -> EmbedTenant:
-    tenant = EmbedTenant.objects.filter(account=account, name=name).first()
+    tenant = selectors.embed_tenant_by_name(account=account, name=name)
     if tenant is not None:
         return tenant
     try:
         with transaction.atomic():
-            return EmbedTenant.objects.create(account=account, name=name)
+            tenant = EmbedTenant.objects.create(account=account, name=name)
     except IntegrityError:  # created concurrently
         return EmbedTenant.objects.get(account=account, name=name)
+    selectors.catalog_version(account.pk).bump()
+    return tenant
 
 
 # --- definitions ------------------------------------------------------------------------------------
@@ -119,6 +121,7 @@ def definitions_apply(
             default_value_parse(definition.type, definition.default_value)
 
     scope = {"account": account, "embed_tenant": embed_tenant}
+    selectors.catalog_version(account.pk).bump()
     # The scope's whole catalog by name (catalogs are small): only the names requested are looked up.
     existing_attrs = selectors.attribute_definitions_in_scope(**scope) if attribute_definitions else {}
     _reject_type_changes(attribute_definitions, existing_attrs)
@@ -182,6 +185,7 @@ def attribute_definition_create(
         raise BadRequest(f"type must be one of {', '.join(ATTRIBUTE_TYPES)}")
     if data.default_value:
         default_value_parse(data.type, data.default_value)
+    selectors.catalog_version(account.pk).bump()
     definition = AttributeDefinition(
         account=account,
         embed_tenant=embed_tenant,
@@ -207,6 +211,7 @@ def attribute_definition_update(*, definition: AttributeDefinition, changes: dic
         setattr(definition, field, changes[field] or "")
     if fields:
         definition.save(update_fields=[*fields, "updated_at"])
+        selectors.catalog_version(definition.account_id).bump()
     return definition
 
 
@@ -219,6 +224,7 @@ def attribute_definition_delete(*, definition: AttributeDefinition) -> None:
                 f"User attribute {definition.name!r} still has values for {holders} user(s); clear them first"
             )
         definition.delete()
+        selectors.catalog_version(definition.account_id).bump()
 
 
 def group_create(*, account: Account, embed_tenant: EmbedTenant | None, name: str, description: str = "") -> Group:
@@ -229,6 +235,7 @@ def group_create(*, account: Account, embed_tenant: EmbedTenant | None, name: st
     if name.startswith("system:"):
         raise BadRequest("Group names starting with 'system:' are reserved")
     group = Group(account=account, embed_tenant=embed_tenant, name=name, description=description)
+    selectors.catalog_version(account.pk).bump()
     return create_unique(group, conflict=Conflict(f"A group named {name!r} already exists"))
 
 
@@ -245,6 +252,7 @@ def group_delete(*, group: Group, with_internal_members: bool = False) -> None:
         if members:
             raise BadRequest(f"Group {group.name!r} still has {members} member(s); remove them first")
         group.delete()
+        selectors.catalog_version(group.account_id).bump()
 
 
 # --- external users ---------------------------------------------------------------------------------
@@ -261,101 +269,64 @@ def external_user_upsert(
     """Find or create the external user, overwriting only the properties supplied; returns it and
     whether it was created.
 
+    One ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING`` statement (PostgreSQL and SQLite): concurrent
+    requests for one new user queue on the unique index, exactly one inserts, and the others update the row
+    it wrote. ``session_count`` tells them apart: 1 for the row just inserted.
+
     A created user must take a place under the account cap (``quota_reserve(EXTERNAL_USERS)``) in the
     same transaction, which the caller holds open: the caller reserves it as the last write before
     its commit, because the reservation locks the account's counter row until then and every other
     request creating a user in the account waits for that lock.
     """
-    now = timezone.now()
-    if connection.vendor == "postgresql":
-        user, created = _external_user_upsert_one_statement(
-            account=account, external_id=external_id, email=email, profile=profile, embed_tenant=embed_tenant, now=now
-        )
-        return user, created
-    # SQLite: the IMMEDIATE transaction serializes writers, so reading first cannot race.
-    user = selectors.external_user_by_external_id(account=account, external_id=external_id)
-    created = False
-    if user is None:
-        try:
-            with transaction.atomic():
-                user = ExternalUser.objects.create(
-                    account=account,
-                    external_id=external_id,
-                    embed_tenant=embed_tenant,
-                    email=email or "",
-                    display_name=(profile.display_name if profile else None) or "",
-                    picture=(profile.picture if profile else None) or "",
-                    last_session_at=now,
-                )
-            created = True
-        except IntegrityError:  # another request created the same user first
-            user = ExternalUser.objects.get(account=account, external_id=external_id)
-    if created:
-        return user, True
-
-    updates: dict[str, Any] = {"last_session_at": now, "updated_at": now}
-    if email is not None and email != user.email:
-        updates["email"] = email
-    if embed_tenant is not None and user.embed_tenant_id != embed_tenant.pk:
-        updates["embed_tenant"] = embed_tenant
-    if profile is not None:
-        if profile.display_name is not None:
-            updates["display_name"] = profile.display_name
-        if profile.picture is not None:
-            updates["picture"] = profile.picture
-    ExternalUser.objects.filter(pk=user.pk).update(**updates)
-    for field, value in updates.items():
-        setattr(user, field, value)
-    return user, False
+    now = ExternalUser._meta.get_field("updated_at").get_db_prep_save(timezone.now(), connection)
+    display_name = profile.display_name if profile else None
+    picture = profile.picture if profile else None
+    tenant_id = embed_tenant.pk if embed_tenant is not None else None
+    inserted = [now, now, account.pk, external_id, tenant_id, email or "", display_name or "", picture or "", now, 1]
+    sql, fields, converters = _user_upsert_sql()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*inserted, email, tenant_id, display_name, picture])
+        row = list(cursor.fetchone())
+    for position, (column, functions) in converters:  # the ORM's own from-database conversions
+        for convert in functions:
+            row[position] = convert(row[position], column, connection)
+    user = ExternalUser.from_db(connection.alias, [f.attname for f in fields], row)
+    user.account = account
+    return user, user.session_count == 1
 
 
 @functools.cache
-def _user_upsert_sql() -> str:
-    """``INSERT ... ON CONFLICT (account, external_id) DO UPDATE ... RETURNING *, (xmax = 0)``.
+def _user_upsert_sql() -> tuple[str, tuple[models.Field, ...], list[tuple[int, tuple[Any, list[Any]]]]]:
+    """The upsert of :func:`external_user_upsert`, the fields it returns in order, and the ORM's converters of
+    the returned values by position.
 
-    Supplied properties overwrite, omitted ones (NULL parameters) keep the stored value; ``xmax = 0``
-    tells an inserted row from an updated one. Only the model's own identifiers are formatted in.
+    Supplied properties overwrite, omitted ones (NULL parameters) keep the stored value. Only the model's own
+    identifiers are formatted in; every value is a bound parameter.
     """
     meta = ExternalUser._meta
     qn = connection.ops.quote_name
     col = {f.name: qn(f.column) for f in meta.concrete_fields}
     inserted = ("created_at", "updated_at", "account", "external_id", "embed_tenant", "email", "display_name")
-    inserted += ("picture", "last_session_at")
+    inserted += ("picture", "last_session_at", "session_count")
     kept = ("email", "embed_tenant", "display_name", "picture")
-    table = qn(meta.db_table)
-    return (
-        f"INSERT INTO {table} AS t ({', '.join(col[n] for n in inserted)}) "  # noqa: S608
+    fields = tuple(meta.concrete_fields)
+    sql = (
+        f"INSERT INTO {qn(meta.db_table)} AS t ({', '.join(col[n] for n in inserted)}) "  # noqa: S608
         f"VALUES ({', '.join(['%s'] * len(inserted))}) "
         f"ON CONFLICT ({col['account']}, {col['external_id']}) DO UPDATE SET "
         f"{col['last_session_at']} = EXCLUDED.{col['last_session_at']}, "
         f"{col['updated_at']} = EXCLUDED.{col['updated_at']}, "
+        f"{col['session_count']} = t.{col['session_count']} + 1, "
         + ", ".join(f"{col[n]} = COALESCE(%s, t.{col[n]})" for n in kept)
-        + f" RETURNING {', '.join('t.' + qn(f.column) for f in meta.concrete_fields)}, (t.xmax = 0)"
+        + f" RETURNING {', '.join(qn(f.column) for f in fields)}"
     )
-
-
-def _external_user_upsert_one_statement(
-    *,
-    account: Account,
-    external_id: str,
-    email: str | None,
-    profile: ProfileInput | None,
-    embed_tenant: EmbedTenant | None,
-    now: Any,
-) -> tuple[ExternalUser, bool]:
-    """The upsert as one statement (PostgreSQL): concurrent requests for one new user queue on the
-    unique index, exactly one inserts, the others update the row it wrote."""
-    display_name = profile.display_name if profile else None
-    picture = profile.picture if profile else None
-    tenant_id = embed_tenant.pk if embed_tenant is not None else None
-    params = [now, now, account.pk, external_id, tenant_id, email or "", display_name or "", picture or "", now]
-    params += [email, tenant_id, display_name, picture]
-    with connection.cursor() as cursor:
-        cursor.execute(_user_upsert_sql(), params)
-        *row, inserted = cursor.fetchone()
-    user = ExternalUser.from_db(connection.alias, [f.attname for f in ExternalUser._meta.concrete_fields], row)
-    user.account = account
-    return user, inserted
+    converters = []
+    for position, field in enumerate(fields):
+        column = field.get_col(meta.db_table)
+        functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if functions:
+            converters.append((position, (column, functions)))
+    return sql, fields, converters
 
 
 def external_user_groups_set(

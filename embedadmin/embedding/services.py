@@ -130,7 +130,8 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
             else None
         )
         scope = embed_tenant if data.creator_mode else None
-        if data.creator_mode and (data.attribute_definitions or data.group_definitions):
+        applies_definitions = data.creator_mode and bool(data.attribute_definitions or data.group_definitions)
+        if applies_definitions:
             directory.definitions_apply(
                 account=account,
                 embed_tenant=embed_tenant,
@@ -150,18 +151,17 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
                 "identity": {"internalId": internal_user.username, "email": internal_user.email},
             }
         else:
-            definitions = directory_selectors.attribute_definitions_in_scope(account=account, embed_tenant=scope)
+            catalog = directory_selectors.catalog_in_scope(
+                account=account, embed_tenant=scope, remember=not applies_definitions
+            )
+            definitions = catalog.definitions
             attribute_values = []
             if data.user_attributes:
                 named = directory_selectors.attribute_definitions_resolve(
                     definitions=definitions, names=[name for name, _ in data.user_attributes]
                 )
                 attribute_values = directory.attribute_values_check(definitions=named, values=data.user_attributes)
-            groups = (
-                directory_selectors.groups_resolve(account=account, embed_tenant=scope, names=data.groups)
-                if data.groups
-                else []
-            )
+            groups = directory_selectors.groups_resolve(groups=catalog.groups, names=data.groups) if data.groups else []
             external_user, created = directory.external_user_upsert(
                 account=account,
                 external_id=data.external_id,

@@ -1,0 +1,80 @@
+"""Database round trips of generate-session: a deterministic guard on its cost, whatever the machine's speed.
+
+Counted with Django's query capture, which sees every round trip, the transaction's BEGIN and COMMIT included
+(the tests run in real transactions, as the server does). Each write is one statement: the user upsert, the
+memberships (read for an existing user, inserted for a new one), the attribute values, the session, and for a new
+user its place under the cap. The API key,
+the deployment and the catalog are remembered by the process after the first request (``core/versions.py``), so
+the counted request is a later one, as on any busy install.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+ATTRIBUTES = [
+    {"name": "region", "type": "string"},
+    {"name": "level", "type": "number"},
+    {"name": "teams", "type": "string_array"},
+]
+
+
+pytestmark = pytest.mark.usefixtures("transactional_db")
+
+
+@pytest.fixture
+def catalog(acme, api):
+    """Three tenant-wide attribute definitions and two groups, through the Platform API."""
+    for definition in ATTRIBUTES:
+        response = api.post_json("/api/v1/user-attributes", definition, **acme.platform_headers)
+        assert response.status_code == 201, response.content
+    for name in ("sales", "support"):
+        response = api.post_json(
+            "/api/scim/v2/Groups",
+            {"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": name},
+            **acme.platform_headers,
+        )
+        assert response.status_code == 201, response.content
+    return acme
+
+
+def body(external_id: str) -> dict:
+    return {
+        "externalId": external_id,
+        "email": f"{external_id}@example.com",
+        "userAttributes": [
+            {"name": "region", "value": "emea"},
+            {"name": "level", "value": 3},
+            {"name": "teams", "value": ["a", "b"]},
+        ],
+        "groups": ["sales", "support"],
+        "securityContext": {"tenant": 7},
+    }
+
+
+def statements(generate, cast, external_id: str) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        response = generate(cast, **body(external_id))
+    assert response.status_code == 200, response.content
+    return [query["sql"] for query in captured.captured_queries]
+
+
+def test_minting_for_an_existing_user_takes_six_round_trips(catalog, generate):
+    statements(generate, catalog, "warm-up")
+    statements(generate, catalog, "ann")
+
+    sent = statements(generate, catalog, "ann")
+
+    assert [s.split(" ")[0] for s in sent] == ["BEGIN", "INSERT", "SELECT", "INSERT", "INSERT", "COMMIT"], sent
+
+
+def test_minting_for_a_new_user_takes_seven_round_trips(catalog, generate):
+    statements(generate, catalog, "warm-up")
+
+    sent = statements(generate, catalog, "bob")
+
+    assert [s.split(" ")[0] for s in sent] == ["BEGIN", "INSERT", "INSERT", "INSERT", "INSERT", "UPDATE", "COMMIT"], (
+        sent
+    )
