@@ -50,3 +50,42 @@ def test_pages_are_served_through_the_shipped_server(served):
     assert login.status_code == 200
     assert login.headers["content-type"].startswith("text/html")
     assert "<form" in login.text
+
+
+# Every API family and the panel: no path answers a request for a host outside ALLOWED_HOSTS.
+EVERY_FAMILY = [
+    ("POST", GENERATE_URL),
+    ("POST", TOKEN_URL),
+    ("GET", "/api/v1/embed-tenants"),
+    ("POST", "/d/{deployment}/cubejs-api/v1/load"),
+    ("GET", "/d/{deployment}/cubejs-api/v1/meta"),
+    ("POST", "/cubejs-api/v1/load"),
+    ("POST", "/api/v1/public/acme/agents/1/chat/stream-chat-state"),
+    ("POST", "/api/v1/public/acme/agents/1/chat/abort"),
+    ("GET", "/api/v1/deployments/"),
+    ("GET", "/api/scim/v2/Groups"),
+    ("GET", "/admin/"),
+    ("GET", "/readyz"),
+]
+
+
+def test_a_host_outside_allowed_hosts_is_400_on_every_api_family(served, acme):
+    api_key, platform = f"Api-Key {acme.created.api_key}", f"Bearer {acme.created.platform_token}"
+    body = {"deploymentId": acme.deployment.pk, "externalId": "viewer", "query": {"measures": ["orders.count"]}}
+    answers = {}
+    for method, path in EVERY_FAMILY:
+        credential = platform if path.startswith(("/api/v1/deployments", "/api/scim")) else api_key
+        response = served.request(
+            method,
+            path.format(deployment=acme.deployment.pk),
+            json=body if method == "POST" else None,
+            headers={"Host": "evil.example.com", "Authorization": credential},
+        )
+        if path.startswith("/admin/"):
+            answers[path] = (response.status_code, "page")
+        elif path.startswith("/api/scim"):
+            answers[path] = (response.status_code, response.json()["detail"])
+        else:
+            answers[path] = (response.status_code, response.json()["error"])
+
+    assert answers == {path: (400, "page" if path.startswith("/admin/") else "Bad request") for _, path in EVERY_FAMILY}
