@@ -198,7 +198,7 @@ def render_model(source: Path, target: Path) -> None:
         return
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from embedadmin.semantic.files import template_environment
+    from embedadmin.semantic.modeling.files import template_environment
 
     environment = template_environment(source)  # imports resolve in the original directory
     for path in templated:

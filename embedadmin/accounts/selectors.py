@@ -7,9 +7,19 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser
+from django.db.models import Exists, OuterRef, QuerySet
 
-from embedadmin.accounts.models import Account, ApiKey, Deployment, DeploymentSecret, PlatformToken, RevokedToken
+from embedadmin.accounts.models import (
+    Account,
+    ApiKey,
+    Deployment,
+    DeploymentSecret,
+    PlatformToken,
+    RevokedToken,
+    TenantSettings,
+)
 from embedadmin.accounts.services import API_KEY_KIND, CREDENTIALS, PLATFORM_TOKEN_KIND
 from embedadmin.core import credentials
 from embedadmin.core.errors import Forbidden, NotFound
@@ -169,3 +179,24 @@ def data_source_url_redacted(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def deployment_named_by_embed_token(*, deployment_id: int) -> Deployment | None:
+    """The deployment an embed token says it was signed for. Not scoped by account: the token is not yet
+    verified and names no account, so its deployment's secrets are what verify it (and so fix the account)."""
+    return Deployment.objects.filter(pk=deployment_id).first()
+
+
+def deployments_of(*, account: Account) -> QuerySet[Deployment]:
+    """The account's deployments, for the caller to order and paginate."""
+    return Deployment.objects.filter(account=account)
+
+
+def internal_users_of(*, account: Account) -> QuerySet[AbstractUser]:
+    """The account's internal users, each read with its membership (which says whether it is an admin)."""
+    return get_user_model().objects.filter(membership__account=account).select_related("membership")
+
+
+def tenant_settings_of(*, account: Account) -> TenantSettings:
+    """The account's tenant settings and user counts (every account has one row)."""
+    return TenantSettings.objects.get(account=account)

@@ -15,7 +15,7 @@ from typing import Any
 from embedadmin.accounts.selectors import api_key_authenticate
 from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.chat.models import Agent
-from embedadmin.semantic.auth import SecurityContext, core_token_verify
+from embedadmin.semantic.serving.auth import SecurityContext, core_token_verify
 
 CHAT_SCOPE = "chat"
 

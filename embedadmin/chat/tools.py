@@ -21,7 +21,7 @@ from embedadmin.chat.vocabulary import content_stems, relevance
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext
-from embedadmin.semantic.service import semantic_cubesql, semantic_meta
+from embedadmin.semantic.serving.services import semantic_cubesql, semantic_meta
 
 logger = logging.getLogger(__name__)
 

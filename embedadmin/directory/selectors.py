@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.contrib.auth.models import AbstractUser
+from django.db.models import Count, Q, QuerySet
 
 from embedadmin.accounts.models import Account
 from embedadmin.core.errors import BadRequest, NotFound
@@ -215,3 +216,92 @@ def embed_tenant_for_account(*, account: Account, name: str) -> EmbedTenant:
     if tenant is None:
         raise NotFound(f"Embed tenant {name!r} not found")
     return tenant
+
+
+def embed_tenants_of(*, account: Account, search: str) -> QuerySet[EmbedTenant]:
+    """The account's embed tenants whose name contains ``search`` (all of them when it is empty)."""
+    tenants = EmbedTenant.objects.filter(account=account)
+    if search:
+        tenants = tenants.filter(name__icontains=search)
+    return tenants
+
+
+def embed_tenant_groups(*, account: Account, embed_tenant: EmbedTenant) -> QuerySet[Group]:
+    """The groups of one embed tenant, each with its ``member_count``."""
+    return Group.objects.filter(account=account, embed_tenant=embed_tenant).annotate(member_count=Count("memberships"))
+
+
+def group_in_embed_tenant(*, account: Account, embed_tenant: EmbedTenant, group_id: int) -> Group:
+    """The embed tenant's group ``group_id``; 404 when the tenant has no such group."""
+    group = Group.objects.filter(account=account, embed_tenant=embed_tenant, pk=group_id).first()
+    if group is None:
+        raise NotFound(f"Group {group_id} not found in embed tenant {embed_tenant.name}")
+    return group
+
+
+def embed_tenant_attribute_definitions(*, account: Account, embed_tenant: EmbedTenant) -> QuerySet[AttributeDefinition]:
+    """The attribute definitions of one embed tenant."""
+    return AttributeDefinition.objects.filter(account=account, embed_tenant=embed_tenant)
+
+
+def attribute_definition_in_embed_tenant(
+    *, account: Account, embed_tenant: EmbedTenant, attribute_id: int
+) -> AttributeDefinition:
+    """The embed tenant's attribute definition ``attribute_id``; 404 when the tenant has no such definition."""
+    definition = AttributeDefinition.objects.filter(account=account, embed_tenant=embed_tenant, pk=attribute_id).first()
+    if definition is None:
+        raise NotFound(f"User attribute {attribute_id} not found in embed tenant {embed_tenant.name}")
+    return definition
+
+
+def attribute_definitions_tenant_wide(*, account: Account) -> QuerySet[AttributeDefinition]:
+    """The account's tenant-wide attribute definitions (those of no embed tenant)."""
+    return AttributeDefinition.objects.filter(account=account, embed_tenant__isnull=True)
+
+
+def attribute_definition_tenant_wide(*, account: Account, attribute_id: int) -> AttributeDefinition:
+    """The account's tenant-wide attribute definition ``attribute_id``; 404 when there is none."""
+    definition = AttributeDefinition.objects.filter(account=account, embed_tenant__isnull=True, pk=attribute_id).first()
+    if definition is None:
+        raise NotFound(f"User attribute {attribute_id} not found")
+    return definition
+
+
+@dataclass(frozen=True)
+class ScimGroupsPage:
+    """One page of SCIM groups: ``total`` groups match, ``groups`` are those of the page."""
+
+    total: int
+    groups: list[Group]
+
+
+def scim_groups(*, account: Account, display_name: str | None, start_index: int, count: int) -> ScimGroupsPage:
+    """The page of the account's tenant-wide groups (named ``display_name``, when given) from the 1-based
+    ``start_index``, in id order, with their internal members."""
+    groups = Group.objects.filter(account=account, embed_tenant__isnull=True).prefetch_related("internal_members")
+    if display_name is not None:
+        groups = groups.filter(name=display_name)
+    total = groups.count()
+    # Past the end the page is empty; capping the offset keeps it within what the database accepts.
+    offset = min(start_index - 1, total)
+    return ScimGroupsPage(total=total, groups=list(groups.order_by("id")[offset : offset + count]))
+
+
+_SCIM_ID_MAX_DIGITS = 19  # a bigint; a larger one within them matches no row (the ORM's integer lookups)
+
+
+def scim_group(*, account: Account, group_id: str) -> Group:
+    """The account's tenant-wide group whose SCIM id (text) is ``group_id``; 404 otherwise."""
+    # Ids are short decimal ASCII: "²".isdigit() is true too, and int() refuses it and huge numbers.
+    is_id = group_id.isascii() and group_id.isdigit() and len(group_id) <= _SCIM_ID_MAX_DIGITS
+    group = (
+        Group.objects.filter(account=account, embed_tenant__isnull=True, pk=int(group_id)).first() if is_id else None
+    )
+    if group is None:
+        raise NotFound(f"Group {group_id} not found")
+    return group
+
+
+def group_internal_members(*, group: Group) -> list[AbstractUser]:
+    """A group's internal (IdP-managed) users, its SCIM members (already read for a group from ``scim_groups``)."""
+    return list(group.internal_members.all())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -283,15 +282,3 @@ def session_revoke(*, caller: ApiKeyCaller, session_id: str) -> None:
         if exchanged_at is not None:
             token_expiry = exchanged_at + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
             deployment_token_revoke(deployment=session.deployment, jti=str(session.public_id), expires_at=token_expiry)
-
-
-def embed_session_for_token(*, deployment: Deployment, payload: dict[str, Any]) -> EmbedSession | None:
-    """The session a verified embed token was minted from, if it is one."""
-    jti = payload.get("jti")
-    if not isinstance(payload.get("embed"), dict) or not isinstance(jti, str):
-        return None
-    try:
-        public_id = uuid.UUID(jti)
-    except ValueError:  # another issuer's jti: the token is valid for the deployment but no session's
-        return None
-    return EmbedSession.objects.filter(public_id=public_id, deployment=deployment).first()

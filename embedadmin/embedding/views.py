@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import jwt
-from django.db.models import Count
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts.authentication import ApiKeyAuthentication, IsAdminApiKey
-from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.tokens import TokenInvalid, deployment_token_verify
-from embedadmin.core.errors import NotFound, Unauthorized
+from embedadmin.core.errors import Unauthorized
 from embedadmin.core.pagination import paginate
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.directory.contracts import attribute_definition_item
-from embedadmin.directory.models import AttributeDefinition, EmbedTenant, Group
-from embedadmin.embedding import services
+from embedadmin.directory.models import EmbedTenant, Group
+from embedadmin.embedding import selectors, services
 from embedadmin.embedding.serializers import SessionIdSerializer, generate_session_input
 
 
@@ -70,14 +69,14 @@ class SessionContextView(APIView):
             deployment_id = int(unverified["embed"]["deploymentId"])
         except Exception:
             raise Unauthorized("Not an embed token") from None
-        deployment = Deployment.objects.filter(pk=deployment_id).first()
+        deployment = accounts_selectors.deployment_named_by_embed_token(deployment_id=deployment_id)
         if deployment is None:
             raise Unauthorized("Not an embed token")
         try:
             payload = deployment_token_verify(deployment=deployment, token=token)
         except TokenInvalid as exc:
             raise Unauthorized(str(exc)) from None
-        if services.embed_session_for_token(deployment=deployment, payload=payload) is None:
+        if selectors.embed_token_session(deployment=deployment, payload=payload) is None:
             raise Unauthorized("Not an embed token")
         return Response(payload)
 
@@ -101,10 +100,8 @@ def _group_item(group: Group) -> dict:
 
 class EmbedTenantListView(AdminApiKeyView):
     def get(self, request: Request) -> Response:
-        tenants = EmbedTenant.objects.filter(account=request.user.account)
         search = request.query_params.get("search", "").strip()
-        if search:
-            tenants = tenants.filter(name__icontains=search)
+        tenants = directory_selectors.embed_tenants_of(account=request.user.account, search=search)
         page = paginate(tenants, params=request.query_params, order=("name", "id"), types=(str, int))
         return Response(page.as_dict(_tenant_item))
 
@@ -125,9 +122,7 @@ class EmbedTenantScopedView(AdminApiKeyView):
 class EmbedTenantGroupListView(EmbedTenantScopedView):
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
-        groups = Group.objects.filter(account=request.user.account, embed_tenant=tenant).annotate(
-            member_count=Count("memberships")
-        )
+        groups = directory_selectors.embed_tenant_groups(account=request.user.account, embed_tenant=tenant)
         # Newest first, like the rest of the embed-tenant admin API.
         page = paginate(groups, params=request.query_params, order=("id",), types=(int,), descending=True)
         return Response(page.as_dict(_group_item))
@@ -136,9 +131,9 @@ class EmbedTenantGroupListView(EmbedTenantScopedView):
 class EmbedTenantGroupDetailView(EmbedTenantScopedView):
     def delete(self, request: Request, tenant_name: str, group_id: int) -> Response:
         tenant = self.tenant(request, tenant_name)
-        group = Group.objects.filter(account=request.user.account, embed_tenant=tenant, pk=group_id).first()
-        if group is None:
-            raise NotFound(f"Group {group_id} not found in embed tenant {tenant.name}")
+        group = directory_selectors.group_in_embed_tenant(
+            account=request.user.account, embed_tenant=tenant, group_id=group_id
+        )
         directory.group_delete(group=group)
         return Response(status=204)
 
@@ -146,7 +141,9 @@ class EmbedTenantGroupDetailView(EmbedTenantScopedView):
 class EmbedTenantAttributeListView(EmbedTenantScopedView):
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
-        definitions = AttributeDefinition.objects.filter(account=request.user.account, embed_tenant=tenant)
+        definitions = directory_selectors.embed_tenant_attribute_definitions(
+            account=request.user.account, embed_tenant=tenant
+        )
         page = paginate(definitions, params=request.query_params, order=("name", "id"), types=(str, int))
         return Response(page.as_dict(attribute_definition_item))
 
@@ -154,10 +151,8 @@ class EmbedTenantAttributeListView(EmbedTenantScopedView):
 class EmbedTenantAttributeDetailView(EmbedTenantScopedView):
     def delete(self, request: Request, tenant_name: str, attribute_id: int) -> Response:
         tenant = self.tenant(request, tenant_name)
-        definition = AttributeDefinition.objects.filter(
-            account=request.user.account, embed_tenant=tenant, pk=attribute_id
-        ).first()
-        if definition is None:
-            raise NotFound(f"User attribute {attribute_id} not found in embed tenant {tenant.name}")
+        definition = directory_selectors.attribute_definition_in_embed_tenant(
+            account=request.user.account, embed_tenant=tenant, attribute_id=attribute_id
+        )
         directory.attribute_definition_delete(definition=definition)
         return Response(status=204)

@@ -19,8 +19,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
-from embedadmin.core.errors import SCIM_MEDIA_TYPE, ApiError, BadRequest, NotFound, scim_error_body
+from embedadmin.core.errors import SCIM_MEDIA_TYPE, ApiError, BadRequest, scim_error_body
 from embedadmin.core.parsers import JSONBodyParser, ScimJSONParser
+from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.directory.models import Group
 
@@ -28,7 +29,6 @@ GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
 LIST_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
 FILTER_RE = re.compile(r'^\s*displayName\s+eq\s+"((?:[^"\\]|\\.)*)"\s*$', re.IGNORECASE)
 MAX_COUNT = 500
-MAX_ID_DIGITS = 19  # a bigint; a larger one within them matches no row (the ORM's integer lookups)
 NAME_MAX_LENGTH = Group._meta.get_field("name").max_length
 
 
@@ -45,7 +45,10 @@ def group_resource(group: Group, request: Request) -> dict[str, Any]:
         "schemas": [GROUP_SCHEMA],
         "id": str(group.pk),
         "displayName": group.name,
-        "members": [{"value": str(u.pk), "display": u.username, "type": "User"} for u in group.internal_members.all()],
+        "members": [
+            {"value": str(u.pk), "display": u.username, "type": "User"}
+            for u in directory_selectors.group_internal_members(group=group)
+        ],
         "meta": {
             "resourceType": "Group",
             "created": group.created_at.isoformat(),
@@ -83,29 +86,26 @@ def _query_int(raw: str | None, name: str, *, default: int, minimum: int) -> int
 
 class ScimGroupListView(ScimView):
     def get(self, request: Request) -> Response:
-        groups = Group.objects.filter(account=request.user.account, embed_tenant__isnull=True).prefetch_related(
-            "internal_members"
-        )
+        display_name = None
         raw_filter = request.query_params.get("filter")
         if raw_filter:
             match = FILTER_RE.match(raw_filter)
             if not match:
                 return scim_error(400, "Only 'displayName eq \"...\"' filters are supported", "invalidFilter")
-            groups = groups.filter(name=match.group(1).replace('\\"', '"'))
+            display_name = match.group(1).replace('\\"', '"')
         params = request.query_params
         count = min(_query_int(params.get("count"), "count", default=100, minimum=0), MAX_COUNT)
         start = _query_int(params.get("startIndex"), "startIndex", default=1, minimum=1)
-        total = groups.count()
-        # Past the end the page is empty; capping the offset keeps it within what the database accepts.
-        offset = min(start - 1, total)
-        page = list(groups.order_by("id")[offset : offset + count])
+        page = directory_selectors.scim_groups(
+            account=request.user.account, display_name=display_name, start_index=start, count=count
+        )
         return Response(
             {
                 "schemas": [LIST_SCHEMA],
-                "totalResults": total,
+                "totalResults": page.total,
                 "startIndex": start,
-                "itemsPerPage": len(page),
-                "Resources": [group_resource(g, request) for g in page],
+                "itemsPerPage": len(page.groups),
+                "Resources": [group_resource(g, request) for g in page.groups],
             },
             content_type=SCIM_MEDIA_TYPE,
         )
@@ -128,16 +128,7 @@ class ScimGroupListView(ScimView):
 
 class ScimGroupDetailView(ScimView):
     def _group(self, request: Request, group_id: str) -> Group:
-        # Ids are short decimal ASCII: "²".isdigit() is true too, and int() refuses it and huge numbers.
-        is_id = group_id.isascii() and group_id.isdigit() and len(group_id) <= MAX_ID_DIGITS
-        group = (
-            Group.objects.filter(account=request.user.account, embed_tenant__isnull=True, pk=int(group_id)).first()
-            if is_id
-            else None
-        )
-        if group is None:
-            raise NotFound(f"Group {group_id} not found")
-        return group
+        return directory_selectors.scim_group(account=request.user.account, group_id=group_id)
 
     def get(self, request: Request, group_id: str) -> Response:
         return Response(group_resource(self._group(request, group_id), request), content_type=SCIM_MEDIA_TYPE)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
-from embedadmin.accounts.models import Deployment, TenantSettings
-from embedadmin.core.errors import NotFound
+from embedadmin.accounts.models import TenantSettings
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
+from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.directory.contracts import (
     AttributeDefinitionSerializer,
@@ -44,7 +44,7 @@ def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
 
 class TenantSettingsView(PlatformView):
     def get(self, request: Request) -> Response:
-        return Response(tenant_settings_item(TenantSettings.objects.get(account=request.user.account)))
+        return Response(tenant_settings_item(accounts_selectors.tenant_settings_of(account=request.user.account)))
 
     def patch(self, request: Request) -> Response:
         if not isinstance(request.data, dict):
@@ -60,7 +60,7 @@ class AttributeDefinitionUpdateSerializer(AttributeDefinitionSerializer):
 
 class UserAttributeListView(PlatformView):
     def get(self, request: Request) -> Response:
-        definitions = AttributeDefinition.objects.filter(account=request.user.account, embed_tenant__isnull=True)
+        definitions = directory_selectors.attribute_definitions_tenant_wide(account=request.user.account)
         page = paginate(definitions, params=request.query_params, order=("name", "id"), types=(str, int))
         return Response(page.as_dict(attribute_definition_item))
 
@@ -77,12 +77,9 @@ class UserAttributeListView(PlatformView):
 
 class UserAttributeDetailView(PlatformView):
     def _definition(self, request: Request, attribute_id: int) -> AttributeDefinition:
-        definition = AttributeDefinition.objects.filter(
-            account=request.user.account, embed_tenant__isnull=True, pk=attribute_id
-        ).first()
-        if definition is None:
-            raise NotFound(f"User attribute {attribute_id} not found")
-        return definition
+        return directory_selectors.attribute_definition_tenant_wide(
+            account=request.user.account, attribute_id=attribute_id
+        )
 
     def get(self, request: Request, attribute_id: int) -> Response:
         return Response(attribute_definition_item(self._definition(request, attribute_id)))
@@ -120,7 +117,7 @@ def internal_user_item(user) -> dict[str, Any]:
 
 class UserListView(PlatformView):
     def get(self, request: Request) -> Response:
-        users = get_user_model().objects.filter(membership__account=request.user.account).select_related("membership")
+        users = accounts_selectors.internal_users_of(account=request.user.account)
         page = paginate(users, params=request.query_params)
         return Response(page.as_dict(internal_user_item))
 
@@ -139,6 +136,6 @@ class UserListView(PlatformView):
 
 class DeploymentListView(PlatformView):
     def get(self, request: Request) -> Response:
-        deployments = Deployment.objects.filter(account=request.user.account)
+        deployments = accounts_selectors.deployments_of(account=request.user.account)
         page = paginate(deployments, params=request.query_params)
         return Response(page.as_dict(lambda d: {"id": d.pk, "name": d.name, "slug": d.slug}))

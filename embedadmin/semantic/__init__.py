@@ -22,30 +22,35 @@ Errors are :class:`ModelError` (400), :class:`QueryError` (400) and :class:`Quer
 answers 500), all ``embedadmin.core.errors.ApiError`` subclasses carrying ``status`` and ``message``.
 """
 
-from .api import (
+from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.cubesql.plan import (
+    CubeSqlColumn,
+    CubeSqlPlan,
+    cubesql_error_line,
+    cubesql_lines,
+    cubesql_plan,
+    cubesql_rows,
+)
+from embedadmin.semantic.errors import ModelError, ModelProblem, QueryError, QueryLimitError
+from embedadmin.semantic.modeling.model import CompiledModel
+from embedadmin.semantic.modeling.registry import ModelVersion, clear_models, load_model
+from embedadmin.semantic.query.normalize import Limits, normalize_query
+from embedadmin.semantic.query.normalized import NormalizedQuery
+from embedadmin.semantic.results.meta import meta
+from embedadmin.semantic.results.responses import dry_run_response, load_response, sql_response
+from embedadmin.semantic.results.shaping import result_body
+from embedadmin.semantic.sql.builder import CompiledQuery, ResultColumn, compile_query
+from embedadmin.semantic.sql.planning import (
     BLENDING,
     COMPARE_DATE_RANGE,
     REGULAR,
     LoadPlan,
     QueryOutcome,
     compile_cached,
-    dry_run_response,
-    load_response,
     parse_query_param,
     plan_queries,
     refresh_interval,
-    sql_response,
 )
-from .context import QueryContext
-from .cubesql import CubeSqlColumn, CubeSqlPlan, cubesql_error_line, cubesql_lines, cubesql_plan, cubesql_rows
-from .errors import ModelError, ModelProblem, QueryError, QueryLimitError
-from .meta import meta
-from .model import CompiledModel
-from .normalize import Limits, normalize_query
-from .query import NormalizedQuery
-from .registry import ModelVersion, clear_models, load_model
-from .results import result_body
-from .sql_builder import CompiledQuery, ResultColumn, compile_query
 
 __all__ = [
     "BLENDING",

@@ -58,3 +58,18 @@ class QueryLimitError(ApiError):
 
     def __init__(self) -> None:
         super().__init__("Error: The query limit has been exceeded.")
+
+
+class DataSourceError(Exception):
+    """A query failed in the data source; ``str()`` is safe to show to an API caller."""
+
+
+class QueryTimeout(DataSourceError):
+    """A query ran past its timeout and was interrupted."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(f"Query timeout: the query ran longer than {timeout_s:g} s and was stopped")
+        self.timeout_s = timeout_s
+
+    def __reduce__(self) -> tuple[type, tuple[float]]:
+        return (QueryTimeout, (self.timeout_s,))

@@ -3,7 +3,7 @@ deployment) and at ``d/<deployment_id>{base_path}/`` (a deployment named in the 
 
 from django.urls import path, re_path
 
-from embedadmin.semantic import views
+from embedadmin.semantic.serving import views
 
 urlpatterns = [
     path("v1/meta", views.meta_view),

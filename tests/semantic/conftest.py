@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from embedadmin.semantic import QueryContext, QueryOutcome, clear_models, load_model, load_response, plan_queries
-from embedadmin.semantic.model import CompiledModel
+from embedadmin.semantic.modeling.model import CompiledModel
 
 from .databases import DuckDBExecutor, Executor, PostgresExecutor, postgres_shop
 

@@ -9,8 +9,8 @@ from decimal import Decimal
 from typing import Any
 
 from embedadmin.semantic import QueryContext
-from embedadmin.semantic.cubesql import cubesql_lines, cubesql_plan
-from embedadmin.semantic.model import CompiledModel
+from embedadmin.semantic.cubesql.plan import cubesql_lines, cubesql_plan
+from embedadmin.semantic.modeling.model import CompiledModel
 
 from .conftest import NOW, shop_model
 from .databases import Executor

@@ -24,7 +24,7 @@ from django.http import HttpResponse
 from demo.generate import DEFAULT_SEED, generate
 from embedadmin.accounts.services import deployment_configure, duckdb_url
 from embedadmin.semantic import clear_models
-from embedadmin.semantic.datasources import close_data_sources
+from embedadmin.semantic.serving.datasources import close_data_sources
 from tests.conftest import Cast, JsonClient
 
 REPO = Path(__file__).resolve().parents[2]

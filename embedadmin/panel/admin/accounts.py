@@ -40,7 +40,7 @@ from embedadmin.panel.base import (
 )
 from embedadmin.panel.forms import AccountAddForm, ApiKeyAddForm, InternalUserCreationForm
 from embedadmin.panel.site import panel_site
-from embedadmin.semantic.service import model_status
+from embedadmin.semantic.serving.services import model_status
 
 User = get_user_model()
 

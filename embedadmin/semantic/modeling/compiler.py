@@ -1,0 +1,351 @@
+"""Compile a model directory's files into a :class:`CompiledModel`.
+
+Order of work: parse every file; collect cube and view definitions (names unique across both);
+resolve ``extends``; learn every cube's member names (so references can be resolved in any order);
+compile cubes, then views; check the join graph. Every fault is collected, and a model with any fault
+raises one :class:`ModelError` listing them all (the first names ``file:line: member: message``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from embedadmin.semantic.modeling.base import (
+    DESCRIPTIVE_KEYS,
+    NAME_PATTERN,
+    Abort,
+    Definition,
+    Problems,
+    definition_name,
+    visibility,
+)
+from embedadmin.semantic.modeling.files import (
+    ModelFile,
+    YamlList,
+    YamlMap,
+    content_hash,
+    parse_model_file,
+    template_environment,
+)
+from embedadmin.semantic.modeling.joins import connected_components, join_problems
+from embedadmin.semantic.modeling.members import CubeScope, compile_dimension, compile_measure, compile_segment
+from embedadmin.semantic.modeling.model import (
+    CompiledModel,
+    Dimension,
+    Entity,
+    Hierarchy,
+    Join,
+    Measure,
+    Member,
+    RefreshKey,
+    Segment,
+    SourceLocation,
+)
+from embedadmin.semantic.modeling.policies import compile_policies
+from embedadmin.semantic.modeling.references import SnippetError, SnippetScope, parse_snippet
+from embedadmin.semantic.modeling.titles import titleize
+from embedadmin.semantic.modeling.views import RAW_MEMBER_SECTIONS, compile_view, folder_tree
+
+CUBE_KEYS = DESCRIPTIVE_KEYS | {
+    "sql_table",
+    "sql",
+    "sql_alias",
+    "data_source",
+    "extends",
+    "refresh_key",
+    "calendar",
+    "joins",
+    "measures",
+    "dimensions",
+    "segments",
+    "hierarchies",
+    "pre_aggregations",
+    "access_policy",
+    "folders",
+    "rewrite_queries",
+}
+JOIN_KEYS = frozenset({"name", "sql", "relationship"})
+HIERARCHY_KEYS = frozenset({"name", "title", "levels", "public"})
+RELATIONSHIPS = {
+    **dict.fromkeys(("belongs_to", "belongsTo", "many_to_one", "manyToOne"), "belongsTo"),
+    **dict.fromkeys(("has_many", "hasMany", "one_to_many", "oneToMany"), "hasMany"),
+    **dict.fromkeys(("has_one", "hasOne", "one_to_one", "oneToOne"), "hasOne"),
+}
+_SECTIONS = ("measures", "dimensions", "segments", "joins", "hierarchies", "pre_aggregations")
+
+
+@dataclass
+class RawCube:
+    """A cube definition before compilation; member items keep the file they were written in."""
+
+    definition: Definition
+    items: dict[str, list[tuple[Any, str]]] = field(default_factory=dict)
+
+
+def compile_model(files: list[ModelFile], *, root: Path, dialect: str) -> CompiledModel:
+    """Compile ``files`` for ``dialect`` ("duckdb" or "postgres"); raises ModelError on any fault."""
+    problems = Problems()
+    env = template_environment(root)
+    cubes: dict[str, RawCube] = {}
+    views: dict[str, Definition] = {}
+    order: list[str] = []
+    for model_file in files:
+        document = parse_model_file(model_file, env)
+        for kind, definition in _definitions(document, model_file.display, problems):
+            try:
+                name = definition_name(definition, "cube" if kind == "cubes" else "view")
+            except Abort:
+                continue
+            if name in cubes or name in views:
+                definition.error(f'a cube or view named "{name}" is already defined', "name")
+                continue
+            order.append(name)
+            if kind == "cubes":
+                cubes[name] = RawCube(definition)
+            else:
+                views[name] = definition
+    problems.raise_if_any()
+    _resolve_extends(cubes)
+    scope_members, scope_grains = _member_names(cubes, problems)
+    compiled: dict[str, Entity] = {}
+    for name, raw in cubes.items():
+        scope = SnippetScope(cube=name, members=scope_members, time_granularities=scope_grains)
+        try:
+            compiled[name] = _compile_cube(raw, scope, dialect, problems)
+        except Abort:
+            continue
+    problems.raise_if_any()
+    joins = {name: {j.target: j for j in cube.joins} for name, cube in compiled.items()}
+    for location, member, message in join_problems(compiled, joins):
+        problems.add(location, member, message)
+    problems.raise_if_any()
+    for name, definition in views.items():
+        try:
+            compiled[name] = compile_view(definition, compiled, joins, problems)
+        except Abort:
+            continue
+    problems.raise_if_any()
+    entities = {name: compiled[name] for name in order}
+    members: dict[str, Member] = {}
+    for entity in entities.values():
+        for section in (entity.measures, entity.dimensions, entity.segments):
+            for member in section.values():
+                members[member.full_name] = member
+    return CompiledModel(
+        compiler_id=content_hash(files),
+        dialect=dialect,
+        entities=entities,
+        members=members,
+        joins=joins,
+        connected_components=connected_components(entities, joins),
+    )
+
+
+def _definitions(document: Any, file: str, problems: Problems) -> Iterable[tuple[str, Definition]]:
+    if document is None:
+        return
+    if not isinstance(document, YamlMap):
+        problems.add(SourceLocation(file, 1), "", "a model file must be a mapping with cubes: and/or views:")
+        return
+    for key, items in document.items():
+        location = SourceLocation(file, document.line_of(key))
+        if key not in ("cubes", "views"):
+            problems.add(location, "", f'unexpected key "{key}": only "cubes" and "views" are allowed')
+            continue
+        if items is None:
+            continue
+        if not isinstance(items, YamlList):
+            problems.add(location, "", f"{key} must be a list")
+            continue
+        for item in items:
+            if not isinstance(item, YamlMap):
+                problems.add(
+                    SourceLocation(file, getattr(item, "line", location.line)), "", f"each of {key} must be a mapping"
+                )
+                continue
+            yield key, Definition(item, file, key[:-1], problems)
+
+
+def _resolve_extends(cubes: dict[str, RawCube]) -> None:
+    """Give each cube its own and inherited member items (a child's item replaces a parent's of that name)."""
+    resolved: dict[str, dict[str, list[tuple[Any, str]]]] = {}
+
+    def resolve(name: str, chain: tuple[str, ...]) -> dict[str, list[tuple[Any, str]]]:
+        if name in resolved:
+            return resolved[name]
+        raw = cubes[name]
+        definition = raw.definition
+        items: dict[str, list[tuple[Any, str]]] = {section: [] for section in _SECTIONS}
+        parent = definition.get("extends")
+        if parent is not None:
+            parent = str(parent).strip("{} ")
+            if parent not in cubes:
+                definition.error(f'extends unknown cube "{parent}"', "extends")
+            elif parent in chain:
+                definition.error(f'circular extends through "{parent}"', "extends")
+            else:
+                inherited = resolve(parent, (*chain, name))
+                items = {section: list(values) for section, values in inherited.items()}
+                for key, value in cubes[parent].definition.data.items():
+                    if key not in definition.data and key not in (*_SECTIONS, "name", "extends"):
+                        definition.data[key] = value
+        for section in _SECTIONS:
+            own = definition.sequence(section) if isinstance(definition.get(section, []), list) else []
+            own_names = {item.get("name") for item in own if isinstance(item, dict)}
+            kept = [(item, file) for item, file in items[section] if item.get("name") not in own_names]
+            items[section] = kept + [(item, definition.file) for item in own]
+        resolved[name] = items
+        return items
+
+    for name, raw in cubes.items():
+        try:
+            raw.items = resolve(name, (name,))
+        except Abort:
+            raw.items = {section: [] for section in _SECTIONS}
+
+
+def _member_names(
+    cubes: dict[str, RawCube], problems: Problems
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, frozenset[str]]]]:
+    """cube -> member -> kind, and cube -> time dimension -> custom granularity names."""
+    members: dict[str, dict[str, str]] = {}
+    grains: dict[str, dict[str, frozenset[str]]] = {}
+    for name, raw in cubes.items():
+        members[name] = {}
+        grains[name] = {}
+        for section, kind in RAW_MEMBER_SECTIONS.items():
+            for item, file in raw.items.get(section, []):
+                member = item.get("name") if isinstance(item, dict) else None
+                if not isinstance(member, str):
+                    continue
+                if member in members[name]:
+                    line = item.line if isinstance(item, YamlMap) else 0
+                    problems.add(SourceLocation(file, line), f"{kind} {name}.{member}", "duplicate member name")
+                    continue
+                members[name][member] = kind
+                if kind == "dimension" and item.get("type") == "time":
+                    grains[name][member] = frozenset(
+                        g.get("name") for g in item.get("granularities") or [] if isinstance(g, dict)
+                    )
+    return members, grains
+
+
+def _compile_cube(raw: RawCube, scope: SnippetScope, dialect: str, problems: Problems) -> Entity:
+    definition = raw.definition
+    name = scope.cube
+    definition.check_keys(CUBE_KEYS)
+    title = definition.string("title") or titleize(name)
+    cube_scope = CubeScope(cube=name, cube_title=title, scope=scope, dialect=dialect, problems=problems)
+    sql_table = definition.string("sql_table")
+    sql = definition.get("sql")
+    if (sql_table is None) == (sql is None):
+        raise definition.fail('a cube needs exactly one of "sql_table" or "sql"')
+    table = None
+    sql_snippet = None
+    if sql_table is not None:
+        try:
+            table = exp.to_table(sql_table, dialect=dialect)
+        except (SqlglotError, ValueError) as exc:
+            raise definition.fail(f'invalid sql_table "{sql_table}": {exc}', "sql_table") from None
+    else:
+        sql_snippet = cube_scope.snippet(definition, "sql", sql, qualify=False)
+    measures: dict[str, Measure] = {}
+    dimensions: dict[str, Dimension] = {}
+    segments: dict[str, Segment] = {}
+    compilers = (
+        ("measures", compile_measure, measures),
+        ("dimensions", compile_dimension, dimensions),
+        ("segments", compile_segment, segments),
+    )
+    for section, compile_one, target in compilers:
+        for item, file in raw.items.get(section, []):
+            try:
+                member_def = _item_definition(definition, item, file, section)
+                member = compile_one(member_def, cube_scope)
+                target[member.name] = member
+            except Abort:
+                continue
+    joins = []
+    for item, file in raw.items.get("joins", []):
+        try:
+            joins.append(_compile_join(_item_definition(definition, item, file, "joins"), scope, dialect))
+        except Abort:
+            continue
+    hierarchies = []
+    for item, file in raw.items.get("hierarchies", []):
+        try:
+            hierarchies.append(_compile_hierarchy(_item_definition(definition, item, file, "hierarchies"), cube_scope))
+        except Abort:
+            continue
+    members = {**dict.fromkeys(measures, "measure"), **dict.fromkeys(dimensions, "dimension")}
+    members.update(dict.fromkeys(segments, "segment"))
+    refresh = definition.get("refresh_key")
+    return Entity(
+        name=name,
+        is_view=False,
+        title=title,
+        description=definition.string("description"),
+        public=visibility(definition, True),
+        meta=definition.get("meta"),
+        measures=measures,
+        dimensions=dimensions,
+        segments=segments,
+        hierarchies=tuple(hierarchies),
+        folders=folder_tree(definition, name, members, {}),
+        access_policies=compile_policies(definition, name, members),
+        location=definition.location,
+        sql_table=sql_table,
+        sql=sql_snippet,
+        table=table,
+        joins=tuple(joins),
+        primary_keys=tuple(d.name for d in dimensions.values() if d.primary_key),
+        data_source=definition.string("data_source") or "default",
+        refresh_key=RefreshKey(every=refresh.get("every"), sql=refresh.get("sql"))
+        if isinstance(refresh, dict)
+        else None,
+    )
+
+
+def _item_definition(owner: Definition, item: Any, file: str, section: str) -> Definition:
+    if not isinstance(item, YamlMap):
+        raise owner.fail(f"each item of {section} must be a mapping", section)
+    return Definition(item, file, f"{section[:-1]} of {owner.what}", owner.problems)
+
+
+def _compile_join(definition: Definition, scope: SnippetScope, dialect: str) -> Join:
+    target = definition.string("name", required=True)
+    assert target is not None
+    definition.what = f"join {scope.cube}.{target}"
+    definition.check_keys(JOIN_KEYS)
+    if target not in scope.members:
+        raise definition.fail(f'join to unknown cube "{target}"', "name")
+    relationship = definition.string("relationship", required=True)
+    if relationship not in RELATIONSHIPS:
+        raise definition.fail(f'unknown relationship "{relationship}"', "relationship")
+    if definition.get("sql") is None:
+        raise definition.fail('"sql" is required')
+    try:
+        sql = parse_snippet(definition.get("sql"), scope, definition.location_of("sql"), dialect, qualify=False)
+    except SnippetError as exc:
+        raise definition.fail(str(exc), "sql") from None
+    return Join(target=target, relationship=RELATIONSHIPS[relationship], sql=sql, location=definition.location)  # type: ignore[arg-type]
+
+
+def _compile_hierarchy(definition: Definition, cube_scope: CubeScope) -> Hierarchy:
+    name = definition_name(definition, "hierarchy", cube_scope.cube)
+    definition.check_keys(HIERARCHY_KEYS)
+    levels = tuple(
+        cube_scope.member_path(definition, "levels", level, ("dimension",)) for level in definition.sequence("levels")
+    )
+    if not levels:
+        raise definition.fail("a hierarchy needs levels", "levels")
+    return Hierarchy(name=name, title=definition.string("title"), levels=levels, public=visibility(definition, True))
+
+
+__all__ = ["NAME_PATTERN", "compile_model"]

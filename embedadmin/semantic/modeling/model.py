@@ -1,0 +1,369 @@
+"""The compiled data model: typed, validated, references resolved, lookups precomputed.
+
+Built once per model version by :mod:`.compiler` and shared read-only by every request. Cubes and views
+are both *entities*; a view's members are compiled into the same :class:`Measure`/:class:`Dimension`/
+:class:`Segment` types as a cube's, with ``alias_member`` naming the cube member they stand for and
+``join_path`` the path from the view's root cube to that member's cube.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sqlglot import exp
+
+from embedadmin.semantic.modeling.expressions import ContextExpression
+
+Relationship = Literal["belongsTo", "hasMany", "hasOne"]
+MemberKind = Literal["measure", "dimension", "segment"]
+
+MEASURE_TYPES = (
+    "count",
+    "count_distinct",
+    "count_distinct_approx",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "number",
+    "string",
+    "time",
+    "boolean",
+)
+DIMENSION_TYPES = ("string", "number", "time", "boolean", "geo")
+# Filter operators Cube 1.7 accepts (``query.js``), in its order.
+FILTER_OPERATORS = (
+    "equals",
+    "notEquals",
+    "contains",
+    "notContains",
+    "startsWith",
+    "notStartsWith",
+    "endsWith",
+    "notEndsWith",
+    "in",
+    "notIn",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "set",
+    "notSet",
+    "inDateRange",
+    "notInDateRange",
+    "onTheDate",
+    "beforeDate",
+    "beforeOrOnDate",
+    "afterDate",
+    "afterOrOnDate",
+    "measureFilter",
+)
+VALUELESS_OPERATORS = frozenset({"set", "notSet", "measureFilter"})
+DATE_OPERATORS = frozenset(
+    {"inDateRange", "notInDateRange", "onTheDate", "beforeDate", "beforeOrOnDate", "afterDate", "afterOrOnDate"}
+)
+# Measures whose value survives a fan-out join unchanged (duplicates do not alter them).
+FANOUT_SAFE_MEASURE_TYPES = frozenset({"count_distinct", "count_distinct_approx", "min", "max"})
+# Measures whose ``sql`` is an aggregate expression already (Cube does not wrap them).
+CALCULATED_MEASURE_TYPES = frozenset({"number", "string", "time", "boolean"})
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """Where a definition is written: display file name and 1-based line."""
+
+    file: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberReference:
+    """``{cube.member}`` (or ``{member}``, ``{CUBE.member}``, ``{a.b.member}``, ``{td.granularity}``)."""
+
+    cube: str
+    member: str
+    granularity: str | None = None
+    path: tuple[str, ...] = ()  # join hint: cubes from the referring cube to ``cube``
+    kind: str = "dimension"  # what the member is: measure, dimension or segment
+
+
+@dataclass(frozen=True, slots=True)
+class CubeReference:
+    """``{CUBE}`` or ``{other_cube}``: the table alias of a cube in the query."""
+
+    cube: str
+
+
+@dataclass(frozen=True, slots=True)
+class CubeSqlReference:
+    """``{other_cube.sql()}``: another cube's SQL, as a subquery."""
+
+    cube: str
+
+
+Reference = MemberReference | CubeReference | CubeSqlReference
+
+
+@dataclass(frozen=True, slots=True)
+class SqlSnippet:
+    """A SQL fragment from the model, parsed once for the model's dialect.
+
+    ``tree`` holds placeholder identifiers (``__ref_0``...) where the YAML had ``{...}`` references;
+    ``refs`` maps each placeholder to what it stands for. The tree is never mutated: the SQL builder copies it.
+    """
+
+    text: str
+    tree: exp.Expression
+    refs: dict[str, Reference]
+    location: SourceLocation
+
+    def member_refs(self) -> list[MemberReference]:
+        return [r for r in self.refs.values() if isinstance(r, MemberReference)]
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A parsed ``"1 year 2 months"`` interval: calendar months and fixed seconds, kept apart."""
+
+    text: str
+    months: int = 0
+    seconds: int = 0
+    parts: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Granularity:
+    """A custom granularity of a time dimension (predefined ones are not stored)."""
+
+    name: str
+    title: str | None
+    interval: Interval
+    offset: Interval | None
+    origin: str | None
+    offset_text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RollingWindow:
+    trailing: str | None = None
+    leading: str | None = None
+    offset: str = "end"
+    type: str | None = None  # year_to_date | quarter_to_date | month_to_date | to_date
+    granularity: str | None = None  # for type: to_date
+
+
+@dataclass(frozen=True, slots=True)
+class CaseWhen:
+    sql: SqlSnippet
+    label: str | SqlSnippet
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSpec:
+    when: tuple[CaseWhen, ...]
+    else_label: str | SqlSnippet | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDisplay:
+    """What every member shows in meta and annotation."""
+
+    title: str  # "<entity title> <short title>"
+    short_title: str
+    description: str | None
+    meta: Any
+    public: bool
+    own_title: str | None = None  # the title written in the model, if any (views inherit it)
+    own_public: bool | None = None  # public/shown written in the model, if any
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    name: str
+    entity: str
+    type: str
+    sql: SqlSnippet | None
+    display: MemberDisplay
+    filters: tuple[SqlSnippet, ...] = ()
+    drill_members: tuple[str, ...] = ()
+    format: Any = None
+    currency: str | None = None
+    rolling_window: RollingWindow | None = None
+    location: SourceLocation | None = None
+    alias_member: str | None = None
+    join_path: tuple[str, ...] = ()
+    kind: MemberKind = "measure"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.entity}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Dimension:
+    name: str
+    entity: str
+    type: str
+    sql: SqlSnippet | None
+    display: MemberDisplay
+    primary_key: bool = False
+    case: CaseSpec | None = None
+    latitude: SqlSnippet | None = None
+    longitude: SqlSnippet | None = None
+    granularities: dict[str, Granularity] = field(default_factory=dict)
+    format: Any = None
+    currency: str | None = None
+    order: str | None = None
+    key: str | None = None
+    sub_query: bool = False
+    propagate_filters_to_sub_query: bool = False
+    suggest_filter_values: bool = True
+    location: SourceLocation | None = None
+    alias_member: str | None = None
+    join_path: tuple[str, ...] = ()
+    kind: MemberKind = "dimension"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.entity}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    name: str
+    entity: str
+    sql: SqlSnippet | None
+    display: MemberDisplay
+    location: SourceLocation | None = None
+    alias_member: str | None = None
+    join_path: tuple[str, ...] = ()
+    kind: MemberKind = "segment"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.entity}.{self.name}"
+
+
+Member = Measure | Dimension | Segment
+
+
+def value_type(member: Member) -> str:
+    """number, string, time or boolean: how filter values for ``member`` are read (a view member has the type of
+    the cube member it stands for)."""
+    if isinstance(member, Measure):
+        return member.type if member.type in ("string", "time", "boolean") else "number"
+    if isinstance(member, Dimension):
+        return "string" if member.type == "geo" else member.type
+    return "boolean"
+
+
+@dataclass(frozen=True, slots=True)
+class Hierarchy:
+    name: str
+    title: str | None
+    levels: tuple[str, ...]  # full member names
+    public: bool
+    alias_member: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Folder:
+    name: str
+    members: tuple[str | Folder, ...]  # full member names or nested folders
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    target: str
+    relationship: Relationship
+    sql: SqlSnippet
+    location: SourceLocation
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyFilter:
+    """A row-level filter of a policy, in query-filter shape with members resolved to full names.
+
+    ``values`` may hold ``{ securityContext.x }`` templates, resolved per caller.
+    """
+
+    member: str | None = None
+    operator: str | None = None
+    values: tuple[Any, ...] | None = None
+    and_: tuple[PolicyFilter, ...] | None = None
+    or_: tuple[PolicyFilter, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AccessPolicy:
+    """One ``access_policy`` entry of a cube or view."""
+
+    key: str  # groups joined with ",", or "default" when the policy names none
+    groups: tuple[str, ...] | None  # None: no group given (matches everyone)
+    conditions: tuple[ContextExpression, ...]
+    member_level: bool
+    member_includes: frozenset[str] | None  # None: "*"
+    member_excludes: frozenset[str]
+    row_filters: tuple[PolicyFilter, ...]
+    row_level_all: bool  # no row_level, or row_level.allow_all
+    location: SourceLocation
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshKey:
+    every: str | None = None
+    sql: str | None = None
+
+
+@dataclass(slots=True)
+class Entity:
+    """A cube or a view: the unit of ``/v1/meta`` and of access policies."""
+
+    name: str
+    is_view: bool
+    title: str
+    description: str | None
+    public: bool
+    meta: Any
+    measures: dict[str, Measure]
+    dimensions: dict[str, Dimension]
+    segments: dict[str, Segment]
+    hierarchies: tuple[Hierarchy, ...]
+    folders: tuple[Folder, ...]
+    access_policies: tuple[AccessPolicy, ...] | None
+    location: SourceLocation
+    # cubes only
+    sql_table: str | None = None
+    sql: SqlSnippet | None = None
+    table: exp.Expression | None = None  # parsed sql_table
+    joins: tuple[Join, ...] = ()
+    primary_keys: tuple[str, ...] = ()
+    data_source: str = "default"
+    refresh_key: RefreshKey | None = None
+    # views only
+    view_groups: tuple[str, ...] = ()
+
+    @property
+    def type(self) -> str:
+        return "view" if self.is_view else "cube"
+
+    def member(self, name: str) -> Member | None:
+        return self.measures.get(name) or self.dimensions.get(name) or self.segments.get(name)
+
+
+@dataclass(slots=True)
+class CompiledModel:
+    """Everything a request needs, precomputed. Immutable after compilation."""
+
+    compiler_id: str
+    dialect: str
+    entities: dict[str, Entity]
+    members: dict[str, Member]  # "entity.member" -> member, cubes and views alike
+    joins: dict[str, dict[str, Join]]  # from cube -> to cube -> join
+    connected_components: dict[str, int]
+    view_groups: tuple[Any, ...] = ()
+    caches: dict[str, Any] = field(default_factory=dict)  # per-model memo tables (meta, SQL fragments)
+
+    def cube(self, name: str) -> Entity:
+        return self.entities[name]

@@ -1,0 +1,155 @@
+"""Compiled models, cached per directory and dialect, recompiled when a file changes.
+
+``load_model(directory, dialect=...)`` is cheap on the hot path: at most every ``check_interval`` seconds it
+lists the model files and compares their modification time and size with the last look; only when those
+differ are the files read, and only when their content hash differs is the model recompiled. A model that
+no longer compiles does not replace the last good one: the :class:`ModelVersion` carries both the model
+still being served and the error of the files on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from embedadmin.semantic.errors import ModelError, ModelProblem
+from embedadmin.semantic.modeling.compiler import compile_model
+from embedadmin.semantic.modeling.files import FileStamp, content_hash, list_model_files, read_model_files, stamp_files
+from embedadmin.semantic.modeling.model import CompiledModel
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CHECK_INTERVAL = 1.0
+DIALECTS = ("duckdb", "postgres")
+RACY_WINDOW_NS = 2_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class ModelVersion:
+    """What a request gets: the model to serve (None if none ever compiled) and the current error, if any."""
+
+    model: CompiledModel | None
+    error: ModelError | None
+
+    def require(self) -> CompiledModel:
+        """The model to serve, or the compile error when there is none."""
+        if self.model is None:
+            assert self.error is not None
+            raise self.error
+        return self.model
+
+
+@dataclass
+class _Entry:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stamps: tuple[FileStamp, ...] | None = None
+    content: str | None = None
+    checked_at: float = float("-inf")
+    read_at_ns: int = 0
+    version: ModelVersion = field(default_factory=lambda: ModelVersion(None, None))
+
+    def fresh(self, interval: float) -> bool:
+        """Whether the files were checked less than ``interval`` seconds ago."""
+        return time.monotonic() - self.checked_at < interval
+
+
+class ModelRegistry:
+    """The per-process cache of compiled models."""
+
+    def __init__(self, check_interval: float = DEFAULT_CHECK_INTERVAL) -> None:
+        self.check_interval = check_interval
+        self._entries: dict[tuple[str, str], _Entry] = {}
+        # The entry each directory as given resolved to at its last check: while that check is fresh,
+        # ``get`` skips ``Path.resolve()`` (a system call per path component); once it is due, the
+        # directory is resolved again, so a repointed symlink is followed within ``check_interval``.
+        self._resolved: dict[tuple[str, str], _Entry] = {}
+        self._lock = threading.Lock()
+
+    def get(self, directory: str | Path, *, dialect: str, check_interval: float | None = None) -> ModelVersion:
+        if dialect not in DIALECTS:
+            raise ValueError(f"unsupported dialect {dialect!r}")
+        interval = self.check_interval if check_interval is None else check_interval
+        given = (str(directory), dialect)
+        known = self._fresh(given, interval)
+        if known is not None:
+            return known
+        root = Path(directory).resolve()
+        with self._lock:
+            entry = self._resolved[given] = self._entries.setdefault((str(root), dialect), _Entry())
+        with entry.lock:
+            if not entry.fresh(interval):
+                self._refresh(entry, root, dialect)
+            return entry.version
+
+    def _fresh(self, given: tuple[str, str], interval: float) -> ModelVersion | None:
+        entry = self._resolved.get(given)  # a dict read is atomic; writers hold the lock
+        return entry.version if entry is not None and entry.fresh(interval) else None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._resolved.clear()
+
+    def _refresh(self, entry: _Entry, root: Path, dialect: str) -> None:
+        # The check counts as done only once its outcome is in ``entry.version``: ``get`` returns the
+        # version without the lock while the check is fresh, so marking it fresh first would hand
+        # concurrent first requests an empty version while the model compiles.
+        started = time.monotonic()
+        try:
+            self._look(entry, root, dialect)
+        finally:
+            entry.checked_at = started
+
+    def _look(self, entry: _Entry, root: Path, dialect: str) -> None:
+        if not root.is_dir():
+            error = ModelError([ModelProblem(str(root), 0, "", "model directory not found")])
+            entry.version = ModelVersion(entry.version.model, error)
+            entry.stamps = entry.content = None
+            return
+        paths = list_model_files(root)
+        stamps = stamp_files(root, paths)
+        if stamps == entry.stamps and not _racy(stamps, entry.read_at_ns):
+            return
+        entry.read_at_ns = time.time_ns()
+        files = read_model_files(root, paths)
+        content = content_hash(files)
+        entry.stamps = stamps
+        if content == entry.content:
+            return
+        entry.content = content
+        compile_started = time.perf_counter()
+        try:
+            model = compile_model(files, root=root, dialect=dialect)
+        except ModelError as exc:
+            logger.warning("data model %s does not compile: %s", root, exc.message)
+            entry.version = ModelVersion(entry.version.model, exc)
+            return
+        logger.info(
+            "compiled data model %s (%d entities) in %.0f ms",
+            root,
+            len(model.entities),
+            (time.perf_counter() - compile_started) * 1000,
+        )
+        entry.version = ModelVersion(model, None)
+
+
+def _racy(stamps: tuple[FileStamp, ...], read_at_ns: int) -> bool:
+    """Whether a file changed so close to our last read that its timestamp may not show a later edit
+    (file systems with coarse timestamps): then the contents are read again and compared by hash."""
+    return any(stamp.mtime_ns >= read_at_ns - RACY_WINDOW_NS for stamp in stamps)
+
+
+_registry = ModelRegistry()
+
+
+def load_model(directory: str | Path, *, dialect: str = "duckdb", check_interval: float | None = None) -> ModelVersion:
+    """The compiled model for ``directory`` (cached; see the module docstring)."""
+    return _registry.get(directory, dialect=dialect, check_interval=check_interval)
+
+
+def clear_models() -> None:
+    """Forget every cached model (tests)."""
+    _registry.clear()

@@ -1,0 +1,155 @@
+"""``/v1/load`` answers kept by a process and given again, byte for byte, for the same request (ADR 0012).
+
+A dashboard asks the same queries again and again. An answer is kept under everything it depends on, so that
+giving it again needs no parsing, planning or shaping:
+
+- the request: its deployment, data source, method and raw query string or body;
+- the caller: ``QueryContext.identity``, the key of the result cache and of access policies;
+- the model: its ``compilerId``;
+- the time: the local time in each of the query's time zones, truncated to the finest unit the query could
+  name (day; hour, minute or second when its text mentions one), so relative date ranges resolve alike;
+- the rows: each result it was made of must still be the latest written for its key (its stamp in the result
+  cache, which every process writes) and still fresh by ``refresh_key.every``.
+
+Only an answer whose results were all fresh and read through the cache is kept (not ``no-cache``, not stale).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from embedadmin.semantic.query.dates import format_local, local_now, resolve_timezone, start_of
+from embedadmin.semantic.serving.cache import QueryRunner
+
+MAX_ANSWER_BYTES = 256 * 1024
+MAX_KEPT_BYTES = 32 * 1024 * 1024
+MAX_SHAPES = 10_000
+
+TimeShape = tuple[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class ResultUse:
+    """One cached result an answer was made of: its key, when it was read, and its refresh interval."""
+
+    key: str
+    refreshed_at: float
+    every: float
+
+
+@dataclass(frozen=True)
+class _Kept:
+    body: bytes
+    uses: tuple[ResultUse, ...]
+
+
+class AnswerMemory:
+    """Answers kept by this process, the least recently given dropped first beyond ``max_bytes``."""
+
+    def __init__(self, *, max_bytes: int = MAX_KEPT_BYTES, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.max_answer_bytes = max_answer_bytes
+        self._kept: OrderedDict[Hashable, _Kept] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, runner: QueryRunner) -> bytes | None:
+        """The answer kept under ``key`` if every result it was made of is still current."""
+        kept = self._kept.get(key)
+        if kept is None or not _current(kept.uses, runner):
+            return None
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+        return kept.body
+
+    def keep(self, key: Hashable, body: bytes, uses: tuple[ResultUse, ...]) -> None:
+        if len(body) > self.max_answer_bytes:
+            return
+        with self._lock:
+            previous = self._kept.pop(key, None)
+            if previous is not None:
+                self._size -= len(previous.body)
+            self._kept[key] = _Kept(body, uses)
+            self._size += len(body)
+            while self._size > self.max_bytes:
+                _, dropped = self._kept.popitem(last=False)
+                self._size -= len(dropped.body)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._size = 0
+
+
+def _current(uses: tuple[ResultUse, ...], runner: QueryRunner) -> bool:
+    now = time.time()
+    if any(now - use.refreshed_at >= use.every for use in uses):
+        return False
+    stamps = runner.stamps([use.key for use in uses])
+    return all(stamps.get(use.key) == use.refreshed_at for use in uses)
+
+
+class RequestShapes:
+    """What each raw request's relative dates depend on (:func:`time_shape`), remembered by its digest."""
+
+    def __init__(self, max_entries: int = MAX_SHAPES) -> None:
+        self.max_entries = max_entries
+        self._shapes: dict[str, TimeShape | None] = {}
+        self._lock = threading.Lock()
+
+    def get(self, digest: str, params: Callable[[], dict[str, Any]]) -> TimeShape | None:
+        if digest in self._shapes:
+            return self._shapes[digest]
+        shape = time_shape(params())
+        with self._lock:
+            if len(self._shapes) >= self.max_entries:
+                self._shapes.pop(next(iter(self._shapes)))
+            self._shapes[digest] = shape
+        return shape
+
+
+def request_digest(method: str, raw: bytes) -> str:
+    """A request's method and raw query string or body, as a key."""
+    return hashlib.sha256(method.encode() + b"\n" + raw).hexdigest()
+
+
+def time_shape(params: dict[str, Any]) -> TimeShape | None:
+    """The finest unit a request's query could name (day, or hour, minute, second when it mentions one) and its
+    time zones; None when the query cannot be read that way (it is then answered but not kept)."""
+    query = params.get("query")
+    try:
+        items = json.loads(query) if isinstance(query, str) else query
+    except ValueError:
+        return None
+    items = items if isinstance(items, list) else [items]
+    if not all(isinstance(item, dict) for item in items):
+        return None
+    text = json.dumps(items).lower()
+    unit = next((u for u in ("second", "minute", "hour") if u in text), "day")
+    zones = [item.get("timezone", "UTC") for item in items]
+    if not all(isinstance(zone, str) for zone in zones):
+        return None
+    try:
+        for zone in zones:
+            resolve_timezone(zone)
+    except Exception:  # an unknown or malformed time zone: the query answers the error
+        return None
+    return unit, tuple(sorted(set(zones)))
+
+
+def time_key(shape: TimeShape, now: datetime | None = None) -> tuple[str, ...]:
+    """The current local time in each of the shape's time zones, truncated to its unit: two requests of one
+    shape with the same key resolve every relative date alike."""
+    unit, zones = shape
+    moment = now or datetime.fromtimestamp(math.floor(time.time()), UTC)
+    return (unit, *(format_local(start_of(local_now(moment, resolve_timezone(zone)), unit)) for zone in zones))

@@ -1,0 +1,129 @@
+"""Which deployment a Core Data API request is for, and who is asking.
+
+The routing rule (documented in ``docs/core-data-api.md``):
+
+1. ``/d/{deploymentId}{base_path}/v1/...`` names the deployment in the path, so one server can serve
+   every deployment to Cube's client: ``new CubeApi(token, {apiUrl: "http://host:4000/d/7/cubejs-api/v1"})``.
+   An unknown id is 404.
+2. ``{base_path}/v1/...`` (no prefix, as a stock Cube install is reached) goes to
+   ``SEMANTIC["DEFAULT_DEPLOYMENT_ID"]`` when that is set; otherwise to the only deployment with a data model
+   configured, when there is exactly one; otherwise the request is a 404 that says how to name one.
+
+Then the token is verified for that deployment (:mod:`embedadmin.semantic.serving.auth`). A missing token is 403
+``Authorization header isn't set`` and any token that fails verification is 403 ``Invalid token`` (Cube's
+messages; the reason is logged), except the JWKS messages Cube also shows as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.services import CREDENTIALS
+from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid
+from embedadmin.core.errors import Forbidden, NotFound
+from embedadmin.core.fields import MAX_BIGINT
+from embedadmin.core.prepared import PreparedQuery
+from embedadmin.core.versions import ProcessMemory
+from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.serving.auth import PublicTokenInvalid, SecurityContext, request_security_context
+
+logger = logging.getLogger(__name__)
+
+INVALID_TOKEN = "Invalid token"
+
+# Runs on every Core Data API request: compiled once (see embedadmin/core/prepared.py).
+_DEPLOYMENT_BY_ID: PreparedQuery[Deployment] = PreparedQuery(
+    Deployment,
+    lambda deployment_id: Deployment.objects.filter(pk=deployment_id).order_by()[:1],
+    sentinels=(-9_000_003,),
+)
+
+
+@dataclass(frozen=True)
+class CoreApiCaller:
+    """A verified Core Data API request: the deployment it is for and the caller as policies see them."""
+
+    deployment: Deployment
+    ctx: QueryContext
+
+
+# The fallback rule runs on every request without a /d/ prefix: compiled once, like the lookup by id.
+_MODELLED_DEPLOYMENTS: PreparedQuery[Deployment] = PreparedQuery(
+    Deployment,
+    lambda no_model: Deployment.objects.exclude(model_dir=no_model).order_by("id")[:2],
+    sentinels=("\x00no-model",),
+)
+
+
+def query_context(security: SecurityContext) -> QueryContext:
+    """The query context of a verified token: the payload as ``securityContext``, its ``groups`` claim as
+    groups and its ``userAttributes`` claim as user attributes (embed tokens carry both)."""
+    return QueryContext(
+        security_context=security.payload,
+        groups=list(security.groups),
+        user_attributes=security.user_attributes,
+    )
+
+
+def deployment_resolve(*, deployment_id: int | None) -> Deployment:
+    """The deployment a request is for, by the rule in the module docstring; :class:`NotFound` otherwise."""
+    if deployment_id is not None:
+        deployment = _DEPLOYMENT_BY_ID.first(deployment_id) if deployment_id <= MAX_BIGINT else None
+        if deployment is None:
+            raise NotFound(f"Deployment {deployment_id} not found")
+        return deployment
+    default_id = settings.SEMANTIC["DEFAULT_DEPLOYMENT_ID"]
+    if default_id:
+        deployment = _DEPLOYMENT_BY_ID.first(default_id)
+        if deployment is None:
+            raise NotFound(f"The default deployment {default_id} (DEFAULT_DEPLOYMENT_ID) does not exist")
+        return deployment
+    candidates = _MODELLED_DEPLOYMENTS.fetch("")
+    if len(candidates) == 1:
+        return candidates[0]
+    raise NotFound(
+        "No deployment is named by this URL: use /d/{deploymentId}"
+        f"{settings.CUBEJS_BASE_PATH}/v1/..., or set DEFAULT_DEPLOYMENT_ID"
+    )
+
+
+def _public_message(exc: TokenInvalid) -> str:
+    return str(exc) if isinstance(exc, PublicTokenInvalid) else INVALID_TOKEN
+
+
+# Callers verified in this process, by the URL's deployment id (and the default) and the token, until it expires:
+# valid under the CREDENTIALS version (deployments, their secrets, revocations; core/versions.py).
+_REMEMBERED_CALLERS: ProcessMemory[CoreApiCaller] = ProcessMemory(
+    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
+)
+
+
+def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) -> CoreApiCaller:
+    """Route a request to its deployment and verify its token: :class:`NotFound` or :class:`Forbidden`.
+
+    A caller once verified is remembered until its token expires, as long as nothing it was verified against
+    changes: a repeated request reads no database row."""
+    cube_authorization = headers.get("x-cube-authorization")
+    token = (cube_authorization or headers.get("Authorization") or "").strip()
+    version = CREDENTIALS.current()
+    key = (deployment_id, settings.SEMANTIC["DEFAULT_DEPLOYMENT_ID"], token)
+    known = _REMEMBERED_CALLERS.get(key, version) if token else None
+    if known is not None:
+        return known
+    deployment = deployment_resolve(deployment_id=deployment_id)
+    try:
+        security = request_security_context(deployment=deployment, headers=headers)
+    except TokenInvalid as exc:
+        logger.info("Core Data API token refused for deployment %s: %s", deployment.pk, exc)
+        raise Forbidden(_public_message(exc)) from None
+    caller = CoreApiCaller(deployment=deployment, ctx=query_context(security))
+    with contextlib.suppress(TypeError, ValueError):  # exp is required and verified: PyJWT reads it with int()
+        expires_at = int(security.payload["exp"]) + LEEWAY_SECONDS
+        _REMEMBERED_CALLERS.put(key, caller, version, expires_at=expires_at)
+    return caller

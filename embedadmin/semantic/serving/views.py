@@ -1,0 +1,218 @@
+"""The Core Data API over HTTP: ``{base_path}/v1/meta``, ``/load``, ``/subscribe``, ``/sql``, ``/dry-run``,
+``/cubesql``.
+
+Each view parses Cube's parameters (GET query string or POST JSON body), routes the request to its deployment,
+verifies its token (:mod:`embedadmin.semantic.serving.routing`) and calls one function of
+:mod:`embedadmin.semantic.serving.services`. Every answer is JSON: the Cube body, or ``{"error": "..."}`` with Cube's
+status (400 bad query or model, 403 token, 404 unknown deployment, 500 data source or internal fault, and
+200 ``{"error": "Continue wait"}`` for a query still running). Every answer, errors and CORS preflights
+included, carries ``Access-Control-Allow-Origin: *``: the token is a header, never a cookie, so any page may
+call the API, as a stock Cube install allows.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from embedadmin.core.errors import ApiError, BadRequest, client_error, error_body
+from embedadmin.core.fields import contains_nul, loads_json
+from embedadmin.semantic.cubesql.plan import cubesql_lines
+from embedadmin.semantic.serving import services as service
+from embedadmin.semantic.serving.cache import ContinueWait
+from embedadmin.semantic.serving.routing import CoreApiCaller, core_api_caller
+
+logger = logging.getLogger(__name__)
+
+ALLOWED_HEADERS = "Authorization, Content-Type, X-Request-Id, X-Cube-Authorization, Traceparent"
+_HEADER_LIST = re.compile(r"^[A-Za-z0-9_\- ,]{1,1000}$")
+CONTINUE_WAIT = {"error": "Continue wait"}
+
+# A handler returns the body: an object to encode, or JSON already encoded.
+Handler = Callable[[HttpRequest, CoreApiCaller], Any]
+
+
+def _json(body: Any, status: int = 200) -> HttpResponse:
+    content = body if isinstance(body, bytes) else service.json_bytes(body)
+    return HttpResponse(content, status=status, content_type="application/json; charset=utf-8")
+
+
+def _with_cors(response: HttpResponse) -> HttpResponse:
+    response["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+def _preflight(request: HttpRequest, methods: tuple[str, ...]) -> HttpResponse:
+    """Answer a CORS preflight: the methods of the endpoint and the headers the browser asks to send
+    (reflected, as Cube's ``cors`` middleware does; our own list when it asks for none or sends garbage)."""
+    response = HttpResponse(status=204)
+    requested = request.headers.get("Access-Control-Request-Headers", "")
+    response["Access-Control-Allow-Methods"] = ", ".join((*methods, "OPTIONS"))
+    response["Access-Control-Allow-Headers"] = requested if _HEADER_LIST.match(requested) else ALLOWED_HEADERS
+    response["Access-Control-Max-Age"] = "86400"
+    response["Vary"] = "Access-Control-Request-Headers"
+    return _with_cors(response)
+
+
+def error_answer(exc: Exception) -> tuple[int, bytes]:
+    """The status and JSON body of a failed request (logged when it is not the client's fault)."""
+    known = client_error(exc)
+    if known is None:
+        logger.exception("Core Data API request failed", exc_info=exc)
+        known = 500, "Internal server error"
+    status, message = known
+    return status, service.json_bytes(error_body(message))
+
+
+def _error_response(exc: Exception) -> HttpResponse:
+    status, content = error_answer(exc)
+    return _json(content, status)
+
+
+def core_api(*methods: str) -> Callable[[Handler], Callable[..., HttpResponse]]:
+    """Make ``handler(request, caller) -> body`` a Core Data API view answering ``methods``.
+
+    The view takes the optional ``deployment_id`` path argument (``/d/{id}{base_path}/...``).
+    """
+
+    def decorate(handler: Handler) -> Callable[..., HttpResponse]:
+        @csrf_exempt
+        @wraps(handler)
+        def view(request: HttpRequest, deployment_id: int | None = None) -> HttpResponse:
+            if request.method == "OPTIONS":
+                return _preflight(request, methods)
+            if request.method not in methods:
+                response = _json(error_body("Method not allowed"), 405)
+                response["Allow"] = ", ".join((*methods, "OPTIONS"))
+                return _with_cors(response)
+            try:
+                caller = core_api_caller(deployment_id=deployment_id, headers=request.headers)
+                response = _json(handler(request, caller))
+            except ContinueWait:
+                response = _json(CONTINUE_WAIT)
+            except Exception as exc:  # every failure becomes {"error": ...}: see _error_response
+                response = _error_response(exc)
+            return _with_cors(response)
+
+        return view
+
+    return decorate
+
+
+def request_params(request: HttpRequest) -> dict[str, Any]:
+    """Cube's parameters of a query endpoint: the query string of a GET, the JSON object body of a POST."""
+    params = request.GET.dict() if request.method == "GET" else body_params(request.body)
+    return checked_params(params)
+
+
+def body_params(body: bytes) -> dict[str, Any]:
+    """Cube's parameters in a POST body: a JSON object (none for an empty body); 400 otherwise."""
+    if not body:
+        return {}
+    try:
+        params = loads_json(body)
+    except ValueError as exc:
+        raise BadRequest(f"Invalid JSON body: {exc}") from None
+    if not isinstance(params, dict):
+        raise BadRequest("Invalid JSON body: expected an object with a query")
+    return params
+
+
+def checked_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``params``, refused (400) when a string in them holds a NUL character."""
+    if contains_nul(params):
+        raise BadRequest("The request must not contain NUL characters")
+    return params
+
+
+def _string_param(params: dict[str, Any], name: str) -> str | None:
+    value = params.get(name)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f'"{name}" must be a string')
+    return value
+
+
+@core_api("GET")
+def meta_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
+    """``GET /v1/meta`` (``?extended``, ``?onlyViews=true``)."""
+    return service.semantic_meta_json(
+        deployment=caller.deployment,
+        ctx=caller.ctx,
+        extended="extended" in request.GET,
+        only_views=request.GET.get("onlyViews") == "true",
+    )
+
+
+@core_api("GET", "POST")
+def load_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
+    """``GET/POST /v1/load`` and ``/v1/subscribe``: ``query``, ``queryType`` and ``cache``."""
+    raw = request.META.get("QUERY_STRING", "").encode("latin-1") if request.method == "GET" else request.body
+    return service.semantic_load_json(
+        deployment=caller.deployment,
+        ctx=caller.ctx,
+        method=request.method or "GET",
+        raw=raw,
+        params=functools.cache(lambda: _load_params(request)),
+    )
+
+
+def _load_params(request: HttpRequest) -> dict[str, Any]:
+    params = request_params(request)
+    return {
+        "query": params.get("query"),
+        "queryType": _string_param(params, "queryType"),
+        "cache": _string_param(params, "cache"),
+    }
+
+
+@core_api("GET", "POST")
+def sql_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
+    """``GET/POST /v1/sql``: the SQL of a REST query (``format=rest``, the default)."""
+    params = request_params(request)
+    query_format = _string_param(params, "format") or "rest"
+    if query_format != "rest":
+        raise ApiError(f'Unsupported format "{query_format}": only "rest" queries are compiled here')
+    return service.semantic_sql(deployment=caller.deployment, ctx=caller.ctx, query=params.get("query"))
+
+
+@core_api("GET", "POST")
+def dry_run_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
+    """``GET/POST /v1/dry-run``."""
+    params = request_params(request)
+    return service.semantic_dry_run(deployment=caller.deployment, ctx=caller.ctx, query=params.get("query"))
+
+
+@core_api("POST")
+def cubesql_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
+    """``POST /v1/cubesql``: ``{"query": "<semantic SQL>", "timezone"?, "cache"?, "throwContinueWait"?}``,
+    answered in JSON lines (a schema line, then data lines)."""
+    params = request_params(request)
+    sql = params.get("query")
+    if not isinstance(sql, str) or not sql.strip():
+        raise BadRequest("Query param is required")
+    throw = params.get("throwContinueWait", False)
+    if not isinstance(throw, bool):
+        raise BadRequest('"throwContinueWait" must be a boolean')
+    result = service.semantic_cubesql(
+        deployment=caller.deployment,
+        ctx=caller.ctx,
+        sql=sql,
+        timezone=_string_param(params, "timezone") or "UTC",
+        cache=_string_param(params, "cache"),
+        throw_continue_wait=throw,
+    )
+    lines = cubesql_lines(result.plan, result.rows, last_refresh_time=result.last_refresh_time)
+    return "".join(lines).encode()
+
+
+@csrf_exempt
+def not_found_view(request: HttpRequest, **_: Any) -> HttpResponse:
+    """Any other path under the Core Data API prefixes: a JSON 404 (with CORS, so a browser can read it)."""
+    return _with_cors(_json(error_body("Not found"), 404))

@@ -1,0 +1,419 @@
+"""The result cache, its modes, and Continue wait: locally on both cache backends, across processes on Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import redis
+from django.core.cache import BaseCache
+from django.core.cache.backends.locmem import LocMemCache
+from django.core.cache.backends.redis import RedisCache
+
+from embedadmin.semantic.serving.cache import CachedResult, CacheMode, ContinueWait, QueryRunner, result_cache_key
+from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult, QueryTimeout
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+REPO = Path(__file__).resolve().parents[3]
+KEY = result_cache_key(source="duckdb:///demo", sql="SELECT count(*) FROM orders", params=[], context="ctx")
+
+
+class Query:
+    """The unit of work handed to the runner: counts its runs, returns the run number, and can be held
+    at a gate to play a slow query."""
+
+    def __init__(self, *, gated: bool = False, error: Exception | None = None) -> None:
+        self.calls = 0
+        self.error = error
+        self.gate = threading.Event()
+        self.started = threading.Event()
+        if not gated:
+            self.gate.set()
+
+    def __call__(self) -> QueryResult:
+        self.calls += 1
+        self.started.set()
+        assert self.gate.wait(10), "the test never opened the gate"
+        if self.error is not None:
+            raise self.error
+        return rows(self.calls)
+
+
+def rows(n: int) -> QueryResult:
+    return QueryResult(columns=["n"], types=["integer"], rows=[(n,)])
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    prefix = f"test-cache-{uuid.uuid4().hex[:10]}"
+    yield prefix
+    client = redis.Redis.from_url(REDIS_URL)
+    for key in client.scan_iter(match=f"{prefix}:*"):
+        client.delete(key)
+
+
+def redis_backend(prefix: str) -> RedisCache:
+    return RedisCache(REDIS_URL, {"KEY_PREFIX": prefix})
+
+
+@pytest.fixture(params=["locmem", "redis"])
+def backend(request, redis_prefix) -> BaseCache:
+    if request.param == "locmem":
+        return LocMemCache(f"test-{uuid.uuid4().hex}", {})
+    return redis_backend(redis_prefix)
+
+
+@pytest.fixture
+def runner(backend) -> Iterator[QueryRunner]:
+    runner = QueryRunner(cache=backend, workers=4, job_result_ttl_s=1, job_margin_s=1)
+    yield runner
+    runner.shutdown()
+
+
+def load(runner: QueryRunner, query: Query, *, mode: CacheMode = CacheMode.STALE_IF_SLOW, **options) -> CachedResult:
+    settings = {"key": KEY, "refresh_every_s": 60, "wait_s": 2, "job_timeout_s": 10, **options}
+    return runner.load(run=query, mode=mode, **settings)
+
+
+# --- keys ---------------------------------------------------------------------------------------------
+
+
+def test_the_key_depends_on_source_sql_params_and_context():
+    base = {"source": "duckdb:///a", "sql": "SELECT $1", "params": [1], "context": "c"}
+    variants = [
+        {**base, "source": "duckdb:///b"},
+        {**base, "sql": "SELECT $1 "},
+        {**base, "params": ["1"]},
+        {**base, "params": [1, None]},
+        {**base, "context": "d"},
+    ]
+
+    keys = {result_cache_key(**variant) for variant in variants}
+
+    assert result_cache_key(**base) == result_cache_key(**dict(base))
+    assert len(keys) == len(variants)
+    assert result_cache_key(**base) not in keys
+    assert "duckdb" not in result_cache_key(**base)
+
+
+# --- hits and refresh ---------------------------------------------------------------------------------
+
+
+def test_a_fresh_result_is_served_from_the_cache(runner):
+    query = Query()
+
+    first = load(runner, query)
+    second = load(runner, query)
+
+    assert (first.result, first.from_cache, first.stale) == (rows(1), False, False)
+    assert (second.result, second.from_cache, second.stale) == (rows(1), True, False)
+    assert second.refreshed_at == first.refreshed_at
+    assert query.calls == 1
+
+
+def test_other_keys_have_their_own_results(runner):
+    first, other = Query(), Query()
+
+    load(runner, first)
+    result = load(runner, other, key=result_cache_key(source="x", sql="y", params=[], context="z"))
+
+    assert (result.result, result.from_cache, other.calls) == (rows(1), False, 1)
+
+
+def test_a_stale_result_is_refreshed_when_the_query_is_fast(runner):
+    query = Query()
+    first = load(runner, query, refresh_every_s=0.2)
+
+    time.sleep(1.2)  # past the refresh interval and the finished job's pickup window
+    second = load(runner, query, refresh_every_s=0.2)
+
+    assert (second.result, second.from_cache, second.stale) == (rows(2), False, False)
+    assert second.refreshed_at > first.refreshed_at
+
+
+# --- modes when the query is slow ----------------------------------------------------------------------
+
+
+def prime_stale(runner: QueryRunner) -> Query:
+    """Cache rows(1), let them go stale, and return a slow query that would produce rows(2)."""
+    query = Query()
+    load(runner, query, refresh_every_s=0.2)
+    time.sleep(1.2)
+    query.gate.clear()
+    query.started.clear()
+    return query
+
+
+def test_stale_if_slow_serves_stale_rows_while_the_refresh_is_slow(runner):
+    query = prime_stale(runner)
+
+    started = time.monotonic()
+    served = load(runner, query, refresh_every_s=0.2, wait_s=0.2)
+    waited = time.monotonic() - started
+    query.gate.set()
+    assert query.started.wait(5)
+    time.sleep(0.3)
+    refreshed = load(runner, query, refresh_every_s=60)
+
+    assert (served.result, served.from_cache, served.stale) == (rows(1), True, True)
+    assert 0.2 <= waited < 1
+    assert (refreshed.result, refreshed.from_cache) == (rows(2), True)
+
+
+def test_stale_while_revalidate_answers_at_once_and_refreshes_in_the_background(runner):
+    query = prime_stale(runner)
+
+    started = time.monotonic()
+    served = load(runner, query, mode=CacheMode.STALE_WHILE_REVALIDATE, refresh_every_s=0.2, wait_s=5)
+    waited = time.monotonic() - started
+    assert query.started.wait(5)
+    query.gate.set()
+    time.sleep(0.3)
+    refreshed = load(runner, query, mode=CacheMode.STALE_WHILE_REVALIDATE, refresh_every_s=60)
+
+    assert (served.result, served.stale) == (rows(1), True)
+    assert waited < 0.2
+    assert (refreshed.result, refreshed.from_cache, refreshed.stale) == (rows(2), True, False)
+    assert query.calls == 2
+
+
+def test_must_revalidate_never_serves_stale_rows(runner):
+    query = prime_stale(runner)
+
+    with pytest.raises(ContinueWait) as caught:
+        load(runner, query, mode=CacheMode.MUST_REVALIDATE, refresh_every_s=0.2, wait_s=0.2)
+    query.gate.set()
+    fresh = load(runner, query, mode=CacheMode.MUST_REVALIDATE, refresh_every_s=0.2, wait_s=5)
+
+    assert str(caught.value) == "Continue wait"
+    # The fresh rows come from the re-attached job or, if it finished first, from the cache it just
+    # filled: either way never the stale rows, and the query ran once more, not twice.
+    assert (fresh.result, fresh.stale) == (rows(2), False)
+    assert query.calls == 2
+
+
+def test_no_cache_runs_the_query_despite_a_fresh_result_and_refreshes_the_cache(runner):
+    query = Query()
+    load(runner, query)
+
+    bypassed = load(runner, query, mode=CacheMode.NO_CACHE)
+    again = load(runner, query, mode=CacheMode.NO_CACHE)
+    cached = load(runner, query)
+
+    # Every no-cache request runs the query, even right after the last one finished (as Cube does).
+    assert (bypassed.result, bypassed.from_cache) == (rows(2), False)
+    assert (again.result, again.from_cache) == (rows(3), False)
+    assert (cached.result, cached.from_cache) == (rows(3), True)
+    assert query.calls == 3
+
+
+def test_a_result_is_stamped_with_when_it_was_read(runner):
+    query = Query()
+
+    first = load(runner, query)
+    stamped = runner.stamps([KEY, "never-run"])
+    refreshed = load(runner, query, mode=CacheMode.NO_CACHE)
+
+    assert stamped == {KEY: first.refreshed_at}
+    assert runner.stamps([KEY]) == {KEY: refreshed.refreshed_at}
+    assert refreshed.refreshed_at > first.refreshed_at
+
+
+# --- Continue wait ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", list(CacheMode))
+def test_a_slow_query_answers_continue_wait_and_the_repeat_reattaches(runner, mode):
+    query = Query(gated=True)
+
+    with pytest.raises(ContinueWait):
+        load(runner, query, mode=mode, wait_s=0.1)
+    with pytest.raises(ContinueWait):
+        load(runner, query, mode=mode, wait_s=0.1)
+    query.gate.set()
+    time.sleep(0.3)  # the job ends between the client's repeats
+    answer = load(runner, query, mode=mode, wait_s=0.1)
+
+    assert answer.result == rows(1)
+    assert query.calls == 1
+
+
+def test_a_wait_that_ends_leaves_a_queued_job_to_run(backend):
+    """The job a request stops waiting for still runs, even when it had not started (it was queued behind
+    another): the repeat gets its rows."""
+    runner = QueryRunner(cache=backend, workers=1, job_result_ttl_s=1, job_margin_s=1)
+    ahead, queued = Query(gated=True), Query()
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            first = pool.submit(load, runner, ahead, key="ahead", wait_s=5)
+            assert ahead.started.wait(5)
+            with pytest.raises(ContinueWait):
+                runner.load(run=queued, key=KEY, refresh_every_s=60, wait_s=0.1, job_timeout_s=10)
+            ahead.gate.set()
+            assert first.result().result == rows(1)
+        answer = runner.load(run=queued, key=KEY, refresh_every_s=60, wait_s=2, job_timeout_s=10)
+    finally:
+        runner.shutdown()
+
+    assert answer.result == rows(1)
+    assert queued.calls == 1
+
+
+def test_identical_concurrent_requests_share_one_run(runner):
+    query = Query(gated=True)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        pending = [pool.submit(load, runner, query, wait_s=5) for _ in range(6)]
+        assert query.started.wait(5)
+        time.sleep(0.2)
+        query.gate.set()
+        answers = [future.result() for future in pending]
+
+    assert [answer.result for answer in answers] == [rows(1)] * 6
+    assert query.calls == 1
+
+
+# --- errors -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "message"),
+    [
+        (DataSourceError('Binder Error: column "x" not found'), DataSourceError, 'Binder Error: column "x" not found'),
+        (QueryTimeout(2.5), QueryTimeout, "Query timeout: the query ran longer than 2.5 s and was stopped"),
+    ],
+)
+def test_errors_reach_the_request_and_its_repeat_but_are_not_cached(runner, error, kind, message):
+    failing = Query(error=error)
+
+    with pytest.raises(kind) as first:
+        load(runner, failing)
+    with pytest.raises(kind) as repeat:
+        load(runner, failing)
+    time.sleep(1.2)
+    recovered = load(runner, Query())
+
+    assert str(first.value) == str(repeat.value) == message
+    assert failing.calls == 1
+    assert (recovered.result, recovered.from_cache) == (rows(1), False)
+
+
+class Unpicklable(Exception):
+    def __init__(self, handle: threading.Lock) -> None:
+        super().__init__("holds a lock")
+        self.handle = handle
+
+    def __reduce__(self):
+        raise TypeError("cannot pickle a lock")
+
+
+def test_an_error_that_cannot_be_shared_becomes_a_generic_query_failure(runner):
+    with pytest.raises(DataSourceError) as caught:
+        load(runner, Query(error=Unpicklable(threading.Lock())))
+
+    assert str(caught.value) == "Query failed"
+
+
+def test_a_cache_backend_that_is_down_still_answers(redis_prefix):
+    broken = QueryRunner(cache=RedisCache("redis://127.0.0.1:1/0", {"KEY_PREFIX": redis_prefix}), workers=2)
+    query = Query()
+
+    first = load(broken, query)
+    second = load(broken, query)
+    broken.shutdown()
+
+    assert (first.result, first.from_cache) == (rows(1), False)
+    assert (second.result, second.from_cache) == (rows(2), False)
+
+
+# --- across processes (Redis) -------------------------------------------------------------------------
+
+OWNER_SCRIPT = """
+import os, sys, time
+from pathlib import Path
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+import django
+django.setup()
+from django.core.cache.backends.redis import RedisCache
+from embedadmin.semantic.serving.cache import ContinueWait, QueryRunner
+from embedadmin.semantic.serving.datasources import QueryResult
+
+redis_url, prefix, key, gate = sys.argv[1:5]
+job_timeout_s = float(sys.argv[5])
+runner = QueryRunner(cache=RedisCache(redis_url, {"KEY_PREFIX": prefix}), workers=2, job_margin_s=1)
+
+def run():
+    while not Path(gate).exists():
+        time.sleep(0.01)
+    return QueryResult(columns=["n"], types=["integer"], rows=[(42,)])
+
+try:
+    runner.load(key=key, run=run, refresh_every_s=60, wait_s=0.1, job_timeout_s=job_timeout_s)
+    print("answered", flush=True)
+except ContinueWait:
+    print("continue-wait", flush=True)
+runner.shutdown(wait=True)
+print("done", flush=True)
+"""
+
+
+def start_owner(redis_prefix: str, gate: Path, *, job_timeout_s: float) -> subprocess.Popen:
+    """Another web process: it starts the slow query, answers Continue wait, and keeps the job running."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", OWNER_SCRIPT, REDIS_URL, redis_prefix, KEY, str(gate), str(job_timeout_s)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout.readline() == "continue-wait\n"
+    return process
+
+
+def test_a_second_process_reattaches_to_the_job_of_the_first(redis_prefix, tmp_path):
+    gate = tmp_path / "gate"
+    owner = start_owner(redis_prefix, gate, job_timeout_s=30)
+    here = QueryRunner(cache=redis_backend(redis_prefix), workers=2)
+    query = Query()
+
+    with pytest.raises(ContinueWait):
+        load(here, query, wait_s=0.3)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        repeat = pool.submit(load, here, query, wait_s=10)  # attached before the rows exist
+        time.sleep(0.3)
+        gate.touch()
+        answer = repeat.result()
+    owner_output = owner.communicate(timeout=10)[0]
+    cached = load(here, query)
+    here.shutdown()
+
+    assert answer.result == QueryResult(columns=["n"], types=["integer"], rows=[(42,)])
+    assert answer.from_cache is False
+    assert (cached.result.rows, cached.from_cache) == ([(42,)], True)
+    assert query.calls == 0
+    assert owner_output == "done\n"
+
+
+def test_the_job_of_a_process_that_died_is_taken_over_after_its_timeout(redis_prefix, tmp_path):
+    owner = start_owner(redis_prefix, tmp_path / "never-opened", job_timeout_s=1)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=10)
+    here = QueryRunner(cache=redis_backend(redis_prefix), workers=2)
+    query = Query()
+
+    with pytest.raises(ContinueWait):
+        load(here, query, wait_s=0.3)  # the dead process's job is still registered
+    time.sleep(2.2)  # its registration (timeout 1 s + margin 1 s) lapses
+    answer = load(here, query, wait_s=5)
+    here.shutdown()
+
+    assert (answer.result, answer.from_cache) == (rows(1), False)
+    assert query.calls == 1
