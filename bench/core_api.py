@@ -1,27 +1,27 @@
-"""Benchmark: the Core Data API (/v1/load, /v1/meta) against the same SQL run directly on the data source.
+"""Benchmark: the Core Data API beside Cube 1.7.43, on the same model, data and queries, in one run.
 
-The demo dataset (100k orders by default) is generated into a DuckDB file; the application database is a
-fresh PostgreSQL bench database; the server runs as in production (gunicorn + uvicorn workers).
+The demo dataset (100k orders) is generated into a DuckDB file; our server (gunicorn, one uvicorn worker, the
+application database on PostgreSQL) and Cube (``../shared/cube-peer/``, installed once with its ``setup.sh``;
+``bench/cube_peer.py`` starts it on a copy of the same file) serve the demo model. Every figure is a ratio to Cube
+measured in the same run; the direct SQL (our compiled statement run on the DuckDB file in this process) is the
+floor both stand on.
 
-- cache off: every /v1/load asks ``cache: "no-cache"`` with a different filter value, so each request
-  compiles, runs and shapes a query; the baseline runs the SQL of each such query (read from /v1/sql) with
-  its parameters directly on the DuckDB file, in this process. Added latency = median of /v1/load - median
-  of the direct SQL.
-  - sequential: interleaved, statement i directly and then request i to each target in an order that rotates
-    with i, so that all meet the same phase of the machine and the same state of its CPU caches. On a noisy VM,
-    two runs one after the other differ by more than the target.
-  - the floor (``bench/floor_app.py``), in the same rotation: a bare ASGI app on the same server, sent the
-    same SQL, answering its rows as JSON, with the query on a worker thread and on the event loop. What it
-    adds over the direct SQL is what HTTP, JSON and the hand-off cost on this machine before any of the
-    product's work; /v1/load's added latency minus the worker-thread floor is the product's own.
-  - concurrent: the direct SQL with as many threads as clients, then the requests.
-- cache on: one query repeated; every request after the first is a result-cache hit.
-- /v1/meta of a generated 200-cube model.
+- miss: ``/v1/load`` with a new ``orders.amount`` threshold on every request (each request compiles and runs a
+  query). Sequential and interleaved: step i sends the direct statement, our request on both URL forms
+  (``/d/{id}/cubejs-api/v1`` and ``/cubejs-api/v1`` with ``DEFAULT_DEPLOYMENT_ID``) and Cube's, in an order that
+  changes with i (each step follows each other equally often), so all meet the same phase of this noisy VM.
+  Added latency = p50 minus the direct SQL's p50.
+- hit: one query repeated (a cached result), interleaved the same way.
+- meta: ``/v1/meta`` of the demo model; then, with Cube restarted on it, of a generated 200-cube model.
+- throughput: closed loop at ``--clients`` clients, ours and Cube's alternating, misses and hits.
 
-    .venv/bin/python bench/core_api.py [--orders 100000] [--requests 2000] [--clients 8] [--json]
+Each sequential measurement is repeated ``--repeats`` times; a ratio is printed as the median of the repetitions'
+ratios with their range.
 
-Targets (issue 3, 2-core machine): added latency <= 1.5 ms median with the cache off, <= 1 ms median in
-total on a cache hit, /v1/meta <= 10 ms for a 200-cube model.
+    .venv/bin/python bench/core_api.py [--orders 100000] [--requests 300] [--repeats 5] [--clients 16] [--json]
+
+Targets (issue 14), as ratios to Cube: a miss <= 0.5x and its added latency <= 0.5x Cube's; a hit <= 0.25x;
+``/v1/meta`` <= 1.0x; throughput >= 3x Cube's on misses and >= 10x on hits, with one worker.
 """
 
 from __future__ import annotations
@@ -31,14 +31,15 @@ import json
 import statistics
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import duckdb
+import jwt
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -47,7 +48,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _harness import (
     ROOT,
     Connection,
-    RequestFactory,
     RunResult,
     StealMonitor,
     bench_database_url,
@@ -59,30 +59,27 @@ from _harness import (
     server_env,
     start_server,
 )
+from cube_peer import CubePeer, DuckDBSource, available
 
 from demo.generate import generate
 
 DEMO_MODEL = ROOT / "demo" / "model"
-ADMIN_CLAIMS = {"sub": "bench", "groups": ["admin"]}
+ADMIN = {"sub": "bench", "groups": ["admin"]}
+Request = tuple[str, str, dict[str, str], bytes]
+Target = tuple[int, Callable[[int], Request]]  # a port, and request i
 
 
-def mint(secret: str) -> str:
-    import jwt
-
-    now = int(time.time())
-    return jwt.encode({**ADMIN_CLAIMS, "iat": now, "exp": now + 3600}, secret, algorithm="HS256")
-
-
-def cache_off_query(i: int) -> dict[str, Any]:
-    """A query a dashboard tile asks; a different amount threshold per request keeps the cache out."""
+def miss_query(value: int) -> dict[str, Any]:
+    """A dashboard tile's query; a different amount threshold per request keeps every cache out."""
+    threshold = f"{(value % 50_000) / 100:.2f}"
     return {
         "measures": ["orders.count", "orders.total_amount"],
         "dimensions": ["orders.status"],
-        "filters": [{"member": "orders.amount", "operator": "gt", "values": [f"{(i % 50000) / 100:.2f}"]}],
+        "filters": [{"member": "orders.amount", "operator": "gt", "values": [threshold]}],
     }
 
 
-CACHED_QUERY = {
+HIT_QUERY = {
     "measures": ["orders.count"],
     "dimensions": ["orders.status"],
     "timeDimensions": [{"dimension": "orders.created_at", "granularity": "month", "dateRange": "last 12 months"}],
@@ -93,19 +90,17 @@ def write_wide_model(directory: Path, cubes: int = 200) -> None:
     """A model of ``cubes`` cubes (8 dimensions, 6 measures, a join each) over the demo's orders table."""
     (directory / "cubes").mkdir(parents=True)
     for n in range(cubes):
-        previous = f"cube_{n - 1}"
-        join_lines = [
-            "    joins:",
-            f"      - name: {previous}",
-            f'        sql: "{{CUBE}}.id = {{{previous}}}.id"',
-            "        relationship: one_to_one",
-        ]
-        join = "\n" + "\n".join(join_lines) + "\n" if n else "\n"
+        join = (
+            f'\n    joins:\n      - name: cube_{n - 1}\n        sql: "{{CUBE}}.id = {{cube_{n - 1}}}.id"\n'
+            "        relationship: one_to_one\n"
+            if n
+            else "\n"
+        )
         dims = "".join(
             f"      - name: dim_{k}\n        sql: status\n        type: string\n        title: Dimension {k}\n"
             for k in range(6)
         )
-        text = (
+        (directory / "cubes" / f"cube_{n}.yml").write_text(
             f"cubes:\n  - name: cube_{n}\n    sql_table: orders\n    description: Generated cube {n}\n{join}"
             "    dimensions:\n"
             "      - name: id\n        sql: id\n        type: number\n        primary_key: true\n"
@@ -119,49 +114,6 @@ def write_wide_model(directory: Path, cubes: int = 200) -> None:
             "      - name: smallest\n        sql: amount\n        type: min\n"
             "      - name: buyers\n        sql: user_id\n        type: count_distinct\n"
         )
-        (directory / "cubes" / f"cube_{n}.yml").write_text(text)
-
-
-def open_direct(path: Path) -> duckdb.DuckDBPyConnection:
-    """The DuckDB file as the direct baseline reads it: read-only (the servers read it too), in UTC."""
-    connection = duckdb.connect(str(path), read_only=True)
-    connection.execute("SET TimeZone = 'UTC'")
-    return connection
-
-
-def timed(cursor: duckdb.DuckDBPyConnection, statement: tuple[str, list[Any]]) -> float:
-    """Run one statement and fetch its rows; how long that took in ms."""
-    started = time.perf_counter()
-    cursor.execute(*statement)
-    cursor.fetchall()
-    return (time.perf_counter() - started) * 1000
-
-
-def direct_sql(path: Path, statements: list[tuple[str, list[Any]]], clients: int) -> list[float]:
-    """Run each statement once on the DuckDB file, ``clients`` at a time; the latency of each in ms."""
-    connection = open_direct(path)
-    latencies: list[float] = []
-    work = iter(statements)
-    lock = threading.Lock()
-
-    def worker() -> None:
-        cursor = connection.cursor()
-        while True:
-            with lock:
-                item = next(work, None)
-            if item is None:
-                return
-            elapsed = timed(cursor, item)
-            with lock:
-                latencies.append(elapsed)
-
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    connection.close()
-    return latencies
 
 
 def balanced_orders(n: int) -> list[list[int]]:
@@ -175,68 +127,83 @@ def balanced_orders(n: int) -> list[list[int]]:
 
 
 def interleaved(
-    label: str,
-    *,
-    path: Path,
-    statements: list[tuple[str, list[Any]]],
-    targets: dict[str, tuple[int, RequestFactory]],
-    direct_step: bool = True,
-) -> tuple[list[float], dict[str, RunResult]]:
-    """One at a time, in turn: statement i directly on the DuckDB file (unless not ``direct_step``) and request i to
-    each target, in an order that changes with i (:func:`balanced_orders`), so that each meets the same phase of the
-    machine and follows each other step equally often. The direct statements' latencies in ms, and each target's
-    run."""
-    connection = open_direct(path)
-    cursor = connection.cursor()
-    direct: list[float] = []
-    latencies: dict[str, list[float]] = {name: [] for name in targets}
-    errors = dict.fromkeys(targets, 0)
+    label: str, count: int, targets: dict[str, Target], direct: tuple[Path, list[tuple[str, list[Any]]]] | None = None
+) -> dict[str, list[float]]:
+    """``count`` rounds, one request at a time: in round i, request i to each target (and the direct statement i
+    when ``direct`` is given, as step ``"direct SQL"``) in a balanced order. Each step's latencies in ms."""
+    steps: list[str] = [*targets, *(["direct SQL"] if direct else [])]
+    latencies: dict[str, list[float]] = {step: [] for step in steps}
+    orders = balanced_orders(len(steps))
+    cursor = None
+    if direct is not None:
+        cursor = duckdb.connect(str(direct[0]), read_only=True)
+        cursor.execute("SET TimeZone = 'UTC'")
 
-    async def run_requests() -> None:
+    async def rounds() -> None:
         connections = {name: Connection(port) for name, (port, _make) in targets.items()}
-        steps: list[str | None] = [None, *targets] if direct_step else [*targets]  # None: the direct statement
-        orders = balanced_orders(len(steps))
         try:
-            for i in range(len(statements)):
+            for i in range(count):
                 for step in (steps[k] for k in orders[i % len(orders)]):
-                    if step is None:
-                        direct.append(timed(cursor, statements[i]))
-                        continue
-                    method, request_path, headers, body = targets[step][1](i)
                     started = time.perf_counter()
-                    status, _ = await connections[step].request(method, request_path, headers, body)
+                    if step == "direct SQL":
+                        assert cursor is not None
+                        assert direct is not None
+                        cursor.execute(*direct[1][i])
+                        cursor.fetchall()
+                    else:
+                        method, path, headers, body = targets[step][1](i)
+                        status, answer = await connections[step].request(method, path, headers, body)
+                        if status != 200 or answer.startswith(b'{"error"'):
+                            raise SystemExit(f"{label}: {step} answered {status}: {answer[:300]!r}")
                     latencies[step].append((time.perf_counter() - started) * 1000)
-                    errors[step] += status != 200
         finally:
-            for conn in connections.values():
-                conn.close()
+            for connection in connections.values():
+                connection.close()
 
-    with StealMonitor() as steal:
-        uvloop.run(run_requests())
-    connection.close()
-    runs = {
-        name: RunResult(
-            label=f"{name}, {label}",
-            requests=len(latencies[name]),
-            errors=errors[name],
-            seconds=sum(latencies[name]) / 1000,  # its own requests' time, not the others' in between
-            latencies_ms=latencies[name],
-            steal=steal,
-        )
-        for name in targets
-    }
-    return direct, runs
+    uvloop.run(rounds())
+    if cursor is not None:
+        cursor.close()
+    return latencies
+
+
+def http(port: int, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> Any:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=body or None, method=method, headers=headers
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def miss_maker(base: str, auth: dict[str, str], counter: Iterator[int]) -> Callable[[int], Request]:
+    def make(_i: int) -> Request:
+        return "POST", f"{base}/load", auth, json_body({"query": miss_query(next(counter)), "queryType": "multi"})
+
+    return make
+
+
+def hit_maker(base: str, auth: dict[str, str]) -> Callable[[int], Request]:
+    body = json_body({"query": HIT_QUERY, "queryType": "multi"})
+    return lambda _i: ("POST", f"{base}/load", auth, body)
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x [{min(values):.2f}-{max(values):.2f}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--orders", type=int, default=100_000)
-    parser.add_argument("--requests", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=8, help="concurrent clients in the concurrent runs")
-    parser.add_argument("--workers", type=int, default=1, help="ASGI worker processes")
+    parser.add_argument("--requests", type=int, default=300, help="requests per target in each repetition")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--clients", type=int, default=16, help="clients in the throughput runs")
+    parser.add_argument("--throughput-requests", type=int, default=2000)
     parser.add_argument("--port", type=int, default=4098)
+    parser.add_argument("--cube-port", type=int, default=4100)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
     args = parser.parse_args()
+    ok, reason = available()
+    if not ok:
+        raise SystemExit(reason)
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-core-api-"))
     dataset = scratch / "demo.duckdb"
@@ -249,183 +216,219 @@ def main() -> None:
     shop = json.loads(manage(env, "create_account", "bench-shop", "--json"))
     wide = json.loads(manage(env, "create_account", "bench-wide", "--json"))
     source = f"duckdb:///{dataset}"
-    manage(
-        env, "configure_deployment", str(shop["deploymentId"]), "--model-dir", str(DEMO_MODEL), "--data-source", source
+    for created, model in ((shop, DEMO_MODEL), (wide, wide_model)):
+        manage(
+            env,
+            "configure_deployment",
+            str(created["deploymentId"]),
+            "--model-dir",
+            str(model),
+            "--data-source",
+            source,
+        )
+    env["DEFAULT_DEPLOYMENT_ID"] = str(shop["deploymentId"])
+
+    def our_token(secret: str) -> str:
+        now = int(time.time())
+        return jwt.encode({**ADMIN, "iat": now, "exp": now + 7200}, secret, algorithm="HS256")
+
+    forms = {"ours /d/{id}": f"/d/{shop['deploymentId']}/cubejs-api/v1", "ours /cubejs-api": "/cubejs-api/v1"}
+    ours_auth = {"Authorization": our_token(shop["deploymentApiSecret"]), "Content-Type": "application/json"}
+    wide_auth = {"Authorization": our_token(wide["deploymentApiSecret"])}
+
+    def load(base: str, auth: dict[str, str], query: dict[str, Any]) -> Request:
+        return "POST", f"{base}/load", auth, json_body({"query": query, "queryType": "multi"})
+
+    figures: dict[str, Any] = {"repeats": args.repeats, "requests": args.requests}
+    runs: list[RunResult] = []
+    server = start_server(env, port=args.port, workers=1)
+    cube = CubePeer(
+        model_dir=DEMO_MODEL, source=DuckDBSource(dataset), port=args.cube_port, env={"CUBEJS_CONCURRENCY": "8"}
     )
-    manage(
-        env, "configure_deployment", str(wide["deploymentId"]), "--model-dir", str(wide_model), "--data-source", source
-    )
-    shop_base = f"/d/{shop['deploymentId']}/cubejs-api/v1"
-    wide_base = f"/d/{wide['deploymentId']}/cubejs-api/v1"
-    shop_auth = {"Authorization": mint(shop["deploymentApiSecret"]), "Content-Type": "application/json"}
-    wide_auth = {"Authorization": mint(wide["deploymentApiSecret"])}
-
-    def load(query: dict[str, Any], cache: str | None = None) -> tuple[str, str, dict[str, str], bytes]:
-        body: dict[str, Any] = {"query": query, "queryType": "multi"}
-        if cache:
-            body["cache"] = cache
-        return "POST", f"{shop_base}/load", shop_auth, json_body(body)
-
-    def meta(_i: int) -> tuple[str, str, dict[str, str], bytes]:
-        return "GET", f"{wide_base}/meta", wide_auth, b""
-
-    def floor(path: str, statement: tuple[str, list[Any]]) -> tuple[str, str, dict[str, str], bytes]:
-        body = json_body({"sql": statement[0], "params": statement[1]})
-        return "POST", path, {"Content-Type": "application/json"}, body
-
-    def fixed_answer(size: int) -> tuple[str, str, dict[str, str], bytes]:
-        method, _path, headers, body = load(CACHED_QUERY)
-        return method, f"/fixed/{size}", headers, body
-
-    floor_port = args.port - 1
-    server = start_server(env, port=args.port, workers=args.workers)
-    floor_server = None
-    results: dict[str, RunResult] = {}
-    direct: dict[str, list[float]] = {}
     try:
-        floor_server = start_server(
-            {**env, "FLOOR_DUCKDB": str(dataset)}, port=floor_port, workers=1, app="bench.floor_app:application"
-        )
-        # The SQL each cache-off request runs, from /v1/sql, for the direct baseline and the floor; the warm-up
-        # uses other thresholds than the measured runs.
-        offset = args.requests
-        statements = []
-        for i in range(args.requests + 300):
-            path = f"{shop_base}/sql?" + urlencode({"query": json.dumps(cache_off_query(i))})
-            sql_result = _fetch_json(args.port, path, shop_auth)
-            sql, params = sql_result["sql"]["sql"]
-            statements.append((sql, params))
-        statements, warm_statements = statements[:offset], statements[offset:]
-
-        warm: Callable[[int], Any] = lambda i: load(cache_off_query(offset + i), "no-cache")  # noqa: E731
-        run_load("warm-up", port=args.port, clients=args.clients, total=300, make=warm)
-        direct_sql(dataset, warm_statements, 1)
-        floor_warm: Callable[[int], Any] = lambda i: floor(("/thread", "/inline")[i % 2], warm_statements[i])  # noqa: E731
-        run_load("floor warm-up", port=floor_port, clients=1, total=300, make=floor_warm)
-
-        for label, clients in (("sequential", 1), (f"{args.clients} clients", args.clients)):  # sequential: interleaved
-            if clients == 1:
-                direct[label], runs = interleaved(
-                    label,
-                    path=dataset,
-                    statements=statements,
-                    targets={
-                        "load cache off": (args.port, lambda i: load(cache_off_query(i), "no-cache")),
-                        "floor, worker thread": (floor_port, lambda i: floor("/thread", statements[i])),
-                        "floor, on the loop": (floor_port, lambda i: floor("/inline", statements[i])),
-                    },
-                )
-                results.update((run.label, run) for run in runs.values())
-            else:
-                direct[label] = direct_sql(dataset, statements, clients)
-                results[f"load cache off, {label}"] = run_load(
-                    f"load cache off, {label}",
-                    port=args.port,
-                    clients=clients,
-                    total=args.requests,
-                    make=lambda i: load(cache_off_query(i), "no-cache"),
-                )
-            if clients == 1:  # next to a fixed answer of the same size from the floor's server
-                size = _answer_size(args.port, *load(CACHED_QUERY))
-                _, runs = interleaved(
-                    label,
-                    path=dataset,
-                    statements=statements,
-                    direct_step=False,
-                    targets={
-                        "load cache hit": (args.port, lambda _i: load(CACHED_QUERY)),
-                        # The same request as the hit's (method, headers, body), to a fixed answer of its size.
-                        "floor, a fixed answer": (floor_port, lambda _i, n=size: fixed_answer(n)),
-                    },
-                )
-                results.update((run.label, run) for run in runs.values())
-            else:
-                results[f"load cache hit, {label}"] = run_load(
-                    f"load cache hit, {label}",
-                    port=args.port,
-                    clients=clients,
-                    total=args.requests,
-                    make=lambda _i: load(CACHED_QUERY),
-                )
-        run_load("meta warm-up", port=args.port, clients=1, total=20, make=meta)
-        results["meta 200 cubes, sequential"] = run_load(
-            "meta 200 cubes, sequential", port=args.port, clients=1, total=300, make=meta
-        )
-    finally:
-        server.stop()
-        if floor_server is not None:
-            floor_server.stop()
-
-    print(f"\nCore Data API benchmark: {args.orders} orders (DuckDB), {args.workers} ASGI worker(s)")
-    for label, latencies in direct.items():
-        print(
-            f"  {'direct SQL, ' + label:<38} p50 {pct(latencies, 0.5):6.2f} ms   p99 {pct(latencies, 0.99):6.2f} ms   "
-            f"mean {statistics.fmean(latencies):6.2f} ms"
-        )
-    for result in results.values():
-        print("  " + result.line())
-    print_steal(list(results.values()), indent="  ")
-    figures: dict[str, Any] = {}
-    for label, latencies in direct.items():
-        off = results[f"load cache off, {label}"]
-        hit = results[f"load cache hit, {label}"]
-        added = off.pct(0.5) - pct(latencies, 0.5)
-        figures[label] = {
-            "direct_p50_ms": round(pct(latencies, 0.5), 2),
-            "direct_p99_ms": round(pct(latencies, 0.99), 2),
-            "cache_off": off.as_dict(),
-            "cache_hit": hit.as_dict(),
-            "added_p50_ms": round(added, 2),
+        cube.start()
+        cube_auth = {"Authorization": cube.token(ADMIN), "Content-Type": "application/json"}
+        targets_of: dict[str, tuple[int, str, dict[str, str]]] = {
+            name: (args.port, base, ours_auth) for name, base in forms.items()
         }
-        print(
-            f"  {label}: added latency, cache off (p50) {added:.2f} ms "
-            f"(ratio load/direct {off.pct(0.5) / pct(latencies, 0.5):.2f}x); "
-            f"cache hit total (p50) {hit.pct(0.5):.2f} ms"
+        targets_of["Cube"] = (args.cube_port, "/cubejs-api/v1", cube_auth)
+        stride = len(targets_of) + 1  # one slot per target, and one for the direct statements
+
+        # The same numbers from both, or nothing here means anything.
+        ours = http(args.port, *load(forms["ours /d/{id}"], ours_auth, miss_query(12_345)))
+        theirs = http(args.cube_port, *load("/cubejs-api/v1", cube_auth, miss_query(12_345)))
+        agree = sorted(map(json.dumps, ours["results"][0]["data"])) == sorted(
+            map(json.dumps, theirs["results"][0]["data"])
         )
-    direct_p50 = pct(direct["sequential"], 0.5)
-    thread_floor = results["floor, worker thread, sequential"].pct(0.5) - direct_p50
-    loop_floor = results["floor, on the loop, sequential"].pct(0.5) - direct_p50
-    figures["sequential"]["floor_thread_added_p50_ms"] = round(thread_floor, 2)
-    figures["sequential"]["floor_loop_added_p50_ms"] = round(loop_floor, 2)
-    print(
-        f"  floor (HTTP, JSON, the query; no Django, planning, cache or shaping): added (p50) {thread_floor:.2f} ms "
-        f"with the query on a worker thread, {loop_floor:.2f} ms on the event loop; "
-        f"/v1/load above the worker-thread floor {figures['sequential']['added_p50_ms'] - thread_floor:.2f} ms"
-    )
-    fixed = results["floor, a fixed answer, sequential"].pct(0.5)
-    figures["sequential"]["floor_fixed_answer_p50_ms"] = round(fixed, 2)
-    hit_p50 = results["load cache hit, sequential"].pct(0.5)
-    print(
-        f"  floor under a cache hit (a fixed answer of the same size, no query): total (p50) {fixed:.2f} ms; "
-        f"the cache hit {hit_p50:.2f} ms, {hit_p50 - fixed:.2f} ms above it"
-    )
-    meta_result = results["meta 200 cubes, sequential"]
-    sequential = figures["sequential"]
-    met = sequential["added_p50_ms"] <= 1.5 and sequential["cache_hit"]["p50_ms"] <= 1.0 and meta_result.pct(0.5) <= 10
-    errors = sum(r.errors for r in results.values())
-    print(
-        "  targets (sequential: added <= 1.5 ms p50 cache off, <= 1 ms p50 cache hit; meta <= 10 ms p50; no errors): "
-        f"{'met' if met and not errors else 'NOT met'}"
-    )
+        print(f"answers agree: {agree}")
+        if not agree:
+            raise SystemExit(f"ours {ours['results'][0]['data']} != Cube's {theirs['results'][0]['data']}")
+
+        def miss_targets(first: int) -> dict[str, Target]:
+            """Request i of slot s asks threshold first + i * stride + s: no two requests share a query."""
+            return {
+                name: (port, lambda i, b=base, a=auth, s=slot: load(b, a, miss_query(first + i * stride + s)))
+                for slot, (name, (port, base, auth)) in enumerate(targets_of.items())
+            }
+
+        def statements(first: int, count: int) -> list[tuple[str, list[Any]]]:
+            """The direct baseline: our SQL (from /v1/sql) of the last slot's thresholds, which no request asks, so
+            that compiling them here favours none of the requests."""
+            out = []
+            for i in range(count):
+                query = json.dumps(miss_query(first + i * stride + stride - 1))
+                body = http(args.port, "GET", f"{forms['ours /d/{id}']}/sql?" + urlencode({"query": query}), ours_auth)
+                sql, params = body["sql"]["sql"]
+                out.append((sql, params))
+            return out
+
+        fixed = {
+            name: (port, lambda _i, b=base, a=auth: load(b, a, HIT_QUERY))
+            for name, (port, base, auth) in targets_of.items()
+        }
+        metas = {
+            name: (port, lambda _i, b=base, a=auth: ("GET", f"{b}/meta", a, b""))
+            for name, (port, base, auth) in targets_of.items()
+        }
+        interleaved("warm-up", 100, miss_targets(40_000))
+        interleaved("warm-up", 50, fixed)
+        interleaved("warm-up", 50, metas)
+
+        sequential: dict[str, dict[str, list[float]]] = {"miss": {}, "hit": {}, "meta": {}}
+        with StealMonitor() as steal:
+            for repeat in range(args.repeats):
+                first = repeat * args.requests * stride
+                for kind, targets, direct in (
+                    ("miss", miss_targets(first), (dataset, statements(first, args.requests))),
+                    ("hit", fixed, None),
+                    ("meta", metas, None),
+                ):
+                    latencies = interleaved(kind, args.requests, targets, direct)
+                    for step, values in latencies.items():
+                        sequential[kind].setdefault(step, []).append(pct(values, 0.5))
+        figures["sequential_p50_ms"] = sequential
+        figures["sequential_steal_pct"] = round(steal.mean * 100, 1)
+
+        throughput: dict[str, dict[str, list[float]]] = {"miss": {}, "hit": {}}
+        counter = iter(range(10_000, 40_000))  # thresholds no sequential request asked
+        for kind in ("miss", "hit"):
+            for repeat in range(3):
+                for name in ("ours /d/{id}", "Cube"):
+                    port, base, auth = targets_of[name]
+                    make = miss_maker(base, auth, counter) if kind == "miss" else hit_maker(base, auth)
+                    result = run_load(
+                        f"{name} {kind} {args.clients} clients #{repeat + 1}",
+                        port=port,
+                        clients=args.clients,
+                        total=args.throughput_requests,
+                        make=make,
+                    )
+                    runs.append(result)
+                    if result.errors:
+                        raise SystemExit(f"{result.label}: {result.errors} errors")
+                    throughput[kind].setdefault(name, []).append(result.rate)
+        figures["throughput_rps"] = throughput
+        cube.stop()
+
+        # /v1/meta of a 200-cube model: Cube restarted on it.
+        cube = CubePeer(model_dir=wide_model, source=DuckDBSource(dataset), port=args.cube_port)
+        cube.start()
+        wide_cube_auth = {"Authorization": cube.token(ADMIN)}
+        wide_targets: dict[str, Target] = {
+            "ours /d/{id}": (
+                args.port,
+                lambda _i: ("GET", f"/d/{wide['deploymentId']}/cubejs-api/v1/meta", wide_auth, b""),
+            ),
+            "Cube": (
+                args.cube_port,
+                lambda _i: ("GET", "/cubejs-api/v1/meta", wide_cube_auth, b""),
+            ),
+        }
+        interleaved("warm-up", 20, wide_targets)
+        wide_meta: dict[str, list[float]] = {}
+        for _ in range(args.repeats):
+            for step, values in interleaved("meta 200 cubes", max(30, args.requests // 5), wide_targets).items():
+                wide_meta.setdefault(step, []).append(pct(values, 0.5))
+        figures["meta_200_cubes_p50_ms"] = wide_meta
+    finally:
+        cube.stop()
+        server.stop()
+
+    report(figures, sequential, throughput, wide_meta, args)
+    print_steal(runs, indent="  ")
     if args.json:
-        figures["meta"] = meta_result.as_dict()
         print(json.dumps(figures))
 
 
-def _answer_size(port: int, method: str, path: str, headers: dict[str, str], body: bytes) -> int:
-    import urllib.request
+def report(
+    figures: dict[str, Any],
+    sequential: dict[str, dict[str, list[float]]],
+    throughput: dict[str, dict[str, list[float]]],
+    wide_meta: dict[str, list[float]],
+    args: argparse.Namespace,
+) -> None:
+    """Each figure, then each ratio to Cube: the median of the repetitions' ratios and their range."""
+    print(
+        f"\nCore Data API beside Cube 1.7.43: {args.orders} orders (DuckDB), one worker each; {args.repeats} "
+        f"repetitions of {args.requests} sequential requests per target (steal {figures['sequential_steal_pct']}%)"
+    )
+    ours = [name for name in sequential["miss"] if name.startswith("ours")]
+    for kind in ("miss", "hit", "meta"):
+        line = ", ".join(f"{name} {statistics.median(v):.2f} ms" for name, v in sequential[kind].items())
+        print(f"  {kind:<5} p50 (median of repetitions): {line}")
+    print("  meta 200 cubes p50: " + ", ".join(f"{n} {statistics.median(v):.2f} ms" for n, v in wide_meta.items()))
+    for kind in ("miss", "hit"):
+        line = ", ".join(f"{name} {statistics.median(v):.0f}" for name, v in throughput[kind].items())
+        print(f"  {kind:<5} throughput, {args.clients} clients (req/s, median of 3): {line}")
 
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers)
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return len(response.read())
+    def ratios(kind: str, name: str) -> list[float]:
+        return [a / b for a, b in zip(sequential[kind][name], sequential[kind]["Cube"], strict=True)]
 
+    def added(name: str) -> list[float]:
+        miss, direct = sequential["miss"], sequential["miss"]["direct SQL"]
+        return [(a - d) / (c - d) for a, c, d in zip(miss[name], miss["Cube"], direct, strict=True)]
 
-def _fetch_json(port: int, path: str, headers: dict[str, str]) -> Any:
-    import urllib.request
-
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
+    checks: list[tuple[str, list[float], str, float]] = []
+    for name in ours:
+        checks += [
+            (f"miss, {name}", ratios("miss", name), "<=", 0.5),
+            (f"miss added latency over the direct SQL, {name}", added(name), "<=", 0.5),
+            (f"hit, {name}", ratios("hit", name), "<=", 0.25),
+            (f"meta (demo model), {name}", ratios("meta", name), "<=", 1.0),
+        ]
+    checks.append(
+        (
+            "meta (200 cubes), ours /d/{id}",
+            [a / b for a, b in zip(wide_meta["ours /d/{id}"], wide_meta["Cube"], strict=True)],
+            "<=",
+            1.0,
+        )
+    )
+    for kind, target in (("miss", 3.0), ("hit", 10.0)):
+        values = [a / b for a, b in zip(throughput[kind]["ours /d/{id}"], throughput[kind]["Cube"], strict=True)]
+        checks.append(
+            (
+                f"throughput {kind}es, {args.clients} clients"
+                if kind == "miss"
+                else f"throughput hits, {args.clients} clients",
+                values,
+                ">=",
+                target,
+            )
+        )
+    print("  ratios to Cube (median [range] over repetitions) against the targets:")
+    figures["ratios"] = {}
+    for label, values, sense, target in checks:
+        median = statistics.median(values)
+        met = median <= target if sense == "<=" else median >= target
+        figures["ratios"][label] = {
+            "median": round(median, 3),
+            "min": round(min(values), 3),
+            "max": round(max(values), 3),
+            "target": f"{sense} {target}",
+            "met": met,
+        }
+        print(f"    {label:<62} {spread(values):<22} target {sense} {target:<5} {'met' if met else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -16,25 +16,31 @@ Only an answer whose results were all fresh and read through the cache is kept (
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from embedadmin.semantic.query.dates import format_local, local_now, resolve_timezone, start_of
-from embedadmin.semantic.serving.cache import QueryRunner
 
 MAX_ANSWER_BYTES = 256 * 1024
 MAX_KEPT_BYTES = 32 * 1024 * 1024
 MAX_SHAPES = 10_000
 
 TimeShape = tuple[str, tuple[str, ...]]
+
+
+class Stamps(Protocol):
+    """Where the latest read time of each result is kept (the result cache, :meth:`QueryRunner.stamps`)."""
+
+    def stamps(self, keys: Sequence[str]) -> dict[str, float]: ...
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class AnswerMemory:
         self._size = 0
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable, runner: QueryRunner) -> bytes | None:
+    def get(self, key: Hashable, runner: Stamps) -> bytes | None:
         """The answer kept under ``key`` if every result it was made of is still current."""
         kept = self._kept.get(key)
         if kept is None or not _current(kept.uses, runner):
@@ -91,7 +97,7 @@ class AnswerMemory:
             self._size = 0
 
 
-def _current(uses: tuple[ResultUse, ...], runner: QueryRunner) -> bool:
+def _current(uses: tuple[ResultUse, ...], runner: Stamps) -> bool:
     now = time.time()
     if any(now - use.refreshed_at >= use.every for use in uses):
         return False
@@ -149,7 +155,18 @@ def time_shape(params: dict[str, Any]) -> TimeShape | None:
 
 def time_key(shape: TimeShape, now: datetime | None = None) -> tuple[str, ...]:
     """The current local time in each of the shape's time zones, truncated to its unit: two requests of one
-    shape with the same key resolve every relative date alike."""
+    shape with the same key resolve every relative date alike. Every zone's offset is whole seconds, so a local
+    second, minute, hour or day starts on a whole second of Unix time: the key is computed once a second."""
+    if now is not None:
+        return _time_key(shape, now)
+    return _time_key_at(shape, math.floor(time.time()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _time_key_at(shape: TimeShape, second: int) -> tuple[str, ...]:
+    return _time_key(shape, datetime.fromtimestamp(second, UTC))
+
+
+def _time_key(shape: TimeShape, moment: datetime) -> tuple[str, ...]:
     unit, zones = shape
-    moment = now or datetime.fromtimestamp(math.floor(time.time()), UTC)
     return (unit, *(format_local(start_of(local_now(moment, resolve_timezone(zone)), unit)) for zone in zones))
