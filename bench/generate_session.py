@@ -1,8 +1,10 @@
-"""Benchmark: POST /api/v1/embed/generate-session on the ASGI server over PostgreSQL.
+"""Benchmark: POST /api/v1/embed/generate-session on the ASGI server over PostgreSQL, set up at scale: 2 web
+processes (gunicorn with uvicorn workers) sharing Redis as their cache.
 
 Each request upserts an external user with 3 typed attributes and 2 groups and stores a session.
 The baseline, measured in the same run and server, is GET /api/v1/api-keys/current: an
-authenticated request that does no work beyond the API-key lookup.
+authenticated request that does no work beyond the API-key lookup (the key is remembered by the process and its
+version read from Redis, exactly as generate-session authenticates).
 
 Two kinds of run, each for the baseline, existing users and new users:
 - closed loop (16 clients, each sends as soon as it has its answer): the most the server does;
@@ -11,10 +13,10 @@ Two kinds of run, each for the baseline, existing users and new users:
 
     make bench            # or: .venv/bin/python bench/generate_session.py [--clients 16] [--requests 6000]
 
-Targets (issue 2, 2-core machine): >= 300 sessions/s and p99 <= 50 ms at 16 concurrent clients. The
-throughput comes from the closed loop. The printed p99 verdict is the open loop's at 300/s: in a closed
-loop of 16 clients, Little's law makes the mean latency 16 / throughput (53 ms at 300/s), so there the
-p99 mostly restates throughput. The closed-loop p99 is printed too, and docs/benchmarks.md lists both.
+Targets (issue 14, 2-core machine): >= 300 sessions/s for new users, and at least half the no-op's throughput,
+from the closed loop. The open loop at 300/s reports p50/p99 (issue 2 asked p99 <= 50 ms there): in a closed
+loop of 16 clients, Little's law makes the mean latency 16 / throughput, so there the p99 mostly restates
+throughput.
 """
 
 from __future__ import annotations
@@ -45,10 +47,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=6000)
     parser.add_argument("--users", type=int, default=2000, help="distinct external users in the steady-state phase")
-    # One process per core: generate-session is answered on each process's event loop (the lane), and more
-    # processes than cores only add context switches to the tail (docs/benchmarks.md, session 5 runs 1-2:
-    # with the same code, 4 processes gave a p99 at 300/s of 147/199 ms where 2 gave 35/54 ms).
+    # One process per core: more processes than cores only add context switches to the tail.
     parser.add_argument("--workers", type=int, default=2, help="ASGI worker processes")
+    parser.add_argument(
+        "--redis", default="redis://127.0.0.1:6379/14", help="REDIS_URL of the web processes ('' for local memory)"
+    )
     parser.add_argument("--threads", type=int, default=2, help="request threads per process (WEB_THREADS)")
     parser.add_argument("--rate", type=float, default=300.0, help="requests/s due in the open-loop runs")
     parser.add_argument("--rate-requests", type=int, default=4500, help="requests in each open-loop run")
@@ -56,7 +59,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
     args = parser.parse_args()
 
-    env = server_env(bench_database_url(), WEB_THREADS=str(args.threads))
+    env = server_env(bench_database_url(), WEB_THREADS=str(args.threads), REDIS_URL=args.redis)
     manage(env, "migrate", "--noinput", "-v0")
     created = json.loads(manage(env, "create_account", "bench", "--json"))
     platform = {"Authorization": f"Bearer {created['platformToken']}", "Content-Type": "application/json"}
@@ -151,7 +154,7 @@ def main() -> None:
 
     print(
         f"\ngenerate-session benchmark: {args.clients} clients, {args.workers} ASGI workers x {args.threads} threads,"
-        " PostgreSQL"
+        f" PostgreSQL, {'Redis' if args.redis else 'local-memory'} cache"
     )
     p50, p99 = ("p50", lambda r: r.pct(0.5)), ("p99", lambda r: r.pct(0.99))
     _report(" closed loop (throughput):", baseline, (steady, fresh), [("throughput", lambda r: r.rate), p50])
@@ -162,10 +165,12 @@ def main() -> None:
         [p50, p99],
     )
     throughput_ok = all(r.rate >= 300 for r in (steady, fresh))
+    half_ok = all(r.rate >= baseline.rate / 2 for r in (steady, fresh))
     latency_ok = args.rate >= 300 and all(r.pct(0.99) <= 50 for r in (steady_rate, fresh_rate))
     errors_ok = all(r.errors == 0 for r in (steady, fresh, steady_rate, fresh_rate))
     print(
-        f"  target: >= 300 sessions/s (closed loop) {'met' if throughput_ok else 'NOT met'}; "
+        f"  targets: >= 300 sessions/s (closed loop) {'met' if throughput_ok else 'NOT met'}; "
+        f">= half the no-op's throughput {'met' if half_ok else 'NOT met'}; "
         f"p99 <= 50 ms at 300/s {'met' if latency_ok else 'NOT met'}; no errors {'met' if errors_ok else 'NOT met'}"
     )
     print(

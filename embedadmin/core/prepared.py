@@ -1,7 +1,7 @@
 """Querysets compiled once and run many times: the ORM's convenience without its per-call compile cost.
 
-Compiling a queryset to SQL costs the ORM 0.5-2 ms of CPU (joins, select_related, annotations), often
-ten times the cost of running it. On hot paths (API-key authentication, generate-session) a
+Compiling a queryset to SQL (joins, select_related, annotations) often costs the ORM more CPU than running it
+(ADR 0007). On hot paths (API-key authentication, generate-session) a
 :class:`PreparedQuery` compiles the queryset once per database with sentinel parameter values, then
 executes the cached SQL with the real values as bound parameters and builds the model instances with
 the ORM's own converters and related-object populators, exactly as iterating the queryset would.

@@ -9,7 +9,7 @@ A Django ``StreamingHttpResponse`` over an async iterator (the Chat API's NDJSON
 event loop instead, each chunk sent as it is produced; a client that disconnects cancels it.
 
 General-purpose bridges hand every ``receive`` and ``send`` across threads (about six hand-offs for a
-small request); measured on the 2-core machine that costs more CPU than Django's request handling itself.
+small request), which costs more CPU than Django's request handling itself (ADR 0009).
 
 ``close()`` of the response always runs in a worker thread, where Django's ``request_finished`` signal
 releases that thread's database connections. A response that outlives its hand-off (a stream) may be

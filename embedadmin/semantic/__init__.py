@@ -1,10 +1,12 @@
 """The semantic layer: Cube-format data models, ``/v1/meta``, and JSON queries compiled to SQL.
 
-Its core knows nothing of HTTP, embedding or chat: it takes a compiled model and a :class:`QueryContext`
-(security context, groups, user attributes) and returns Cube-shaped data. The endpoints (:mod:`.views`) and the
-chat tools do not call it directly: they go through :mod:`.service`, whose ``served_model(deployment=...)`` loads
-the deployment's model (``load_model``, cached per file version) and which runs the queries (result cache,
-data source). Underneath, for one model::
+It knows nothing of embedding or chat. Its stages are sub-packages, each importing only the ones before it:
+``modeling`` (files -> compiled model), ``query`` (a Cube query normalized for a caller, access policies
+applied), ``sql`` (the SQL syntax tree and a request's plan), ``results`` (Cube's answers and ``/v1/meta``),
+``cubesql`` (semantic SQL), and ``serving`` (HTTP views, routing, tokens, data sources, the result cache and
+kept answers). The endpoints and the chat tools call :mod:`.serving.services`, whose
+``served_model(deployment=...)`` loads the deployment's model and which runs the queries. Underneath, for one
+model::
 
     version = load_model(deployment.model_dir, dialect="duckdb")   # cached; recompiles on change
     model = version.require()                                       # ModelError if nothing compiles

@@ -7,7 +7,7 @@
     for line in cubesql_lines(plan, rows):                             # '{"schema": ...}\\n', '{"data": ...}\\n'...
         yield line
 
-The statement is translated (:mod:`.cubesql_translate`) into the Cube JSON query it means, which is then
+The statement is translated (:mod:`.translate`) into the Cube JSON query it means, which is then
 normalized and compiled exactly as a ``/v1/load`` query: access policies (hidden members, row filters) and
 bound parameters apply the same way, and the caller's SQL never reaches the database. Values are
 serialized as Cube's SQL API does: every non-null, non-boolean value as a string, timestamps as

@@ -8,7 +8,7 @@ caller's SQL nor any table or function the model does not define can reach a dat
   ``JOIN ... ON a.__cubeJoinField = b.__cubeJoinField`` (the model's joins are used);
 - select items: dimensions, ``*``, ``MEASURE(m)``, aggregate functions matching the measure type,
   ``DATE_TRUNC('<granularity>', <time dimension>)``, each with an optional alias;
-- ``WHERE`` and ``HAVING`` (see :mod:`.cubesql_filters`), ``GROUP BY`` and ``ORDER BY`` by expression,
+- ``WHERE`` and ``HAVING`` (see :mod:`.filters`), ``GROUP BY`` and ``ORDER BY`` by expression,
   alias or position, ``LIMIT``/``OFFSET``, ``DISTINCT``;
 - an aggregated statement (GROUP BY, an aggregate or HAVING) must group by every non-aggregated column;
   a statement without any is an ungrouped query.

@@ -2,7 +2,7 @@
 
 Everything that can be checked when the model compiles is: member names of ``member_level`` and of
 row filters, operators, and the ``{ securityContext.x }`` expressions (parsed by a whitelist, see
-:mod:`.context_expressions`). ``member_masking`` is refused: ignoring it would show real values where
+:mod:`.expressions`). ``member_masking`` is refused: ignoring it would show real values where
 the model asked for masked ones.
 """
 

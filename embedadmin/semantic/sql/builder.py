@@ -4,7 +4,7 @@ Shape of the statement:
 
 - Cubes are joined along the join tree (:mod:`.joins`), ``LEFT JOIN`` in tree order, each aliased by name.
 - Dimension filters, segments, time-dimension ranges and access-policy row filters go to ``WHERE``;
-  measure filters to ``HAVING``. Caller values are parameters (:mod:`.sql_filters`).
+  measure filters to ``HAVING``. Caller values are parameters (:mod:`.filters`).
 - Fan-out: when a join multiplies a cube's rows (see :mod:`.joins`), its ``sum``/``avg``/``count(sql)``/
   ``number`` measures are computed in a separate subquery that first takes the DISTINCT (dimensions,
   primary key) pairs of the joined, filtered rows and then joins the cube back on its primary key; a plain
@@ -48,7 +48,7 @@ class CompiledQuery:
     total_sql: str | None
     columns: tuple[ResultColumn, ...]
     hints: dict[str, Any] = field(default_factory=dict)
-    # Per parameter, the query filter value it was bound from (None: not from one); see sql_shapes.
+    # Per parameter, the query filter value it was bound from (None: not from one); see sql/shapes.py.
     origins: tuple[Origin | None, ...] = ()
 
     @property

@@ -48,7 +48,7 @@ def column_alias(name: str, taken: set[str]) -> str:
 
 
 def query_leaves(filters: Iterable[FilterNode]) -> list[FilterCondition]:
-    """The leaves of a query's own filters, depth-first: the order ``sql_filters.Origin.leaf`` counts in."""
+    """The leaves of a query's own filters, depth-first: the order ``filters.Origin.leaf`` counts in."""
     return [leaf for node in filters for leaf in filter_leaves(node)]
 
 

@@ -2,7 +2,7 @@
 
 Every cube is aliased by its own name (quoted), as in Cube, so a member's expression does not depend on the
 query it appears in. Model SQL is trusted text parsed when the model compiled; values from callers never
-pass through here (they become literals in :mod:`.sql_filters`).
+pass through here (they become literals in :mod:`.filters`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Statements for queries that need several aggregation groups: fan-out-safe subqueries and rolling windows.
 
-``GroupStatements`` is a part of the statement builder (:class:`.sql_builder._Builder` mixes it in and
+``GroupStatements`` is a part of the statement builder (:class:`.builder._Builder` mixes it in and
 provides ``renderer``, ``model``, ``where``, ``from_clause``, ``filters``, ``leaf_aggregate`` and the rest).
 """
 
@@ -29,7 +29,7 @@ ROLLING = "__rolling__"  # the aggregation group of rolling-window measures
 
 
 class GroupStatements:
-    """Building blocks of grouped statements (see :mod:`.sql_builder` for the overall shape)."""
+    """Building blocks of grouped statements (see :mod:`.builder` for the overall shape)."""
 
     model: Any
     renderer: Any
@@ -143,7 +143,7 @@ class GroupStatements:
     def rolling_group(
         self, tree: JoinTree, dimensions: list[SelectItem], measures: list[tuple[Measure, str]]
     ) -> exp.Select:
-        """Rolling-window measures over the time series of the query's time dimension (see :mod:`.sql_rolling`)."""
+        """Rolling-window measures over the time series of the query's time dimension (see :mod:`.rolling`)."""
         td = self.rolling_td
         assert td is not None
         assert td.date_range is not None

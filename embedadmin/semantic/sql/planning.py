@@ -126,9 +126,9 @@ def _check_blending(queries: list[NormalizedQuery]) -> None:
 
 @dataclass(frozen=True)
 class _Shape:
-    """A shape's statement (see :mod:`.sql_shapes`) and the exact key of the query it was compiled for;
+    """A shape's statement (see :mod:`.shapes`) and the exact key of the query it was compiled for;
     ``trusted`` once a rebinding reproduced a full compile. ``template`` None: a rebinding did not, or could
-    not (:func:`.sql_shapes.covers`), so the shape is always compiled."""
+    not (:func:`.shapes.covers`), so the shape is always compiled."""
 
     template: CompiledQuery | None
     query_key: str = ""
@@ -140,7 +140,7 @@ def compile_cached(
 ) -> CompiledQuery:
     """:func:`compile_query`, remembered per model version (keyed by query, caller where policies apply,
     and the current year, which custom granularities without an origin depend on); a query that differs
-    from a known one only in its filter values is rebound rather than compiled (:mod:`.sql_shapes`)."""
+    from a known one only in its filter values is rebound rather than compiled (:mod:`.shapes`)."""
     governed = model.caches.get("governed")
     if governed is None:
         governed = model.caches["governed"] = any(e.access_policies is not None for e in model.entities.values())

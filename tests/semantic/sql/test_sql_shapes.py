@@ -1,4 +1,4 @@
-"""Compiled statements reused across filter values (``semantic/sql_shapes.py``): a query that differs from a
+"""Compiled statements reused across filter values (``semantic/sql/shapes.py``): a query that differs from a
 known one only in its filter values is rebound, and the rebound statement is the one a full compile gives."""
 
 from __future__ import annotations
