@@ -16,7 +16,7 @@ RUNENV := SECRET_KEY_FILE=$(CURDIR)/var/secret_key EMBEDADMIN_VAR_DIR=$(CURDIR)/
 
 help:
 	@echo "make run    set up and serve on http://$(HOST):$(PORT) (SQLite + DuckDB, in-process worker)"
-	@echo "make test   start PostgreSQL/Redis if needed, lint, check migrations, run every test"
+	@echo "make test   start PostgreSQL/Redis if needed, lint, check imports and types, check migrations, run every test"
 	@echo "make bench  run the benchmarks under bench/ (see docs/benchmarks.md)"
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -58,6 +58,8 @@ test: venv
 	@eval "$$(bash scripts/test-services.sh)" && \
 	$(VENV)/bin/ruff check . && \
 	$(VENV)/bin/ruff format --check . && \
+	$(VENV)/bin/lint-imports --no-logo && \
+	EMBEDADMIN_ALLOW_DEV_SECRET=true $(VENV)/bin/mypy --no-incremental && \
 	EMBEDADMIN_ALLOW_DEV_SECRET=true $(PY) manage.py makemigrations --check --dry-run && \
 	{ test -d tests/js/node_modules/@cubejs-client/core || (cd tests/js && npm ci --no-audit --no-fund); } && \
 	echo "== embedded default: SQLite (tests that need PostgreSQL run in the next pass)" && \
@@ -79,4 +81,4 @@ bench: venv
 	@eval "$$(bash scripts/test-services.sh)" && $(PY) bench/generate_session.py && $(PY) bench/core_api.py && $(PY) bench/chat.py
 
 clean:
-	rm -rf var .pytest_cache .ruff_cache
+	rm -rf var .pytest_cache .ruff_cache .mypy_cache .import_linter_cache

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import overload
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
 
+@overload
+def env_str(name: str, default: str) -> str: ...
+@overload
+def env_str(name: str, default: None = None) -> str | None: ...
 def env_str(name: str, default: str | None = None) -> str | None:
     """Return ``$NAME``, or the contents of the file named by ``$NAME_FILE`` (for secrets)."""
     file_name = os.environ.get(f"{name}_FILE")

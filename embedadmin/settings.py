@@ -8,6 +8,7 @@ memory cache, an in-process Celery worker on a SQLite broker. Production sets ``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TypedDict
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -103,6 +104,7 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL") or ""
+CACHES: dict[str, dict[str, Any]]
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
@@ -165,8 +167,33 @@ CELERY_BEAT_SCHEDULE: dict = {
     "accounts-purge-revoked-tokens": {"task": "accounts.purge_revoked_tokens", "schedule": 3600.0},
 }
 
+
+class ProductSettings(TypedDict):
+    """The keys of ``EMBEDADMIN`` and their types (what ``settings.EMBEDADMIN[...]`` gives, for mypy)."""
+
+    SESSION_TTL_SECONDS: int
+    EMBED_TOKEN_TTL_SECONDS: int
+    EMBED_TOKEN_ISSUER: str
+    DEFAULT_MAX_EXTERNAL_USERS: int
+    DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS: int
+    CREDENTIAL_MEMORY_SECONDS: float
+    ENCRYPTION_KEY: str
+
+
+class SemanticSettings(TypedDict):
+    """The keys of ``SEMANTIC`` and their types."""
+
+    DEFAULT_DEPLOYMENT_ID: int
+    QUERY_TIMEOUT_SECONDS: float
+    CONTINUE_WAIT_SECONDS: float
+    QUERY_WORKERS: int
+    DEFAULT_QUERY_LIMIT: int
+    MAX_QUERY_LIMIT: int
+    JWKS_TTL_SECONDS: int
+
+
 # Product settings.
-EMBEDADMIN = {
+EMBEDADMIN: ProductSettings = {
     # Lifetime of a minted sessionId before it is exchanged.
     "SESSION_TTL_SECONDS": env_int("EMBED_SESSION_TTL_SECONDS", 300, minimum=1),
     # Lifetime of the embed token a session is exchanged for.
@@ -183,7 +210,7 @@ EMBEDADMIN = {
 
 # Core Data API (the semantic layer). See docs/configuration.md.
 CUBEJS_BASE_PATH = "/" + (env_str("CUBEJS_BASE_PATH", "/cubejs-api") or "/cubejs-api").strip("/")
-SEMANTIC = {
+SEMANTIC: SemanticSettings = {
     # A deployment a request is routed to when its path does not name one (no /d/{deploymentId} prefix).
     "DEFAULT_DEPLOYMENT_ID": env_int("DEFAULT_DEPLOYMENT_ID", 0, minimum=0),
     "QUERY_TIMEOUT_SECONDS": env_float("QUERY_TIMEOUT_SECONDS", 30.0),

@@ -40,6 +40,20 @@ def _credential(request: Request, scheme: str) -> str:
     return value
 
 
+class ApiKeyRequest(Request):
+    """The type of a request authenticated by :class:`ApiKeyAuthentication`, for the views' annotations."""
+
+    # The stubs type request.user as the user model; the authentication class sets an ApiKeyCaller.
+    user: ApiKeyCaller  # type: ignore[assignment]
+
+
+class PlatformRequest(Request):
+    """The type of a request authenticated by :class:`PlatformTokenAuthentication`, for the views' annotations."""
+
+    # The stubs type request.user as the user model; the authentication class sets a PlatformCaller.
+    user: PlatformCaller  # type: ignore[assignment]
+
+
 class ApiKeyAuthentication(BaseAuthentication):
     """Authenticates an account API key; ``request.user`` becomes an :class:`ApiKeyCaller`."""
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
 from django.db.models import Exists, OuterRef, QuerySet
 
 from embedadmin.accounts.models import (
@@ -26,6 +25,9 @@ from embedadmin.core.errors import Forbidden, NotFound
 from embedadmin.core.prepared import PreparedQuery
 from embedadmin.core.versions import ProcessMemory
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 @dataclass(frozen=True)
 class ApiKeyCaller:
@@ -40,7 +42,9 @@ class ApiKeyCaller:
 
     @property
     def is_scoped(self) -> bool:
-        return self.key.is_scoped
+        # An annotation of _API_KEY_BY_PREFIX, which the types of a model instance cannot express.
+        scoped: bool = self.key.is_scoped  # type: ignore[attr-defined]
+        return scoped
 
     @property
     def is_admin(self) -> bool:
@@ -192,7 +196,7 @@ def deployments_of(*, account: Account) -> QuerySet[Deployment]:
     return Deployment.objects.filter(account=account)
 
 
-def internal_users_of(*, account: Account) -> QuerySet[AbstractUser]:
+def internal_users_of(*, account: Account) -> QuerySet[User]:
     """The account's internal users, each read with its membership (which says whether it is an admin)."""
     return get_user_model().objects.filter(membership__account=account).select_related("membership")
 

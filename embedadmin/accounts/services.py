@@ -12,12 +12,12 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Model
 from django.utils import timezone
 
 from embedadmin.accounts.models import (
@@ -32,7 +32,10 @@ from embedadmin.accounts.models import (
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Conflict, LimitExceeded, NotFound
 from embedadmin.core.versions import SharedVersion
-from embedadmin.core.writes import create_unique
+from embedadmin.core.writes import create_unique, db_column
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 API_KEY_KIND = "eak"
 PLATFORM_TOKEN_KIND = "ept"
@@ -55,7 +58,7 @@ class CreatedAccount:
     admin_password: str
 
 
-def _full_clean(instance) -> None:
+def _full_clean(instance: Model) -> None:
     try:
         instance.full_clean(validate_unique=False, validate_constraints=False)
     except ValidationError as exc:
@@ -128,7 +131,7 @@ def deployment_secrets_revoke_older(*, deployment: Deployment, keep_id: int | No
 
 def internal_user_create(
     *, account: Account, username: str, email: str, password: str | None = None, is_admin: bool = False
-) -> AbstractUser:
+) -> User:
     """Create a Django user that belongs to ``account``. Usernames are unique install-wide."""
     user_model = get_user_model()
     username = username.strip()
@@ -151,7 +154,7 @@ def api_key_create(
     *,
     account: Account,
     name: str = "",
-    personal_owner: AbstractUser | None = None,
+    personal_owner: User | None = None,
     deployment_ids: Iterable[int] = (),
 ) -> tuple[str, ApiKey]:
     """Mint an API key. Returns the plaintext (shown once) and the stored row."""
@@ -202,7 +205,7 @@ TENANT_SETTING_FIELDS = {
 }
 
 
-def tenant_settings_update(*, account: Account, changes: dict) -> TenantSettings:
+def tenant_settings_update(*, account: Account, changes: dict[str, Any]) -> TenantSettings:
     """Apply a flat set of setting changes (API names), all or nothing."""
     unknown = sorted(set(changes) - set(TENANT_SETTING_FIELDS))
     if unknown:
@@ -299,10 +302,10 @@ def _quota_reserve_sql(quota: Quota) -> str:
     """
     meta = TenantSettings._meta
     qn = connection.ops.quote_name
-    counter, limit = (qn(meta.get_field(name).column) for name in (quota.counter, quota.limit))
+    counter, limit = (qn(db_column(meta.get_field(name))) for name in (quota.counter, quota.limit))
     return (
         f"UPDATE {qn(meta.db_table)} SET {counter} = {counter} + 1 "  # noqa: S608
-        f"WHERE {qn(meta.get_field('account').column)} = %s AND {counter} < {limit}"
+        f"WHERE {qn(db_column(meta.get_field('account')))} = %s AND {counter} < {limit}"
     )
 
 

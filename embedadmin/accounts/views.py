@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from embedadmin.accounts.authentication import ApiKeyAuthentication
+from embedadmin.accounts.authentication import ApiKeyAuthentication, ApiKeyRequest
 
 
 class ApiKeyCurrentView(APIView):
@@ -18,7 +17,7 @@ class ApiKeyCurrentView(APIView):
 
     authentication_classes = [ApiKeyAuthentication]
 
-    def get(self, request: Request) -> Response:
+    def get(self, request: ApiKeyRequest) -> Response:
         caller = request.user
         deployment_ids = sorted(caller.key.deployments.values_list("id", flat=True)) if caller.is_scoped else None
         return Response(

@@ -124,7 +124,8 @@ class RunExecution:
     async def _produce(self) -> None:
         """Run the provider to the end and log the final answer."""
         answer_id = f"{self.run.message_id}-answer"
-        content, thinking = [], []
+        content: list[str] = []
+        thinking: list[str] = []
         history = await self._db(selectors.thread_messages, thread_id=self.run.thread_id, before_seq=self.run.first_seq)
         request = ProviderRequest(
             question=self.run.input,
@@ -138,9 +139,11 @@ class RunExecution:
                 is_thinking = isinstance(event, ThinkingDelta)
                 (thinking if is_thinking else content).append(event.text)
                 piece = {"thinking" if is_thinking else "content": event.text}
-                await self._append(
-                    answer_id, lambda s, p=piece: events.assistant_delta(message_id=answer_id, sort=s, **p)
-                )
+
+                def delta(s: int, p: dict[str, str] = piece) -> events.Frame:
+                    return events.assistant_delta(message_id=answer_id, sort=s, **p)
+
+                await self._append(answer_id, delta)
             elif isinstance(event, ModelUsage):
                 self._models.append(event.model)
                 self._usage["llm_calls"] += 1
@@ -198,9 +201,9 @@ class RunExecution:
         error_message = ""
         if work.cancelled():
             outcome = Run.Status.ABORTED
-        elif work.exception() is not None:
+        elif (error := work.exception()) is not None:
             outcome = Run.Status.FAILED
-            error_message = _failure_message(work.exception())
+            error_message = _failure_message(error)
         else:
             outcome = Run.Status.COMPLETED
         usage = {"models": self._models, **self._usage}

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
-
-from django.contrib.auth.models import AbstractBaseUser
+from typing import TYPE_CHECKING, Any
 
 from embedadmin.accounts.models import Account
 from embedadmin.chat import events
 from embedadmin.chat.models import Agent, ChatUser, Run, Thread, ThreadEvent
 from embedadmin.core.errors import NotFound
 from embedadmin.core.prepared import Nullable, PreparedQuery
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def agent_get(*, account_name: str, agent_id: str) -> Agent:
 
 
 def chat_user_find(
-    *, account: Account, external_id: str | None = None, internal_user: AbstractBaseUser | None = None
+    *, account: Account, external_id: str | None = None, internal_user: User | None = None
 ) -> ChatUser | None:
     if internal_user is not None:
         return _CHAT_USER_INTERNAL.first(account.pk, internal_user.pk)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from rest_framework import serializers
@@ -30,15 +31,15 @@ from embedadmin.core.fields import loads_json
 
 JSONRPC_UNAUTHORIZED = -32001
 
+S = TypeVar("S", bound="serializers.Serializer[Any]")
+
 
 def jsonrpc_error(message: str) -> JsonResponse:
     """An authentication failure, as the Chat API reports it: a JSON-RPC error object in a 200."""
     return JsonResponse({"jsonrpc": "2.0", "error": {"code": JSONRPC_UNAUTHORIZED, "message": message}, "id": None})
 
 
-def _validated(
-    serializer_class: type[serializers.Serializer], request: HttpRequest, *, ignore: tuple[str, ...] = ()
-) -> serializers.Serializer:
+def _validated(serializer_class: type[S], request: HttpRequest, *, ignore: tuple[str, ...] = ()) -> S:
     try:
         body: Any = loads_json(request.body or b"null")
     except (ValueError, UnicodeDecodeError):
@@ -53,14 +54,16 @@ def _validated(
     return serializer
 
 
-def _chat_endpoint(view: Callable[[HttpRequest, Agent, ChatCredential], HttpResponse]) -> Callable[..., HttpResponse]:
+def _chat_endpoint(
+    view: Callable[[HttpRequest, Agent, ChatCredential], HttpResponseBase],
+) -> Callable[..., HttpResponseBase]:
     """A Chat API endpoint: POST only, no CSRF check (callers authenticate by header). The agent is looked up
     (404), then the caller authenticated (a failure is a JSON-RPC error); ``view`` gets both."""
 
     @csrf_exempt
     @require_POST
     @functools.wraps(view)
-    def endpoint(request: HttpRequest, account_name: str, agent_id: str) -> HttpResponse:
+    def endpoint(request: HttpRequest, account_name: str, agent_id: str) -> HttpResponseBase:
         agent = selectors.agent_get(account_name=account_name, agent_id=agent_id)
         try:
             credential = chat_authenticate(agent=agent, headers=request.headers)
@@ -72,7 +75,7 @@ def _chat_endpoint(view: Callable[[HttpRequest, Agent, ChatCredential], HttpResp
 
 
 @_chat_endpoint
-def stream_chat_state(request: HttpRequest, agent: Agent, credential: ChatCredential) -> HttpResponse:
+def stream_chat_state(request: HttpRequest, agent: Agent, credential: ChatCredential) -> HttpResponseBase:
     # With a token, sessionSettings is ignored altogether: the token's claims say who is asking.
     ignored = () if credential.via_api_key else ("sessionSettings",)
     serializer = _validated(StreamChatStateSerializer, request, ignore=ignored)

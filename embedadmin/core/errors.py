@@ -124,11 +124,13 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, drf_exceptions.ParseError):
         return Response(error_body(f"Invalid JSON body: {exc.detail}"), status=400)
     if isinstance(exc, drf_exceptions.APIException):
-        headers = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))
+        headers: dict[str, str] = {}
+        auth_header = getattr(exc, "auth_header", None)
+        if auth_header:
+            headers["WWW-Authenticate"] = auth_header
+        wait = getattr(exc, "wait", None)
+        if wait:
+            headers["Retry-After"] = str(int(wait))
         return Response(error_body(str(exc.detail)), status=exc.status_code, headers=headers)
     known = client_error(exc)
     if known is not None:

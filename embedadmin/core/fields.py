@@ -14,7 +14,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.db import models
@@ -175,7 +175,13 @@ def is_http_url(value: str) -> bool:
     return parts.scheme in {"http", "https"} and bool(parts.hostname) and " " not in value
 
 
-class RejectUnknownFieldsMixin:
+if TYPE_CHECKING:  # the serializer the mixin is combined with, for the type checker only
+    _SerializerBase = serializers.Serializer[Any]
+else:
+    _SerializerBase = object
+
+
+class RejectUnknownFieldsMixin(_SerializerBase):
     """Refuse fields the endpoint does not know, so a misspelt field is an error, not a no-op."""
 
     def to_internal_value(self, data: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework.exceptions import ParseError
@@ -15,7 +16,7 @@ class JSONBodyParser(JSONParser):
     """``application/json``, refusing (400) a body whose strings or keys hold an unpaired surrogate: such text
     cannot be stored, logged or answered, and an error message that echoed it could not be sent."""
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
         data = super().parse(stream, media_type, parser_context)
         if has_lone_surrogate(data):
             raise ParseError(UNPAIRED_SURROGATE)

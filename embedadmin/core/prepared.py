@@ -27,6 +27,8 @@ from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
 
+from embedadmin.core.writes import db_column
+
 M = TypeVar("M", bound=Model)
 MAX_SHAPES = 64
 
@@ -58,6 +60,7 @@ class _Compiled:
     # position in params -> (argument, item of an InList), and the int wrapper the backend chose (Int4...)
     slots: tuple[tuple[int, tuple[int, int], Callable[[Any], Any] | None], ...]
     compiler: SQLCompiler
+    using: str  # the database it was compiled for (compiler.using)
     init_list: tuple[str, ...]
     values_only: bool
     converters: dict[int, Any]  # the fields' from-database converters, as results_iter() finds them
@@ -73,7 +76,7 @@ class PreparedQuery(Generic[M]):
     other parameters; they only locate the arguments among the compiled parameters.
     """
 
-    def __init__(self, model: type[M], build: Callable[..., QuerySet[M]], *, sentinels: Sequence[Any]) -> None:
+    def __init__(self, model: type[M], build: Callable[..., QuerySet[M, Any]], *, sentinels: Sequence[Any]) -> None:
         self._model = model
         self._build = build
         self._sentinels = tuple(sentinels)
@@ -123,12 +126,14 @@ class PreparedQuery(Generic[M]):
                 select_fields = klass_info["select_fields"]
                 start, end = select_fields[0], select_fields[-1] + 1
                 init_list = tuple(f[0].target.attname for f in compiler.select[start:end])
-                populators = tuple(get_related_populators(klass_info, compiler.select, db))
+                # django-stubs describes Django 6.1's signature (a fetch_mode argument); Django 5.2 takes three.
+                populators = tuple(get_related_populators(klass_info, compiler.select, db))  # type: ignore[call-arg]
             compiled = _Compiled(
                 sql=sql,
                 params=tuple(params),
                 slots=slots,
                 compiler=compiler,
+                using=db,
                 init_list=init_list,
                 values_only=values_only,
                 converters=compiler.get_converters([s[0] for s in compiler.select[: compiler.col_count]]),
@@ -152,7 +157,7 @@ class PreparedQuery(Generic[M]):
         for position, (index, item), wrap in compiled.slots:
             value = args[index][item] if isinstance(self._sentinels[index], InList) else args[index]
             params[position] = wrap(value) if wrap is not None and value is not None else value
-        with connections[compiled.compiler.using].cursor() as cursor:
+        with connections[compiled.using].cursor() as cursor:
             cursor.execute(compiled.sql, params)
             return compiled, cursor.fetchall()
 
@@ -175,7 +180,7 @@ class PreparedQuery(Generic[M]):
             return []
         compiled, rows = self._execute(args, using, values=False)
         compiler = compiled.compiler
-        db = compiler.using
+        db = compiled.using
         model = compiler.klass_info["model"]
         annotations = compiler.annotation_col_map
         objects: list[M] = []
@@ -248,11 +253,11 @@ class PreparedInsert(Generic[M]):
         qn = connection.ops.quote_name
         returning = connection.features.can_return_columns_from_insert
         sql = (
-            f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "  # noqa: S608
+            f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(db_column(f)) for f in fields)}) "  # noqa: S608
             f"VALUES ({', '.join(['%s'] * len(fields))})"
         )
         if returning and meta.auto_field is not None:
-            sql += f" RETURNING {qn(meta.auto_field.column)}"
+            sql += f" RETURNING {qn(db_column(meta.auto_field))}"
         compiled = (sql, fields, returning)
         self._compiled[db] = compiled
         return compiled

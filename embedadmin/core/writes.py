@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import IntegrityError, transaction
-from django.db.models import Model
+from django.db.models import Field, ForeignObjectRel, Model
 
 from embedadmin.core.errors import ApiError
 
@@ -21,3 +21,11 @@ def create_unique(instance: M, *, conflict: ApiError) -> M:
     except IntegrityError:
         raise conflict from None
     return instance
+
+
+def db_column(field: Field[Any, Any] | ForeignObjectRel) -> str:
+    """The database column of a concrete field, as ``_meta.get_field()`` or ``_meta.concrete_fields`` give it
+    (``get_field()`` also answers reverse relations, which have none)."""
+    if not isinstance(field, Field) or field.column is None:
+        raise TypeError(f"{field!r} has no database column")
+    return field.column

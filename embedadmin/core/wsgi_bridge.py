@@ -30,9 +30,12 @@ import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from embedadmin.core.errors import error_body
+
+if TYPE_CHECKING:
+    from django.http import StreamingHttpResponse
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +68,8 @@ class _Response:
         self.iterable = app(environ, self.start_response)
         if getattr(self.iterable, "is_async", False) and self.status is not None:
             # Django's StreamingHttpResponse over an async iterator: the event loop iterates it.
-            self.async_content = self.iterable.streaming_content
+            response = cast("StreamingHttpResponse", self.iterable)
+            self.async_content = cast(AsyncIterator[bytes], response.streaming_content)
             self.iterator = iter(())
             chunks: list[bytes] = []
         else:
@@ -270,8 +274,10 @@ async def _until_disconnect(sending: Coroutine[Any, Any, None], receive: Callabl
         for task in (streaming, watching):
             task.cancel()
         await asyncio.gather(streaming, watching, return_exceptions=True)
-    if not streaming.cancelled() and streaming.exception() is not None:
-        raise streaming.exception()
+    if not streaming.cancelled():
+        error = streaming.exception()
+        if error is not None:
+            raise error
 
 
 async def _send_error(send: Callable, status: int, message: str) -> None:

@@ -59,7 +59,7 @@ class ExternalUser(TimestampedModel):
         return self.external_id
 
 
-def _scoped_unique(model: str) -> list[models.UniqueConstraint]:
+def _scoped_unique(model: str) -> list[models.BaseConstraint]:
     """Names unique per scope: NULL embed_tenant (tenant-wide) needs its own partial constraint."""
     return [
         models.UniqueConstraint(

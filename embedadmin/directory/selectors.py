@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractUser
 from django.db.models import Count, Q, QuerySet
 
 from embedadmin.accounts.models import Account
@@ -23,6 +22,10 @@ from embedadmin.directory.models import (
     GroupMembership,
 )
 from embedadmin.directory.values import default_value_parse
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django_stubs_ext import WithAnnotations
 
 # generate-session reads these on every call: compiled once (embedadmin/core/prepared.py).
 # A scope is an embed tenant's id, or None for the tenant-wide catalog (``IS NULL``).
@@ -173,9 +176,12 @@ def external_user_claims(
     ``definitions`` are the scope's definitions; ``group_names`` and ``written_values`` (definition id
     -> value, ``None`` for cleared) are what the caller has just written, so only the rest is read.
     """
+    names: Iterable[str]
     if group_names is None:
         scope = Q(embed_tenant=embed_tenant) if embed_tenant is not None else Q(embed_tenant__isnull=True)
-        group_names = Group.objects.filter(scope, memberships__user=user).order_by().values_list("name", flat=True)
+        names = Group.objects.filter(scope, memberships__user=user).order_by().values_list("name", flat=True)
+    else:
+        names = group_names
     written = written_values or {}
     unread = [d.pk for d in definitions.values() if d.pk not in written]
     stored: dict[int, Any] = {}
@@ -185,7 +191,7 @@ def external_user_claims(
             .order_by()
             .values_list("definition_id", "value")
         )
-    return sorted(set(group_names)), attribute_claims(definitions=definitions, values={**stored, **written})
+    return sorted(set(names)), attribute_claims(definitions=definitions, values={**stored, **written})
 
 
 def attribute_claims(*, definitions: dict[str, AttributeDefinition], values: dict[int, Any]) -> dict[str, Any]:
@@ -226,7 +232,15 @@ def embed_tenants_of(*, account: Account, search: str) -> QuerySet[EmbedTenant]:
     return tenants
 
 
-def embed_tenant_groups(*, account: Account, embed_tenant: EmbedTenant) -> QuerySet[Group]:
+class GroupCounts(TypedDict):
+    """What :func:`embed_tenant_groups` annotates its groups with."""
+
+    member_count: int
+
+
+def embed_tenant_groups(
+    *, account: Account, embed_tenant: EmbedTenant
+) -> QuerySet[WithAnnotations[Group, GroupCounts]]:
     """The groups of one embed tenant, each with its ``member_count``."""
     return Group.objects.filter(account=account, embed_tenant=embed_tenant).annotate(member_count=Count("memberships"))
 
@@ -302,6 +316,6 @@ def scim_group(*, account: Account, group_id: str) -> Group:
     return group
 
 
-def group_internal_members(*, group: Group) -> list[AbstractUser]:
+def group_internal_members(*, group: Group) -> list[User]:
     """A group's internal (IdP-managed) users, its SCIM members (already read for a group from ``scim_groups``)."""
     return list(group.internal_members.all())

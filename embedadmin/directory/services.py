@@ -17,7 +17,7 @@ from django.utils import timezone
 from embedadmin.accounts.models import Account
 from embedadmin.accounts.services import EXTERNAL_USERS, quota_recount, quota_release
 from embedadmin.core.errors import BadRequest, Conflict, NotFound
-from embedadmin.core.writes import create_unique
+from embedadmin.core.writes import create_unique, db_column
 from embedadmin.directory import selectors
 from embedadmin.directory.models import (
     AttributeDefinition,
@@ -123,7 +123,11 @@ def definitions_apply(
     scope = {"account": account, "embed_tenant": embed_tenant}
     selectors.catalog_version(account.pk).bump()
     # The scope's whole catalog by name (catalogs are small): only the names requested are looked up.
-    existing_attrs = selectors.attribute_definitions_in_scope(**scope) if attribute_definitions else {}
+    existing_attrs = (
+        selectors.attribute_definitions_in_scope(account=account, embed_tenant=embed_tenant)
+        if attribute_definitions
+        else {}
+    )
     _reject_type_changes(attribute_definitions, existing_attrs)
     missing_attrs = [d for d in attribute_definitions if d.name not in existing_attrs]
     if missing_attrs:
@@ -142,7 +146,7 @@ def definitions_apply(
             ignore_conflicts=True,
         )
         # Re-read: a concurrent request may have won a name, possibly with another type.
-        existing_attrs = selectors.attribute_definitions_in_scope(**scope)
+        existing_attrs = selectors.attribute_definitions_in_scope(account=account, embed_tenant=embed_tenant)
         _reject_type_changes(attribute_definitions, existing_attrs)
 
     # Updates in primary-key order, so two requests updating the same definitions cannot deadlock.
@@ -161,19 +165,21 @@ def definitions_apply(
             AttributeDefinition.objects.filter(pk=current.pk).update(**updates, updated_at=timezone.now())
 
     group_names = [d.name for d in group_definitions]
-    existing_groups = selectors.groups_by_name(**scope, names=group_names)
+    existing_groups = selectors.groups_by_name(account=account, embed_tenant=embed_tenant, names=group_names)
     missing_groups = [d for d in group_definitions if d.name not in existing_groups]
     if missing_groups:
         Group.objects.bulk_create(
             [Group(**scope, name=d.name, description=d.description or "") for d in missing_groups],
             ignore_conflicts=True,
         )
-        existing_groups = selectors.groups_by_name(**scope, names=group_names)
-    for definition in sorted(group_definitions, key=lambda d: existing_groups[d.name].pk):
-        current = existing_groups[definition.name]
-        if definition.description and definition.description != current.description:
+        existing_groups = selectors.groups_by_name(account=account, embed_tenant=embed_tenant, names=group_names)
+    for group_definition in sorted(group_definitions, key=lambda d: existing_groups[d.name].pk):
+        group = existing_groups[group_definition.name]
+        if group_definition.description and group_definition.description != group.description:
             # A description is updated when supplied and different, and never cleared (so "" is ignored).
-            Group.objects.filter(pk=current.pk).update(description=definition.description, updated_at=timezone.now())
+            Group.objects.filter(pk=group.pk).update(
+                description=group_definition.description, updated_at=timezone.now()
+            )
 
 
 def attribute_definition_create(
@@ -296,7 +302,7 @@ def external_user_upsert(
 
 
 @functools.cache
-def _user_upsert_sql() -> tuple[str, tuple[models.Field, ...], list[tuple[int, tuple[Any, list[Any]]]]]:
+def _user_upsert_sql() -> tuple[str, tuple[models.Field[Any, Any], ...], list[tuple[int, tuple[Any, list[Any]]]]]:
     """The upsert of :func:`external_user_upsert`, the fields it returns in order, and the ORM's converters of
     the returned values by position.
 
@@ -305,9 +311,9 @@ def _user_upsert_sql() -> tuple[str, tuple[models.Field, ...], list[tuple[int, t
     """
     meta = ExternalUser._meta
     qn = connection.ops.quote_name
-    col = {f.name: qn(f.column) for f in meta.concrete_fields}
-    inserted = ("created_at", "updated_at", "account", "external_id", "embed_tenant", "email", "display_name")
-    inserted += ("picture", "last_session_at", "session_count")
+    col = {f.name: qn(db_column(f)) for f in meta.concrete_fields}
+    inserted: tuple[str, ...] = ("created_at", "updated_at", "account", "external_id", "embed_tenant", "email")
+    inserted += ("display_name", "picture", "last_session_at", "session_count")
     kept = ("email", "embed_tenant", "display_name", "picture")
     fields = tuple(meta.concrete_fields)
     sql = (
@@ -318,7 +324,7 @@ def _user_upsert_sql() -> tuple[str, tuple[models.Field, ...], list[tuple[int, t
         f"{col['updated_at']} = EXCLUDED.{col['updated_at']}, "
         f"{col['session_count']} = t.{col['session_count']} + 1, "
         + ", ".join(f"{col[n]} = COALESCE(%s, t.{col[n]})" for n in kept)
-        + f" RETURNING {', '.join(qn(f.column) for f in fields)}"
+        + f" RETURNING {', '.join(qn(db_column(f)) for f in fields)}"
     )
     converters = []
     for position, field in enumerate(fields):
@@ -364,7 +370,7 @@ def _attribute_values_upsert(*, user_id: int, rows: Sequence[tuple[int, Any]]) -
     meta = AttributeValue._meta
     qn = connection.ops.quote_name
     user_col, definition_col, value_col, updated_col = (
-        qn(meta.get_field(name).column) for name in ("user", "definition", "value", "updated_at")
+        qn(db_column(meta.get_field(name))) for name in ("user", "definition", "value", "updated_at")
     )
     value_field, updated_field = meta.get_field("value"), meta.get_field("updated_at")
     now = updated_field.get_db_prep_save(timezone.now(), connection)

@@ -150,6 +150,7 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
                 "identity": {"internalId": internal_user.username, "email": internal_user.email},
             }
         else:
+            assert data.external_id is not None  # _check_request_shape: exactly one of externalId or internalId
             catalog = directory_selectors.catalog_in_scope(
                 account=account, embed_tenant=scope, remember=not applies_definitions
             )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jwt
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from embedadmin.accounts import selectors as accounts_selectors
-from embedadmin.accounts.authentication import ApiKeyAuthentication, IsAdminApiKey
+from embedadmin.accounts.authentication import ApiKeyAuthentication, ApiKeyRequest, IsAdminApiKey
 from embedadmin.accounts.tokens import TokenInvalid, deployment_token_verify
 from embedadmin.core.errors import Unauthorized
 from embedadmin.core.pagination import paginate
@@ -19,6 +21,11 @@ from embedadmin.directory.models import EmbedTenant, Group
 from embedadmin.embedding import selectors, services
 from embedadmin.embedding.serializers import SessionIdSerializer, generate_session_input
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    from embedadmin.directory.selectors import GroupCounts
+
 
 class AdminApiKeyView(APIView):
     """Base for endpoints that require an admin ``Api-Key``; ``request.user`` is the caller."""
@@ -28,7 +35,7 @@ class AdminApiKeyView(APIView):
 
 
 class GenerateSessionView(AdminApiKeyView):
-    def post(self, request: Request) -> Response:
+    def post(self, request: ApiKeyRequest) -> Response:
         data = generate_session_input(request.data)
         session_id = services.session_generate_for_key(caller=request.user, data=data)
         return Response({"sessionId": session_id})
@@ -47,7 +54,7 @@ class SessionTokenView(APIView):
 
 
 class SessionRevokeView(AdminApiKeyView):
-    def post(self, request: Request) -> Response:
+    def post(self, request: ApiKeyRequest) -> Response:
         serializer = SessionIdSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         services.session_revoke(caller=request.user, session_id=serializer.validated_data["sessionId"])
@@ -88,7 +95,7 @@ def _tenant_item(tenant: EmbedTenant) -> dict:
     return {"id": tenant.pk, "name": tenant.name, "createdAt": tenant.created_at.isoformat()}
 
 
-def _group_item(group: Group) -> dict:
+def _group_item(group: WithAnnotations[Group, GroupCounts]) -> dict:
     return {
         "id": group.pk,
         "name": group.name,
@@ -99,7 +106,7 @@ def _group_item(group: Group) -> dict:
 
 
 class EmbedTenantListView(AdminApiKeyView):
-    def get(self, request: Request) -> Response:
+    def get(self, request: ApiKeyRequest) -> Response:
         search = request.query_params.get("search", "").strip()
         tenants = directory_selectors.embed_tenants_of(account=request.user.account, search=search)
         page = paginate(tenants, params=request.query_params, order=("name", "id"), types=(str, int))
@@ -115,12 +122,12 @@ class EmbedTenantScopedView(AdminApiKeyView):
     would otherwise change silently. Clear the memberships or values with generate-session first.
     """
 
-    def tenant(self, request: Request, tenant_name: str) -> EmbedTenant:
+    def tenant(self, request: ApiKeyRequest, tenant_name: str) -> EmbedTenant:
         return directory_selectors.embed_tenant_for_account(account=request.user.account, name=tenant_name)
 
 
 class EmbedTenantGroupListView(EmbedTenantScopedView):
-    def get(self, request: Request, tenant_name: str) -> Response:
+    def get(self, request: ApiKeyRequest, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         groups = directory_selectors.embed_tenant_groups(account=request.user.account, embed_tenant=tenant)
         # Newest first, like the rest of the embed-tenant admin API.
@@ -129,7 +136,7 @@ class EmbedTenantGroupListView(EmbedTenantScopedView):
 
 
 class EmbedTenantGroupDetailView(EmbedTenantScopedView):
-    def delete(self, request: Request, tenant_name: str, group_id: int) -> Response:
+    def delete(self, request: ApiKeyRequest, tenant_name: str, group_id: int) -> Response:
         tenant = self.tenant(request, tenant_name)
         group = directory_selectors.group_in_embed_tenant(
             account=request.user.account, embed_tenant=tenant, group_id=group_id
@@ -139,7 +146,7 @@ class EmbedTenantGroupDetailView(EmbedTenantScopedView):
 
 
 class EmbedTenantAttributeListView(EmbedTenantScopedView):
-    def get(self, request: Request, tenant_name: str) -> Response:
+    def get(self, request: ApiKeyRequest, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         definitions = directory_selectors.embed_tenant_attribute_definitions(
             account=request.user.account, embed_tenant=tenant
@@ -149,7 +156,7 @@ class EmbedTenantAttributeListView(EmbedTenantScopedView):
 
 
 class EmbedTenantAttributeDetailView(EmbedTenantScopedView):
-    def delete(self, request: Request, tenant_name: str, attribute_id: int) -> Response:
+    def delete(self, request: ApiKeyRequest, tenant_name: str, attribute_id: int) -> Response:
         tenant = self.tenant(request, tenant_name)
         definition = directory_selectors.attribute_definition_in_embed_tenant(
             account=request.user.account, embed_tenant=tenant, attribute_id=attribute_id

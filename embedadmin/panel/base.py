@@ -13,9 +13,9 @@ message elsewhere, never as a server error.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import get_fields_from_path
@@ -34,6 +34,16 @@ from embedadmin.core.errors import ApiError
 from embedadmin.panel import tenancy
 
 PanelAction = str  # "view", "add", "change", "delete", or an admin action's permission ("revoke", "mint", "rotate")
+# What ModelAdmin.get_list_display() answers: field names and display callables.
+ListDisplay = list[str | Callable[[Any], str | bool]] | tuple[str | Callable[[Any], str | bool], ...]
+
+F = TypeVar("F", bound=BaseForm)
+
+if TYPE_CHECKING:  # the admins the mixins below are combined with, for the type checker only
+    _AdminBase = admin.options.BaseModelAdmin[Any]
+    _InlineBase = admin.options.InlineModelAdmin[Any, Any]
+else:
+    _AdminBase = _InlineBase = object
 
 
 @dataclass(frozen=True)
@@ -54,13 +64,11 @@ class Created:
     notes: tuple[str, ...] = ()
 
 
-def scoped_form(
-    form_class: type[BaseForm], request: HttpRequest, *, service_error: str | None = None
-) -> type[BaseForm]:
+def scoped_form(form_class: type[F], request: HttpRequest, *, service_error: str | None = None) -> type[F]:
     """``form_class`` with its model choices limited to the viewer's account and cross-account
     combinations refused; with ``service_error``, the form is invalid and shows that error."""
 
-    class PanelForm(form_class):
+    class PanelForm(form_class):  # type: ignore[valid-type,misc]  # mypy cannot subclass a class held in a variable
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             tenancy.restrict_form_choices(self, request)
@@ -112,7 +120,7 @@ def _adopt(target: Model, source: Model) -> None:
     target._state.db = source._state.db
 
 
-class PanelAdminMixin:
+class PanelAdminMixin(_AdminBase):
     """Permissions and tenant scoping, for model admins and inlines alike."""
 
     panel_allows: frozenset[PanelAction] = frozenset({"view"})
@@ -154,7 +162,7 @@ class PanelAdminMixin:
         return tenancy.restrict(super().get_queryset(request), request)
 
 
-class PanelInlineMixin(PanelAdminMixin):
+class PanelInlineMixin(PanelAdminMixin, _InlineBase):
     """An inline, scoped like its parent; read-only unless it says otherwise."""
 
     extra = 0
@@ -171,8 +179,8 @@ class PanelReadOnlyInline(PanelInlineMixin, admin.TabularInline):
 
     template = "panel/readonly_inline.html"
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Sequence[str]:
-        return self.fields
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> tuple[str, ...]:
+        return cast("tuple[str, ...]", self.fields)  # the inline's plain field names, all read-only
 
 
 class PanelStackedInline(PanelInlineMixin, admin.StackedInline):
@@ -185,15 +193,15 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
     # Whether the add form's service hands back secrets (then "save and add another" makes no sense).
     shows_secrets_on_add = False
 
-    # --- writes through services -------------------------------------------------------------------
+    # --- writes through services (``obj``: an instance of the admin's model; each admin's hooks say which) ---
 
     def create_through_service(self, request: HttpRequest, form: BaseForm) -> Created:
         raise NotImplementedError(f"{type(self).__name__} creates nothing")
 
-    def update_through_service(self, request: HttpRequest, obj: Model, form: BaseForm) -> None:
+    def update_through_service(self, request: HttpRequest, obj: Any, form: BaseForm) -> None:
         raise NotImplementedError(f"{type(self).__name__} changes nothing")
 
-    def delete_through_service(self, obj: Model) -> None:
+    def delete_through_service(self, obj: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} deletes nothing")
 
     def save_model(self, request: HttpRequest, obj: Model, form: BaseForm, change: bool) -> None:
@@ -202,7 +210,7 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
             return
         created = self.create_through_service(request, form)
         _adopt(obj, created.instance)
-        request._panel_created = created
+        request.__dict__["_panel_created"] = created  # for response_add, on this request only
 
     def save_related(self, request: HttpRequest, form: BaseForm, formsets: Iterable, change: bool) -> None:
         # On add, the service wrote everything the form carried (many-to-many choices included).
@@ -225,7 +233,7 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
 
     # --- forms -----------------------------------------------------------------------------------------
 
-    def get_form(self, request: HttpRequest, obj: Model | None = None, change: bool = False, **kwargs: Any):
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
         form = super().get_form(request, obj, change=change, **kwargs)
         return scoped_form(form, request, service_error=_service_error(request))
 
@@ -236,18 +244,18 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
             formfield.widget.can_add_related = False
         return formfield
 
-    def get_list_display(self, request: HttpRequest) -> Sequence[str]:
+    def get_list_display(self, request: HttpRequest) -> ListDisplay:
         # An account administrator's rows are all of one account: the column says nothing.
         columns = super().get_list_display(request)
         if tenancy.viewer(request).is_superuser:
             return columns
         return [c for c in columns if c != "account"]
 
-    def get_list_filter(self, request: HttpRequest) -> list:
+    def get_list_filter(self, request: HttpRequest) -> list[Any]:
         """Filters on a relation list only the related objects of visible rows (Django's default would
         list every account's); an account administrator gets no filter by account (they have one)."""
         is_superuser = tenancy.viewer(request).is_superuser
-        filters = []
+        filters: list[Any] = []
         for entry in super().get_list_filter(request):
             if not isinstance(entry, str):
                 filters.append(entry)
@@ -258,10 +266,18 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
             filters.append((entry, admin.RelatedOnlyFieldListFilter) if is_relation else entry)
         return filters
 
-    def render_change_form(self, request: HttpRequest, context: dict[str, Any], add: bool = False, **kwargs: Any):
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Model | None = None,
+    ) -> HttpResponse:
         if add and self.shows_secrets_on_add:
             context.update(show_save_and_add_another=False, show_save_and_continue=False)
-        return super().render_change_form(request, context, add=add, **kwargs)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     def response_add(self, request: HttpRequest, obj: Model, post_url_continue: str | None = None) -> HttpResponse:
         created: Created | None = getattr(request, "_panel_created", None)
@@ -282,7 +298,7 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
             if request.method != "POST" or _service_error(request) is not None:
                 raise
             # The failed save was rolled back: show the submitted form again, invalid, with the error.
-            request._panel_service_error = exc.message
+            request.__dict__["_panel_service_error"] = exc.message  # for the forms, on this request only
             return super().changeform_view(request, object_id, form_url, extra_context)
 
     def changelist_view(self, request: HttpRequest, extra_context=None) -> HttpResponse:

@@ -3,14 +3,14 @@ viewer's account by :func:`embedadmin.panel.base.scoped_form` / the views that b
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AdminUserCreationForm
 from django.db.models import QuerySet
 
-from embedadmin.accounts.models import Account, ApiKey
+from embedadmin.accounts.models import Account, ApiKey, Deployment
 from embedadmin.chat.models import Agent
 
 User = get_user_model()
@@ -53,7 +53,8 @@ class ApiKeyAddForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if "owner" in self.fields:
-            self.fields["owner"].queryset = User.objects.filter(membership__isnull=False).order_by("username")
+            owner = cast("forms.ModelChoiceField[Any]", self.fields["owner"])  # the model form's field of a foreign key
+            owner.queryset = User.objects.filter(membership__isnull=False).order_by("username")
 
     class Meta:
         model = ApiKey
@@ -94,11 +95,13 @@ class AgentAddForm(forms.ModelForm):
 class MintSessionForm(forms.Form):
     """The deployment an embed session minted from the panel is for."""
 
-    deployment = forms.ModelChoiceField(queryset=None, widget=forms.RadioSelect, empty_label=None)
+    deployment: forms.ModelChoiceField[Deployment] = forms.ModelChoiceField(
+        queryset=None, widget=forms.RadioSelect, empty_label=None
+    )
 
     def __init__(self, *args: Any, deployments: QuerySet, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        field = self.fields["deployment"]
+        field = cast("forms.ModelChoiceField[Deployment]", self.fields["deployment"])
         field.queryset = deployments
         if len(deployments) == 1:
             field.initial = deployments[0].pk

@@ -87,7 +87,7 @@ def viewer(request: HttpRequest) -> PanelViewer:
     cached = getattr(request, "_panel_viewer", None)
     if cached is None:
         cached = viewer_of(request.user)
-        request._panel_viewer = cached
+        request.__dict__["_panel_viewer"] = cached  # an attribute of this request only
     return cached
 
 
@@ -128,6 +128,7 @@ def restrict_form_choices(form: forms.BaseForm, request: HttpRequest) -> None:
     for field in form.fields.values():
         if not isinstance(field, forms.ModelChoiceField):
             continue
+        assert field.queryset is not None  # a model choice field's
         field.queryset = restrict(field.queryset, request)
         if field.queryset.model is Account and who.account is not None:
             field.initial = who.account.pk

@@ -12,13 +12,13 @@ as it was, the same policy as everywhere else groups are deleted.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
+from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest, PlatformTokenAuthentication
 from embedadmin.core.errors import SCIM_MEDIA_TYPE, ApiError, BadRequest, scim_error_body
 from embedadmin.core.parsers import JSONBodyParser, ScimJSONParser
 from embedadmin.directory import selectors as directory_selectors
@@ -29,7 +29,7 @@ GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
 LIST_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
 FILTER_RE = re.compile(r'^\s*displayName\s+eq\s+"((?:[^"\\]|\\.)*)"\s*$', re.IGNORECASE)
 MAX_COUNT = 500
-NAME_MAX_LENGTH = Group._meta.get_field("name").max_length
+NAME_MAX_LENGTH = cast(int, Group._meta.get_field("name").max_length)  # a CharField: never None
 
 
 def scim_error(status: int, detail: str, scim_type: str | None = None, headers: dict | None = None) -> Response:
@@ -85,7 +85,7 @@ def _query_int(raw: str | None, name: str, *, default: int, minimum: int) -> int
 
 
 class ScimGroupListView(ScimView):
-    def get(self, request: Request) -> Response:
+    def get(self, request: PlatformRequest) -> Response:
         display_name = None
         raw_filter = request.query_params.get("filter")
         if raw_filter:
@@ -110,7 +110,7 @@ class ScimGroupListView(ScimView):
             content_type=SCIM_MEDIA_TYPE,
         )
 
-    def post(self, request: Request) -> Response:
+    def post(self, request: PlatformRequest) -> Response:
         data = request.data if isinstance(request.data, dict) else {}
         name = data.get("displayName")
         if not isinstance(name, str) or not name.strip():
@@ -127,12 +127,12 @@ class ScimGroupListView(ScimView):
 
 
 class ScimGroupDetailView(ScimView):
-    def _group(self, request: Request, group_id: str) -> Group:
+    def _group(self, request: PlatformRequest, group_id: str) -> Group:
         return directory_selectors.scim_group(account=request.user.account, group_id=group_id)
 
-    def get(self, request: Request, group_id: str) -> Response:
+    def get(self, request: PlatformRequest, group_id: str) -> Response:
         return Response(group_resource(self._group(request, group_id), request), content_type=SCIM_MEDIA_TYPE)
 
-    def delete(self, request: Request, group_id: str) -> Response:
+    def delete(self, request: PlatformRequest, group_id: str) -> Response:
         directory.group_delete(group=self._group(request, group_id), with_internal_members=True)
         return Response(status=204)

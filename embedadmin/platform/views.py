@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import serializers
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
-from embedadmin.accounts.authentication import IsPlatformCaller, PlatformTokenAuthentication
+from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest, PlatformTokenAuthentication
 from embedadmin.accounts.models import TenantSettings
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
@@ -43,10 +42,10 @@ def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
 
 
 class TenantSettingsView(PlatformView):
-    def get(self, request: Request) -> Response:
+    def get(self, request: PlatformRequest) -> Response:
         return Response(tenant_settings_item(accounts_selectors.tenant_settings_of(account=request.user.account)))
 
-    def patch(self, request: Request) -> Response:
+    def patch(self, request: PlatformRequest) -> Response:
         if not isinstance(request.data, dict):
             raise serializers.ValidationError("Body must be a JSON object")
         row = accounts.tenant_settings_update(account=request.user.account, changes=dict(request.data))
@@ -59,12 +58,12 @@ class AttributeDefinitionUpdateSerializer(AttributeDefinitionSerializer):
 
 
 class UserAttributeListView(PlatformView):
-    def get(self, request: Request) -> Response:
+    def get(self, request: PlatformRequest) -> Response:
         definitions = directory_selectors.attribute_definitions_tenant_wide(account=request.user.account)
         page = paginate(definitions, params=request.query_params, order=("name", "id"), types=(str, int))
         return Response(page.as_dict(attribute_definition_item))
 
-    def post(self, request: Request) -> Response:
+    def post(self, request: PlatformRequest) -> Response:
         serializer = AttributeDefinitionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         definition = directory.attribute_definition_create(
@@ -76,15 +75,15 @@ class UserAttributeListView(PlatformView):
 
 
 class UserAttributeDetailView(PlatformView):
-    def _definition(self, request: Request, attribute_id: int) -> AttributeDefinition:
+    def _definition(self, request: PlatformRequest, attribute_id: int) -> AttributeDefinition:
         return directory_selectors.attribute_definition_tenant_wide(
             account=request.user.account, attribute_id=attribute_id
         )
 
-    def get(self, request: Request, attribute_id: int) -> Response:
+    def get(self, request: PlatformRequest, attribute_id: int) -> Response:
         return Response(attribute_definition_item(self._definition(request, attribute_id)))
 
-    def patch(self, request: Request, attribute_id: int) -> Response:
+    def patch(self, request: PlatformRequest, attribute_id: int) -> Response:
         definition = self._definition(request, attribute_id)
         serializer = AttributeDefinitionUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -94,7 +93,7 @@ class UserAttributeDetailView(PlatformView):
 
     put = patch
 
-    def delete(self, request: Request, attribute_id: int) -> Response:
+    def delete(self, request: PlatformRequest, attribute_id: int) -> Response:
         directory.attribute_definition_delete(definition=self._definition(request, attribute_id))
         return Response(status=204)
 
@@ -116,12 +115,12 @@ def internal_user_item(user) -> dict[str, Any]:
 
 
 class UserListView(PlatformView):
-    def get(self, request: Request) -> Response:
+    def get(self, request: PlatformRequest) -> Response:
         users = accounts_selectors.internal_users_of(account=request.user.account)
         page = paginate(users, params=request.query_params)
         return Response(page.as_dict(internal_user_item))
 
-    def post(self, request: Request) -> Response:
+    def post(self, request: PlatformRequest) -> Response:
         serializer = InternalUserSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -135,7 +134,7 @@ class UserListView(PlatformView):
 
 
 class DeploymentListView(PlatformView):
-    def get(self, request: Request) -> Response:
+    def get(self, request: PlatformRequest) -> Response:
         deployments = accounts_selectors.deployments_of(account=request.user.account)
         page = paginate(deployments, params=request.query_params)
         return Response(page.as_dict(lambda d: {"id": d.pk, "name": d.name, "slug": d.slug}))

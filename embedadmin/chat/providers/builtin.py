@@ -324,8 +324,8 @@ def sql_for(plan: Plan) -> str:
     keys = len(columns)
     columns += [f"MEASURE({m.column})" for m in plan.measures]
     where = [f"{member.column} = {_quote(value)}" for member, value in plan.filters]
-    if plan.time_filtered and plan.time is not None:
-        year = plan.reading.year
+    year = plan.reading.year
+    if year is not None and plan.time is not None:  # plan.time_filtered
         where.append(f"{plan.time.column} >= DATE '{year}-01-01' AND {plan.time.column} < DATE '{year + 1}-01-01'")
     # Semantic SQL over the model's own names, run by the semantic layer (never on the database as is).
     sql = f"SELECT {', '.join(columns)} FROM {plan.cube.name}"  # noqa: S608

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,7 +132,7 @@ class Completion:
         return message
 
 
-async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+async def sse_data(lines: AsyncIterator[str]) -> AsyncGenerator[str, None]:
     """The ``data`` of each server-sent event in ``lines`` (several ``data:`` lines join with a newline);
     comments (``: keep-alive``) and the other fields are skipped."""
     data: list[str] = []

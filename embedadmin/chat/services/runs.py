@@ -116,9 +116,12 @@ def run_start(
         echo = [(seq, events.user_message(message_id=run.message_id, content=question, sort=seq))]
         _log_frames(run=run, frames=echo)
         first_line_sent = threading.Event()
-        transaction.on_commit(
-            lambda: (_publish(bus, thread.pk, run.pk, echo), runtime.submit(run.pk, after=first_line_sent))
-        )
+
+        def publish_and_submit() -> None:
+            _publish(bus, thread.pk, run.pk, echo)
+            runtime.submit(run.pk, after=first_line_sent)
+
+        transaction.on_commit(publish_and_submit)
     return _plan_for_run(thread, run, first_line_sent)
 
 
@@ -148,7 +151,13 @@ def terminal_frames(
 
 
 def _run_end_locked(
-    *, run: Run, outcome: str, now: dt.datetime, bus: EventBus, error_message: str = "", usage: dict | None = None
+    *,
+    run: Run,
+    outcome: str,
+    now: dt.datetime,
+    bus: EventBus,
+    error_message: str = "",
+    usage: dict[str, Any] | None = None,
 ) -> bool:
     """End a running run and log its terminal frames; the thread row must be locked by the caller.
     False when the run was no longer running (someone else ended it)."""

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -22,6 +21,9 @@ from embedadmin.core.errors import BadRequest, Conflict
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 DEFAULT_EPHEMERAL_TTL_SECONDS = 7 * 24 * 3600
 EXPIRE_BATCH_SIZE = 500
 
@@ -31,7 +33,7 @@ class ChatIdentity:
     """Who a request speaks for and what they query with. ``None`` keeps what was stored."""
 
     external_id: str | None = None
-    internal_user: AbstractBaseUser | None = None
+    internal_user: User | None = None
     email: str | None = None
     groups: list[str] | None = None
     user_attributes: dict[str, Any] | None = None
@@ -54,7 +56,7 @@ class SessionSettingsInput:
     ephemeral_ttl_seconds: int | None = None
 
 
-def internal_user_of_account(*, account: Account, internal_id: str) -> AbstractBaseUser | None:
+def internal_user_of_account(*, account: Account, internal_id: str) -> User | None:
     """The active internal user of ``account`` whose username or email is ``internal_id``."""
     return (
         get_user_model()
@@ -150,6 +152,7 @@ def _chat_user_update(*, user: ChatUser, identity: ChatIdentity, now: dt.datetim
             updates.update(is_ephemeral=True, expires_at=_expiry(now, identity.ttl_seconds))
         elif user.is_ephemeral and identity.ttl_seconds is not None:
             # Never outlive a TTL once given: a shorter one moves the expiry closer, a longer one does not.
+            assert user.expires_at is not None  # an ephemeral user has one (chat_user_ephemeral_has_expiry)
             updates["expires_at"] = min(user.expires_at, _expiry(now, identity.ttl_seconds))
         if updates:
             updates["updated_at"] = now
@@ -172,7 +175,8 @@ def chat_user_upsert(*, account: Account, identity: ChatIdentity, now: dt.dateti
         user = selectors.chat_user_find(
             account=account, external_id=identity.external_id, internal_user=identity.internal_user
         )
-        if user is not None and user.is_ephemeral and user.expires_at <= now:
+        # An ephemeral user has an expiry (chat_user_ephemeral_has_expiry).
+        if user is not None and user.is_ephemeral and user.expires_at is not None and user.expires_at <= now:
             ChatUser.objects.filter(pk=user.pk, is_ephemeral=True, expires_at__lte=now).delete()
             user = None
         if user is None:

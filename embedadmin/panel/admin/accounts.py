@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db import transaction
 from django.db.models import Count, Model, Q, QuerySet
-from django.forms import BaseForm, BaseInlineFormSet
+from django.forms import BaseForm, BaseInlineFormSet, ModelForm
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
@@ -42,12 +42,27 @@ from embedadmin.panel.forms import AccountAddForm, ApiKeyAddForm, InternalUserCr
 from embedadmin.panel.site import panel_site
 from embedadmin.semantic.serving.services import model_status
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
 User = get_user_model()
 
 # Tenant settings are written through ``tenant_settings_update``, which speaks the Platform API's names.
 SETTING_API_NAMES = {field: api_name for api_name, (field, _kind) in accounts.TENANT_SETTING_FIELDS.items()}
 
 SHOWN_ONCE_NOTE = "Copy the secrets now: this page is the only place they are ever shown."
+
+
+class DeploymentCount(TypedDict):
+    """What AccountAdmin's queryset annotates its accounts with."""
+
+    deployment_count: int
+
+
+class ActiveSecretCount(TypedDict):
+    """What DeploymentAdmin's queryset annotates its deployments with."""
+
+    active_secret_count: int
 
 
 class TenantSettingsInline(PanelStackedInline):
@@ -90,10 +105,10 @@ class AccountAdmin(PanelAdmin):
         # The name is the account's DNS label and URL segment: it does not change.
         return () if obj is None else ("name", "created_at", "updated_at")
 
-    def get_form(self, request: HttpRequest, obj: Account | None = None, **kwargs: Any):
+    def get_form(self, request: HttpRequest, obj: Account | None = None, change: bool = False, **kwargs: Any):
         if obj is None:
             kwargs["form"] = AccountAddForm
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change=change, **kwargs)
 
     def get_inlines(self, request: HttpRequest, obj: Account | None) -> tuple:
         return () if obj is None else self.inlines  # account_create makes the settings
@@ -114,10 +129,12 @@ class AccountAdmin(PanelAdmin):
             notes=(SHOWN_ONCE_NOTE, f"The first deployment is #{created.deployment.pk}."),
         )
 
-    def update_through_service(self, request: HttpRequest, obj: Model, form: BaseForm) -> None:
+    def update_through_service(self, request: HttpRequest, obj: Account, form: BaseForm) -> None:
         """Nothing of the account itself is editable; its settings are saved in :meth:`save_formset`."""
 
-    def save_formset(self, request: HttpRequest, form: BaseForm, formset: BaseInlineFormSet, change: bool) -> None:
+    def save_formset(
+        self, request: HttpRequest, form: ModelForm[Account], formset: BaseInlineFormSet, change: bool
+    ) -> None:
         assert formset.model is TenantSettings
         # What formset.save() would record, for the change message of the history.
         formset.new_objects, formset.deleted_objects, formset.changed_objects = [], [], []
@@ -136,7 +153,7 @@ class AccountAdmin(PanelAdmin):
         return f"{obj.tenant_settings.external_user_count} / {obj.tenant_settings.max_external_users}"
 
     @admin.display(description="deployments", ordering="deployment_count")
-    def deployment_count(self, obj: Account) -> int:
+    def deployment_count(self, obj: WithAnnotations[Account, DeploymentCount]) -> int:
         return obj.deployment_count
 
 
@@ -181,11 +198,11 @@ class DeploymentAdmin(PanelAdmin):
             return ()
         return tuple(f for f in self.change_fields if f not in self.editable_on_change)
 
-    def get_form(self, request: HttpRequest, obj: Deployment | None = None, **kwargs: Any):
+    def get_form(self, request: HttpRequest, obj: Deployment | None = None, change: bool = False, **kwargs: Any):
         help_texts = {"chat_token_auth": "Accept X-Service-Auth-Token (a JWT of this deployment with the chat scope)."}
-        return super().get_form(request, obj, help_texts=help_texts, **kwargs)
+        return super().get_form(request, obj, change=change, help_texts=help_texts, **kwargs)
 
-    def update_through_service(self, request: HttpRequest, obj: Model, form: BaseForm) -> None:
+    def update_through_service(self, request: HttpRequest, obj: Deployment, form: BaseForm) -> None:
         if "chat_token_auth" in form.changed_data:
             accounts.deployment_configure(deployment=obj, chat_token_auth=form.cleaned_data["chat_token_auth"])
 
@@ -224,7 +241,7 @@ class DeploymentAdmin(PanelAdmin):
         )
 
     @admin.display(description="active signing secrets", ordering="active_secret_count")
-    def active_secrets(self, obj: Deployment) -> int:
+    def active_secrets(self, obj: WithAnnotations[Deployment, ActiveSecretCount]) -> int:
         return obj.active_secret_count
 
     @admin.action(description="Add a new signing secret (rotation, step 1)", permissions=["rotate"])

@@ -3,7 +3,7 @@ attribute definitions."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.conf import settings
 from django.contrib import admin, messages
@@ -38,6 +38,22 @@ from embedadmin.panel.base import (
 from embedadmin.panel.forms import MintSessionForm
 from embedadmin.panel.site import panel_site
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class TenantCounts(TypedDict):
+    """What EmbedTenantAdmin's queryset annotates its tenants with."""
+
+    user_count: int
+    group_count: int
+
+
+class MemberCount(TypedDict):
+    """What GroupAdmin's queryset annotates its groups with."""
+
+    member_count: int
+
 
 def duration_text(seconds: int) -> str:
     """``300`` -> ``"5 minutes"``, ``90`` -> ``"90 seconds"``."""
@@ -66,11 +82,11 @@ class EmbedTenantAdmin(PanelAdmin):
         )
 
     @admin.display(description="external users", ordering="user_count")
-    def user_count(self, obj: EmbedTenant) -> int:
+    def user_count(self, obj: WithAnnotations[EmbedTenant, TenantCounts]) -> int:
         return obj.user_count
 
     @admin.display(description="own groups", ordering="group_count")
-    def group_count(self, obj: EmbedTenant) -> int:
+    def group_count(self, obj: WithAnnotations[EmbedTenant, TenantCounts]) -> int:
         return obj.group_count
 
 
@@ -110,7 +126,7 @@ class ExternalUserAdmin(PanelAdmin):
     inlines = (GroupMembershipInline, AttributeValueInline)
     actions = ("mint_embed_session",)
 
-    def delete_through_service(self, obj: Model) -> None:
+    def delete_through_service(self, obj: ExternalUser) -> None:
         directory.external_user_delete(user=obj)
 
     @admin.action(description="Mint embed session", permissions=["mint"])
@@ -169,12 +185,12 @@ class CatalogAdmin(PanelAdmin):
     list_select_related = ("account", "embed_tenant")
     help_texts = {"embed_tenant": "Leave empty for the tenant-wide catalog (read-only sessions and SCIM use it)."}
 
-    def get_form(self, request: HttpRequest, obj: Model | None = None, **kwargs: Any):
-        return super().get_form(request, obj, help_texts=self.help_texts, **kwargs)
+    def get_form(self, request: HttpRequest, obj: Model | None = None, change: bool = False, **kwargs: Any):
+        return super().get_form(request, obj, change=change, help_texts=self.help_texts, **kwargs)
 
     @admin.display(description="scope", ordering="embed_tenant__name")
     def scope(self, obj: Group | AttributeDefinition) -> str:
-        return obj.embed_tenant.name if obj.embed_tenant_id else "tenant-wide"
+        return obj.embed_tenant.name if obj.embed_tenant is not None else "tenant-wide"
 
 
 @admin.register(Group, site=panel_site)
@@ -204,11 +220,11 @@ class GroupAdmin(CatalogAdmin):
         )
         return Created(group)
 
-    def delete_through_service(self, obj: Model) -> None:
+    def delete_through_service(self, obj: Group) -> None:
         directory.group_delete(group=obj)
 
     @admin.display(description="external members", ordering="member_count")
-    def member_count(self, obj: Group) -> int:
+    def member_count(self, obj: WithAnnotations[Group, MemberCount]) -> int:
         return obj.member_count
 
 
@@ -244,10 +260,10 @@ class AttributeDefinitionAdmin(CatalogAdmin):
         )
         return Created(definition)
 
-    def update_through_service(self, request: HttpRequest, obj: Model, form: BaseForm) -> None:
+    def update_through_service(self, request: HttpRequest, obj: AttributeDefinition, form: BaseForm) -> None:
         directory.attribute_definition_update(
             definition=obj, changes={name: form.cleaned_data[name] for name in form.changed_data}
         )
 
-    def delete_through_service(self, obj: Model) -> None:
+    def delete_through_service(self, obj: AttributeDefinition) -> None:
         directory.attribute_definition_delete(definition=obj)

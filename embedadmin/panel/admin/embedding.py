@@ -28,12 +28,13 @@ class SessionStatusFilter(admin.SimpleListFilter):
         now = timezone.now()
         live = queryset.filter(revoked_at__isnull=True)
         unused = live.filter(exchanged_at__isnull=True)
-        return {
+        by_status: dict[str | None, QuerySet] = {
             "revoked": queryset.filter(revoked_at__isnull=False),
             "exchanged": live.filter(exchanged_at__isnull=False),
             "expired": unused.filter(expires_at__lte=now),
             "pending": unused.filter(expires_at__gt=now),
-        }.get(self.value(), queryset)
+        }
+        return by_status.get(self.value(), queryset)
 
 
 @admin.register(EmbedSession, site=panel_site)

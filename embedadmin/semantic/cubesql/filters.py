@@ -26,10 +26,10 @@ from embedadmin.semantic.modeling.intervals import parse_interval
 from embedadmin.semantic.query.dates import format_local, local_now, pad_start
 
 Filter = dict[str, Any]
-Operand = Callable[[exp.Expression], Term]
+Operand = Callable[[exp.Expr], Term]
 _NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 # comparison -> (operator, operator when negated)
-_COMPARISONS: dict[type[exp.Expression], tuple[str, str]] = {
+_COMPARISONS: dict[type[exp.Expr], tuple[str, str]] = {
     exp.EQ: ("equals", "notEquals"),
     exp.NEQ: ("notEquals", "equals"),
     exp.GT: ("gt", "lte"),
@@ -38,7 +38,7 @@ _COMPARISONS: dict[type[exp.Expression], tuple[str, str]] = {
     exp.LTE: ("lte", "gt"),
 }
 # ``5 < x`` is ``x > 5``
-_MIRRORED: dict[type[exp.Expression], type[exp.Expression]] = {
+_MIRRORED: dict[type[exp.Expr], type[exp.Expr]] = {
     exp.GT: exp.LT,
     exp.GTE: exp.LTE,
     exp.LT: exp.GT,
@@ -66,15 +66,15 @@ def _leaf(term: Term, operator: str, values: list[str | None] | None = None) -> 
     return body
 
 
-def conjuncts(node: exp.Expression) -> list[exp.Expression]:
+def conjuncts(node: exp.Expr) -> list[exp.Expr]:
     """The parts of a top-level ``a AND b AND c``."""
     return operands(node, exp.And)
 
 
-def operands(node: exp.Expression, kind: type[exp.Connector]) -> list[exp.Expression]:
+def operands(node: exp.Expr, kind: type[exp.Connector]) -> list[exp.Expr]:
     """The operands of ``a OR b OR c`` (or AND), flattened through parentheses; iterative, as generated SQL
     can chain thousands of them."""
-    found: list[exp.Expression] = []
+    found: list[exp.Expr] = []
     stack = [node]
     while stack:
         current = stack.pop()
@@ -96,7 +96,7 @@ class Conditions:
         self.zone = zone
         self.now = now
 
-    def condition(self, node: exp.Expression, negated: bool = False) -> Filter:
+    def condition(self, node: exp.Expr, negated: bool = False) -> Filter:
         while isinstance(node, exp.Paren):
             node = node.this
         if isinstance(node, exp.Not):
@@ -124,13 +124,13 @@ class Conditions:
 
     # -- operands -----------------------------------------------------------------------------------
 
-    def boolean_operand(self, node: exp.Expression) -> Term:
+    def boolean_operand(self, node: exp.Expr) -> Term:
         term = self.operand(node)
         if term.value_type != "boolean":
             raise QueryError(f"'{term.name}' is not a boolean column: compare it with a value")
         return term
 
-    def column_and_value(self, node: exp.Binary) -> tuple[Term, exp.Expression, bool]:
+    def column_and_value(self, node: exp.Binary) -> tuple[Term, exp.Expr, bool]:
         """(column term, value node, swapped) of a binary test with a column on one side."""
         left, right = node.this, node.expression
         swapped = _is_value(left) and not _is_value(right)
@@ -142,7 +142,7 @@ class Conditions:
             )
         return self.operand(left), right, swapped
 
-    def value(self, node: exp.Expression, term: Term) -> str:
+    def value(self, node: exp.Expr, term: Term) -> str:
         """A literal as a filter value, checked against the column's type; NULL refused."""
         text = self.literal(node)
         if text is None:
@@ -156,7 +156,7 @@ class Conditions:
             raise QueryError(f"'{text}' is not a boolean, as '{term.name}' needs")
         return text.lower() if value_type == "boolean" else text
 
-    def literal(self, node: exp.Expression) -> str | None:
+    def literal(self, node: exp.Expr) -> str | None:
         while isinstance(node, exp.Paren):
             node = node.this
         if isinstance(node, exp.Null):
@@ -174,7 +174,7 @@ class Conditions:
             return format_local(moment)
         raise QueryError(f"Only literal values can be compared with columns, got {sql_text(node)}")
 
-    def moment(self, node: exp.Expression) -> datetime | None:
+    def moment(self, node: exp.Expr) -> datetime | None:
         """``NOW()``, ``CURRENT_DATE``, ``CURRENT_TIMESTAMP``, and those +/- ``INTERVAL '...'``, in the query zone."""
         if isinstance(node, exp.CurrentTimestamp):
             return local_now(self.now, self.zone)
@@ -193,7 +193,7 @@ class Conditions:
 
     # -- tests --------------------------------------------------------------------------------------
 
-    def comparison(self, node: exp.Expression, negated: bool) -> Filter:
+    def comparison(self, node: exp.Expr, negated: bool) -> Filter:
         assert isinstance(node, exp.Binary)
         term, value, swapped = self.column_and_value(node)
         kind = _MIRRORED.get(type(node), type(node)) if swapped else type(node)
@@ -204,7 +204,7 @@ class Conditions:
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
             raise QueryError(f"Subqueries are not supported in {self.clause}")
         term = self.operand(node.this)
-        values = [self.value(item, term) for item in node.expressions]
+        values: list[str | None] = [self.value(item, term) for item in node.expressions]
         return _leaf(term, "notIn" if negated else "in", values)
 
     def is_test(self, node: exp.Is, negated: bool) -> Filter:
@@ -227,7 +227,7 @@ class Conditions:
             return {"or": [_leaf(term, "lt", [low]), _leaf(term, "gt", [high])]}
         return {"and": [_leaf(term, "gte", [low]), _leaf(term, "lte", [high])]}
 
-    def pattern(self, node: exp.Expression, negated: bool) -> Filter:
+    def pattern(self, node: exp.Expr, negated: bool) -> Filter:
         """``[NOT] LIKE/ILIKE '<pattern>'`` as contains/startsWith/endsWith (or equals for a LIKE without ``%``)."""
         if isinstance(node, exp.Escape):
             escape = self.literal(node.expression)
@@ -257,7 +257,7 @@ class Conditions:
         return _leaf(term, _NEGATED[operator] if negated else operator, [text])
 
 
-def _is_value(node: exp.Expression) -> bool:
+def _is_value(node: exp.Expr) -> bool:
     while isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, exp.Literal | exp.Null | exp.Boolean | exp.CurrentTimestamp | exp.CurrentDate):

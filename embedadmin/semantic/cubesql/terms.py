@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from sqlglot import exp
 
@@ -27,7 +27,7 @@ USER_FIELD = "__user"
 AGGREGATION_MISMATCH = "Measure aggregation type doesn't match"
 NON_AGGREGATE = "Projection references non-aggregate values"
 # Aggregate functions and the measure types each may aggregate (Cube's ``is_same_agg_type``).
-_AGGREGATE_TYPES: dict[type[exp.Expression], tuple[str, frozenset[str]]] = {
+_AGGREGATE_TYPES: dict[type[exp.Expr], tuple[str, frozenset[str]]] = {
     exp.Sum: ("SUM", frozenset({"sum", "count", "number"})),
     exp.Avg: ("AVG", frozenset({"avg"})),
     exp.Min: ("MIN", frozenset({"min", "time"})),
@@ -39,13 +39,13 @@ _TRUNCATIONS = (exp.TimestampTrunc, exp.DateTrunc)
 _T = TypeVar("_T")
 
 
-def sql_text(node: exp.Expression) -> str:
+def sql_text(node: exp.Expr) -> str:
     """A short rendering of a node for error messages."""
     text = node.sql(dialect="postgres")
     return text if len(text) <= 120 else f"{text[:117]}..."
 
 
-def unsupported(node: exp.Expression, clause: str) -> QueryError:
+def unsupported(node: exp.Expr, clause: str) -> QueryError:
     if isinstance(node, exp.Func) and not isinstance(node, exp.AggFunc):
         name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
         return QueryError(
@@ -112,7 +112,7 @@ class Scope:
 
     # -- tables -------------------------------------------------------------------------------------
 
-    def add_table(self, node: exp.Expression) -> Source:
+    def add_table(self, node: exp.Expr) -> Source:
         """A ``FROM``/``JOIN`` item: a cube or view by name, with an optional alias; nothing else."""
         alias = node.args.get("alias")
         extras = [key for key, value in node.args.items() if value and key not in ("this", "alias")]
@@ -148,8 +148,9 @@ class Scope:
 
     def lookup(self, source: Source, name: str) -> Member | None:
         entity = source.entity
-        for members in (entity.dimensions, entity.measures, entity.segments):
-            found: Member | None = find_named(members, name)  # type: ignore[arg-type]
+        kinds: tuple[Mapping[str, Member], ...] = (entity.dimensions, entity.measures, entity.segments)
+        for members in kinds:
+            found = find_named(members, name)
             if found is not None:
                 return found if self.visible(entity, found) else None
         return None
@@ -173,7 +174,7 @@ class Scope:
             raise QueryError(f"Column reference '{name}' is ambiguous: qualify it with its table")
         return found[0][1]
 
-    def star(self, node: exp.Expression) -> list[tuple[str, Term]]:
+    def star(self, node: exp.Expr) -> list[tuple[str, Term]]:
         """``*`` / ``t.*``: the visible dimensions of the table(s), as (output name, term) pairs."""
         qualifier = node.table if isinstance(node, exp.Column) else ""
         sources = [self.source(qualifier)] if qualifier else self.sources
@@ -186,7 +187,7 @@ class Scope:
 
     # -- expressions --------------------------------------------------------------------------------
 
-    def term(self, node: exp.Expression, clause: str) -> Term:
+    def term(self, node: exp.Expr, clause: str) -> Term:
         """A select-list style expression: a dimension, an aggregated measure or a truncated time dimension."""
         while isinstance(node, exp.Paren):
             node = node.this
@@ -214,7 +215,7 @@ class Scope:
         raise unsupported(node, clause)
 
     def measure_argument(
-        self, arguments: Iterable[exp.Expression | None], function: str, types: frozenset[str] | None
+        self, arguments: Iterable[exp.Expr | None], function: str, types: frozenset[str] | None
     ) -> Measure:
         """The measure an aggregate function is applied to, checked against the function's types."""
         items = [a for a in arguments if a is not None]
@@ -256,7 +257,7 @@ class Scope:
             raise QueryError(f"COUNT(*) needs a count measure in '{entity.name}'")
         return (named or counts)[0]
 
-    def truncated(self, node: exp.Expression, clause: str) -> Term:
+    def truncated(self, node: exp.Expr, clause: str) -> Term:
         """``DATE_TRUNC('month', created_at)``: a time dimension at a predefined or custom granularity."""
         unit, column = node.args.get("unit"), node.this
         if node.args.get("zone") or not isinstance(column, exp.Column) or unit is None:
@@ -272,7 +273,7 @@ class Scope:
             raise QueryError(f'Granularity "{text.lower()}" does not exist in dimension {member.full_name}')
         return Term(member, custom.name)
 
-    def output_name(self, node: exp.Expression, term: Term) -> str:
+    def output_name(self, node: exp.Expr, term: Term) -> str:
         """A select item's column name when it has no alias: the column's name, or ``function(table.member)``."""
         while isinstance(node, exp.Paren):
             node = node.this
@@ -284,5 +285,6 @@ class Scope:
             return f"count({node.this.sql()})"
         if isinstance(node, exp.Count) and isinstance(node.this, exp.Distinct):
             return f"count(distinct {term.name})"
-        function = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+        # What is left is a function call (a column and DATE_TRUNC returned above).
+        function = node.name if isinstance(node, exp.Anonymous) else cast(exp.Func, node).sql_name()
         return f"{function.lower()}({term.name})"

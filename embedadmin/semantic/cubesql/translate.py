@@ -203,7 +203,7 @@ class _Statement:
         if len(self.scope.sources) > 1 and any(s.entity.is_view for s in self.scope.sources):
             raise QueryError("Views can't be joined with other tables: query one view that has all the members")
 
-    def join_condition(self, on: exp.Expression, added: str) -> bool:
+    def join_condition(self, on: exp.Expr, added: str) -> bool:
         """Whether ``on`` is ``<earlier table>.__cubeJoinField = <added table>.__cubeJoinField``."""
         while isinstance(on, exp.Paren):
             on = on.this
@@ -229,7 +229,7 @@ class _Statement:
             name = item.alias if isinstance(item, exp.Alias) else self.scope.output_name(node, term)
             self.outputs.append(Output(name, term))
 
-    def reference(self, node: exp.Expression, clause: str) -> Term:
+    def reference(self, node: exp.Expr, clause: str) -> Term:
         """A GROUP BY / ORDER BY / HAVING item: a select position, a select alias (first, as BI tools mean
         ``GROUP BY month`` for ``DATE_TRUNC('month', created_at) AS month``) or an expression."""
         if isinstance(node, exp.Literal) and not node.is_string:
@@ -242,7 +242,7 @@ class _Statement:
             return alias
         return self.scope.term(node, clause)
 
-    def alias_term(self, node: exp.Expression) -> Term | None:
+    def alias_term(self, node: exp.Expr) -> Term | None:
         if not isinstance(node, exp.Column) or node.table or isinstance(node.this, exp.Star):
             return None
         matches = [o.term for o in self.outputs if o.name == node.name]
@@ -252,7 +252,7 @@ class _Statement:
             raise QueryError(f"Column reference '{node.name}' is ambiguous")
         return matches[0] if matches else None
 
-    def order_item(self, node: exp.Expression) -> tuple[Term, bool]:
+    def order_item(self, node: exp.Expr) -> tuple[Term, bool]:
         if not isinstance(node, exp.Ordered):
             raise unsupported(node, "ORDER BY")
         term = self.reference(node.this, "ORDER BY")
@@ -320,9 +320,9 @@ class _Statement:
             filters.extend(condition.get("and", [condition]))  # BETWEEN: two bounds
         return filters, list(dict.fromkeys(segments))
 
-    def segment(self, node: exp.Expression) -> str | None:
+    def segment(self, node: exp.Expr) -> str | None:
         """``seg``, ``seg IS TRUE`` or ``seg = TRUE`` at the top level of WHERE: the segment's name."""
-        column = node
+        column: exp.Expr | None = node
         if isinstance(node, exp.Is | exp.EQ) and not node.args.get("negate"):
             value = node.expression
             column = node.this if isinstance(value, exp.Boolean) and value.this else None
@@ -331,7 +331,7 @@ class _Statement:
         member = self.scope.column(column)
         return member.full_name if member.kind == "segment" else None
 
-    def where_operand(self, node: exp.Expression) -> Term:
+    def where_operand(self, node: exp.Expr) -> Term:
         while isinstance(node, exp.Paren):
             node = node.this
         if isinstance(node, exp.Column):
@@ -351,7 +351,7 @@ class _Statement:
             raise QueryError("DATE_TRUNC is not supported in WHERE: compare the time dimension itself")
         return term
 
-    def having_operand(self, node: exp.Expression) -> Term:
+    def having_operand(self, node: exp.Expr) -> Term:
         term = self.reference(node, "HAVING")
         if term.granularity or (not term.aggregated and term.key not in self.grouped_keys):
             raise QueryError(NON_AGGREGATE)
@@ -378,7 +378,7 @@ def _shifted(local: str, milliseconds: int) -> str:
     return format_local(datetime.fromisoformat(local) + timedelta(milliseconds=milliseconds))
 
 
-def _count(node: exp.Expression | None, clause: str, default: int) -> int:
+def _count(node: exp.Expr | None, clause: str, default: int) -> int:
     """The number of a ``LIMIT``/``OFFSET`` clause (``LIMIT ALL``: the default)."""
     if node is None:
         return default

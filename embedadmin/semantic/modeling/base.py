@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.files import YamlList, YamlMap
@@ -121,6 +121,10 @@ class Definition:
         return Definition(raw, self.file, what, self.problems)
 
 
+@overload
+def visibility(definition: Definition, default: bool) -> bool: ...
+@overload
+def visibility(definition: Definition, default: None) -> bool | None: ...
 def visibility(definition: Definition, default: bool | None) -> bool | None:
     """``public``, or the legacy ``shown``/``visible``, else ``default``."""
     for key in ("public", "visible", "shown"):

@@ -8,7 +8,7 @@ raises one :class:`ModelError` listing them all (the first names ``file:line: me
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,8 +122,8 @@ def compile_model(files: list[ModelFile], *, root: Path, dialect: str) -> Compil
             continue
     problems.raise_if_any()
     joins = {name: {j.target: j for j in cube.joins} for name, cube in compiled.items()}
-    for location, member, message in join_problems(compiled, joins):
-        problems.add(location, member, message)
+    for location, member_name, message in join_problems(compiled, joins):
+        problems.add(location, member_name, message)
     problems.raise_if_any()
     for name, definition in views.items():
         try:
@@ -231,7 +231,9 @@ def _member_names(
                 members[name][member] = kind
                 if kind == "dimension" and item.get("type") == "time":
                     grains[name][member] = frozenset(
-                        g.get("name") for g in item.get("granularities") or [] if isinstance(g, dict)
+                        g["name"]
+                        for g in item.get("granularities") or []
+                        if isinstance(g, dict) and isinstance(g.get("name"), str)
                     )
     return members, grains
 
@@ -258,7 +260,7 @@ def _compile_cube(raw: RawCube, scope: SnippetScope, dialect: str, problems: Pro
     measures: dict[str, Measure] = {}
     dimensions: dict[str, Dimension] = {}
     segments: dict[str, Segment] = {}
-    compilers = (
+    compilers: tuple[tuple[str, Callable[[Definition, CubeScope], Member], dict[str, Any]], ...] = (
         ("measures", compile_measure, measures),
         ("dimensions", compile_dimension, dimensions),
         ("segments", compile_segment, segments),

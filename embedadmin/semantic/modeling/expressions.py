@@ -20,7 +20,7 @@ import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from embedadmin.semantic.context import VOLATILE_CLAIMS
 
@@ -151,7 +151,7 @@ def _security_context_claim(node: ast.AST) -> Any:
         return None
     if not (isinstance(node.value, ast.Name) and node.value.id == "securityContext"):
         return None
-    return node.attr if isinstance(node, ast.Attribute) else node.slice.value  # a Constant: checked before
+    return node.attr if isinstance(node, ast.Attribute) else cast(ast.Constant, node.slice).value  # checked before
 
 
 def _lookup(container: Any, key: Any) -> Any:

@@ -114,7 +114,7 @@ class SqlSnippet:
     """
 
     text: str
-    tree: exp.Expression
+    tree: exp.Expr
     refs: dict[str, Reference]
     location: SourceLocation
 
@@ -336,7 +336,7 @@ class Entity:
     # cubes only
     sql_table: str | None = None
     sql: SqlSnippet | None = None
-    table: exp.Expression | None = None  # parsed sql_table
+    table: exp.Expr | None = None  # parsed sql_table
     joins: tuple[Join, ...] = ()
     primary_keys: tuple[str, ...] = ()
     data_source: str = "default"

@@ -71,7 +71,7 @@ class SnippetScope:
 
 
 def parse_snippet(
-    text: str, scope: SnippetScope, location: SourceLocation, dialect: str, *, qualify: bool = True
+    text: object, scope: SnippetScope, location: SourceLocation, dialect: str, *, qualify: bool = True
 ) -> SqlSnippet:
     """Resolve the references in ``text`` and parse it; raises :class:`SnippetError`."""
     if not isinstance(text, str | int | float) or isinstance(text, bool):
@@ -96,7 +96,7 @@ def parse_snippet(
     return SqlSnippet(text=str(text), tree=tree, refs=refs, location=location)
 
 
-def _parse(source: str, text: str, dialect: str) -> exp.Expression:
+def _parse(source: str, text: str, dialect: str) -> exp.Expr:
     try:
         statements = [s for s in sqlglot.parse(source, read=dialect) if s is not None]
     except SqlglotError as exc:
@@ -157,10 +157,10 @@ def resolve_reference(content: str, scope: SnippetScope) -> Reference:
     return MemberReference(cube=cube, member=member, granularity=granularity, path=join_path, kind=kind)
 
 
-def _qualify_bare_columns(tree: exp.Expression, refs: dict[str, Reference], self_alias: Callable[[], str]) -> None:
+def _qualify_bare_columns(tree: exp.Expr, refs: dict[str, Reference], self_alias: Callable[[], str]) -> None:
     """Give every unqualified column outside subqueries and lambdas the cube's alias."""
 
-    def prune(node: exp.Expression) -> bool:
+    def prune(node: exp.Expr) -> bool:
         return node is not tree and isinstance(node, exp.Query | exp.Subquery | exp.Lambda)
 
     for node in list(tree.walk(prune=prune)):

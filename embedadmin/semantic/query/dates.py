@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from dateutil.relativedelta import relativedelta
@@ -141,7 +142,8 @@ def unit_delta(unit: str, amount: int) -> relativedelta:
         return relativedelta(months=3 * amount)
     if unit == "week":
         return relativedelta(weeks=amount)
-    return relativedelta(**{f"{unit}s": amount})
+    units: dict[str, Any] = {f"{unit}s": amount}
+    return relativedelta(**units)
 
 
 def _range(start: datetime, end: datetime) -> tuple[str, str]:

@@ -46,7 +46,7 @@ from embedadmin.semantic.query.normalized import (
     OrderSpec,
     TimeDimensionSpec,
 )
-from embedadmin.semantic.sql.filters import TYPED_OPERATORS, check_typed_values
+from embedadmin.semantic.query.values import TYPED_OPERATORS, check_typed_values
 
 QUERY_KEYS = frozenset(
     {

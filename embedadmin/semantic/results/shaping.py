@@ -132,7 +132,9 @@ def annotation(model: CompiledModel, query: NormalizedQuery) -> dict[str, dict[s
 
     def entry(name: str, *, measure: bool = False) -> dict[str, Any]:
         described = member_json(model, model.members[name])
-        body = {key: described[key] for key in ("title", "shortTitle", "description") if key in described}
+        body: dict[str, Any] = {
+            key: described[key] for key in ("title", "shortTitle", "description") if key in described
+        }
         if "type" in described:
             body["type"] = described["type"]
         for key in ("format", "currency", "meta"):

@@ -66,10 +66,11 @@ class SecurityContext:
     def from_payload(cls, payload: dict[str, Any]) -> SecurityContext:
         groups = payload.get("groups")
         attributes = payload.get("userAttributes")
-        valid_groups = isinstance(groups, list) and all(isinstance(group, str) for group in groups)
+        if not (isinstance(groups, list) and all(isinstance(group, str) for group in groups)):
+            groups = []
         return cls(
             payload=payload,
-            groups=tuple(groups) if valid_groups else (),
+            groups=tuple(groups),
             user_attributes=dict(attributes) if isinstance(attributes, dict) else {},
         )
 

@@ -257,7 +257,7 @@ class QueryRunner:
     def _start_job(self, key: str, job_id: str, run: Callable[[], QueryResult]) -> str:
         with self._local_lock:
             future = self._local[job_id] = self._executor.submit(self._run_job, key, job_id, run)
-        future.add_done_callback(lambda _, job_id=job_id: self._forget(job_id))
+        future.add_done_callback(lambda _: self._forget(job_id))
         return job_id
 
     def _forget(self, job_id: str) -> None:

@@ -128,7 +128,7 @@ class _Builder(GroupStatements):
                 )
         return select
 
-    def sub_query_value(self, dimension: Dimension) -> exp.Expression:
+    def sub_query_value(self, dimension: Dimension) -> exp.Expr:
         """A ``sub_query`` dimension: its value per primary key, computed in a subquery joined by key."""
         alias = f"{dimension.entity}__{dimension.name}__subquery"
         if alias not in self.sub_joins:
@@ -141,7 +141,7 @@ class _Builder(GroupStatements):
             raise QueryError(f"sub_query dimension '{dimension.full_name}' needs a cube with one primary key")
         tree = build_join_tree(self.model, [cube, *snippet_dependencies(self.model, dimension).hints])
 
-        def leaf(measure: Measure) -> exp.Expression:
+        def leaf(measure: Measure) -> exp.Expr:
             distinct = measure.entity in tree.multiplied and measure.type == "count"
             return self.renderer.aggregate(measure, distinct_keys=distinct)
 
@@ -225,7 +225,11 @@ class _Builder(GroupStatements):
         for name in self.query.dimensions:
             alias = column_alias(name, taken)
             columns.append(ResultColumn(alias, name, name, "dimension", self.value_type(name)))
-            selects.append(SelectItem(alias, name, lambda n=name: self.renderer.dimension(self.member(n))))
+
+            def dimension_sql(n: str = name) -> exp.Expr:
+                return self.renderer.dimension(self.member(n))
+
+            selects.append(SelectItem(alias, name, dimension_sql))
         for td in self.query.time_dimensions:
             if not td.granularity:
                 continue
@@ -234,13 +238,11 @@ class _Builder(GroupStatements):
                 continue
             alias = column_alias(key, taken)
             columns.append(ResultColumn(alias, key, td.dimension, "timeDimension", "time", td.granularity))
-            selects.append(
-                SelectItem(
-                    alias,
-                    key,
-                    lambda d=td.dimension, g=td.granularity: self.renderer.time_dimension(self.member(d), g),
-                )
-            )
+
+            def time_dimension_sql(d: str = td.dimension, g: str = td.granularity) -> exp.Expr:
+                return self.renderer.time_dimension(self.member(d), g)
+
+            selects.append(SelectItem(alias, key, time_dimension_sql))
         return columns, selects
 
     # -- measures -----------------------------------------------------------------------------------
@@ -280,8 +282,8 @@ class _Builder(GroupStatements):
             groups.setdefault(group, {})[leaf.full_name] = leaf
         return groups
 
-    def leaf_aggregate(self, tree: JoinTree) -> Callable[[Measure], exp.Expression]:
-        def render(measure: Measure) -> exp.Expression:
+    def leaf_aggregate(self, tree: JoinTree) -> Callable[[Measure], exp.Expr]:
+        def render(measure: Measure) -> exp.Expr:
             if self.ungrouped:
                 return self.renderer.unaggregated(measure)
             distinct = measure.entity in tree.multiplied and measure.type == "count"
@@ -291,8 +293,8 @@ class _Builder(GroupStatements):
 
     # -- statements ---------------------------------------------------------------------------------
 
-    def filters(self, member_sql: Callable[[str], exp.Expression]) -> FilterCompiler:
-        def measure_filter(name: str) -> exp.Expression:
+    def filters(self, member_sql: Callable[[str], exp.Expr]) -> FilterCompiler:
+        def measure_filter(name: str) -> exp.Expr:
             measure = self.renderer.origin(self.member(name))
             assert isinstance(measure, Measure)
             return self.renderer.filter_condition(measure) or exp.true()
@@ -331,16 +333,16 @@ class _Builder(GroupStatements):
     # -- order --------------------------------------------------------------------------------------
 
     def order_by(self, select: exp.Select, columns: list[ResultColumn]) -> None:
-        positions = {}
+        positions: dict[str, int] = {}
         for position, column in enumerate(columns, start=1):
             positions.setdefault(column.key, position)
             positions.setdefault(column.alias, position)
             if column.role == "timeDimension":
                 positions.setdefault(column.member, position)
         for order in self.query.order:
-            position = positions.get(order.id)
-            if position is not None:
-                select.order_by(exp.Ordered(this=exp.Literal.number(position), desc=order.desc), copy=False)
+            ordered = positions.get(order.id)
+            if ordered is not None:
+                select.order_by(exp.Ordered(this=exp.Literal.number(ordered), desc=order.desc), copy=False)
 
 
 __all__ = ["CompiledQuery", "ResultColumn", "compile_query"]

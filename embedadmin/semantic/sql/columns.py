@@ -33,7 +33,7 @@ class SelectItem:
 
     alias: str
     key: str  # the row key: member name, or "Cube.td.granularity"
-    build: Callable[[], exp.Expression]
+    build: Callable[[], exp.Expr]
 
 
 def column_alias(name: str, taken: set[str]) -> str:

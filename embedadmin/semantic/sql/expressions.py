@@ -32,7 +32,7 @@ from embedadmin.semantic.modeling.model import (
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 from embedadmin.semantic.query.dates import format_local, local_now, parse_local
 
-MeasureLeaf = Callable[[Measure], exp.Expression]
+MeasureLeaf = Callable[[Measure], exp.Expr]
 _SIMPLE = (exp.Column, exp.Literal, exp.Func, exp.Paren, exp.Case, exp.Null, exp.Boolean, exp.Identifier)
 TIMESTAMPTZ = exp.DataType.build("timestamptz")
 TIMESTAMP = exp.DataType.build("timestamp")
@@ -42,7 +42,7 @@ def quoted(name: str) -> exp.Identifier:
     return exp.to_identifier(name, quoted=True)
 
 
-def _balanced(connector: type[exp.Connector], conditions: list[exp.Expression]) -> exp.Expression:
+def _balanced(connector: type[exp.Connector], conditions: list[exp.Expr]) -> exp.Expr:
     """Join conditions as a balanced tree: its depth grows with log(n), so hundreds of filters do not
     reach Python's recursion limit when sqlglot walks or writes the tree (a chain would)."""
     if len(conditions) == 1:
@@ -53,28 +53,28 @@ def _balanced(connector: type[exp.Connector], conditions: list[exp.Expression]) 
     )
 
 
-def _leaf(condition: exp.Expression, connector: type[exp.Connector]) -> exp.Expression:
+def _leaf(condition: exp.Expr, connector: type[exp.Connector]) -> exp.Expr:
     # A nested AND/OR of the other kind is parenthesized, as sqlglot's own and_/or_ do.
     if isinstance(condition, exp.Connector) and not isinstance(condition, connector):
         return exp.Paren(this=condition)
     return condition
 
 
-def all_of(*conditions: exp.Expression) -> exp.Expression:
+def all_of(*conditions: exp.Expr) -> exp.Expr:
     """AND of freshly built conditions (not copied: sqlglot's helper would deep-copy them first)."""
     return _balanced(exp.And, [_leaf(c, exp.And) for c in conditions])
 
 
-def any_of(*conditions: exp.Expression) -> exp.Expression:
+def any_of(*conditions: exp.Expr) -> exp.Expr:
     """OR of freshly built conditions."""
     return _balanced(exp.Or, [_leaf(c, exp.Or) for c in conditions])
 
 
-def aliased(expression: exp.Expression, alias: str | exp.Identifier) -> exp.Expression:
+def aliased(expression: exp.Expr, alias: str | exp.Identifier) -> exp.Expr:
     return exp.alias_(expression, alias, copy=False)
 
 
-def wrap(expression: exp.Expression) -> exp.Expression:
+def wrap(expression: exp.Expr) -> exp.Expr:
     """Parenthesize a substituted expression unless it binds tighter than any operator around it."""
     return expression if isinstance(expression, _SIMPLE) else exp.Paren(this=expression)
 
@@ -97,7 +97,7 @@ class Renderer:
         self.now = now
         self._stack: list[str] = []
         # How a sub_query dimension becomes a value: set by the statement builder, which owns the joins.
-        self.sub_query: Callable[[Dimension], exp.Expression] | None = None
+        self.sub_query: Callable[[Dimension], exp.Expr] | None = None
 
     # -- resolution ---------------------------------------------------------------------------------
 
@@ -112,7 +112,7 @@ class Renderer:
 
     # -- snippets -----------------------------------------------------------------------------------
 
-    def snippet(self, snippet: SqlSnippet, measure: MeasureLeaf | None = None) -> exp.Expression:
+    def snippet(self, snippet: SqlSnippet, measure: MeasureLeaf | None = None) -> exp.Expr:
         """A copy of ``snippet``'s tree with every reference replaced."""
         tree = snippet.tree.copy()
         refs = snippet.refs
@@ -126,9 +126,7 @@ class Renderer:
                 node.replace(replacement)
         return tree
 
-    def _replacement(
-        self, node: exp.Expression, refs: dict[str, Reference], measure: MeasureLeaf | None
-    ) -> exp.Expression | None:
+    def _replacement(self, node: exp.Expr, refs: dict[str, Reference], measure: MeasureLeaf | None) -> exp.Expr | None:
         """What a placeholder node becomes (None: nothing, or the node was fixed in place)."""
         if isinstance(node, exp.Table):
             reference = refs.get(node.name)
@@ -151,7 +149,7 @@ class Renderer:
             return wrap(self.reference(reference, measure))
         raise QueryError(f"{{{reference.cube}.sql()}} cannot be used as a value")
 
-    def reference(self, reference: MemberReference, measure: MeasureLeaf | None) -> exp.Expression:
+    def reference(self, reference: MemberReference, measure: MeasureLeaf | None) -> exp.Expr:
         target = self.cube_member(reference.cube, reference.member)
         key = f"{target.full_name}.{reference.granularity}" if reference.granularity else target.full_name
         if key in self._stack:
@@ -170,14 +168,14 @@ class Renderer:
         finally:
             self._stack.pop()
 
-    def cube_source_query(self, cube: str) -> exp.Expression:
+    def cube_source_query(self, cube: str) -> exp.Expr:
         entity = self.model.entities[cube]
         if entity.sql is not None:
             return self.snippet(entity.sql)
         assert entity.table is not None
         return exp.select("*").from_(entity.table.copy())
 
-    def cube_source(self, cube: str) -> exp.Expression:
+    def cube_source(self, cube: str) -> exp.Expr:
         """The cube's table or subquery, aliased by the cube name, for a FROM or JOIN."""
         entity = self.model.entities[cube]
         if entity.sql is not None:
@@ -189,7 +187,7 @@ class Renderer:
 
     # -- dimensions and segments --------------------------------------------------------------------
 
-    def dimension(self, member: Member) -> exp.Expression:
+    def dimension(self, member: Member) -> exp.Expr:
         dimension = self.origin(member)
         assert isinstance(dimension, Dimension)
         if dimension.sub_query:
@@ -214,10 +212,10 @@ class Renderer:
         assert dimension.sql is not None
         return self.snippet(dimension.sql)
 
-    def _label(self, label: str | SqlSnippet) -> exp.Expression:
+    def _label(self, label: str | SqlSnippet) -> exp.Expr:
         return exp.Literal.string(label) if isinstance(label, str) else self.snippet(label)
 
-    def segment(self, member: Member) -> exp.Expression:
+    def segment(self, member: Member) -> exp.Expr:
         segment = self.origin(member)
         assert isinstance(segment, Segment)
         assert segment.sql is not None
@@ -225,13 +223,13 @@ class Renderer:
 
     # -- time ---------------------------------------------------------------------------------------
 
-    def local_time(self, expression: exp.Expression) -> exp.Expression:
+    def local_time(self, expression: exp.Expr) -> exp.Expr:
         """A time column as wall-clock time of the query time zone (stored values are read as UTC)."""
         return exp.AtTimeZone(
             this=exp.Cast(this=expression, to=TIMESTAMPTZ.copy()), zone=exp.Literal.string(self.timezone)
         )
 
-    def time_dimension(self, member: Member, granularity: str) -> exp.Expression:
+    def time_dimension(self, member: Member, granularity: str) -> exp.Expr:
         """The dimension truncated to ``granularity`` in the query time zone (a naive local timestamp)."""
         dimension = self.origin(member)
         assert isinstance(dimension, Dimension)
@@ -255,14 +253,14 @@ class Renderer:
             origin = origin + relativedelta(months=granularity.offset.months, seconds=granularity.offset.seconds)
         return origin
 
-    def custom_granularity(self, local: exp.Expression, granularity: Granularity) -> exp.Expression:
+    def custom_granularity(self, local: exp.Expr, granularity: Granularity) -> exp.Expr:
         """Buckets of ``interval`` counted from the origin: month arithmetic for calendar intervals,
         seconds for fixed ones."""
         origin = self.granularity_origin(granularity)
         origin_sql = exp.Cast(this=exp.Literal.string(format_local(origin)), to=TIMESTAMP.copy())
         interval = granularity.interval
         if interval.months:
-            months = exp.Add(
+            months: exp.Expr = exp.Add(
                 this=exp.Mul(
                     this=exp.Paren(
                         this=exp.Sub(this=_extract("YEAR", local), expression=exp.Literal.number(origin.year))
@@ -291,7 +289,7 @@ class Renderer:
 
     # -- measures -----------------------------------------------------------------------------------
 
-    def measure(self, member: Member, leaf: MeasureLeaf) -> exp.Expression:
+    def measure(self, member: Member, leaf: MeasureLeaf) -> exp.Expr:
         """A measure's value: ``leaf`` renders each aggregate; composite measures combine leaves."""
         measure = self.origin(member)
         assert isinstance(measure, Measure)
@@ -300,17 +298,17 @@ class Renderer:
             return self.snippet(measure.sql, leaf)
         return leaf(measure)
 
-    def filter_condition(self, measure: Measure) -> exp.Expression | None:
+    def filter_condition(self, measure: Measure) -> exp.Expr | None:
         conditions = [wrap(self.snippet(f)) for f in measure.filters]
         if not conditions:
             return None
         return all_of(*conditions) if len(conditions) > 1 else conditions[0]
 
-    def primary_key(self, cube: str) -> exp.Expression:
+    def primary_key(self, cube: str) -> exp.Expr:
         keys = self.model.entities[cube].primary_keys
         return self.dimension(self.cube_member(cube, keys[0]))
 
-    def aggregate(self, measure: Measure, *, distinct_keys: bool = False) -> exp.Expression:
+    def aggregate(self, measure: Measure, *, distinct_keys: bool = False) -> exp.Expr:
         """The aggregate of a leaf measure. ``distinct_keys``: a ``count`` over a fan-out join counts
         distinct primary keys instead of rows."""
         condition = self.filter_condition(measure)
@@ -336,7 +334,7 @@ class Renderer:
         function = {"sum": exp.Sum, "avg": exp.Avg, "min": exp.Min, "max": exp.Max}[measure.type]
         return function(this=argument)
 
-    def unaggregated(self, measure: Measure) -> exp.Expression:
+    def unaggregated(self, measure: Measure) -> exp.Expr:
         """A leaf measure's per-row value for ungrouped queries."""
         condition = self.filter_condition(measure)
         if measure.type in CALCULATED_MEASURE_TYPES:
@@ -352,23 +350,23 @@ class Renderer:
         return _when(condition, self.snippet(measure.sql))
 
     @staticmethod
-    def _no_nested_leaf(measure: Measure) -> exp.Expression:
+    def _no_nested_leaf(measure: Measure) -> exp.Expr:
         raise QueryError(f"'{measure.full_name}' is referenced from an aggregate measure's SQL; use a number measure")
 
 
-def _when(condition: exp.Expression | None, value: exp.Expression) -> exp.Expression:
+def _when(condition: exp.Expr | None, value: exp.Expr) -> exp.Expr:
     return value if condition is None else exp.Case().when(condition, value)
 
 
-def _extract(part: str, expression: exp.Expression) -> exp.Expression:
+def _extract(part: str, expression: exp.Expr) -> exp.Expr:
     return exp.Extract(this=exp.var(part), expression=expression.copy())
 
 
-def _interval(amount: int, unit: str) -> exp.Expression:
+def _interval(amount: int, unit: str) -> exp.Expr:
     return exp.Interval(this=exp.Literal.string(str(amount)), unit=exp.var(unit))
 
 
-def _bucket(origin: exp.Expression, units: exp.Expression, step: int, unit: str) -> exp.Expression:
+def _bucket(origin: exp.Expr, units: exp.Expr, step: int, unit: str) -> exp.Expr:
     """``origin + floor(units / step) * step`` units."""
     steps = exp.Floor(
         this=exp.Div(this=exp.Cast(this=units, to=exp.DataType.build("double")), expression=exp.Literal.number(step))

@@ -8,36 +8,23 @@ the stored column with the query-time-zone bounds converted to UTC instants.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
-from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.modeling.model import DATE_OPERATORS
 from embedadmin.semantic.query.dates import format_local, local_to_utc, pad_end, pad_start
 from embedadmin.semantic.query.normalized import Contradiction, FilterCondition, FilterGroup, FilterNode
+from embedadmin.semantic.query.values import typed_value
 from embedadmin.semantic.sql.expressions import TIMESTAMPTZ, all_of, any_of, wrap
 
-_INTEGER = re.compile(r"^[-+]?\d{1,18}$")
-_DECIMAL = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 _LIKE_SPECIAL = re.compile(r"([\\%_])")
 _NEGATIVE_LIKE = {"notContains": "contains", "notStartsWith": "startsWith", "notEndsWith": "endsWith"}
 _LIKE = ("contains", "startsWith", "endsWith")
-# Operators whose values are bound as the member's type (typed_value); the others bind text or dates.
-TYPED_OPERATORS = ("equals", "notEquals", "in", "notIn", "gt", "gte", "lt", "lte")
-# The largest power of ten (either way) a number filter value may have: DuckDB binds a decimal beyond a double's
-# range as a double (1e-400 would become 0), so both databases read the same number only within it.
-MAX_EXPONENT = 300
-# The spellings of a boolean, bound as Python booleans; "1" and "0" stay text, which each database reads as the
-# column's type (a boolean, or the integer column a boolean dimension may stand for).
-_BOOLEAN_WORDS: dict[str, bool | str] = {"true": True, "t": True, "yes": True, "on": True, "1": "1"}
-_BOOLEAN_WORDS |= {"false": False, "f": False, "no": False, "off": False, "0": "0"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,44 +50,10 @@ class Parameters:
         self.origins: list[Origin | None] = []
         self.leaves = leaves or {}
 
-    def add(self, value: Any, origin: Origin | None = None) -> exp.Expression:
+    def add(self, value: Any, origin: Origin | None = None) -> exp.Expr:
         self.values.append(value)
         self.origins.append(origin)
         return exp.Parameter(this=exp.Literal.number(len(self.values)))
-
-
-def typed_value(value: str, member_type: str) -> Any:
-    """The Python value to bind for a filter value of a member of ``member_type``: a number or a boolean for
-    those types (a value that is neither is the client's error, 400, not the data source's), else the text."""
-    if member_type == "number":
-        text = value.strip()
-        if _INTEGER.match(text):
-            return int(text)
-        number = None
-        if _DECIMAL.match(text):
-            with contextlib.suppress(InvalidOperation):
-                number = Decimal(text)
-        if number is None:
-            raise QueryError(f"Invalid filter value '{value}': a number is expected")
-        if abs(number.adjusted()) > MAX_EXPONENT:
-            raise QueryError(f"Invalid filter value '{value}': the number is out of range")
-        return number
-    if member_type == "boolean":
-        known = _BOOLEAN_WORDS.get(value.strip().lower())
-        if known is None:
-            raise QueryError(f"Invalid filter value '{value}': a boolean is expected (true or false)")
-        return known
-    return value
-
-
-def check_typed_values(member: str, member_type: str, values: tuple[str | None, ...]) -> None:
-    """Refuse (400, naming ``member``) a value :func:`typed_value` cannot bind for a member of this type."""
-    for value in values:
-        if value is not None:
-            try:
-                typed_value(value, member_type)
-            except QueryError as exc:
-                raise QueryError(f"{exc.message} for {member}") from None
 
 
 def instant_text(local: str, zone: ZoneInfo) -> str:
@@ -129,9 +82,9 @@ class FilterCompiler:
         self,
         params: Parameters,
         zone: ZoneInfo,
-        member_sql: Callable[[str], exp.Expression],
+        member_sql: Callable[[str], exp.Expr],
         member_type: Callable[[str], str],
-        measure_filter: Callable[[str], exp.Expression],
+        measure_filter: Callable[[str], exp.Expr],
     ) -> None:
         self.params = params
         self.zone = zone
@@ -140,12 +93,12 @@ class FilterCompiler:
         self.measure_filter = measure_filter
         self._leaf: int | None = None  # the query filter leaf being compiled, if it is one
 
-    def _bind(self, index: int, how: str, arg: str, value: str | None) -> exp.Expression:
+    def _bind(self, index: int, how: str, arg: str, value: str | None) -> exp.Expr:
         """Bind filter value ``index`` of the current leaf (see :func:`bound_value`), recording its origin."""
         origin = Origin(self._leaf, index, how, arg) if self._leaf is not None else None
         return self.params.add(bound_value(how, arg, value, self.zone), origin)
 
-    def condition(self, node: FilterNode) -> exp.Expression:
+    def condition(self, node: FilterNode) -> exp.Expr:
         if isinstance(node, Contradiction):
             return exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(0))
         if isinstance(node, FilterGroup):
@@ -157,14 +110,14 @@ class FilterCompiler:
             return all_of(*parts) if node.kind == "and" else exp.Paren(this=any_of(*parts))
         return exp.Paren(this=self.leaf(node))
 
-    def leaf(self, node: FilterCondition) -> exp.Expression:
+    def leaf(self, node: FilterCondition) -> exp.Expr:
         outer, self._leaf = self._leaf, self.params.leaves.get(id(node))
         try:
             return self._leaf_condition(node)
         finally:
             self._leaf = outer
 
-    def _leaf_condition(self, node: FilterCondition) -> exp.Expression:
+    def _leaf_condition(self, node: FilterCondition) -> exp.Expr:
         operator = node.operator
         if operator == "measureFilter":
             return self.measure_filter(node.member)
@@ -188,24 +141,22 @@ class FilterCompiler:
             return self.like(column, kind, operator, values, negated=False)
         return self.like(column, kind, _NEGATIVE_LIKE[operator], values, negated=True)
 
-    def value(self, value: str | None, kind: str, index: int) -> exp.Expression:
+    def value(self, value: str | None, kind: str, index: int) -> exp.Expr:
         if kind == "time" and value is not None:
             return self._instant(index, "start", value)
         return self._bind(index, "typed", kind, value)
 
-    def _instant(self, index: int, how: str, value: str | None) -> exp.Expression:
+    def _instant(self, index: int, how: str, value: str | None) -> exp.Expr:
         return exp.Cast(this=self._bind(index, how, "", value), to=TIMESTAMPTZ.copy())
 
-    def instant(self, local: str) -> exp.Expression:
+    def instant(self, local: str) -> exp.Expr:
         """A local timestamp of the query time zone as a ``timestamptz`` parameter (UTC)."""
         return exp.Cast(this=self.params.add(instant_text(local, self.zone)), to=TIMESTAMPTZ.copy())
 
-    def membership(
-        self, column: exp.Expression, values: tuple[str | None, ...], kind: str, *, negated: bool
-    ) -> exp.Expression:
+    def membership(self, column: exp.Expr, values: tuple[str | None, ...], kind: str, *, negated: bool) -> exp.Expr:
         present = [(i, v) for i, v in enumerate(values) if v is not None]
         has_null = len(present) != len(values)
-        test: exp.Expression | None = None
+        test: exp.Expr | None = None
         if len(present) == 1:
             comparison = exp.NEQ if negated else exp.EQ
             test = comparison(this=column, expression=self.value(present[0][1], kind, present[0][0]))
@@ -224,15 +175,15 @@ class FilterCompiler:
         return test if test is not None else exp.false()
 
     def like(
-        self, column: exp.Expression, member_type: str, kind: str, values: tuple[str | None, ...], *, negated: bool
-    ) -> exp.Expression:
+        self, column: exp.Expr, member_type: str, kind: str, values: tuple[str | None, ...], *, negated: bool
+    ) -> exp.Expr:
         text = column if member_type == "string" else exp.Cast(this=column, to=exp.DataType.build("text"))
-        tests: list[exp.Expression] = []
+        tests: list[exp.Expr] = []
         has_null = any(v is None for v in values)
         for index, value in enumerate(values):
             if value is None:
                 continue
-            test: exp.Expression = exp.Escape(
+            test: exp.Expr = exp.Escape(
                 this=exp.ILike(this=text.copy(), expression=self._bind(index, "like", kind, value)),
                 expression=exp.Literal.string("\\"),
             )
@@ -246,13 +197,13 @@ class FilterCompiler:
         combined = any_of(*tests) if tests else exp.false()
         return any_of(combined, null_test) if has_null else combined
 
-    def date_condition(self, operator: str, column: exp.Expression, values: tuple[str | None, ...]) -> exp.Expression:
+    def date_condition(self, operator: str, column: exp.Expr, values: tuple[str | None, ...]) -> exp.Expr:
         last = 1 if len(values) > 1 and operator != "onTheDate" else 0
 
-        def start() -> exp.Expression:
+        def start() -> exp.Expr:
             return self._instant(0, "start", values[0])
 
-        def end() -> exp.Expression:
+        def end() -> exp.Expr:
             return self._instant(last, "end", values[last])
 
         if operator in ("inDateRange", "onTheDate"):

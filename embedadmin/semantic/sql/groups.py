@@ -7,7 +7,7 @@ provides ``renderer``, ``model``, ``where``, ``from_clause``, ``filters``, ``lea
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -25,6 +25,12 @@ from embedadmin.semantic.sql.rolling import (
     window_condition,
 )
 
+if TYPE_CHECKING:
+    from embedadmin.semantic.modeling.joins import JoinHint
+    from embedadmin.semantic.modeling.model import Member
+    from embedadmin.semantic.query.normalized import FilterNode
+    from embedadmin.semantic.sql.filters import FilterCompiler
+
 ROLLING = "__rolling__"  # the aggregation group of rolling-window measures
 
 
@@ -39,6 +45,16 @@ class GroupStatements:
     rolling_td: Any
     rolling_range: Any
 
+    if TYPE_CHECKING:  # provided by builder._Builder, which mixes this in
+
+        def member(self, name: str) -> Member: ...
+        def value_type(self, name: str) -> str: ...
+        def dependencies(self, member: Member) -> list[JoinHint]: ...
+        def from_clause(self, select: exp.Select, tree: JoinTree) -> exp.Select: ...
+        def leaf_aggregate(self, tree: JoinTree) -> Callable[[Measure], exp.Expr]: ...
+        def filters(self, member_sql: Callable[[str], exp.Expr]) -> FilterCompiler: ...
+        def where(self, select: exp.Select, *, skip: FilterNode | None = None) -> exp.Select: ...
+
     def grouped(
         self,
         tree: JoinTree,
@@ -48,7 +64,7 @@ class GroupStatements:
     ) -> tuple[exp.Select, list[ResultColumn]]:
         aggregate = self.leaf_aggregate(tree)
         leaf_column: dict[str, exp.Column] = {}
-        subqueries: list[exp.Expression] = []
+        subqueries: list[exp.Expr] = []
         ordered = sorted(groups.items(), key=lambda g: (g[0] != ROLLING, g[0] != ""))
         for index, (group, leaves) in enumerate(ordered):
             name = f"q_{index}"
@@ -71,7 +87,7 @@ class GroupStatements:
         else:
             outer = self.inner_joined(dimensions, subqueries)
 
-        def from_leaf(measure: Measure) -> exp.Expression:
+        def from_leaf(measure: Measure) -> exp.Expr:
             return leaf_column[measure.full_name].copy()
 
         columns = []
@@ -85,7 +101,7 @@ class GroupStatements:
         return outer, columns
 
     @staticmethod
-    def _same_dimensions(left: str, right: str, count: int) -> exp.Expression:
+    def _same_dimensions(left: str, right: str, count: int) -> exp.Expr:
         return all_of(
             *(
                 exp.NullSafeEQ(this=exp.column(f"d_{i}", table=left), expression=exp.column(f"d_{i}", table=right))
@@ -93,7 +109,7 @@ class GroupStatements:
             )
         )
 
-    def inner_joined(self, dimensions: list[SelectItem], subqueries: list[exp.Expression]) -> exp.Select:
+    def inner_joined(self, dimensions: list[SelectItem], subqueries: list[exp.Expr]) -> exp.Select:
         """Groups over the same rows have the same dimension values: join them on those (Cube's way)."""
         outer = exp.select(
             *(aliased(exp.column(f"d_{i}", table="q_0"), quoted(d.alias)) for i, d in enumerate(dimensions))
@@ -107,12 +123,12 @@ class GroupStatements:
                 outer.append("joins", exp.Join(this=subquery, kind="CROSS"))
         return outer
 
-    def union_of_keys(self, dimensions: list[SelectItem], subqueries: list[exp.Expression]) -> exp.Select:
+    def union_of_keys(self, dimensions: list[SelectItem], subqueries: list[exp.Expr]) -> exp.Select:
         """Rolling windows give buckets the other groups may lack (and the reverse): every group is a CTE, left
         joined to the union of their dimension values (no FULL JOIN: PostgreSQL refuses one on IS NOT DISTINCT FROM)."""
         names = [f"q_{i}" for i in range(len(subqueries))]
         columns = [f"d_{i}" for i in range(len(dimensions))]
-        keys: exp.Expression = exp.select(*columns).from_(names[0])
+        keys: exp.Expr = exp.select(*columns).from_(names[0])
         for name in names[1:]:
             keys = exp.union(keys, exp.select(*columns).from_(name), distinct=True, copy=False)
         outer = exp.select(
@@ -127,13 +143,13 @@ class GroupStatements:
             outer = outer.with_(name, as_=subquery.this, copy=False)
         return outer
 
-    def outer_measure(self, name: str, from_leaf: Callable[[Measure], exp.Expression]) -> exp.Expression:
+    def outer_measure(self, name: str, from_leaf: Callable[[Measure], exp.Expr]) -> exp.Expr:
         expression = self.renderer.measure(self.member(name), from_leaf)
         if any(not col.table.startswith("q_") for col in expression.find_all(exp.Column)):
             raise QueryError(f"'{name}' mixes measures and columns; it cannot be computed over a fan-out join")
         return expression
 
-    def main_group(self, tree: JoinTree, dimensions: list[SelectItem], measures: list[exp.Expression]) -> exp.Select:
+    def main_group(self, tree: JoinTree, dimensions: list[SelectItem], measures: list[exp.Expr]) -> exp.Select:
         select = exp.select(*(aliased(d.build(), f"d_{i}") for i, d in enumerate(dimensions)), *measures)
         select = self.where(self.from_clause(select, tree))
         if dimensions:
@@ -193,7 +209,7 @@ class GroupStatements:
         self,
         tree: JoinTree,
         dimensions: list[SelectItem],
-        measures: list[exp.Expression],
+        measures: list[exp.Expr],
         cube: str,
         leaves: list[Measure],
     ) -> exp.Select:

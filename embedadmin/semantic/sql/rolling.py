@@ -62,7 +62,7 @@ def buckets(
     return result
 
 
-def series_source(series: list[tuple[datetime, datetime]]) -> exp.Expression:
+def series_source(series: list[tuple[datetime, datetime]]) -> exp.Expr:
     """``(VALUES (...), ...) AS series(date_from, date_to)``."""
     rows = [exp.Tuple(expressions=[_timestamp(start), _timestamp(end)]) for start, end in series]
     return exp.Values(
@@ -73,11 +73,11 @@ def series_source(series: list[tuple[datetime, datetime]]) -> exp.Expression:
     )
 
 
-def _timestamp(moment: datetime) -> exp.Expression:
+def _timestamp(moment: datetime) -> exp.Expr:
     return exp.Cast(this=exp.Literal.string(format_local(moment)), to=TIMESTAMP.copy())
 
 
-def _shift(value: exp.Expression, interval_text: str, sign: int) -> exp.Expression:
+def _shift(value: exp.Expr, interval_text: str, sign: int) -> exp.Expr:
     interval = parse_interval(interval_text)
     shifted = value
     for unit, amount in interval.parts:
@@ -86,7 +86,7 @@ def _shift(value: exp.Expression, interval_text: str, sign: int) -> exp.Expressi
     return shifted
 
 
-def window_condition(window: RollingWindow, time: exp.Expression) -> exp.Expression:
+def window_condition(window: RollingWindow, time: exp.Expr) -> exp.Expr:
     """The rows of one bucket (columns ``series.date_from``/``series.date_to``) for ``window``."""
     date_from = exp.column("date_from", table="series")
     date_to = exp.column("date_to", table="series")
@@ -96,10 +96,10 @@ def window_condition(window: RollingWindow, time: exp.Expression) -> exp.Express
         return all_of(exp.GTE(this=time.copy(), expression=start), exp.LTE(this=time.copy(), expression=date_to))
     anchor_end = window.offset == "end"
     anchor = date_to if anchor_end else date_from
-    conditions = []
+    conditions: list[exp.Expr] = []
     if window.trailing != "unbounded":
         lower = _shift(anchor.copy(), window.trailing, -1) if window.trailing else anchor.copy()
-        comparison = exp.GT if anchor_end else exp.GTE
+        comparison: type[exp.Binary] = exp.GT if anchor_end else exp.GTE
         conditions.append(comparison(this=time.copy(), expression=lower))
     if window.leading != "unbounded":
         upper = _shift(anchor.copy(), window.leading, +1) if window.leading else anchor.copy()
@@ -135,7 +135,7 @@ def _subtract(moment: datetime, interval_text: str | None, sign: int = -1) -> da
     return moment + relativedelta(months=sign * interval.months, seconds=sign * interval.seconds)
 
 
-def row_value(renderer: Renderer, measure: Measure) -> exp.Expression:
+def row_value(renderer: Renderer, measure: Measure) -> exp.Expr:
     """What each row contributes to a rolling measure (aggregated per bucket by :func:`bucket_aggregate`)."""
     if measure.type in ("number", "string", "time", "boolean"):
         raise QueryError(f"rolling_window measure '{measure.full_name}' must aggregate (count, sum, avg, min, max...)")
@@ -148,7 +148,7 @@ def row_value(renderer: Renderer, measure: Measure) -> exp.Expression:
     return value if condition is None else exp.Case().when(condition, value)
 
 
-def bucket_aggregate(measure: Measure, value: exp.Expression) -> exp.Expression:
+def bucket_aggregate(measure: Measure, value: exp.Expr) -> exp.Expr:
     if measure.type in ("count_distinct", "count_distinct_approx"):
         return exp.Count(this=exp.Distinct(expressions=[value]))
     function = {"count": exp.Count, "sum": exp.Sum, "avg": exp.Avg, "min": exp.Min, "max": exp.Max}[measure.type]

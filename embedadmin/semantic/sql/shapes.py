@@ -1,9 +1,10 @@
 """One compiled statement for every query of the same *shape*: the same query but for its filter values.
 
 A dashboard filter sends the same query again and again with another value, and compiling it (a sqlglot
-tree, then its text) costs far more than binding new values. Every filter value is a bound parameter (:mod:`.filters`), so
-the statement's text depends on a filter's values only through how many there are and which are null. The
-builder records, for each parameter, the filter value it was bound from and how (``CompiledQuery.origins``).
+tree, then its text) costs far more than binding new values. Every filter value is a bound parameter
+(:mod:`.filters`), so the statement's text depends on a filter's values only through how many there are and
+which are null. The builder records, for each parameter, the filter value it was bound from and how
+(``CompiledQuery.origins``).
 A query of a known shape is then :func:`rebind` of the statement compiled for another query of that shape:
 the same text, with each recorded parameter bound again from the new query's values by the same function
 (``filters.bound_value``).
