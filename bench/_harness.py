@@ -14,6 +14,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -236,6 +237,7 @@ class RunResult:
     latencies_ms: list[float]
     steal: StealMonitor | None = None
     spans: list[tuple[float, float]] | None = None  # each request's (due or sent, answered), perf_counter
+    quantiles: dict[float, float] | None = None  # given by a load generator that keeps no latencies (wrk)
 
     def steal_line(self, slow_ms: float) -> str:
         """The VM's steal during the run, and how many of the requests slower than ``slow_ms`` overlapped a burst
@@ -259,13 +261,15 @@ class RunResult:
         return self.requests / self.seconds
 
     def pct(self, q: float) -> float:
+        if self.quantiles is not None:
+            return self.quantiles[q]
         return pct(self.latencies_ms, q)
 
     def line(self) -> str:
+        mean = f"mean {statistics.fmean(self.latencies_ms):6.2f} ms   " if self.latencies_ms else ""
         return (
             f"{self.label:<38} {self.rate:8.1f} req/s   p50 {self.pct(0.50):6.2f} ms   "
-            f"p99 {self.pct(0.99):6.2f} ms   mean {statistics.fmean(self.latencies_ms):6.2f} ms   "
-            f"errors {self.errors}/{self.requests}"
+            f"p99 {self.pct(0.99):6.2f} ms   {mean}errors {self.errors}/{self.requests}"
         )
 
     def as_dict(self) -> dict:
@@ -344,3 +348,86 @@ def run_rate(
 
 def json_body(payload: dict) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode()
+
+
+WRK_SCRIPT = """
+local template, n, method, path, headers = TEMPLATE, FIRST, METHOD, PATH, {}
+HEADERS
+errors = 0
+local threads = {}
+setup = function(thread) table.insert(threads, thread) end
+request = function()
+  local body = template
+  if string.find(template, "{N}", 1, true) then
+    body = string.gsub(template, "{N}", string.format("%.2f", (n % 50000) / 100))
+    n = n + 1
+  end
+  return wrk.format(method, path, headers, body)
+end
+response = function(status, _headers, body)
+  if status ~= 200 or string.sub(body, 1, 9) == '{"error":' then errors = errors + 1 end
+end
+done = function(summary, latency, _requests)
+  local answered_errors = 0
+  for _, thread in ipairs(threads) do answered_errors = answered_errors + thread:get("errors") end
+  io.write(string.format("WRK %d %d %f %f %f\\n", summary.requests, answered_errors + summary.errors.connect
+    + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    summary.duration / 1e6, latency:percentile(50) / 1e3, latency:percentile(99) / 1e3))
+end
+"""
+
+
+def wrk_run(
+    label: str,
+    *,
+    port: int,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: str = "",
+    first: int = 0,
+    clients: int = 16,
+    seconds: float = 8.0,
+) -> RunResult:
+    """Closed loop with ``wrk`` (C, one thread): a load generator that leaves the CPU to the servers under test,
+    where the Python one of :func:`run_load` tops out near what one core can send. ``{N}`` in ``body`` becomes a
+    new threshold (``first``, ``first + 1``... as ``n % 50000 / 100``) in every request. wrk keeps no
+    per-request latencies: the result carries its p50 and p99."""
+    script = (
+        WRK_SCRIPT.replace("TEMPLATE", json.dumps(body))
+        .replace("FIRST", str(first))
+        .replace("METHOD", json.dumps(method))
+        .replace("PATH", json.dumps(path))
+        .replace("HEADERS", "\n".join(f"headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items()))
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        handle.write(script)
+    try:
+        with StealMonitor() as steal:
+            done = subprocess.run(
+                [
+                    "wrk",
+                    "-t1",
+                    f"-c{clients}",
+                    f"-d{max(1, round(seconds))}s",
+                    "-s",
+                    handle.name,
+                    f"http://127.0.0.1:{port}",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+    finally:
+        os.unlink(handle.name)
+    summary = next(line for line in done.stdout.splitlines() if line.startswith("WRK "))
+    requests, errors, duration, p50, p99 = summary.split()[1:]
+    return RunResult(
+        label=label,
+        requests=int(requests),
+        errors=int(errors),
+        seconds=float(duration),
+        latencies_ms=[],
+        steal=steal,
+        quantiles={0.5: float(p50), 0.99: float(p99)},
+    )

@@ -13,12 +13,15 @@ floor both stand on.
   Added latency = p50 minus the direct SQL's p50.
 - hit: one query repeated (a cached result), interleaved the same way.
 - meta: ``/v1/meta`` of the demo model; then, with Cube restarted on it, of a generated 200-cube model.
-- throughput: closed loop at ``--clients`` clients, ours and Cube's alternating, misses and hits.
+- throughput: closed loop at ``--clients`` clients with ``wrk`` (a C load generator, so that the client does not
+  take the CPU the servers need), ours and Cube's alternating, misses and hits.
 
 Each sequential measurement is repeated ``--repeats`` times; a ratio is printed as the median of the repetitions'
 ratios with their range.
 
     .venv/bin/python bench/core_api.py [--orders 100000] [--requests 300] [--repeats 5] [--clients 16] [--json]
+
+It needs the Cube peer (``../shared/cube-peer/setup.sh ../cube-peer-run``) and ``wrk``; ``make bench`` installs both.
 
 Targets (issue 14), as ratios to Cube: a miss <= 0.5x and its added latency <= 0.5x Cube's; a hit <= 0.25x;
 ``/v1/meta`` <= 1.0x; throughput >= 3x Cube's on misses and >= 10x on hits, with one worker.
@@ -33,7 +36,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -55,9 +58,9 @@ from _harness import (
     manage,
     pct,
     print_steal,
-    run_load,
     server_env,
     start_server,
+    wrk_run,
 )
 from cube_peer import CubePeer, DuckDBSource, available
 
@@ -174,18 +177,6 @@ def http(port: int, method: str, path: str, headers: dict[str, str], body: bytes
         return json.loads(response.read())
 
 
-def miss_maker(base: str, auth: dict[str, str], counter: Iterator[int]) -> Callable[[int], Request]:
-    def make(_i: int) -> Request:
-        return "POST", f"{base}/load", auth, json_body({"query": miss_query(next(counter)), "queryType": "multi"})
-
-    return make
-
-
-def hit_maker(base: str, auth: dict[str, str]) -> Callable[[int], Request]:
-    body = json_body({"query": HIT_QUERY, "queryType": "multi"})
-    return lambda _i: ("POST", f"{base}/load", auth, body)
-
-
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}x [{min(values):.2f}-{max(values):.2f}]"
 
@@ -196,7 +187,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300, help="requests per target in each repetition")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--clients", type=int, default=16, help="clients in the throughput runs")
-    parser.add_argument("--throughput-requests", type=int, default=2000)
+    parser.add_argument("--throughput-seconds", type=float, default=8.0, help="length of each closed-loop run")
     parser.add_argument("--port", type=int, default=4098)
     parser.add_argument("--cube-port", type=int, default=4100)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
@@ -309,29 +300,45 @@ def main() -> None:
         figures["sequential_p50_ms"] = sequential
         figures["sequential_steal_pct"] = round(steal.mean * 100, 1)
 
+        # Closed loop with wrk (C): the Python load generator would need a core of its own at these rates.
         throughput: dict[str, dict[str, list[float]]] = {"miss": {}, "hit": {}}
-        counter = iter(range(10_000, 40_000))  # thresholds no sequential request asked
+        miss_template = json.dumps(
+            {
+                "query": {**miss_query(0), "filters": [{**miss_query(0)["filters"][0], "values": ["{N}"]}]},
+                "queryType": "multi",
+            }
+        )
+        hit_body = json.dumps({"query": HIT_QUERY, "queryType": "multi"})
+        runs_done = 0
         for kind in ("miss", "hit"):
             for repeat in range(3):
                 for name in ("ours /d/{id}", "Cube"):
                     port, base, auth = targets_of[name]
-                    make = miss_maker(base, auth, counter) if kind == "miss" else hit_maker(base, auth)
-                    result = run_load(
+                    first = 10_000 + runs_done * 5_000  # thresholds no other request asks (5,000 per run at most)
+                    runs_done += 1
+                    result = wrk_run(
                         f"{name} {kind} {args.clients} clients #{repeat + 1}",
                         port=port,
+                        method="POST",
+                        path=f"{base}/load",
+                        headers=auth,
+                        body=miss_template if kind == "miss" else hit_body,
+                        first=first,
                         clients=args.clients,
-                        total=args.throughput_requests,
-                        make=make,
+                        seconds=args.throughput_seconds,
                     )
                     runs.append(result)
                     if result.errors:
                         raise SystemExit(f"{result.label}: {result.errors} errors")
+                    if kind == "miss" and result.requests > 5_000:
+                        raise SystemExit(f"{result.label}: more than 5,000 requests would repeat thresholds")
                     throughput[kind].setdefault(name, []).append(result.rate)
         figures["throughput_rps"] = throughput
         cube.stop()
 
         # /v1/meta of a 200-cube model: Cube restarted on it.
-        cube = CubePeer(model_dir=wide_model, source=DuckDBSource(dataset), port=args.cube_port)
+        # A port of its own: the first peer's port may still be held a moment after it stopped.
+        cube = CubePeer(model_dir=wide_model, source=DuckDBSource(dataset), port=args.cube_port + 1)
         cube.start()
         wide_cube_auth = {"Authorization": cube.token(ADMIN)}
         wide_targets: dict[str, Target] = {
@@ -340,7 +347,7 @@ def main() -> None:
                 lambda _i: ("GET", f"/d/{wide['deploymentId']}/cubejs-api/v1/meta", wide_auth, b""),
             ),
             "Cube": (
-                args.cube_port,
+                cube.port,
                 lambda _i: ("GET", "/cubejs-api/v1/meta", wide_cube_auth, b""),
             ),
         }

@@ -7,6 +7,7 @@ import logging
 from django.conf import settings
 from django.contrib.auth import middleware as django_auth
 from django.contrib.messages import middleware as django_messages
+from django.contrib.messages.storage import default_storage
 from django.contrib.sessions import middleware as django_sessions
 from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest, HttpResponse
@@ -15,6 +16,7 @@ from django.middleware import common as django_common
 from django.middleware import csrf as django_csrf
 from django.middleware import security as django_security
 from django.utils.deprecation import MiddlewareMixin
+from django.utils.functional import SimpleLazyObject, empty
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 from embedadmin.core.errors import client_error, json_error
@@ -121,6 +123,22 @@ SessionMiddleware = _sync_only(django_sessions.SessionMiddleware)
 CommonMiddleware = _sync_only(django_common.CommonMiddleware)
 CsrfViewMiddleware = _sync_only(django_csrf.CsrfViewMiddleware)
 AuthenticationMiddleware = _sync_only(django_auth.AuthenticationMiddleware)
-MessageMiddleware = _sync_only(django_messages.MessageMiddleware)
+
+
+class _LazyMessageMiddleware(django_messages.MessageMiddleware):
+    """Django's message middleware, building a request's message storage (a cookie signer among other things)
+    only when something reads or adds a message: the panel does, the APIs never do."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        request._messages = SimpleLazyObject(lambda: default_storage(request))  # type: ignore[attr-defined]
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        messages = getattr(request, "_messages", None)
+        if isinstance(messages, SimpleLazyObject) and messages._wrapped is empty:
+            return response  # never used: nothing to store
+        return super().process_response(request, response)
+
+
+MessageMiddleware = _sync_only(_LazyMessageMiddleware)
 XFrameOptionsMiddleware = _sync_only(django_clickjacking.XFrameOptionsMiddleware)
 ApiErrorMiddleware.async_capable = False

@@ -18,12 +18,24 @@ import uuid
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from django.core.cache import cache
+from django.core.cache import BaseCache, caches
 from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
 V = TypeVar("V")
+
+_per_thread = threading.local()
+
+
+def thread_cache() -> BaseCache:
+    """This thread's instance of Django's default cache: the one ``django.core.cache.cache`` resolves to, without
+    the process-wide lock that proxy takes on every call (asgiref's ``Local``), which every request thread would
+    otherwise queue on for each read on a hot path."""
+    backend: BaseCache | None = getattr(_per_thread, "cache", None)
+    if backend is None:
+        backend = _per_thread.cache = caches["default"]
+    return backend
 
 
 class SharedVersion:
@@ -36,10 +48,11 @@ class SharedVersion:
         """The version now. Read it before the rows it guards: a write committed in between then makes the
         copy stale rather than the version. An unreachable cache gives a version no copy has."""
         try:
-            value = cache.get(self.key)
+            backend = thread_cache()
+            value = backend.get(self.key)
             if value is None:
-                cache.add(self.key, uuid.uuid4().hex, None)
-                value = cache.get(self.key)
+                backend.add(self.key, uuid.uuid4().hex, None)
+                value = backend.get(self.key)
         except Exception:
             logger.warning("cache unavailable: reading %s afresh", self.key, exc_info=True)
             value = None
@@ -54,7 +67,7 @@ class SharedVersion:
 
     def _move_on(self) -> None:
         try:
-            cache.set(self.key, uuid.uuid4().hex, None)
+            thread_cache().set(self.key, uuid.uuid4().hex, None)
         except Exception:
             logger.warning("cache unavailable: %s not moved on", self.key, exc_info=True)
 

@@ -57,8 +57,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import BaseCache
-from django.core.cache import cache as default_cache
 
+from embedadmin.core.versions import thread_cache
 from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult
 
 logger = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ class QueryRunner:
         poll_max_s: float = 0.05,
         namespace: str = "semantic",
     ) -> None:
-        self._cache = cache if cache is not None else default_cache
+        self._given = cache
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="semantic-query")
         self.result_ttl_s = result_ttl_s
         self.job_result_ttl_s = job_result_ttl_s
@@ -131,38 +131,41 @@ class QueryRunner:
         self._local: dict[str, Future[_Outcome]] = {}
         self._local_lock = threading.Lock()
 
+    def _backend(self) -> BaseCache:
+        return self._given if self._given is not None else thread_cache()
+
     # -- the cache, tolerant of a backend that is down -----------------------------------------------
 
     def _get(self, key: str) -> Any:
         try:
-            return self._cache.get(f"{self._namespace}:{key}")
+            return self._backend().get(f"{self._namespace}:{key}")
         except Exception:
             logger.warning("result cache unavailable (get)", exc_info=True)
             return None
 
     def _set(self, key: str, value: Any, timeout: float) -> None:
         try:
-            self._cache.set(f"{self._namespace}:{key}", value, _seconds(timeout))
+            self._backend().set(f"{self._namespace}:{key}", value, _seconds(timeout))
         except Exception:
             logger.warning("result cache unavailable (set)", exc_info=True)
 
     def _has(self, key: str) -> bool:
         try:
-            return bool(self._cache.has_key(f"{self._namespace}:{key}"))
+            return bool(self._backend().has_key(f"{self._namespace}:{key}"))
         except Exception:
             logger.warning("result cache unavailable (has_key)", exc_info=True)
             return False
 
     def _add(self, key: str, value: Any, timeout: float) -> bool:
         try:
-            return bool(self._cache.add(f"{self._namespace}:{key}", value, _seconds(timeout)))
+            return bool(self._backend().add(f"{self._namespace}:{key}", value, _seconds(timeout)))
         except Exception:
             logger.warning("result cache unavailable (add): running the query without a job registry")
             return True
 
     def _set_many(self, values: dict[str, Any], timeout: float) -> None:
         try:
-            self._cache.set_many({f"{self._namespace}:{k}": v for k, v in values.items()}, _seconds(timeout))
+            self._backend().set_many({f"{self._namespace}:{k}": v for k, v in values.items()}, _seconds(timeout))
         except Exception:
             logger.warning("result cache unavailable (set_many)", exc_info=True)
 
@@ -171,7 +174,7 @@ class QueryRunner:
         a key whose stamp the cache does not hold is left out."""
         names = {f"{self._namespace}:stamp:{key}": key for key in keys}
         try:
-            found = self._cache.get_many(list(names))
+            found = self._backend().get_many(list(names))
         except Exception:
             logger.warning("result cache unavailable (get_many)", exc_info=True)
             return {}
