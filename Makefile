@@ -78,7 +78,8 @@ format: venv
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
 
 bench: venv
-	@eval "$$(bash scripts/test-services.sh)" && $(PY) bench/generate_session.py && $(PY) bench/core_api.py && $(PY) bench/chat.py
+	@eval "$$(bash scripts/test-services.sh)" && bash scripts/bench-tools.sh && \
+	$(PY) bench/generate_session.py && $(PY) bench/core_api.py && $(PY) bench/chat.py
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache .mypy_cache .import_linter_cache
