@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -351,15 +352,15 @@ def json_body(payload: dict) -> bytes:
 
 
 WRK_SCRIPT = """
-local template, n, method, path, headers = TEMPLATE, FIRST, METHOD, PATH, {}
-HEADERS
+local template, n, method, path, headers = @TEMPLATE@, @FIRST@, @METHOD@, @PATH@, {}
+@HEADERS@
 errors = 0
 local threads = {}
 setup = function(thread) table.insert(threads, thread) end
 request = function()
   local body = template
   if string.find(template, "{N}", 1, true) then
-    body = string.gsub(template, "{N}", string.format("%.2f", (n % 50000) / 100))
+    body = string.gsub(template, "{N}", @VALUE@)
     n = n + 1
   end
   return wrk.format(method, path, headers, body)
@@ -386,20 +387,23 @@ def wrk_run(
     headers: dict[str, str],
     body: str = "",
     first: int = 0,
+    value: str = 'string.format("%.2f", (n % 50000) / 100)',
     clients: int = 16,
     seconds: float = 8.0,
 ) -> RunResult:
     """Closed loop with ``wrk`` (C, one thread): a load generator that leaves the CPU to the servers under test,
-    where the Python one of :func:`run_load` tops out near what one core can send. ``{N}`` in ``body`` becomes a
-    new threshold (``first``, ``first + 1``... as ``n % 50000 / 100``) in every request. wrk keeps no
-    per-request latencies: the result carries its p50 and p99."""
-    script = (
-        WRK_SCRIPT.replace("TEMPLATE", json.dumps(body))
-        .replace("FIRST", str(first))
-        .replace("METHOD", json.dumps(method))
-        .replace("PATH", json.dumps(path))
-        .replace("HEADERS", "\n".join(f"headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items()))
-    )
+    where the Python one of :func:`run_load` tops out near what one core can send. ``{N}`` in ``body`` becomes
+    ``value``, a Lua expression of the request's number ``n`` (``first``, ``first + 1``...; by default a threshold
+    ``n % 50000 / 100``). wrk keeps no per-request latencies: the result carries its p50 and p99."""
+    fills = {
+        "@TEMPLATE@": json.dumps(body),
+        "@FIRST@": str(first),
+        "@VALUE@": value,
+        "@METHOD@": json.dumps(method),
+        "@PATH@": json.dumps(path),
+        "@HEADERS@": "\n".join(f"headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items()),
+    }
+    script = re.sub("|".join(fills), lambda m: fills[m.group(0)], WRK_SCRIPT)
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
     try:
