@@ -1,40 +1,8 @@
-"""Cached query results, and queries that outlive the request that started them ("Continue wait").
+"""Cached query results, Cube's cache modes, and queries that outlive their request ("Continue wait").
 
-Results live in Django's cache (local memory in the embedded install, Redis when ``REDIS_URL`` is set)
-under :func:`result_cache_key`: the data source, the compiled SQL, its parameters and the caller's
-security context. A result is *fresh* for ``refresh_every_s`` seconds (Cube's ``refresh_key.every``)
-and kept, stale, for ``result_ttl_s`` after that. :meth:`QueryRunner.load` honours Cube's cache modes:
-
-``stale-if-slow`` (the default)
-    Fresh result: served. Otherwise the query runs; if it finishes within the wait, its rows are
-    served; if not, the stale result is served (``stale=True``, Cube's ``slowQuery``) when there is
-    one, else :class:`ContinueWait`.
-``stale-while-revalidate``
-    Fresh result: served. Stale result: served at once, while the query runs in the background to
-    refresh the cache. No result: as ``must-revalidate``.
-``must-revalidate``
-    Fresh result: served. Otherwise the query runs and its rows are served, never stale ones; a
-    query slower than the wait answers :class:`ContinueWait`.
-``no-cache``
-    The cache is not read: the query runs afresh (or the request joins the identical query that is
-    running, or the finished one it is the repeat of after a Continue wait). Its rows refresh the cache.
-
-Queries run on a pool of worker threads. A query still running when the wait ends keeps running:
-the request answers :class:`ContinueWait`, and a repeat of it re-attaches to the same job instead of
-starting another. The job registry is in the same cache, so with Redis it spans processes:
-
-- ``job:<key>`` holds the id of the job for that key; ``cache.add`` (Redis ``SET NX``) makes exactly
-  one process the owner. It lives for the query timeout plus a margin, so the job of a process that
-  died is forgotten and the next request starts afresh.
-- the owner writes the rows and their ``stamp:<key>`` (when they were read) to the result cache, then
-  ``outcome:<job id>`` (rows or error), and keeps ``job:<key>`` pointing at the finished job for
-  ``job_result_ttl_s``: the repeat of a request that answered Continue wait takes that outcome. A
-  ``no-cache`` request takes it only when it is such a repeat (``waited:<job id>``); otherwise it runs the
-  query again.
-- requests in the owner's process wait on the job's future; others poll ``outcome:<job id>``.
-
-``stamps`` tells whether results are still the latest written for their keys: an answer made of them
-(``serving/answers.py``) may be given again only while they are.
+Results, the job registry that lets a repeated request re-attach to a running query, and each result's stamp
+(when it was read, which kept answers check) live in Django's cache, so with Redis they span processes. The
+modes and the registry are described in ``docs/core-data-api.md`` ("Result cache and Continue wait").
 """
 
 from __future__ import annotations
