@@ -1,5 +1,6 @@
 """Across processes with real Redis: a second web process (uvicorn) resubscribes to a run executing in
-this process and aborts it; the run hears the abort through Redis, both streams end."""
+this process and aborts it; the run hears the abort through Redis, both streams end. Concurrent resends of an
+answered message to two web processes replay it and write nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 import httpx
 import pytest
 
+from embedadmin.chat.models import Run, ThreadEvent
 from embedadmin.chat.runtime import get_runtime
 from tests.asgi_server import uvicorn_server
 from tests.chat.conftest import SESSION, Gate, LiveStream, tools_with, wait_for
@@ -75,3 +77,33 @@ def test_resubscribe_and_abort_reach_a_run_in_another_process(chat, redis_url, s
     assert there_lines[0]["state"]["isStreaming"] is True
     assert there_lines[1:] == here_lines[1:]
     assert [line["id"] for line in here_lines[-3:]] == ["__state__", "__aborted__", "__usage__"]
+
+
+@pytest.fixture
+def third_process(redis_url, on_postgres):
+    with uvicorn_server(REDIS_URL=redis_url) as base:
+        yield base
+
+
+def test_concurrent_resends_to_two_processes_replay_the_answer_and_write_nothing(
+    chat, redis_url, second_process, third_process
+):
+    body = {"input": "q", "messageId": "1700000000101-message", "sessionSettings": SESSION}
+    first = chat.stream(body)
+    assert get_runtime().wait_idle(timeout=15)
+    events = ThreadEvent.objects.count()
+    resend = {**body, "chatId": first.chat_id}
+
+    async def resend_to(base: str) -> tuple[int, list[dict]]:
+        async with httpx.AsyncClient(base_url=base, timeout=20) as client:
+            response = await client.post(chat.stream_url, json=resend, headers=chat.key_headers())
+            return response.status_code, [json.loads(line) for line in response.text.splitlines() if line]
+
+    async def scenario():
+        return await asyncio.gather(*(resend_to(base) for base in [second_process, third_process] * 6))
+
+    replays = asyncio.run(scenario())
+
+    assert [status for status, _ in replays] == [200] * 12
+    assert all(lines[1:] == first.lines[1:] for _, lines in replays)
+    assert (Run.objects.count(), ThreadEvent.objects.count()) == (1, events)

@@ -198,3 +198,36 @@ def test_a_response_tailing_a_run_whose_process_dies_ends_with_the_error(chat, m
     assert time.monotonic() - started < 4
     assert [line["id"] for line in replay.lines] == ["__cutoff__", "__state__", "__error__", "__usage__"]
     assert replay.lines[0]["state"]["isStreaming"] is True
+
+
+def test_a_resent_message_with_another_input_is_400_and_writes_nothing(chat):
+    body = {"input": "q", "messageId": "1700000000004-message", "sessionSettings": SESSION}
+    first = chat.stream(body)
+    events = ThreadEvent.objects.count()
+
+    response = chat.post(chat.stream_url, {**body, "chatId": first.chat_id, "input": "another question"})
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "messageId 1700000000004-message was already sent in this thread with another input"
+    }
+    assert (Run.objects.count(), ThreadEvent.objects.count()) == (1, events)
+
+
+def test_resends_after_the_run_ended_replay_it_and_write_nothing(chat):
+    body = {"input": "q", "messageId": "1700000000005-message", "sessionSettings": SESSION}
+    first = chat.stream(body)
+    events = ThreadEvent.objects.count()
+    resend = {**body, "chatId": first.chat_id}
+
+    async def one():
+        return await read_response(await chat.apost(chat.stream_url, resend))
+
+    async def scenario():
+        return await asyncio.gather(*(one() for _ in range(8)))
+
+    replays = asyncio.run(scenario())
+
+    assert {replay.status for replay in replays} == {200}
+    assert all(replay.lines[1:] == first.lines[1:] for replay in replays)
+    assert (Run.objects.count(), ThreadEvent.objects.count()) == (1, events)

@@ -20,7 +20,7 @@ from django.utils import timezone
 from embedadmin.chat import events, selectors
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
 from embedadmin.chat.models import Run, Thread, ThreadEvent
-from embedadmin.core.errors import Conflict
+from embedadmin.core.errors import BadRequest, Conflict
 from embedadmin.core.prepared import PreparedInsert, PreparedQuery
 
 # A running run refreshes its heartbeat this often; one silent for STALE_AFTER lost its process.
@@ -82,7 +82,8 @@ def run_start(
     """Start answering ``question`` in ``thread``, or re-attach to the run of the same ``message_id``.
 
     Under a short lock of the thread row: a run with this ``messageId`` is re-attached to (while it
-    streams) or replayed (once it ended) and no second answer is produced; another running run refuses
+    streams) or replayed (once it ended) and nothing is written (the same ``messageId`` with another input is
+    a 400); another running run refuses
     the message (409 ``Streaming for thread is in progress``) unless its process died. Otherwise the run
     and the user's message are logged, and the run is handed to ``runtime`` once committed.
     """
@@ -92,6 +93,8 @@ def run_start(
         if message_id is not None:
             same = _RUN_OF_MESSAGE.first(thread.pk, message_id)
             if same is not None:
+                if same.input != question:
+                    raise BadRequest(f"messageId {message_id} was already sent in this thread with another input")
                 if same.status == Run.Status.RUNNING and heartbeat_stale(same.heartbeat_at, now):
                     _run_end_locked(
                         run=same, outcome=Run.Status.FAILED, now=now, bus=bus, error_message=RUN_LOST_MESSAGE
