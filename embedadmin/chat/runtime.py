@@ -19,7 +19,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -38,9 +38,10 @@ from embedadmin.chat.providers.base import (
     ProviderUnavailable,
     ThinkingDelta,
 )
-from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools
+from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools, dimension_values
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.query.dates import resolve_timezone
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +122,13 @@ class RunExecution:
         await self._append(tool_id, frame(result))
         return result
 
+    async def lookup_values(self, cube: str, dimension: str, candidates: Sequence[str]) -> list[str]:
+        """What providers call to find values in the data, off the loop, for the run's user; nothing is logged."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None, releasing_connection, dimension_values, self.tool_context, cube, dimension, candidates
+        )
+
     async def _produce(self) -> None:
         """Run the provider to the end and log the final answer."""
         answer_id = f"{self.run.message_id}-answer"
@@ -133,6 +141,8 @@ class RunExecution:
             tool_specs=self.tools.specs(),
             call_tool=self.call_tool,
             cancel=self.cancel,
+            timezone=viewer_timezone(self.tool_context.query_context.security_context),
+            lookup_values=self.lookup_values,
         )
         async for event in self.provider.stream(request):
             if isinstance(event, ThinkingDelta | ContentDelta):
@@ -210,6 +220,17 @@ class RunExecution:
         await self._db(
             services.run_end, run=self.run, outcome=outcome, bus=self.bus, error_message=error_message, usage=usage
         )
+
+
+def viewer_timezone(security_context: dict[str, Any] | None) -> str:
+    """The viewer's time zone: the ``timezone`` claim of their security context when it names one, else UTC."""
+    claimed = (security_context or {}).get("timezone")
+    if isinstance(claimed, str):
+        try:
+            return resolve_timezone(claimed).key
+        except Exception:  # an unknown zone: dates are read in UTC
+            return "UTC"
+    return "UTC"
 
 
 def releasing_connection(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

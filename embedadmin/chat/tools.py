@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +101,7 @@ SERVICE_SQL_API_PARAMETERS: dict[str, Any] = {
         "description": _string_property("what the query answers"),
         "userRequest": _string_property("the user's request the query serves"),
         "memoryId": _string_property("an identifier to refer to this result later"),
+        "timezone": _string_property("the IANA time zone dates and time buckets are read in (default UTC)"),
         "vegaSpec": _string_property("a Vega-Lite v5 spec without data, as a JSON string"),
     },
     "required": ["sqlQuery"],
@@ -135,7 +136,8 @@ def _string_argument(arguments: dict[str, Any], name: str, *, required: bool = F
 
 
 def _member_result(member: dict[str, Any]) -> dict[str, Any]:
-    """A member as ``serviceMeta`` shows it (spec 2.17), with its ``meta`` (synonyms) when the model gives one."""
+    """A member as ``serviceMeta`` shows it (spec 2.17), with what the model also says of it when it does: ``meta``
+    (synonyms), ``format`` and ``currency``, a time dimension's custom ``granularities``."""
     shown: dict[str, Any] = {
         "name": member["name"],
         "title": member.get("title") or member["name"],
@@ -144,8 +146,9 @@ def _member_result(member: dict[str, Any]) -> dict[str, Any]:
     }
     if "aggType" in member:
         shown["aggType"] = member["aggType"]
-    if member.get("meta"):
-        shown["meta"] = member["meta"]
+    for extra in ("meta", "format", "currency", "granularities"):
+        if member.get(extra):
+            shown[extra] = member[extra]
     return shown
 
 
@@ -174,6 +177,7 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
             "name": cube["name"],
             "type": cube.get("type", "cube"),
             "title": title,
+            **({"meta": cube["meta"]} if cube.get("meta") else {}),
             "members": [_member_result(members[i]) for i in order],
         }
         everything.append({**shown, "members": [_member_result(m) for m in members]})
@@ -232,7 +236,8 @@ def service_sql_api(context: ToolContext, arguments: dict[str, Any]) -> dict[str
     sql = _string_argument(arguments, "sqlQuery", required=True)
     query_title = _string_argument(arguments, "queryTitle")
     given_spec = _string_argument(arguments, "vegaSpec")
-    result = semantic_cubesql(deployment=_deployment(context), ctx=context.query_context, sql=sql)
+    timezone = _string_argument(arguments, "timezone") or "UTC"
+    result = semantic_cubesql(deployment=_deployment(context), ctx=context.query_context, sql=sql, timezone=timezone)
     rows = list(cubesql_rows(result.plan, result.rows))
     schema = [{"name": c.name, "column_type": c.column_type} for c in result.plan.columns]
     return {
@@ -246,6 +251,27 @@ def service_sql_api(context: ToolContext, arguments: dict[str, Any]) -> dict[str
         "uuid": str(uuid.uuid4()),
         "vegaSpec": _without_data(given_spec) if given_spec else chart_spec(schema, query_title),
     }
+
+
+MAX_LOOKED_UP = 200
+
+
+def dimension_values(context: ToolContext, cube: str, dimension: str, candidates: Sequence[str]) -> list[str]:
+    """The values of ``dimension`` (``cube.member``) equal to one of ``candidates`` without regard to case, as the
+    caller may see them (through the Core Data API with the caller's access policies). A dimension the caller may
+    not read, or a model error, finds nothing."""
+    wanted = {c.lower() for c in candidates if c and "%" not in c and "_" not in c and "\\" not in c}
+    if not wanted:
+        return []
+    column = dimension.rsplit(".", 1)[-1]
+    patterns = " OR ".join(f"{column} ILIKE '%{value.replace(chr(39), chr(39) * 2)}%'" for value in sorted(wanted))
+    sql = f"SELECT {column} FROM {cube} WHERE {patterns} GROUP BY 1 LIMIT {MAX_LOOKED_UP}"  # noqa: S608 (semantic SQL)
+    try:
+        result = semantic_cubesql(deployment=_deployment(context), ctx=context.query_context, sql=sql)
+    except ApiError:
+        return []
+    rows = cubesql_rows(result.plan, result.rows)
+    return [row[0] for row in rows if isinstance(row[0], str) and row[0].lower() in wanted]
 
 
 def default_tools() -> ToolRegistry:

@@ -58,6 +58,8 @@ def test_service_meta_ranks_cubes_and_members_by_the_search(demo_deployment):
         "type": "number",
         "aggType": "sum",
         "meta": {"synonyms": ["gross merchandise value", "GMV", "order value"]},
+        "format": "currency",
+        "currency": "USD",
     }
     status = next(m for m in sales["members"] if m["name"] == "sales.status")
     assert status == {
@@ -67,7 +69,10 @@ def test_service_meta_ranks_cubes_and_members_by_the_search(demo_deployment):
         "type": "string",
         "meta": {"synonyms": ["state", "order status", "fulfilment status"]},
     }
-    assert all(set(m) <= {"name", "title", "description", "type", "aggType", "meta"} for m in sales["members"])
+    known = {"name", "title", "description", "type", "aggType", "meta", "format", "currency", "granularities"}
+    assert all(set(m) <= known for m in sales["members"])
+    created = next(m for m in sales["members"] if m["name"] == "sales.created_at")
+    assert [g["name"] for g in created["granularities"]] == ["fiscal_year", "fiscal_quarter", "sunday_week"]
 
 
 @pytest.mark.django_db

@@ -56,6 +56,9 @@ class CancelToken:
 
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[str]]
+# Looks a dimension's values up in the data for the caller: (cube, dimension, candidate phrases) -> the values equal
+# to one of them without regard to case. Not a tool call: nothing of it is logged in the thread.
+ValueLookup = Callable[[str, str, Sequence[str]], Awaitable[list[str]]]
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,8 @@ class ProviderRequest:
     tool_specs: Sequence[dict[str, Any]]
     call_tool: ToolCaller
     cancel: CancelToken
+    timezone: str = "UTC"  # the viewer's, for dates in the question
+    lookup_values: ValueLookup | None = None
 
 
 class Provider(Protocol):

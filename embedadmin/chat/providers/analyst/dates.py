@@ -1,0 +1,221 @@
+"""Dates and grains in a question: ranges resolved to local days with the viewer's time zone and a clock.
+
+Absolute: ``in March 2024``, ``on 2024-03-05``, ``between January and March 2024``, ``in 2024 Q1``, ``in 2024``.
+Relative, in Cube's vocabulary: ``last year``, ``this month``, ``last 7 days``, ``yesterday``, ``today``.
+Grains: ``per month``, ``monthly``, ``weekly``, ``by quarter`` and the model's custom granularities.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from embedadmin.chat.providers.analyst.words import Token
+from embedadmin.semantic.query.dates import parse_relative_range
+
+MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
+MONTHS |= {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
+UNITS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year"}
+GRAIN_ADJECTIVES = {
+    "daily": "day",
+    "weekly": "week",
+    "monthly": "month",
+    "quarterly": "quarter",
+    "yearly": "year",
+    "annual": "year",
+    "annually": "year",
+}
+RELATIVE_LEADS = {"this": "this", "current": "this", "last": "last", "previous": "last", "past": "last"}
+RANGE_PREPOSITIONS = frozenset({"in", "during", "for", "on", "of", "over", "within", "the"})
+QUARTER = re.compile(r"^q([1-4])$")
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+# Month abbreviations that are also English words: a month only next to a preposition or a year.
+SHORT_WORDS = frozenset({"may", "mar", "jan", "jun", "oct", "dec", "sept", "sep"})
+YEAR = re.compile(r"^(19|20)\d\d$")
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class DateRange:
+    """Local days ``[start, end)``, and how the question said it (``last year``, ``in March 2024``)."""
+
+    start: date
+    end: date
+    words: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """A date range or a grain the question names, and the token positions that name it."""
+
+    positions: frozenset[int]
+    date_range: DateRange | None = None
+    grain: str | None = None
+
+
+def _month_range(year: int, month: int) -> tuple[date, date]:
+    start = date(year, month, 1)
+    return start, date(year + (month == 12), month % 12 + 1, 1)
+
+
+def _relative(phrase: str, zone: ZoneInfo, now: datetime) -> DateRange:
+    start, end = parse_relative_range(phrase, zone, now)
+    return DateRange(date.fromisoformat(start[:10]), date.fromisoformat(end[:10]) + timedelta(days=1), phrase)
+
+
+def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken: set[int]) -> list[Found]:
+    """Every date range the question names, in order, each with the positions it takes (added to ``taken``)."""
+    found: list[Found] = []
+    words = [t.lower for t in tokens]
+    i = 0
+
+    def free(*positions: int) -> bool:
+        return all(0 <= p < len(words) and p not in taken for p in positions)
+
+    def take(positions: range | list[int], date_range: DateRange) -> None:
+        spot = set(positions)
+        lead = min(spot) - 1
+        while lead >= 0 and words[lead] in RANGE_PREPOSITIONS and lead not in taken:
+            spot.add(lead)
+            lead -= 1
+        taken.update(spot)
+        found.append(Found(frozenset(spot), date_range=date_range))
+
+    while i < len(words):
+        if not free(i):
+            i += 1
+            continue
+        word = words[i]
+        following = words[i + 1] if i + 1 < len(words) else ""
+        # between <month> and <month> <year>, between <date> and <date>
+        if word == "between" and free(i + 1, i + 2, i + 3):
+            span = _between(words, i, zone)
+            if span is not None:
+                end_index, date_range = span
+                take(range(i, end_index), date_range)
+                i = end_index
+                continue
+        if word in ("today", "yesterday"):
+            take([i], _relative(word, zone, now))
+        elif word in RELATIVE_LEADS and UNITS.get(following.rstrip("s")) and free(i + 1):
+            unit = UNITS[following.rstrip("s")]
+            take([i, i + 1], _relative(f"{RELATIVE_LEADS[word]} {unit}", zone, now))
+            i += 2
+            continue
+        elif (
+            word in ("last", "past", "previous")
+            and following.isdigit()
+            and i + 2 < len(words)
+            and UNITS.get(words[i + 2].rstrip("s"))
+            and free(i + 1, i + 2)
+        ):
+            unit = UNITS[words[i + 2].rstrip("s")]
+            take([i, i + 1, i + 2], _relative(f"last {int(following)} {unit}s", zone, now))
+            i += 3
+            continue
+        elif ISO_DATE.match(word):
+            day = date.fromisoformat(word)
+            take([i], DateRange(day, day + timedelta(days=1), f"on {word}"))
+        elif word in MONTHS and (word not in SHORT_WORDS or _dated(words, i)):
+            year, used = _year_after(words, i, now, free)
+            start, end = _month_range(year, MONTHS[word])
+            take([i, *used], DateRange(start, end, f"in {calendar.month_name[MONTHS[word]]} {year}"))
+            i += 1 + len(used)
+            continue
+        elif word in ORDINALS and following == "quarter" and free(i + 1):
+            year, used = _year_after(words, i + 1, now, free)
+            take([i, i + 1, *used], _quarter(year, ORDINALS[word]))
+            i += 2 + len(used)
+            continue
+        elif (quarter := QUARTER.match(word)) is not None:
+            year, used = _year_after(words, i, now, free)
+            take([i, *used], _quarter(year, int(quarter.group(1))))
+            i += 1 + len(used)
+            continue
+        elif YEAR.match(word) and free(i + 1) and (quarter := QUARTER.match(following)) is not None:
+            take([i, i + 1], _quarter(int(word), int(quarter.group(1))))
+            i += 2
+            continue
+        elif YEAR.match(word) and _year_like(words, i):
+            year = int(word)
+            take([i], DateRange(date(year, 1, 1), date(year + 1, 1, 1), f"in {year}"))
+        i += 1
+    return found
+
+
+def _dated(words: Sequence[str], i: int) -> bool:
+    """Whether a short month name that is also an English word ("may") stands as a month here."""
+    before = words[i - 1] if i else ""
+    after = words[i + 1] if i + 1 < len(words) else ""
+    return before in ("in", "during", "of", "since", "from", "until") or bool(YEAR.match(after))
+
+
+def _year_like(words: Sequence[str], i: int) -> bool:
+    """A four-digit number that is a year: not a count or an amount ("over 2000 orders")."""
+    before = words[i - 1] if i else ""
+    return before not in ("over", "above", "under", "below", "than", "least", "most", "top", "$")
+
+
+def _year_after(words: Sequence[str], i: int, now: datetime, free: Callable[..., bool]) -> tuple[int, list[int]]:
+    """The year written right after position ``i`` (``March 2024``, ``Q1 of 2024``) and its positions; the
+    current year and no position when none is."""
+    if free(i + 1) and YEAR.match(words[i + 1]):
+        return int(words[i + 1]), [i + 1]
+    if free(i + 1, i + 2) and words[i + 1] == "of" and YEAR.match(words[i + 2]):
+        return int(words[i + 2]), [i + 1, i + 2]
+    return now.year, []
+
+
+def _quarter(year: int, number: int) -> DateRange:
+    start = date(year, 3 * number - 2, 1)
+    end = date(year + (number == 4), (3 * number) % 12 + 1, 1)
+    return DateRange(start, end, f"in {year} Q{number}")
+
+
+def _between(words: Sequence[str], i: int, zone: ZoneInfo) -> tuple[int, DateRange] | None:
+    """``between January and March 2024`` or ``between 2024-01-01 and 2024-03-31``: the end position, the range."""
+    try:
+        and_at = words.index("and", i + 2)
+    except ValueError:
+        return None
+    first, second = words[i + 1 : and_at], words[and_at + 1 : and_at + 3]
+    if len(first) == 1 and ISO_DATE.match(first[0]) and second and ISO_DATE.match(second[0]):
+        start, last = date.fromisoformat(first[0]), date.fromisoformat(second[0])
+        return and_at + 2, DateRange(start, last + timedelta(days=1), f"between {first[0]} and {second[0]}")
+    if first and first[0] in MONTHS and second and second[0] in MONTHS:
+        year_words = [w for w in (*first[1:], *second[1:]) if YEAR.match(w)]
+        if not year_words:
+            return None
+        year = int(year_words[-1])
+        start_year = int(first[1]) if len(first) > 1 and YEAR.match(first[1]) else year
+        start, _ = _month_range(start_year, MONTHS[first[0]])
+        _, end = _month_range(year, MONTHS[second[0]])
+        end_index = and_at + 1 + len([w for w in second if w in MONTHS or YEAR.match(w)])
+        return end_index, DateRange(start, end, f"between {first[0].title()} and {second[0].title()} {year}")
+    return None
+
+
+def find_grain(tokens: Sequence[Token], *, taken: set[int], custom: dict[tuple[str, ...], str]) -> Found | None:
+    """The grain a question asks for (``per month``, ``monthly``, ``by fiscal quarter``), with its positions."""
+    words = [t.lower for t in tokens]
+    stems = [t.stem for t in tokens]
+    for i, word in enumerate(words):
+        if i in taken:
+            continue
+        lead = words[i - 1] if i else ""
+        led = lead in ("by", "per", "each", "every") or (lead in ("a", "over") and (i - 1) not in taken)
+        for phrase, name in sorted(custom.items(), key=lambda item: -len(item[0])):
+            spot = range(i, i + len(phrase))
+            if led and tuple(stems[i : i + len(phrase)]) == phrase and all(p not in taken for p in spot):
+                positions = frozenset({i - 1, *range(i, i + len(phrase))})
+                return Found(positions, grain=name)
+        if word in GRAIN_ADJECTIVES:
+            return Found(frozenset({i}), grain=GRAIN_ADJECTIVES[word])
+        unit = UNITS.get(word.rstrip("s"))
+        if unit and led:
+            return Found(frozenset({i - 1, i}), grain=unit)
+    return None

@@ -1,0 +1,156 @@
+"""What the analyst understood a question to ask (an :class:`Intent`), the semantic SQL that computes it, and the
+plain words that say what was computed; or why it declined (a :class:`Decline`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+
+from embedadmin.chat.providers.analyst.dates import DateRange
+from embedadmin.chat.providers.analyst.lexicon import Cube, Member
+
+OPERATOR_SQL = {"equals": "=", "notEquals": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+OPERATOR_WORDS = {
+    "equals": "is",
+    "notEquals": "is not",
+    "gt": "over",
+    "gte": "at least",
+    "lt": "under",
+    "lte": "at most",
+}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A filter: ``member operator values`` (values as the data holds them, or a number's text)."""
+
+    member: Member
+    operator: str
+    values: tuple[str, ...]
+    numeric: bool = False
+
+    def sql(self) -> str:
+        column = f"MEASURE({self.member.column})" if self.member.is_measure else self.member.column
+        if self.numeric:
+            return f"{column} {OPERATOR_SQL[self.operator]} {self.values[0]}"
+        if self.member.type == "boolean":
+            return f"{column} = {self.values[0]}"
+        if len(self.values) == 1:
+            return f"{column} {OPERATOR_SQL[self.operator]} {quote(self.values[0])}"
+        listed = ", ".join(quote(v) for v in self.values)
+        return f"{column} {'NOT IN' if self.operator == 'notEquals' else 'IN'} ({listed})"
+
+    def words(self) -> str:
+        if self.member.type == "boolean":
+            return f"{self.member.title.lower()} is {self.values[0].lower()}"
+        shown = " or ".join(self.values)
+        return f"{self.member.title.lower()} {OPERATOR_WORDS[self.operator]} {shown}"
+
+
+def quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Intent:
+    """One Cube query: measures by groups (and a time grain), under conditions and a date range, ranked."""
+
+    cube: Cube
+    measures: tuple[Member, ...]
+    groups: tuple[Member, ...] = ()
+    conditions: tuple[Condition, ...] = ()
+    having: tuple[Condition, ...] = ()
+    time: Member | None = None
+    grain: str | None = None
+    date_range: DateRange | None = None
+    descending: bool | None = None  # ranked by the first measure; None: in the natural order
+    limit: int | None = None
+    timezone: str = "UTC"
+    grain_title: str = ""  # a custom granularity's title
+
+    def replaced(self, **changes: object) -> Intent:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def keys(self) -> int:
+        """Columns before the measures: the time bucket, then the groups."""
+        return (1 if self.grain else 0) + len(self.groups)
+
+    def sql(self) -> str:
+        """The semantic SQL statement (run by the Core Data API, never on a database as it is)."""
+        columns: list[str] = []
+        if self.grain and self.time is not None:
+            columns.append(f"DATE_TRUNC('{self.grain}', {self.time.column})")
+        columns += [g.column for g in self.groups]
+        columns += [f"MEASURE({m.column})" for m in self.measures]
+        where = [c.sql() for c in self.conditions]
+        if self.date_range is not None and self.time is not None:
+            column, start, end = self.time.column, self.date_range.start, self.date_range.end
+            where.append(f"{column} >= DATE '{start.isoformat()}' AND {column} < DATE '{end.isoformat()}'")
+        sql = f"SELECT {', '.join(columns)} FROM {self.cube.name}"  # noqa: S608 (semantic SQL over model names)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        if self.keys:
+            sql += " GROUP BY " + ", ".join(str(i) for i in range(1, self.keys + 1))
+        if self.having:
+            sql += " HAVING " + " AND ".join(c.sql() for c in self.having)
+        if self.descending is not None:
+            sql += f" ORDER BY {self.keys + 1} {'DESC' if self.descending else 'ASC'}"
+            sql += "".join(f", {i}" for i in range(1, self.keys + 1))
+        elif self.keys:
+            sql += " ORDER BY " + ", ".join(str(i) for i in range(1, self.keys + 1))
+        if self.limit is not None:
+            sql += f" LIMIT {self.limit}"
+        return sql
+
+    def title(self) -> str:
+        """``Revenue by product category``: what the query answers, in a few words."""
+        text = " and ".join(m.title for m in self.measures)
+        by = ([self.grain_title or self.grain] if self.grain else []) + [g.title.lower() for g in self.groups]
+        if by:
+            text += " by " + " and ".join(by)
+        return text
+
+    def computed(self) -> str:
+        """What was computed, in plain words a reader can check: measures, grouping, filters, dates, time zone."""
+        measures = ", ".join(f"{m.title} ({describe_aggregation(m)})" for m in self.measures)
+        parts = [f"{measures} from {self.cube.title}"]
+        by = (
+            [f"{self.grain_title or self.grain} of {self.time.title.lower()}"] if self.grain and self.time else []
+        ) + [g.title.lower() for g in self.groups]
+        if by:
+            parts.append("by " + " and ".join(by))
+        conditions = [c.words() for c in (*self.conditions, *self.having)]
+        if conditions:
+            parts.append("where " + " and ".join(conditions))
+        if self.date_range is not None and self.time is not None:
+            end = (self.date_range.end - timedelta(days=1)).isoformat()
+            parts.append(f"{self.time.title.lower()} from {self.date_range.start.isoformat()} to {end}")
+        if self.descending is not None:
+            first = self.measures[0].title.lower()
+            ranked = f"ranked by {first}, {'highest' if self.descending else 'lowest'} first"
+            parts.append(ranked + (f", top {self.limit}" if self.limit is not None else ""))
+        elif self.limit is not None:
+            parts.append(f"first {self.limit}")
+        return "Computed: " + ", ".join(parts) + f" (time zone {self.timezone})."
+
+
+def describe_aggregation(member: Member) -> str:
+    return {
+        "count": "count",
+        "countDistinct": "distinct count",
+        "countDistinctApprox": "approximate distinct count",
+        "sum": "sum",
+        "avg": "average",
+        "min": "minimum",
+        "max": "maximum",
+        "number": "calculated",
+    }.get(member.agg_type, member.agg_type or "measure")
+
+
+@dataclass(frozen=True)
+class Decline:
+    """Why the analyst does not answer: what it could not place or compute, and what it can answer about."""
+
+    reason: str
+    unplaced: tuple[str, ...] = field(default=())

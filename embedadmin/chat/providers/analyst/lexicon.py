@@ -1,0 +1,141 @@
+"""The data model as the analyst reads it: the cubes and views ``serviceMeta`` showed, and the phrases that name
+them and their members (names, titles, ``meta`` synonyms, plurals folded)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from embedadmin.chat.vocabulary import local_name, phrases, short_title, stems
+
+COUNT_TYPES = frozenset({"count", "countDistinct", "countDistinctApprox"})
+EDGE_WORDS = frozenset({"at", "on", "in", "of", "the", "a", "an", "by", "per"})
+# A phrase of these words alone names no member: they say how to aggregate ("count", "total").
+AGGREGATION_WORDS = frozenset({"count", "total", "sum", "average", "mean", "number", "amount", "value"})
+
+
+@dataclass(frozen=True)
+class Member:
+    """A measure or dimension of one cube or view."""
+
+    name: str  # cube.member
+    title: str
+    type: str  # number, string, time, boolean
+    is_measure: bool
+    agg_type: str
+    format: str  # percent, currency, number... ("" when the model gives none)
+    currency: str
+    phrases: tuple[tuple[str, ...], ...]
+    granularities: tuple[tuple[str, str], ...] = ()  # custom granularities: (name, title)
+    title_phrase: tuple[str, ...] = ()  # its title's words: a question that uses them names this member first
+
+    @property
+    def column(self) -> str:
+        return local_name(self.name)
+
+    @property
+    def is_count(self) -> bool:
+        return self.agg_type in COUNT_TYPES
+
+    @property
+    def is_money(self) -> bool:
+        return self.format.startswith("currency") or bool(self.currency)
+
+    @property
+    def is_percent(self) -> bool:
+        return self.format.startswith("percent")
+
+
+@dataclass(frozen=True)
+class Cube:
+    name: str
+    title: str
+    is_view: bool
+    phrases: tuple[tuple[str, ...], ...]  # what names the cube itself (its name, title and synonyms)
+    members: tuple[Member, ...]
+
+    def measures(self) -> list[Member]:
+        return [m for m in self.members if m.is_measure]
+
+    def dimensions(self) -> list[Member]:
+        return [m for m in self.members if not m.is_measure]
+
+    def time_dimensions(self) -> list[Member]:
+        return [m for m in self.members if m.type == "time"]
+
+    def count_measure(self) -> Member | None:
+        """The cube's plain count (``type: count``), else its first counting measure."""
+        counts = [m for m in self.measures() if m.is_count]
+        return next((m for m in counts if m.agg_type == "count"), counts[0] if counts else None)
+
+
+def _format(member: Mapping[str, Any]) -> str:
+    value = member.get("format")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return str(value.get("type") or "")
+    return ""
+
+
+def _granularities(member: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    found = member.get("granularities")
+    if not isinstance(found, list):
+        return ()
+    return tuple((str(g.get("name")), str(g.get("title") or g.get("name"))) for g in found if isinstance(g, Mapping))
+
+
+def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
+    """The cubes and views of a ``serviceMeta`` result, in its order (most relevant first)."""
+    cubes = []
+    for cube in meta.get("cubes", []):
+        title = cube.get("title") or cube["name"]
+        members = tuple(
+            Member(
+                name=m["name"],
+                title=short_title(m.get("title") or m["name"], title),
+                type=m.get("type", ""),
+                is_measure="aggType" in m,
+                agg_type=m.get("aggType", ""),
+                format=_format(m),
+                currency=str(m.get("currency") or ""),
+                phrases=_trimmed(phrases(m, cube_title=title)),
+                granularities=_granularities(m),
+                title_phrase=tuple(stems(short_title(m.get("title") or m["name"], title))),
+            )
+            for m in cube.get("members", [])
+        )
+        own = phrases({"name": cube["name"], "title": title, "meta": cube.get("meta") or {}})
+        cubes.append(
+            Cube(
+                name=cube["name"], title=title, is_view=cube.get("type") == "view", phrases=tuple(own), members=members
+            )
+        )
+    return cubes
+
+
+def _trimmed(found: Sequence[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
+    """Phrases, each also without the function words it ends or starts with ("Signed up at": "signed up")."""
+    out = list(found)
+    for phrase in found:
+        words = list(phrase)
+        while words and words[-1] in EDGE_WORDS:
+            words.pop()
+        while words and words[0] in EDGE_WORDS:
+            words.pop(0)
+        if words and tuple(words) not in out:
+            out.append(tuple(words))
+    return tuple(p for p in out if not set(p) <= AGGREGATION_WORDS)
+
+
+def custom_grains(members: Sequence[Member]) -> dict[tuple[str, ...], str]:
+    """The custom granularities of ``members`` by the phrases that name them (name and title)."""
+    found: dict[tuple[str, ...], str] = {}
+    for member in members:
+        for name, title in member.granularities:
+            for text in (name.replace("_", " "), title):
+                words = tuple(stems(text))
+                if words:
+                    found.setdefault(words, name)
+    return found

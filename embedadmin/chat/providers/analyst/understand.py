@@ -1,0 +1,646 @@
+"""From a question to one Cube query, or a decline that says which words could not be placed.
+
+Every word of the question must be placed before the analyst answers: a date range, a grain, a ranking, an
+aggregation word, a comparison, a member of the model (name, title, synonym), a value found in the data (looked
+up through the Core Data API with the viewer's own access policies), or a word with no content of its own. A
+question is read against each cube and view (views first); the first that places every word answers. When none
+does, the analyst declines and names the words no cube could place. A follow-up ("and last year?", "only in
+Berlin", "by city instead") changes one part of the thread's previous question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from embedadmin.chat.providers.analyst.dates import DateRange, find_dates, find_grain
+from embedadmin.chat.providers.analyst.intent import Condition, Decline, Intent
+from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
+from embedadmin.chat.providers.analyst.words import (
+    AVERAGE_WORDS,
+    COUNT_PHRASES,
+    DISTINCT_WORDS,
+    FOLLOW_UP_OPENERS,
+    FUNCTION_WORDS,
+    GROUP_MARKERS,
+    GROUP_WORDS,
+    LEAST_WORDS,
+    LIGHT_VERBS,
+    MOST_WORDS,
+    NEGATIONS,
+    SHARE_WORDS,
+    SUM_WORDS,
+    UNSUPPORTED,
+    Token,
+    number_of,
+    number_text,
+    tokenize,
+)
+from embedadmin.chat.providers.base import ValueLookup
+
+MAX_VALUE_WORDS = 4
+DEFAULT_TOP = 10
+COMPARISONS = {
+    ("over",): "gt",
+    ("above",): "gt",
+    ("more", "than"): "gt",
+    ("greater", "than"): "gt",
+    ("bigger", "than"): "gt",
+    ("larger", "than"): "gt",
+    ("higher", "than"): "gt",
+    ("exceeding",): "gt",
+    ("at", "least"): "gte",
+    ("under",): "lt",
+    ("below",): "lt",
+    ("less", "than"): "lt",
+    ("fewer", "than"): "lt",
+    ("lower", "than"): "lt",
+    ("smaller", "than"): "lt",
+    ("at", "most"): "lte",
+    ("no", "more", "than"): "lte",
+    ("up", "to"): "lte",
+}
+CONNECTORS = frozenset({"or", "and", ",", "nor"})
+OWNER_WORDS = frozenset({"of", "from", "for", "among", "by"})
+
+
+@dataclass
+class Reading:
+    """The model-free reading of a question: tokens and what took which of them."""
+
+    tokens: list[Token]
+    taken: set[int] = field(default_factory=set)
+    date_ranges: list[DateRange] = field(default_factory=list)
+    date_positions: set[int] = field(default_factory=set)
+    limit: int | None = None
+    descending: bool | None = None
+    rank_singular: bool = False  # "which category has the most": one row
+    aggregations: dict[int, str] = field(default_factory=dict)  # position -> count, total, average, share, distinct
+    ranked_after: set[int] = field(default_factory=set)  # positions right after "top 5": a group is named there
+    group_starts: set[int] = field(default_factory=set)  # positions right after "by", "per", "for each"
+    which: set[int] = field(default_factory=set)  # positions right after "which"/"what"
+    comparisons: list[tuple[int, int, str, float]] = field(default_factory=list)  # (start, end, operator, number)
+    negated: set[int] = field(default_factory=set)  # positions right after "not", "excluding"
+    follow_up: bool = False
+    instead: bool = False
+    only: bool = False
+
+    def names_group(self, i: int) -> bool:
+        """Whether a group is named at ``i``: after "by", "which", "top 5"."""
+        return i in self.group_starts or i in self.which or i in self.ranked_after
+
+    def free(self, i: int) -> bool:
+        return 0 <= i < len(self.tokens) and i not in self.taken
+
+    def phrase(self, positions: Sequence[int]) -> str:
+        return " ".join(self.tokens[i].text for i in positions)
+
+
+def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
+    """What a question says without the model: dates, ranking, aggregation words, comparisons, markers."""
+    tokens = tokenize(question)
+    reading = Reading(tokens=tokens)
+    words = [t.lower for t in tokens]
+    for token in tokens:
+        if token.lower in UNSUPPORTED or token.stem in UNSUPPORTED:
+            what = UNSUPPORTED.get(token.lower) or UNSUPPORTED[token.stem]
+            return Decline(
+                f"This needs {what}, which the data model has no measure for and which one query cannot compute."
+            )
+    for opener in FOLLOW_UP_OPENERS:
+        if tuple(words[: len(opener)]) == opener:
+            reading.follow_up = True
+            reading.only = opener in (("only",), ("just",))
+            reading.taken.update(range(len(opener)))
+            break
+    for i, word in enumerate(words):
+        if word == "instead":
+            reading.instead = reading.follow_up = True
+            reading.taken.add(i)
+        if word in ("only", "just") and reading.follow_up:
+            reading.only = True
+            reading.taken.add(i)
+    found = find_dates(tokens, zone=zone, now=now, taken=reading.taken)
+    for date_found in found:
+        assert date_found.date_range is not None
+        reading.date_ranges.append(date_found.date_range)
+        reading.date_positions |= date_found.positions
+    _read_comparisons(reading, words)
+    _read_ranking(reading, words)
+    _read_aggregation(reading, words)
+    _read_markers(reading, words)
+    return reading
+
+
+def _read_ranking(reading: Reading, words: list[str]) -> None:
+    for i, word in enumerate(words):
+        if not reading.free(i):
+            continue
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if word in ("top", "bottom") or (word in ("best", "worst") and following.isdigit()):
+            reading.descending = word in ("top", "best")
+            reading.taken.add(i)
+            if following.isdigit() and reading.free(i + 1):
+                reading.limit = int(following)
+                reading.taken.add(i + 1)
+                reading.ranked_after.add(i + 2)
+            else:
+                reading.limit = DEFAULT_TOP
+                reading.ranked_after.add(i + 1)
+        elif word.isdigit() and following in ("best", "worst", "top", "biggest", "largest") and reading.free(i + 1):
+            reading.limit = int(word)
+            reading.descending = following != "worst"
+            reading.taken |= {i, i + 1}
+            reading.ranked_after.add(i + 2)
+        elif word in MOST_WORDS or word in LEAST_WORDS:
+            reading.descending = word in MOST_WORDS
+            reading.taken.add(i)
+            if i and words[i - 1] == "the":
+                reading.taken.add(i - 1)
+
+
+def _read_aggregation(reading: Reading, words: list[str]) -> None:
+    for i, word in enumerate(words):
+        if not reading.free(i):
+            continue
+        for phrase in COUNT_PHRASES:
+            if tuple(words[i : i + len(phrase)]) == phrase and all(reading.free(j) for j in range(i, i + len(phrase))):
+                reading.aggregations.update(dict.fromkeys(range(i, i + len(phrase)), "count"))
+                break
+        else:
+            flags = (
+                (SUM_WORDS, "total"),
+                (AVERAGE_WORDS, "average"),
+                (SHARE_WORDS, "share"),
+                (DISTINCT_WORDS, "distinct"),
+            )
+            for vocabulary, flag in flags:
+                if word in vocabulary:
+                    reading.aggregations[i] = flag
+
+
+def _read_markers(reading: Reading, words: list[str]) -> None:
+    for i in range(len(words)):
+        if not reading.free(i):
+            continue
+        for marker in GROUP_MARKERS:
+            if tuple(words[i : i + len(marker)]) == marker:
+                reading.taken.update(range(i, i + len(marker)))
+                reading.group_starts.add(i + len(marker))
+                break
+        else:
+            if words[i] in GROUP_WORDS:
+                reading.taken.add(i)
+                reading.group_starts.add(i + 1)
+            elif words[i] in ("which", "what") and i + 1 < len(words):
+                reading.which.add(i + 1)
+            elif words[i] in NEGATIONS:
+                reading.taken.add(i)
+                reading.negated.add(i + 1)
+
+
+def _read_comparisons(reading: Reading, words: list[str]) -> None:
+    for i in range(len(words)):
+        for phrase, operator in sorted(COMPARISONS.items(), key=lambda item: -len(item[0])):
+            end = i + len(phrase)
+            if tuple(words[i:end]) != phrase or not all(reading.free(j) for j in range(i, end)):
+                continue
+            if end < len(words) and reading.free(end) and (number := number_of(reading.tokens[end].text)) is not None:
+                span_end = end + 1
+                if span_end < len(words) and words[span_end] in ("dollars", "usd", "euros", "eur", "percent"):
+                    span_end += 1
+                reading.taken.update(range(i, span_end))
+                reading.comparisons.append((i, span_end, operator, number))
+            break
+
+
+@dataclass
+class Attempt:
+    """One cube's reading of the question: the query it would run, or the words it could not place."""
+
+    cube: Cube
+    intent: Intent | None = None
+    unplaced: list[str] = field(default_factory=list)
+    decline: Decline | None = None
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    member: Member
+
+    @property
+    def positions(self) -> range:
+        return range(self.start, self.end)
+
+
+def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
+    """The non-overlapping phrases naming members of ``cube``: longest first, then earliest; a measure before a
+    dimension of the same phrase, except where a group is named ("by customers")."""
+    stems = [t.stem for t in reading.tokens]
+    candidates: list[Span] = []
+    for member in cube.members:
+        for phrase in member.phrases:
+            for start in range(len(stems) - len(phrase) + 1):
+                if tuple(stems[start : start + len(phrase)]) == phrase:
+                    candidates.append(Span(start, start + len(phrase), member))
+
+    def rank(span: Span) -> tuple[int, int, bool, bool]:
+        grouped = reading.names_group(span.start)
+        by_title = tuple(stems[span.start : span.end]) == span.member.title_phrase
+        return (-(span.end - span.start), span.start, span.member.is_measure == grouped, not by_title)
+
+    chosen: list[Span] = []
+    used = set(taken)
+    for span in sorted(candidates, key=rank):
+        if any(p in used for p in span.positions) or all(stems[p] in FUNCTION_WORDS for p in span.positions):
+            continue
+        if any(c.member == span.member for c in chosen):
+            continue
+        used.update(span.positions)
+        chosen.append(span)
+    return sorted(chosen, key=lambda s: s.start)
+
+
+async def attempt(
+    cube: Cube, reading: Reading, lookup: ValueLookup, timezone: str, *, partial: bool = False
+) -> Attempt:
+    """Read the question against ``cube``: an :class:`Attempt` with the query, or the words left unplaced.
+    ``partial`` (a follow-up) asks for no measure."""
+    taken = set(reading.taken)
+    tokens = reading.tokens
+    grain_found = find_grain(tokens, taken=taken, custom=custom_grains(cube.time_dimensions()))
+    grain = grain_found.grain if grain_found else None
+    if grain_found:
+        taken |= grain_found.positions
+    # A comparison's unit named after its number ("at least 3 items") is its member.
+    targets: dict[int, Member] = {}
+    for index, (_start, end, _operator, _number) in enumerate(reading.comparisons):
+        unit = _unit_member(cube, reading, end, taken)
+        if unit is not None:
+            targets[index] = unit
+            taken.add(end)
+    spans = _spans(cube, reading, taken)  # aggregation words are free: "average order value" is a measure
+    for span in spans:
+        taken.update(span.positions)
+    aggregations = {flag for at, flag in reading.aggregations.items() if at not in taken}
+    taken.update(reading.aggregations)
+    subject = _subject(cube, reading, taken)  # "how many purchases": the cube itself named
+    measures: list[Member] = []
+    groups: list[Member] = []
+    conditions: list[Condition] = []
+    having: list[Condition] = []
+    time: Member | None = None
+    time_span: Span | None = None
+    value_holders: list[Member] = []
+    holder_spans: list[Span] = []
+    numeric_mentions: list[Member] = []
+    for span in spans:
+        member = span.member
+        grouped = reading.names_group(span.start)
+        if member.is_measure and span.start in reading.group_starts and reading.tokens[span.start - 1].lower == "per":
+            reason = f"This asks for a ratio per {member.title.lower()}, which the data model has no measure for."
+            return Attempt(cube, decline=Decline(reason))
+        if member.is_measure:
+            measures.append(member)
+        elif member.type == "time":
+            if grouped and grain is None:
+                reason = f"Say which grain of {member.title.lower()}: per day, week, month, quarter or year."
+                return Attempt(cube, decline=Decline(reason))
+            time, time_span = member, span
+        elif grouped:
+            groups.append(member)
+        elif member.type == "boolean":
+            conditions.append(Condition(member, "equals", ("TRUE",)))
+        elif member.type == "number":
+            numeric_mentions.append(member)
+        else:
+            value_holders.append(member)
+            holder_spans.append(span)
+    # Comparisons: "orders over 500", "at least 3 items", "revenue above 1000".
+    for index, (start, end, operator, number) in enumerate(reading.comparisons):
+        target = targets.get(index) or _comparison_target(cube, spans, start)
+        if target is None:
+            return Attempt(cube, unplaced=[reading.phrase(range(start, end))])
+        percent = tokens[end - 1].lower == "percent" or tokens[end - 1].text.endswith("%")
+        condition = Condition(target, operator, (number_text(number / 100 if percent else number),), numeric=True)
+        (having if target.is_measure else conditions).append(condition)
+        if target in numeric_mentions:
+            numeric_mentions.remove(target)
+        if target.is_measure and target in measures and (len(measures) > 1 or not groups):
+            measures.remove(target)
+    groups += [m for m in numeric_mentions if m not in groups]
+    # Values found in the data for the words left.
+    # A dimension named without "by" may be the start of a value ("United States" against "state"): its words are
+    # looked up with the others, and a value that takes them releases the dimension.
+    # So may a one-word time dimension ("completed" against "completed at"): a value of that name wins, and a time
+    # dimension named with no date range or grain is not placed at all.
+    soft = {p for span in holder_spans for p in span.positions}
+    if time_span is not None and (len(time_span.positions) == 1 or not (reading.date_ranges or grain)):
+        soft |= set(time_span.positions)
+    found, left = await _values(cube, reading, taken - soft, value_holders, lookup)
+    valued = soft - left
+    value_holders = [span.member for span in holder_spans if not set(span.positions) & valued]
+    if time_span is not None:
+        positions = set(time_span.positions)
+        if positions & valued:
+            time = None
+        elif not (reading.date_ranges or grain):
+            time = None
+            soft -= positions
+    left -= soft
+    conditions += found
+    named_holders = {c.member for c in found}
+    groups += [m for m in value_holders if m not in named_holders and m not in groups]
+    unplaced = [tokens[i].text for i in sorted(left) if tokens[i].lower not in LIGHT_VERBS]
+    if unplaced:
+        return Attempt(cube, unplaced=unplaced)
+    # The measure.
+    measures = _without_subjects(measures, spans, reading)
+    if partial and not measures and "count" not in aggregations:
+        chosen: list[Member] | Decline = []
+    else:
+        chosen = _measures(cube, reading, aggregations, measures, subject, groups)
+    if isinstance(chosen, Decline):
+        return Attempt(cube, decline=chosen)
+    if reading.date_ranges or grain:
+        # The time dimension named, else the first one the question did not name as a value.
+        others = [m for m in cube.time_dimensions() if time_span is None or m != time_span.member]
+        time = time or next(iter(others), None)
+        if time is None:
+            return Attempt(cube, unplaced=[reading.phrase(sorted(reading.date_positions)) or (grain or "")])
+    if len(reading.date_ranges) > 1:
+        return Attempt(cube, decline=Decline("This names two periods: comparing them takes more than one query."))
+    if having and not (groups or grain):
+        return Attempt(cube, decline=Decline("A condition on a measure needs a grouping (per what?)."))
+    grain_title = next((title for name, title in (time.granularities if time else ()) if name == grain), "")
+    intent = Intent(
+        cube=cube,
+        measures=tuple(chosen),
+        groups=tuple(groups),
+        conditions=tuple(conditions),
+        having=tuple(having),
+        time=time,
+        grain=grain,
+        grain_title=grain_title.lower(),
+        date_range=reading.date_ranges[0] if reading.date_ranges else None,
+        timezone=timezone,
+    )
+    return Attempt(cube, intent=_ranked(intent, reading))
+
+
+def _unit_member(cube: Cube, reading: Reading, at: int, taken: set[int]) -> Member | None:
+    """The numeric member a comparison's unit names ("3 items": the items in an order), if exactly one does."""
+    if at >= len(reading.tokens) or at in taken:
+        return None
+    word = reading.tokens[at].stem
+    numeric = [m for m in cube.members if (m.is_measure or m.type == "number") and any(word in p for p in m.phrases)]
+    dimensions = [m for m in numeric if not m.is_measure]
+    if len(dimensions) == 1:
+        return dimensions[0]
+    return numeric[0] if len(numeric) == 1 else None
+
+
+def _subject(cube: Cube, reading: Reading, taken: set[int]) -> bool:
+    """Whether the question names the cube itself in words no member took ("how many purchases"); those words
+    are placed."""
+    stems = [t.stem for t in reading.tokens]
+    for phrase in sorted(cube.phrases, key=len, reverse=True):
+        for start in range(len(stems) - len(phrase) + 1):
+            positions = range(start, start + len(phrase))
+            if tuple(stems[start : start + len(phrase)]) == phrase and not any(p in taken for p in positions):
+                taken.update(positions)
+                return True
+    return False
+
+
+def _comparison_target(cube: Cube, spans: list[Span], start: int) -> Member | None:
+    """What a comparison with no unit compares: the numeric member named right before it ("revenue over 1000");
+    for a count of things ("orders over 500") the amount of each thing, when the cube has exactly one."""
+    before = next((s for s in reversed(spans) if s.end == start), None)
+    if before is not None and before.member.is_measure and not before.member.is_count:
+        return before.member
+    if before is not None and not before.member.is_measure and before.member.type == "number":
+        return before.member
+    money = [m for m in cube.dimensions() if m.type == "number" and m.is_money]
+    if len(money) == 1:
+        return money[0]
+    return None
+
+
+async def _values(
+    cube: Cube, reading: Reading, taken: set[int], holders: list[Member], lookup: ValueLookup
+) -> tuple[list[Condition], set[int]]:
+    """Conditions for words the data holds as values of the cube's string dimensions ("completed", "New York"),
+    longest phrases first; the dimensions the question named ("status completed") are looked in first. Values of
+    one dimension joined by "or"/"and" make one condition. Returns the conditions and the positions left."""
+    tokens = reading.tokens
+    left = {i for i in range(len(tokens)) if i not in taken and tokens[i].lower not in FUNCTION_WORDS}
+    if all(tokens[i].lower in LIGHT_VERBS for i in left):
+        return [], left
+    strings = [m for m in cube.dimensions() if m.type == "string"]
+    ordered = [*holders, *[m for m in strings if m not in holders]]
+    runs = _runs(sorted(left))
+    candidates = {
+        reading.phrase(run[a:b]).strip('"')
+        for run in runs
+        for a in range(len(run))
+        for b in range(a + 1, min(len(run), a + MAX_VALUE_WORDS) + 1)
+    }
+    found_values: dict[str, dict[str, str]] = {}  # dimension -> lower value -> value
+    for member in ordered:
+        values = await lookup(cube.name, member.name, sorted(candidates))
+        if values:
+            found_values[member.name] = {v.lower(): v for v in values}
+    matched: list[tuple[Member, str, list[int]]] = []
+    for run in runs:
+        a = 0
+        while a < len(run):
+            for b in range(min(len(run), a + MAX_VALUE_WORDS), a, -1):
+                text = reading.phrase(run[a:b]).strip('"').lower()
+                owners = [m for m in ordered if text in found_values.get(m.name, {})]
+                if owners:
+                    member = owners[0]
+                    matched.append((member, found_values[member.name][text], run[a:b]))
+                    a = b
+                    break
+            else:
+                a += 1
+    conditions: dict[tuple[str, str], Condition] = {}
+    used: set[int] = set()
+    for member, value, positions in matched:
+        operator = "notEquals" if positions[0] in reading.negated else "equals"
+        key = (member.name, operator)
+        previous = conditions.get(key)
+        conditions[key] = Condition(member, operator, (*previous.values, value) if previous else (value,))
+        used.update(positions)
+    # Connectors between values of one dimension ("completed or shipped") are placed with them.
+    for i in left - used:
+        if tokens[i].lower in ("or", "and", "nor") and i - 1 in used and i + 1 in used:
+            used.add(i)
+    return list(conditions.values()), left - used
+
+
+def _runs(positions: list[int]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for p in positions:
+        if runs and runs[-1][-1] == p - 1:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return runs
+
+
+def _without_subjects(measures: list[Member], spans: list[Span], reading: Reading) -> list[Member]:
+    """``measures`` without a count that only says whose measure it is: "average age of customers", "revenue from
+    female customers"."""
+    kept = list(measures)
+    seen_other = False
+    for span in spans:
+        member = span.member
+        if member.is_count and seen_other and member in kept:
+            before = {t.lower for t in reading.tokens[max(0, span.start - 3) : span.start]}
+            if before & OWNER_WORDS:
+                kept.remove(member)
+        if member.is_measure:
+            seen_other = True
+    return kept
+
+
+def _measures(
+    cube: Cube, reading: Reading, aggregations: set[str], named: list[Member], subject: bool, groups: list[Member]
+) -> list[Member] | Decline:
+    """The measures the question asks for, with its aggregation words checked against their aggregation."""
+    if "count" in aggregations:
+        counts = [m for m in named if m.is_count]
+        if counts:
+            return counts
+        countable = [m for m in named if m.agg_type == "sum" and not m.is_money and not m.is_percent]
+        if countable:
+            return countable  # "how many units": a sum of units
+        if named:
+            return Decline(f"The data model has no count of {named[0].title.lower()}.")
+        count = cube.count_measure()
+        if count is None:
+            return Decline(f"{cube.title} has no count.")
+        return [count]
+    if not named:
+        if subject and cube.count_measure() is not None and (reading.descending is not None or groups):
+            count = cube.count_measure()
+            assert count is not None
+            return [count]
+        return Decline("I could not tell which measure you mean.")
+    for member in named:
+        if "average" in aggregations and member.agg_type != "avg":
+            return Decline(f"The data model has no average of {member.title.lower()}.")
+        if "share" in aggregations and not member.is_percent:
+            return Decline(f"The data model has no share or percentage of {member.title.lower()}.")
+        if "distinct" in aggregations and member.agg_type not in ("countDistinct", "countDistinctApprox"):
+            return Decline(f"The data model has no distinct count of {member.title.lower()}.")
+    return named
+
+
+def _ranked(intent: Intent, reading: Reading) -> Intent:
+    """A ranking asked for ("top 5", "which category has the most") ranks the rows by the first measure."""
+    if reading.descending is None:
+        return intent
+    if not intent.groups and not intent.grain:
+        return intent  # one number: nothing to rank
+    limit = reading.limit
+    if limit is None:
+        for group in intent.groups:
+            positions = _positions_of(group, reading)
+            if positions and positions[0] not in reading.group_starts:
+                last = reading.tokens[positions[-1]]
+                limit = 1 if last.lower == last.stem else None  # "which category": one; "which categories": all
+                break
+    return intent.replaced(descending=reading.descending, limit=limit)
+
+
+def _positions_of(member: Member, reading: Reading) -> list[int]:
+    stems = [t.stem for t in reading.tokens]
+    for phrase in member.phrases:
+        for start in range(len(stems) - len(phrase) + 1):
+            if tuple(stems[start : start + len(phrase)]) == phrase:
+                return list(range(start, start + len(phrase)))
+    return []
+
+
+async def understand(
+    question: str,
+    cubes: Sequence[Cube],
+    lookup: ValueLookup,
+    *,
+    zone: ZoneInfo,
+    now: datetime,
+    previous: Intent | None = None,
+) -> Intent | Decline:
+    """The query that answers ``question`` (or, for a follow-up, ``previous`` with the part it changes), or a
+    :class:`Decline` naming what could not be placed."""
+    reading = read(question, zone=zone, now=now)
+    if isinstance(reading, Decline):
+        return reading
+    if previous is not None and reading.follow_up:
+        return await _follow_up(reading, previous, lookup)
+    ordered = sorted(cubes, key=lambda c: not c.is_view)
+    best: Attempt | None = None
+    for cube in ordered:
+        tried = await attempt(cube, reading, lookup, zone.key)
+        if tried.intent is not None:
+            return tried.intent
+        if best is None or _worse(best, tried):
+            best = tried
+    if best is None:
+        return Decline("I found nothing in the data model to answer with.")
+    if best.decline is not None:
+        return best.decline
+    words = ", ".join(f"'{w}'" for w in dict.fromkeys(best.unplaced))
+    return Decline(
+        f"I did not understand {words}: no measure, dimension or value of the data model matches.", tuple(best.unplaced)
+    )
+
+
+def _worse(best: Attempt, other: Attempt) -> bool:
+    """Whether ``other`` is a better failure to report than ``best``: a reasoned decline, then fewer words left."""
+    if other.decline is not None and best.decline is None:
+        return not other.unplaced
+    if best.decline is not None:
+        return False
+    return len(other.unplaced) < len(best.unplaced)
+
+
+async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup) -> Intent | Decline:
+    """``previous`` with what the follow-up changes: its dates, grain, groups, filters, measures or ranking."""
+    tried = await attempt(previous.cube, reading, lookup, previous.timezone, partial=True)
+    if tried.decline is not None:
+        return tried.decline
+    if tried.unplaced:
+        words = ", ".join(f"'{w}'" for w in dict.fromkeys(tried.unplaced))
+        return Decline(f"I did not understand {words} as a change to the last question.", tuple(tried.unplaced))
+    change = tried.intent
+    updated = previous
+    if reading.date_ranges:
+        updated = updated.replaced(
+            date_range=reading.date_ranges[0], time=previous.time or (change.time if change else None)
+        )
+    if change is None:
+        # Only dates (or nothing the model names) changed.
+        return updated if updated is not previous else Decline("I could not tell what to change in the last question.")
+    if change.measures:
+        updated = updated.replaced(measures=change.measures)
+    if change.groups:
+        kept = tuple(c for c in updated.conditions if c.member not in change.groups)
+        updated = updated.replaced(groups=change.groups, conditions=kept)
+    if change.grain:
+        updated = updated.replaced(grain=change.grain, grain_title=change.grain_title, time=change.time)
+    if change.conditions:
+        kept = tuple(c for c in updated.conditions if all(c.member != n.member for n in change.conditions))
+        updated = updated.replaced(conditions=(*kept, *change.conditions))
+    if change.having:
+        updated = updated.replaced(having=change.having)
+    if change.descending is not None:
+        updated = updated.replaced(descending=change.descending, limit=change.limit)
+    return updated

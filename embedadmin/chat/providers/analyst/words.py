@@ -1,0 +1,114 @@
+"""A question's words: tokens with their stems, and the fixed English words the analyst reads without the model.
+
+Every word of a question must be *placed* (as a member, a value, a date, a grain, a ranking, an aggregation or a
+word that carries no content) before the analyst answers; the sets below are the words it places by themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from embedadmin.chat.vocabulary import stem
+
+TOKEN = re.compile(
+    r"\d{4}-\d{2}-\d{2}"  # an ISO date
+    r"|\d+-\d+\b"  # a range of numbers, as values are written ("25-34")
+    r"|\$?\d[\d,]*(?:\.\d+)?%?"  # a number, maybe money or a percentage
+    r"|[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*"  # a word (Q1, e-mail)
+    r"|\"[^\"]+\""  # a quoted value
+)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Words that carry no content of their own in a question about data.
+FUNCTION_WORDS = _words(
+    """
+    a an the and or of for to on at in into from with within is are was were be been being am do does did done
+    have has had
+    what which who whose how show me us give list tell please i we our my you your can could would should will
+    there it its that these those all any some get find see know want need about just find return display
+    much many so far ever currently now overall altogether whole entire respectively value values number numbers
+    data figure figures result results report
+    """
+)
+# Verbs that say an event happened, which the data already means ("orders placed in 2024"); placed as function
+# words only when the data has no value of that name.
+LIGHT_VERBS = _words(
+    """placed made created recorded happened occurred generated got came logged registered submitted received
+    booked taken"""
+)
+GROUP_MARKERS = (("for", "each"), ("in", "each"), ("broken", "down", "by"), ("split", "by"), ("grouped", "by"))
+GROUP_WORDS = frozenset({"by", "per", "across", "each", "every"})
+COUNT_PHRASES = (("how", "many"), ("number", "of"), ("count", "of"), ("count",), ("counts",))
+SUM_WORDS = frozenset({"total", "sum", "overall"})
+AVERAGE_WORDS = frozenset({"average", "mean", "avg", "typical"})
+SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "ratio", "rate", "fraction"})
+DISTINCT_WORDS = frozenset({"distinct", "unique", "different"})
+MOST_WORDS = frozenset({"most", "highest", "largest", "biggest", "greatest", "best", "top", "maximum", "max"})
+LEAST_WORDS = frozenset({"least", "lowest", "smallest", "fewest", "worst", "bottom", "minimum", "min"})
+# Asked for, but the model has no measure that computes it (or it takes more than one query).
+UNSUPPORTED = {
+    "median": "a median",
+    "percentile": "a percentile",
+    "deviation": "a standard deviation",
+    "variance": "a variance",
+    "cumulative": "a running total",
+    "running": "a running total",
+    "growth": "a growth rate (two periods compared)",
+    "change": "a change between two periods",
+    "increase": "a change between two periods",
+    "decrease": "a change between two periods",
+    "difference": "a difference between two results",
+    "compare": "a comparison of two results",
+    "compared": "a comparison of two results",
+    "versus": "a comparison of two results",
+    "vs": "a comparison of two results",
+    "correlation": "a correlation",
+    "forecast": "a forecast",
+    "predict": "a forecast",
+    "why": "an explanation",
+}
+FOLLOW_UP_OPENERS = (("and",), ("what", "about"), ("how", "about"), ("only",), ("just",), ("now",), ("but",))
+NEGATIONS = frozenset({"not", "excluding", "except", "without"})
+
+
+@dataclass(frozen=True)
+class Token:
+    """A word of the question: as written, lowercased, and stemmed; ``index`` is its position."""
+
+    text: str
+    lower: str
+    stem: str
+    index: int
+
+    @property
+    def is_number(self) -> bool:
+        return number_of(self.text) is not None
+
+
+def tokenize(question: str) -> list[Token]:
+    """The question's tokens (a possessive ``'s`` dropped; a quoted value kept as one token)."""
+    text = re.sub(r"(?<=[A-Za-z])['\u2019]s\b", "", question)
+    tokens = []
+    for match in TOKEN.finditer(text):
+        word = match.group()
+        lower = word.lower()
+        tokens.append(Token(word, lower, lower if lower[:1].isdigit() or lower[:1] in '"$' else stem(lower), 0))
+    return [Token(t.text, t.lower, t.stem, i) for i, t in enumerate(tokens)]
+
+
+def number_of(text: str) -> float | None:
+    """``500``, ``$1,200``, ``12.5%``, ``3`` as a number; None when the text is not one."""
+    cleaned = text.replace("$", "").replace(",", "").rstrip("%")
+    if not re.fullmatch(r"\d+(?:\.\d+)?", cleaned):
+        return None
+    return float(cleaned)
+
+
+def number_text(value: float) -> str:
+    """A number as SQL and answers write it: ``500``, ``12.5``."""
+    return str(int(value)) if value == int(value) else repr(value)
