@@ -39,6 +39,7 @@ from embedadmin.chat.providers.analyst.words import (
     tokenize,
 )
 from embedadmin.chat.providers.base import ValueLookup
+from embedadmin.chat.vocabulary import stem
 
 MAX_VALUE_WORDS = 4
 DEFAULT_TOP = 10
@@ -71,6 +72,7 @@ class Reading:
     """The model-free reading of a question: tokens and what took which of them."""
 
     tokens: list[Token]
+    text: str = ""
     taken: set[int] = field(default_factory=set)
     date_ranges: list[DateRange] = field(default_factory=list)
     date_positions: set[int] = field(default_factory=set)
@@ -95,13 +97,15 @@ class Reading:
         return 0 <= i < len(self.tokens) and i not in self.taken
 
     def phrase(self, positions: Sequence[int]) -> str:
-        return " ".join(self.tokens[i].text for i in positions)
+        """The question's text from the first of ``positions`` to the last, as written ("no-show", "Le Havre")."""
+        ordered = sorted(positions)
+        return self.text[self.tokens[ordered[0]].start : self.tokens[ordered[-1]].end] if ordered else ""
 
 
 def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     """What a question says without the model: dates, ranking, aggregation words, comparisons, markers."""
     tokens = tokenize(question)
-    reading = Reading(tokens=tokens)
+    reading = Reading(tokens=tokens, text=question)
     words = [t.lower for t in tokens]
     for token in tokens:
         if token.lower in UNSUPPORTED or token.stem in UNSUPPORTED:
@@ -266,7 +270,13 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
 
 
 async def attempt(
-    cube: Cube, reading: Reading, lookup: ValueLookup, timezone: str, *, partial: bool = False
+    cube: Cube,
+    reading: Reading,
+    lookup: ValueLookup,
+    timezone: str,
+    *,
+    nouns: frozenset[str] = frozenset(),
+    partial: bool = False,
 ) -> Attempt:
     """Read the question against ``cube``: an :class:`Attempt` with the query, or the words left unplaced.
     ``partial`` (a follow-up) asks for no measure."""
@@ -279,10 +289,14 @@ async def attempt(
     # A comparison's unit named after its number ("at least 3 items") is its member.
     targets: dict[int, Member] = {}
     for index, (_start, end, _operator, _number) in enumerate(reading.comparisons):
-        unit = _unit_member(cube, reading, end, taken)
-        if unit is not None:
-            targets[index] = unit
+        units = _unit_members(cube, reading, end, taken)
+        if len(units) == 1:
+            targets[index] = units[0]
             taken.add(end)
+        elif len(units) > 1:
+            choices = " or ".join(m.title.lower() for m in units)
+            word = reading.tokens[end].text
+            return Attempt(cube, decline=Decline(f"'{word}' could be {choices}: say which one."))
     spans = _spans(cube, reading, taken)  # aggregation words are free: "average order value" is a measure
     for span in spans:
         taken.update(span.positions)
@@ -322,7 +336,7 @@ async def attempt(
             holder_spans.append(span)
     # Comparisons: "orders over 500", "at least 3 items", "revenue above 1000".
     for index, (start, end, operator, number) in enumerate(reading.comparisons):
-        target = targets.get(index) or _comparison_target(cube, spans, start)
+        target = targets.get(index) or _comparison_target(cube, spans, start, end, reading, taken)
         if target is None:
             return Attempt(cube, unplaced=[reading.phrase(range(start, end))])
         percent = tokens[end - 1].lower == "percent" or tokens[end - 1].text.endswith("%")
@@ -341,7 +355,7 @@ async def attempt(
     soft = {p for span in holder_spans for p in span.positions}
     if time_span is not None and (len(time_span.positions) == 1 or not (reading.date_ranges or grain)):
         soft |= set(time_span.positions)
-    found, left = await _values(cube, reading, taken - soft, value_holders, lookup)
+    found, left, valued_positions = await _values(cube, reading, taken - soft, value_holders, lookup)
     valued = soft - left
     value_holders = [span.member for span in holder_spans if not set(span.positions) & valued]
     if time_span is not None:
@@ -352,6 +366,11 @@ async def attempt(
             time = None
             soft -= positions
     left -= soft
+    # Words naming the thing measured, the cube itself ("how many purchases") or an entity a value qualifies
+    # ("private patients", "female customers"), are placed.
+    subject = _subject(cube, reading, left)
+    left -= subject
+    left -= _qualified(reading, left, valued_positions, nouns)
     conditions += found
     named_holders = {c.member for c in found}
     groups += [m for m in value_holders if m not in named_holders and m not in groups]
@@ -363,7 +382,10 @@ async def attempt(
     if partial and not measures and "count" not in aggregations:
         chosen: list[Member] | Decline = []
     else:
-        chosen = _measures(cube, reading, aggregations, measures, subject, groups)
+        counted = _counted(reading, spans)
+        if "count" in aggregations and counted is not None and not counted.is_measure and not measures:
+            return Attempt(cube, decline=Decline(f"The data model has no count of {counted.title.lower()}."))
+        chosen = _measures(cube, reading, aggregations, measures, bool(subject), groups)
     if isinstance(chosen, Decline):
         return Attempt(cube, decline=chosen)
     if reading.date_ranges or grain:
@@ -392,39 +414,66 @@ async def attempt(
     return Attempt(cube, intent=_ranked(intent, reading))
 
 
-def _unit_member(cube: Cube, reading: Reading, at: int, taken: set[int]) -> Member | None:
-    """The numeric member a comparison's unit names ("3 items": the items in an order), if exactly one does."""
-    if at >= len(reading.tokens) or at in taken:
-        return None
+def _unit_members(cube: Cube, reading: Reading, at: int, taken: set[int]) -> list[Member]:
+    """The numeric members a comparison's unit could name ("3 items": the items in an order); the dimensions among
+    them when there are any."""
+    if at >= len(reading.tokens) or at in taken or reading.tokens[at].lower in FUNCTION_WORDS:
+        return []
     word = reading.tokens[at].stem
     numeric = [m for m in cube.members if (m.is_measure or m.type == "number") and any(word in p for p in m.phrases)]
     dimensions = [m for m in numeric if not m.is_measure]
-    if len(dimensions) == 1:
-        return dimensions[0]
-    return numeric[0] if len(numeric) == 1 else None
+    return dimensions or numeric
 
 
-def _subject(cube: Cube, reading: Reading, taken: set[int]) -> bool:
-    """Whether the question names the cube itself in words no member took ("how many purchases"); those words
-    are placed."""
+def _subject(cube: Cube, reading: Reading, candidates: set[int]) -> set[int]:
+    """The positions among ``candidates`` of a phrase naming the cube itself ("how many purchases")."""
     stems = [t.stem for t in reading.tokens]
     for phrase in sorted(cube.phrases, key=len, reverse=True):
         for start in range(len(stems) - len(phrase) + 1):
-            positions = range(start, start + len(phrase))
-            if tuple(stems[start : start + len(phrase)]) == phrase and not any(p in taken for p in positions):
-                taken.update(positions)
-                return True
-    return False
+            positions = set(range(start, start + len(phrase)))
+            if tuple(stems[start : start + len(phrase)]) == phrase and positions <= candidates:
+                return positions
+    return set()
 
 
-def _comparison_target(cube: Cube, spans: list[Span], start: int) -> Member | None:
+def _qualified(reading: Reading, left: set[int], valued: set[int], nouns: frozenset[str]) -> set[int]:
+    """Words left that name an entity of the model right after a value or "of"/"from" ("private patients")."""
+    placed = set()
+    for i in sorted(left):
+        before = i - 1
+        if reading.tokens[i].stem in nouns and (before in valued or reading.tokens[before].lower in OWNER_WORDS):
+            placed.add(i)
+    return placed
+
+
+def _counted(reading: Reading, spans: list[Span]) -> Member | None:
+    """The member named right after "how many" / "number of", if one is."""
+    counts = [p for p, flag in reading.aggregations.items() if flag == "count"]
+    if not counts:
+        return None
+    return next((s.member for s in spans if s.start == max(counts) + 1), None)
+
+
+def _comparison_target(
+    cube: Cube, spans: list[Span], start: int, end: int, reading: Reading, taken: set[int]
+) -> Member | None:
     """What a comparison with no unit compares: the numeric member named right before it ("revenue over 1000");
     for a count of things ("orders over 500") the amount of each thing, when the cube has exactly one."""
     before = next((s for s in reversed(spans) if s.end == start), None)
+    if before is None and start > 0 and start - 1 not in taken:
+        word = reading.tokens[start - 1].stem  # "a wait above 30": the head word of a numeric member
+        named = [m for m in cube.members if (m.is_measure or m.type == "number") and any(word in p for p in m.phrases)]
+        dimensions = [m for m in named if not m.is_measure]
+        if len(dimensions) == 1 or len(named) == 1:
+            taken.add(start - 1)
+            return (dimensions or named)[0]
     if before is not None and before.member.is_measure and not before.member.is_count:
         return before.member
     if before is not None and not before.member.is_measure and before.member.type == "number":
         return before.member
+    unit = reading.tokens[end] if end < len(reading.tokens) else None
+    if unit is not None and unit.lower not in FUNCTION_WORDS and end not in taken:
+        return None  # a unit ("60 minutes") that names no numeric member: not an amount of money
     money = [m for m in cube.dimensions() if m.type == "number" and m.is_money]
     if len(money) == 1:
         return money[0]
@@ -433,23 +482,24 @@ def _comparison_target(cube: Cube, spans: list[Span], start: int) -> Member | No
 
 async def _values(
     cube: Cube, reading: Reading, taken: set[int], holders: list[Member], lookup: ValueLookup
-) -> tuple[list[Condition], set[int]]:
+) -> tuple[list[Condition], set[int], set[int]]:
     """Conditions for words the data holds as values of the cube's string dimensions ("completed", "New York"),
     longest phrases first; the dimensions the question named ("status completed") are looked in first. Values of
     one dimension joined by "or"/"and" make one condition. Returns the conditions and the positions left."""
     tokens = reading.tokens
     left = {i for i in range(len(tokens)) if i not in taken and tokens[i].lower not in FUNCTION_WORDS}
     if all(tokens[i].lower in LIGHT_VERBS for i in left):
-        return [], left
+        return [], left, set()
     strings = [m for m in cube.dimensions() if m.type == "string"]
     ordered = [*holders, *[m for m in strings if m not in holders]]
     runs = _runs(sorted(left))
-    candidates = {
+    written = {
         reading.phrase(run[a:b]).strip('"')
         for run in runs
         for a in range(len(run))
         for b in range(a + 1, min(len(run), a + MAX_VALUE_WORDS) + 1)
     }
+    candidates = written | {singular(text) for text in written}
     found_values: dict[str, dict[str, str]] = {}  # dimension -> lower value -> value
     for member in ordered:
         values = await lookup(cube.name, member.name, sorted(candidates))
@@ -461,10 +511,12 @@ async def _values(
         while a < len(run):
             for b in range(min(len(run), a + MAX_VALUE_WORDS), a, -1):
                 text = reading.phrase(run[a:b]).strip('"').lower()
-                owners = [m for m in ordered if text in found_values.get(m.name, {})]
+                owners = [
+                    (m, key) for key in (text, singular(text)) for m in ordered if key in found_values.get(m.name, {})
+                ]
                 if owners:
-                    member = owners[0]
-                    matched.append((member, found_values[member.name][text], run[a:b]))
+                    member, key = owners[0]
+                    matched.append((member, found_values[member.name][key], run[a:b]))
                     a = b
                     break
             else:
@@ -473,15 +525,22 @@ async def _values(
     used: set[int] = set()
     for member, value, positions in matched:
         operator = "notEquals" if positions[0] in reading.negated else "equals"
-        key = (member.name, operator)
-        previous = conditions.get(key)
-        conditions[key] = Condition(member, operator, (*previous.values, value) if previous else (value,))
+        previous = conditions.get((member.name, operator))
+        joined = (*previous.values, value) if previous else (value,)
+        conditions[(member.name, operator)] = Condition(member, operator, joined)
         used.update(positions)
     # Connectors between values of one dimension ("completed or shipped") are placed with them.
     for i in left - used:
         if tokens[i].lower in ("or", "and", "nor") and i - 1 in used and i + 1 in used:
             used.add(i)
-    return list(conditions.values()), left - used
+    return list(conditions.values()), left - used, used
+
+
+def singular(text: str) -> str:
+    """``text`` with its last word's plural folded ("no-shows": "no-show"), as values are written."""
+    head, _, last = text.rpartition(" ")
+    folded = stem(last.lower())
+    return f"{head} {folded}" if head else folded
 
 
 def _runs(positions: list[int]) -> list[list[int]]:
@@ -492,6 +551,12 @@ def _runs(positions: list[int]) -> list[list[int]]:
         else:
             runs.append([p])
     return runs
+
+
+def _predicated(reading: Reading, counts: list[Member]) -> bool:
+    """Whether the second count is said of the first ("visits were no-shows", "orders are returned ones")."""
+    words = [t.lower for t in reading.tokens]
+    return any(word in ("were", "was", "are", "is") for word in words) and len(counts) == 2
 
 
 def _without_subjects(measures: list[Member], spans: list[Span], reading: Reading) -> list[Member]:
@@ -516,6 +581,8 @@ def _measures(
     """The measures the question asks for, with its aggregation words checked against their aggregation."""
     if "count" in aggregations:
         counts = [m for m in named if m.is_count]
+        if len(counts) == 2 and _predicated(reading, counts):
+            return counts[1:]  # "how many visits were no-shows": the count of the ones that were
         if counts:
             return counts
         countable = [m for m in named if m.agg_type == "sum" and not m.is_money and not m.is_percent]
@@ -584,11 +651,12 @@ async def understand(
     if isinstance(reading, Decline):
         return reading
     if previous is not None and reading.follow_up:
-        return await _follow_up(reading, previous, lookup)
+        return await _follow_up(reading, previous, lookup, entity_nouns(cubes))
     ordered = sorted(cubes, key=lambda c: not c.is_view)
+    nouns = entity_nouns(cubes)
     best: Attempt | None = None
     for cube in ordered:
-        tried = await attempt(cube, reading, lookup, zone.key)
+        tried = await attempt(cube, reading, lookup, zone.key, nouns=nouns)
         if tried.intent is not None:
             return tried.intent
         if best is None or _worse(best, tried):
@@ -612,9 +680,16 @@ def _worse(best: Attempt, other: Attempt) -> bool:
     return len(other.unplaced) < len(best.unplaced)
 
 
-async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup) -> Intent | Decline:
+def entity_nouns(cubes: Sequence[Cube]) -> frozenset[str]:
+    """The one-word names of the model's cubes and views ("patients", "customers")."""
+    return frozenset(p[0] for cube in cubes for p in cube.phrases if len(p) == 1)
+
+
+async def _follow_up(
+    reading: Reading, previous: Intent, lookup: ValueLookup, nouns: frozenset[str]
+) -> Intent | Decline:
     """``previous`` with what the follow-up changes: its dates, grain, groups, filters, measures or ranking."""
-    tried = await attempt(previous.cube, reading, lookup, previous.timezone, partial=True)
+    tried = await attempt(previous.cube, reading, lookup, previous.timezone, nouns=nouns, partial=True)
     if tried.decline is not None:
         return tried.decline
     if tried.unplaced:

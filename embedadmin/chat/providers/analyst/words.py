@@ -15,7 +15,7 @@ TOKEN = re.compile(
     r"\d{4}-\d{2}-\d{2}"  # an ISO date
     r"|\d+-\d+\b"  # a range of numbers, as values are written ("25-34")
     r"|\$?\d[\d,]*(?:\.\d+)?%?"  # a number, maybe money or a percentage
-    r"|[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*"  # a word (Q1, e-mail)
+    r"|[A-Za-z][A-Za-z0-9]*"  # a word (Q1); a hyphen separates words, as in the model's names
     r"|\"[^\"]+\""  # a quoted value
 )
 
@@ -39,7 +39,7 @@ FUNCTION_WORDS = _words(
 # words only when the data has no value of that name.
 LIGHT_VERBS = _words(
     """placed made created recorded happened occurred generated got came logged registered submitted received
-    booked taken"""
+    booked taken lasting lasted costing costed priced"""
 )
 GROUP_MARKERS = (("for", "each"), ("in", "each"), ("broken", "down", "by"), ("split", "by"), ("grouped", "by"))
 GROUP_WORDS = frozenset({"by", "per", "across", "each", "every"})
@@ -78,12 +78,15 @@ NEGATIONS = frozenset({"not", "excluding", "except", "without"})
 
 @dataclass(frozen=True)
 class Token:
-    """A word of the question: as written, lowercased, and stemmed; ``index`` is its position."""
+    """A word of the question: as written, lowercased, and stemmed; ``index`` is its position, ``start`` and
+    ``end`` where it stands in the question's text."""
 
     text: str
     lower: str
     stem: str
     index: int
+    start: int = 0
+    end: int = 0
 
     @property
     def is_number(self) -> bool:
@@ -92,13 +95,14 @@ class Token:
 
 def tokenize(question: str) -> list[Token]:
     """The question's tokens (a possessive ``'s`` dropped; a quoted value kept as one token)."""
-    text = re.sub(r"(?<=[A-Za-z])['\u2019]s\b", "", question)
+    text = re.sub(r"(?<=[A-Za-z])['\u2019]s\b", "  ", question)  # same length: offsets stay those of the question
     tokens = []
-    for match in TOKEN.finditer(text):
+    for index, match in enumerate(TOKEN.finditer(text)):
         word = match.group()
         lower = word.lower()
-        tokens.append(Token(word, lower, lower if lower[:1].isdigit() or lower[:1] in '"$' else stem(lower), 0))
-    return [Token(t.text, t.lower, t.stem, i) for i, t in enumerate(tokens)]
+        stemmed = lower if lower[:1].isdigit() or lower[:1] in '"$' else stem(lower)
+        tokens.append(Token(word, lower, stemmed, index, match.start(), match.end()))
+    return tokens
 
 
 def number_of(text: str) -> float | None:
