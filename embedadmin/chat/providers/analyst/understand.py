@@ -342,10 +342,10 @@ async def attempt(
         percent = tokens[end - 1].lower == "percent" or tokens[end - 1].text.endswith("%")
         condition = Condition(target, operator, (number_text(number / 100 if percent else number),), numeric=True)
         (having if target.is_measure else conditions).append(condition)
+        if target.is_measure and target not in measures:
+            measures.append(target)  # "countries with more than 10000 orders": shown as well as compared
         if target in numeric_mentions:
             numeric_mentions.remove(target)
-        if target.is_measure and target in measures and (len(measures) > 1 or not groups):
-            measures.remove(target)
     groups += [m for m in numeric_mentions if m not in groups]
     # Values found in the data for the words left.
     # A dimension named without "by" may be the start of a value ("United States" against "state"): its words are
@@ -421,8 +421,9 @@ def _unit_members(cube: Cube, reading: Reading, at: int, taken: set[int]) -> lis
         return []
     word = reading.tokens[at].stem
     numeric = [m for m in cube.members if (m.is_measure or m.type == "number") and any(word in p for p in m.phrases)]
+    exact = [m for m in numeric if (word,) in m.phrases]  # "10000 orders": the orders themselves
     dimensions = [m for m in numeric if not m.is_measure]
-    return dimensions or numeric
+    return exact if len(exact) == 1 else dimensions or numeric
 
 
 def _subject(cube: Cube, reading: Reading, candidates: set[int]) -> set[int]:
