@@ -129,6 +129,15 @@ class RunExecution:
             None, releasing_connection, dimension_values, self.tool_context, cube, dimension, candidates
         )
 
+    async def search_model(self, search_query: str) -> dict[str, Any]:
+        """What providers call to search the data model with the ``serviceMeta`` tool, off the loop, unlogged."""
+        loop = asyncio.get_running_loop()
+        arguments = {"searchQuery": search_query}
+        found = await loop.run_in_executor(
+            None, releasing_connection, self.tools.call, self.tool_context, "serviceMeta", arguments
+        )
+        return dict(json.loads(found))
+
     async def _produce(self) -> None:
         """Run the provider to the end and log the final answer."""
         answer_id = f"{self.run.message_id}-answer"
@@ -143,6 +152,7 @@ class RunExecution:
             cancel=self.cancel,
             timezone=viewer_timezone(self.tool_context.query_context.security_context),
             lookup_values=self.lookup_values,
+            search_model=self.search_model,
         )
         async for event in self.provider.stream(request):
             if isinstance(event, ThinkingDelta | ContentDelta):

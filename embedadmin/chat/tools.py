@@ -137,7 +137,8 @@ def _string_argument(arguments: dict[str, Any], name: str, *, required: bool = F
 
 def _member_result(member: dict[str, Any]) -> dict[str, Any]:
     """A member as ``serviceMeta`` shows it (spec 2.17), with what the model also says of it when it does: ``meta``
-    (synonyms), ``format`` and ``currency``, a time dimension's custom ``granularities``."""
+    (synonyms), ``format`` and ``currency``, a time dimension's custom ``granularities``, a view member's
+    ``aliasMember`` (the cube member it shows)."""
     shown: dict[str, Any] = {
         "name": member["name"],
         "title": member.get("title") or member["name"],
@@ -146,7 +147,7 @@ def _member_result(member: dict[str, Any]) -> dict[str, Any]:
     }
     if "aggType" in member:
         shown["aggType"] = member["aggType"]
-    for extra in ("meta", "format", "currency", "granularities"):
+    for extra in ("meta", "format", "currency", "granularities", "aliasMember"):
         if member.get(extra):
             shown[extra] = member[extra]
     return shown
@@ -155,7 +156,8 @@ def _member_result(member: dict[str, Any]) -> dict[str, Any]:
 def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     """``serviceMeta``: the cubes and views this user may see that match ``searchQuery``, most relevant first.
 
-    A cube matches when its own name, title or synonyms, or one of its members, do; it is shown with all of its
+    A cube matches when its own name, title or synonyms, or one of its members, do (a view also when the one
+    cube its measures come from does); it is shown with all of its
     visible members, ranked (best first, then model order), so a caller also sees the dimensions it may filter
     or group by. With no match (or an empty search) every visible cube is shown in model order. Members the
     user's access policies deny never appear: the model comes from ``semantic_meta`` for the user's context.
@@ -166,6 +168,7 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
         return {"cubes": [], "searchQuery": search_query}
     body = semantic_meta(deployment=deployment, ctx=context.query_context)
     wanted = content_stems(search_query)
+    by_name = {cube["name"]: cube for cube in body["cubes"]}
     ranked: list[tuple[float, bool, int, dict[str, Any]]] = []
     everything: list[dict[str, Any]] = []
     for index, cube in enumerate(body["cubes"]):
@@ -181,12 +184,22 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
             "members": [_member_result(members[i]) for i in order],
         }
         everything.append({**shown, "members": [_member_result(m) for m in members]})
-        score = max(scores, default=0.0) + relevance(cube, wanted)
+        roots = [by_name[name] for name in _roots(cube) if name in by_name]
+        named = max(relevance(named_by, wanted) for named_by in (cube, *roots))
+        score = max(scores, default=0.0) + named
         if score > 0:
             # Views first among equals: they are what the model offers for querying.
             ranked.append((-score, shown["type"] != "view", index, shown))
     cubes = [shown for *_, shown in sorted(ranked, key=lambda r: r[:3])] if ranked else everything
     return {"cubes": cubes, "searchQuery": search_query}
+
+
+def _roots(view: dict[str, Any]) -> set[str]:
+    """The cube a view's measures all come from (a view over appointments is named by "bookings" too), if one."""
+    if view.get("type") != "view":
+        return set()
+    roots = {str(m.get("aliasMember") or "").split(".", 1)[0] for m in view.get("measures", [])}
+    return roots if len(roots) == 1 and "" not in roots else set()
 
 
 TOOL_ROW_LIMIT = 100

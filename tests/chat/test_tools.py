@@ -12,6 +12,7 @@ import pytest
 from embedadmin.accounts.services import deployment_configure, duckdb_url
 from embedadmin.chat.tools import ToolContext, default_tools
 from embedadmin.semantic.context import QueryContext
+from tests.chat.analyst.clinic import dataset as clinic
 from tests.conftest import Cast
 from tests.semantic.http_support import DEMO_MODEL, demo_duckdb, duck_rows, fresh_semantic_state
 
@@ -60,6 +61,7 @@ def test_service_meta_ranks_cubes_and_members_by_the_search(demo_deployment):
         "meta": {"synonyms": ["gross merchandise value", "GMV", "order value"]},
         "format": "currency",
         "currency": "USD",
+        "aliasMember": "orders.total_amount",
     }
     status = next(m for m in sales["members"] if m["name"] == "sales.status")
     assert status == {
@@ -68,11 +70,25 @@ def test_service_meta_ranks_cubes_and_members_by_the_search(demo_deployment):
         "description": "completed, shipped, processing, cancelled or returned.",
         "type": "string",
         "meta": {"synonyms": ["state", "order status", "fulfilment status"]},
+        "aliasMember": "orders.status",
     }
     known = {"name", "title", "description", "type", "aggType", "meta", "format", "currency", "granularities"}
+    known.add("aliasMember")
     assert all(set(m) <= known for m in sales["members"])
     created = next(m for m in sales["members"] if m["name"] == "sales.created_at")
     assert [g["name"] for g in created["granularities"]] == ["fiscal_year", "fiscal_quarter", "sunday_week"]
+
+
+@pytest.mark.django_db
+def test_service_meta_finds_a_view_by_the_names_of_the_cube_its_measures_come_from(acme, tmp_path):
+    # The clinic's practice view shows the appointments cube's measures; "bookings" is a synonym of that cube only.
+    dataset = tmp_path / "clinic.duckdb"
+    clinic.write_duckdb(dataset)
+    deployment_configure(deployment=acme.deployment, model_dir=str(clinic.MODEL), data_source_url=duckdb_url(dataset))
+
+    result = call(acme, "serviceMeta", {"searchQuery": "bookings"})
+
+    assert [cube["name"] for cube in result["cubes"]] == ["practice", "appointments"]
 
 
 @pytest.mark.django_db

@@ -59,6 +59,9 @@ ToolCaller = Callable[[str, dict[str, Any]], Awaitable[str]]
 # Looks a dimension's values up in the data for the caller: (cube, dimension, candidate phrases) -> the values equal
 # to one of them without regard to case. Not a tool call: nothing of it is logged in the thread.
 ValueLookup = Callable[[str, str, Sequence[str]], Awaitable[list[str]]]
+# Searches the data model for the caller as ``serviceMeta`` does (the same function), unlogged: how an earlier
+# question of the thread is read again against the cubes its own search found.
+ModelSearch = Callable[[str], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class ProviderRequest:
     cancel: CancelToken
     timezone: str = "UTC"  # the viewer's, for dates in the question
     lookup_values: ValueLookup | None = None
+    search_model: ModelSearch | None = None
 
 
 class Provider(Protocol):

@@ -50,7 +50,7 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
         return "I found nothing in the data model that matches your question."
     zone = ZoneInfo(request.timezone)
     lookup = request.lookup_values or _no_values
-    previous = await _previous_intent(request.history, cubes, lookup, zone, now)
+    previous = await _previous_intent(request, cubes, lookup, zone, now)
     outcome = await understand(request.question, cubes, lookup, zone=zone, now=now, previous=previous)
     if isinstance(outcome, Decline):
         return f"{outcome.reason} {capabilities(cubes)}"
@@ -68,13 +68,19 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
 
 
 async def _previous_intent(
-    history: Sequence[dict[str, Any]], cubes: Sequence[Cube], lookup: ValueLookup, zone: ZoneInfo, now: datetime
+    request: ProviderRequest, cubes: Sequence[Cube], lookup: ValueLookup, zone: ZoneInfo, now: datetime
 ) -> Intent | None:
-    """What the thread's last questions asked, read again (each in the light of the ones before it)."""
+    """What the thread's last questions asked, read again (each in the light of the ones before it, against the
+    cubes its own search found, as when it was asked)."""
+    history = request.history
     questions = [m["content"] for m in history if m.get("role") == "user" and isinstance(m.get("content"), str)]
     intent: Intent | None = None
     for question in questions[-FOLLOW_UP_DEPTH:]:
-        outcome = await understand(question, cubes, lookup, zone=zone, now=now, previous=intent)
+        found = cubes
+        if request.search_model is not None:
+            meta = await request.search_model(question)
+            found = cubes_of(meta) if "error" not in meta else cubes
+        outcome = await understand(question, found, lookup, zone=zone, now=now, previous=intent)
         intent = outcome if isinstance(outcome, Intent) else None
     return intent
 

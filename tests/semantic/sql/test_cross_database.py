@@ -11,13 +11,11 @@ model whose ``sql_table``s name that schema.
 from __future__ import annotations
 
 import re
-import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -27,6 +25,7 @@ from django.db import connection
 from demo.generate import load_postgres
 from embedadmin.accounts.services import deployment_configure
 from tests.asgi_server import database_url_for_subprocess
+from tests.schemas import qualified_model
 from tests.semantic.http_support import DEMO_MODEL, CoreApi, core, demo_duckdb, duck_rows, fresh_semantic_state  # noqa: F401
 
 
@@ -129,20 +128,13 @@ def postgres_demo(django_db_setup, django_db_blocker, demo_duckdb) -> Iterator[t
         admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def _qualified_model(target: Path, schema: str) -> Path:
-    shutil.copytree(DEMO_MODEL, target)
-    for path in (target / "cubes").glob("*.yml"):
-        path.write_text(re.sub(r"sql_table: (\w+)", rf"sql_table: {schema}.\1", path.read_text()))
-    return target
-
-
 @pytest.fixture(params=["duckdb", "postgres"])
 def database(request, core, tmp_path) -> tuple[CoreApi, Any]:
     """The deployment on one database, and a function running hand-written SQL on it."""
     if request.param == "duckdb":
         return core, lambda sql: duck_rows(core.dataset, sql.format(t=""))
     url, schema = request.getfixturevalue("postgres_demo")
-    model = _qualified_model(tmp_path / "model", schema)
+    model = qualified_model(DEMO_MODEL, tmp_path / "model", schema)
     deployment_configure(deployment=core.cast.deployment, model_dir=str(model), data_source_url=url)
 
     def run(sql: str) -> list[tuple[Any, ...]]:

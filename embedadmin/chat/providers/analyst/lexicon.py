@@ -4,7 +4,7 @@ them and their members (names, titles, ``meta`` synonyms, plurals folded)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from embedadmin.chat.vocabulary import local_name, phrases, short_title, stems
@@ -29,6 +29,7 @@ class Member:
     phrases: tuple[tuple[str, ...], ...]
     granularities: tuple[tuple[str, str], ...] = ()  # custom granularities: (name, title)
     title_phrase: tuple[str, ...] = ()  # its title's words: a question that uses them names this member first
+    alias: str = ""  # a view member's cube member (``aliasMember``)
 
     @property
     def column(self) -> str:
@@ -103,6 +104,7 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
                 phrases=_trimmed(phrases(m, cube_title=title)),
                 granularities=_granularities(m),
                 title_phrase=tuple(stems(short_title(m.get("title") or m["name"], title))),
+                alias=str(m.get("aliasMember") or ""),
             )
             for m in cube.get("members", [])
         )
@@ -112,7 +114,20 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
                 name=cube["name"], title=title, is_view=cube.get("type") == "view", phrases=tuple(own), members=members
             )
         )
-    return cubes
+    return [_with_root_phrases(cube, cubes) for cube in cubes]
+
+
+def _with_root_phrases(view: Cube, cubes: Sequence[Cube]) -> Cube:
+    """A view whose measures all come from one cube is also named by that cube's names ("bookings" for a view
+    over the appointments cube)."""
+    roots = {m.alias.split(".", 1)[0] for m in view.measures() if m.alias}
+    if not view.is_view or len(roots) != 1 or any(not m.alias for m in view.measures()):
+        return view
+    root = next((c for c in cubes if c.name in roots and not c.is_view), None)
+    if root is None:
+        return view
+    extra = tuple(p for p in root.phrases if p not in view.phrases)
+    return replace(view, phrases=(*view.phrases, *extra))
 
 
 def _trimmed(found: Sequence[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:

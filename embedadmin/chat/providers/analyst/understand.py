@@ -19,6 +19,7 @@ from embedadmin.chat.providers.analyst.dates import DateRange, find_dates, find_
 from embedadmin.chat.providers.analyst.intent import Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.words import (
+    AMOUNT_VERBS,
     AVERAGE_WORDS,
     COUNT_PHRASES,
     DISTINCT_WORDS,
@@ -235,6 +236,7 @@ class Span:
     start: int
     end: int
     member: Member
+    member_phrase: tuple[str, ...] = ()
 
     @property
     def positions(self) -> range:
@@ -250,7 +252,7 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
         for phrase in member.phrases:
             for start in range(len(stems) - len(phrase) + 1):
                 if tuple(stems[start : start + len(phrase)]) == phrase:
-                    candidates.append(Span(start, start + len(phrase), member))
+                    candidates.append(Span(start, start + len(phrase), member, phrase))
 
     def rank(span: Span) -> tuple[int, int, bool, bool]:
         grouped = reading.names_group(span.start)
@@ -298,6 +300,8 @@ async def attempt(
             word = reading.tokens[end].text
             return Attempt(cube, decline=Decline(f"'{word}' could be {choices}: say which one."))
     spans = _spans(cube, reading, taken)  # aggregation words are free: "average order value" is a measure
+    if grain is None and not any(reading.names_group(span.start) for span in spans):
+        spans = [_per_row(cube, span, reading) for span in spans]
     for span in spans:
         taken.update(span.positions)
     aggregations = {flag for at, flag in reading.aggregations.items() if at not in taken}
@@ -385,7 +389,9 @@ async def attempt(
         counted = _counted(reading, spans)
         if "count" in aggregations and counted is not None and not counted.is_measure and not measures:
             return Attempt(cube, decline=Decline(f"The data model has no count of {counted.title.lower()}."))
-        chosen = _measures(cube, reading, aggregations, measures, bool(subject), groups)
+        narrowed = bool(groups or conditions or grain or reading.date_ranges or reading.descending is not None)
+        named_subject = bool(subject) or _names_subject(cube, spans)
+        chosen = _measures(cube, reading, aggregations, measures, named_subject and narrowed)
     if isinstance(chosen, Decline):
         return Attempt(cube, decline=chosen)
     if reading.date_ranges or grain:
@@ -414,6 +420,16 @@ async def attempt(
     return Attempt(cube, intent=_ranked(intent, reading))
 
 
+def _per_row(cube: Cube, span: Span, reading: Reading) -> Span:
+    """A measure compared with no grouping ("appointments with a fee under 40") as the numeric dimension of the same
+    name, when there is one: a condition on each row, not on a total there is nothing to group by."""
+    compared = any(start == span.end for start, *_ in reading.comparisons)
+    if not (compared and span.member.is_measure and not span.member.is_count):
+        return span
+    same = [m for m in cube.dimensions() if m.type == "number" and span.member_phrase in m.phrases]
+    return Span(span.start, span.end, same[0], span.member_phrase) if len(same) == 1 else span
+
+
 def _unit_members(cube: Cube, reading: Reading, at: int, taken: set[int]) -> list[Member]:
     """The numeric members a comparison's unit could name ("3 items": the items in an order); the dimensions among
     them when there are any."""
@@ -422,8 +438,12 @@ def _unit_members(cube: Cube, reading: Reading, at: int, taken: set[int]) -> lis
     word = reading.tokens[at].stem
     numeric = [m for m in cube.members if (m.is_measure or m.type == "number") and any(word in p for p in m.phrases)]
     exact = [m for m in numeric if (word,) in m.phrases]  # "10000 orders": the orders themselves
-    dimensions = [m for m in numeric if not m.is_measure]
-    return exact if len(exact) == 1 else dimensions or numeric
+    if len(exact) == 1:
+        return exact
+    fitting = [m for m in numeric if not m.is_measure] or numeric
+    hints = {stem(w) for t in reading.tokens for w in AMOUNT_VERBS.get(t.lower, ())}
+    hinted = [m for m in fitting if any(hints & set(p) for p in m.phrases)]  # "lasting 60 minutes": the duration
+    return hinted if len(hinted) == 1 else fitting
 
 
 def _subject(cube: Cube, reading: Reading, candidates: set[int]) -> set[int]:
@@ -576,10 +596,22 @@ def _without_subjects(measures: list[Member], spans: list[Span], reading: Readin
     return kept
 
 
+def _names_subject(cube: Cube, spans: list[Span]) -> bool:
+    """Whether a dimension's phrase begins with the cube's own name ("patients registered": the patients' registration
+    date), so the question names the cube as well."""
+    return any(
+        not span.member.is_measure
+        and any(len(span.member_phrase) > len(p) and span.member_phrase[: len(p)] == p for p in cube.phrases)
+        for span in spans
+    )
+
+
 def _measures(
-    cube: Cube, reading: Reading, aggregations: set[str], named: list[Member], subject: bool, groups: list[Member]
+    cube: Cube, reading: Reading, aggregations: set[str], named: list[Member], counted_subject: bool
 ) -> list[Member] | Decline:
-    """The measures the question asks for, with its aggregation words checked against their aggregation."""
+    """The measures the question asks for, with its aggregation words checked against their aggregation;
+    ``counted_subject``: the question names the cube and narrows it (grouped, filtered, dated, ranked), so with no
+    measure named it asks for the count ("bookings in Toulouse last year")."""
     if "count" in aggregations:
         counts = [m for m in named if m.is_count]
         if len(counts) == 2 and _predicated(reading, counts):
@@ -596,7 +628,7 @@ def _measures(
             return Decline(f"{cube.title} has no count.")
         return [count]
     if not named:
-        if subject and cube.count_measure() is not None and (reading.descending is not None or groups):
+        if counted_subject and cube.count_measure() is not None:
             count = cube.count_measure()
             assert count is not None
             return [count]

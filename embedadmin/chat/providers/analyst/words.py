@@ -41,6 +41,19 @@ LIGHT_VERBS = _words(
     """placed made created recorded happened occurred generated got came logged registered submitted received
     booked taken lasting lasted costing costed priced"""
 )
+# Verbs that say which amount a unit measures when the unit alone fits several ("lasting 60 minutes": a duration,
+# not a wait): the words a member's name would use.
+AMOUNT_VERBS = {
+    "lasting": ("duration", "length"),
+    "lasted": ("duration", "length"),
+    "long": ("duration", "length"),
+    "waiting": ("wait", "waiting"),
+    "waited": ("wait", "waiting"),
+    "costing": ("cost", "price", "fee"),
+    "cost": ("cost", "price", "fee"),
+    "priced": ("price",),
+    "weighing": ("weight",),
+}
 GROUP_MARKERS = (("for", "each"), ("in", "each"), ("broken", "down", "by"), ("split", "by"), ("grouped", "by"))
 GROUP_WORDS = frozenset({"by", "per", "across", "each", "every"})
 COUNT_PHRASES = (("how", "many"), ("number", "of"), ("count", "of"), ("count",), ("counts",))
