@@ -79,7 +79,7 @@ format: venv
 
 bench: venv
 	@eval "$$(bash scripts/test-services.sh)" && bash scripts/bench-tools.sh && \
-	$(PY) bench/generate_session.py && $(PY) bench/core_api.py && $(PY) bench/chat.py
+	$(PY) bench/generate_session.py && $(PY) bench/core_api.py && $(PY) bench/chat.py && $(PY) bench/analyst.py
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache .mypy_cache .import_linter_cache
