@@ -144,6 +144,8 @@ def answered(query: dict[str, Any], cube: str) -> Signature:
             time_member = member
             dates.append(str(values[0])[:10])
             continue
+        if operator == "notEquals":  # SQL's "<>" keeps its rows without a value out: the translator adds None
+            values = [v for v in values if v is not None]
         (having if member in measures else filters).add((member, operator, _values(values)))
     grain = None
     for time_dimension in query.get("timeDimensions", []):

@@ -30,8 +30,11 @@ GRAIN_ADJECTIVES = {
     "annually": "year",
 }
 RELATIVE_LEADS = {"this": "this", "current": "this", "last": "last", "previous": "last", "past": "last"}
-RANGE_PREPOSITIONS = frozenset({"in", "during", "for", "on", "of", "over", "within", "the"})
+RANGE_PREPOSITIONS = frozenset(
+    {"in", "during", "for", "on", "of", "over", "within", "the", "between", "from", "across"}
+)
 QUARTER = re.compile(r"^q([1-4])$")
+HALF = re.compile(r"^h([12])$")
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
 # Month abbreviations that are also English words: a month only next to a preposition or a year.
 SHORT_WORDS = frozenset({"may", "mar", "jan", "jun", "oct", "dec", "sept", "sep"})
@@ -131,6 +134,16 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
             take([i, i + 1, *used], _quarter(year, ORDINALS[word]))
             i += 2 + len(used)
             continue
+        elif word in ("first", "second") and following == "half" and free(i + 1):
+            year, used = _year_after(words, i + 1, now, free)
+            take([i, i + 1, *used], _half(year, 1 if word == "first" else 2))
+            i += 2 + len(used)
+            continue
+        elif (half := HALF.match(word)) is not None:
+            year, used = _year_after(words, i, now, free)
+            take([i, *used], _half(year, int(half.group(1))))
+            i += 1 + len(used)
+            continue
         elif (quarter := QUARTER.match(word)) is not None:
             year, used = _year_after(words, i, now, free)
             take([i, *used], _quarter(year, int(quarter.group(1))))
@@ -144,7 +157,31 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
             year = int(word)
             take([i], DateRange(date(year, 1, 1), date(year + 1, 1, 1), f"in {year}"))
         i += 1
-    return found
+    return _joined(found, words, taken)
+
+
+def _joined(found: list[Found], words: Sequence[str], taken: set[int]) -> list[Found]:
+    """Periods that follow one another joined by "and" or "to" ("across 2023 and 2024") as one range."""
+    joined: list[Found] = []
+    for item in found:
+        previous = joined[-1] if joined else None
+        if previous is not None and previous.date_range and item.date_range:
+            gap = set(range(max(previous.positions) + 1, min(item.positions)))
+            if (
+                previous.date_range.end == item.date_range.start
+                and len(gap) == 1
+                and words[min(gap)] in ("and", "to", "through", "until")
+            ):
+                start, end = previous.date_range.start, item.date_range.end
+                last = end - timedelta(days=1)
+                words_said = f"from {start.isoformat()} to {last.isoformat()}"
+                taken |= gap
+                joined[-1] = Found(
+                    previous.positions | gap | item.positions, date_range=DateRange(start, end, words_said)
+                )
+                continue
+        joined.append(item)
+    return joined
 
 
 def _dated(words: Sequence[str], i: int) -> bool:
@@ -174,6 +211,12 @@ def _quarter(year: int, number: int) -> DateRange:
     start = date(year, 3 * number - 2, 1)
     end = date(year + (number == 4), (3 * number) % 12 + 1, 1)
     return DateRange(start, end, f"in {year} Q{number}")
+
+
+def _half(year: int, number: int) -> DateRange:
+    start = date(year, 1 if number == 1 else 7, 1)
+    end = date(year, 7, 1) if number == 1 else date(year + 1, 1, 1)
+    return DateRange(start, end, f"in the {'first' if number == 1 else 'second'} half of {year}")
 
 
 def _between(words: Sequence[str], i: int, zone: ZoneInfo) -> tuple[int, DateRange] | None:

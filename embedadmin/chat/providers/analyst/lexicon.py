@@ -135,6 +135,8 @@ def _trimmed(found: Sequence[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
     out = list(found)
     for phrase in found:
         words = list(phrase)
+        if "in" in words[1:]:  # "Waiting time in minutes": also "waiting time"
+            words = words[: words.index("in", 1)]
         while words and words[-1] in EDGE_WORDS:
             words.pop()
         while words and words[0] in EDGE_WORDS:

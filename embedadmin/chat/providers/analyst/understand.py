@@ -10,7 +10,7 @@ Berlin", "by city instead") changes one part of the thread's previous question.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -19,21 +19,26 @@ from embedadmin.chat.providers.analyst.dates import DateRange, find_dates, find_
 from embedadmin.chat.providers.analyst.intent import Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.words import (
+    AMOUNT_UNITS,
     AMOUNT_VERBS,
     AVERAGE_WORDS,
+    BREAKDOWN_WORDS,
     COUNT_PHRASES,
     DISTINCT_WORDS,
     FOLLOW_UP_OPENERS,
     FUNCTION_WORDS,
+    GENERIC_HEADS,
     GROUP_MARKERS,
     GROUP_WORDS,
     LEAST_WORDS,
     LIGHT_VERBS,
     MOST_WORDS,
+    MULTIPLIERS,
     NEGATIONS,
     SHARE_WORDS,
     SUM_WORDS,
     UNSUPPORTED,
+    VALUE_WORDS,
     Token,
     number_of,
     number_text,
@@ -43,6 +48,7 @@ from embedadmin.chat.providers.base import ValueLookup
 from embedadmin.chat.vocabulary import stem
 
 MAX_VALUE_WORDS = 4
+DISTINCT_STEMS = frozenset(stem(w) for w in DISTINCT_WORDS) | {"count", "number"}
 DEFAULT_TOP = 10
 COMPARISONS = {
     ("over",): "gt",
@@ -63,9 +69,34 @@ COMPARISONS = {
     ("at", "most"): "lte",
     ("no", "more", "than"): "lte",
     ("up", "to"): "lte",
+    ("older", "than"): "gt",
+    ("younger", "than"): "lt",
+    ("longer", "than"): "gt",
+    ("shorter", "than"): "lt",
+    ("cheaper", "than"): "lt",
+    ("heavier", "than"): "gt",
+    ("lighter", "than"): "lt",
+}
+# After the number: "60 minutes or more", "3 items or fewer".
+TRAILING_COMPARISONS = {
+    ("or", "more"): "gte",
+    ("or", "over"): "gte",
+    ("or", "above"): "gte",
+    ("or", "higher"): "gte",
+    ("and", "above"): "gte",
+    ("and", "over"): "gte",
+    ("and", "up"): "gte",
+    ("or", "less"): "lte",
+    ("or", "fewer"): "lte",
+    ("or", "under"): "lte",
+    ("or", "below"): "lte",
+    ("or", "lower"): "lte",
+    ("and", "below"): "lte",
+    ("and", "under"): "lte",
 }
 CONNECTORS = frozenset({"or", "and", ",", "nor"})
-OWNER_WORDS = frozenset({"of", "from", "for", "among", "by"})
+COPULAS = frozenset({"were", "was", "are", "is", "been", "being"})
+OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to"})
 
 
 @dataclass
@@ -134,6 +165,7 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
         reading.date_positions |= date_found.positions
     _read_comparisons(reading, words)
     _read_ranking(reading, words)
+    _skip_verbs(reading, words)
     _read_aggregation(reading, words)
     _read_markers(reading, words)
     return reading
@@ -166,6 +198,15 @@ def _read_ranking(reading: Reading, words: list[str]) -> None:
                 reading.taken.add(i - 1)
 
 
+def _skip_verbs(reading: Reading, words: list[str]) -> None:
+    """A group named after a ranking may follow a verb ("10 best-selling products", "top 5 ordered products")."""
+    for at in sorted(reading.ranked_after):
+        while at < len(words) and words[at] in LIGHT_VERBS:
+            reading.taken.add(at)
+            at += 1
+            reading.ranked_after.add(at)
+
+
 def _read_aggregation(reading: Reading, words: list[str]) -> None:
     for i, word in enumerate(words):
         if not reading.free(i):
@@ -187,6 +228,12 @@ def _read_aggregation(reading: Reading, words: list[str]) -> None:
 
 
 def _read_markers(reading: Reading, words: list[str]) -> None:
+    if "by" in words:
+        for phrase in BREAKDOWN_WORDS:
+            for i in range(len(words) - len(phrase) + 1):
+                spot = range(i, i + len(phrase))
+                if tuple(words[i : i + len(phrase)]) == phrase and all(reading.free(j) for j in spot):
+                    reading.taken.update(spot)
     for i in range(len(words)):
         if not reading.free(i):
             continue
@@ -213,12 +260,38 @@ def _read_comparisons(reading: Reading, words: list[str]) -> None:
             if tuple(words[i:end]) != phrase or not all(reading.free(j) for j in range(i, end)):
                 continue
             if end < len(words) and reading.free(end) and (number := number_of(reading.tokens[end].text)) is not None:
-                span_end = end + 1
-                if span_end < len(words) and words[span_end] in ("dollars", "usd", "euros", "eur", "percent"):
-                    span_end += 1
+                number, span_end = _amount(words, end + 1, number)
                 reading.taken.update(range(i, span_end))
                 reading.comparisons.append((i, span_end, operator, number))
             break
+    # "60 minutes or more": the number (and the words of its amount) compared; its unit stays to be read.
+    for i, token in enumerate(reading.tokens):
+        number = number_of(token.text)
+        if number is None or not reading.free(i):
+            continue
+        number, after = _amount(words, i + 1, number)
+        for at in (after, after + 1):  # the unit may stand between the number and "or more"
+            for phrase, operator in TRAILING_COMPARISONS.items():
+                spot = range(at, at + len(phrase))
+                if tuple(words[at : at + len(phrase)]) == phrase and all(reading.free(j) for j in spot):
+                    reading.taken.update(range(i, after))
+                    reading.taken.update(spot)
+                    reading.comparisons.append((i, after, operator, number))
+                    break
+            else:
+                continue
+            break
+
+
+def _amount(words: list[str], at: int, number: float) -> tuple[float, int]:
+    """The number scaled by a multiplier written after it ("1 million"), and the position after the amount's
+    words (a money or percent unit included)."""
+    if at < len(words) and words[at] in MULTIPLIERS:
+        number *= MULTIPLIERS[words[at]]
+        at += 1
+    if at < len(words) and words[at] in AMOUNT_UNITS:
+        at += 1
+    return number, at
 
 
 @dataclass
@@ -253,6 +326,16 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
             for start in range(len(stems) - len(phrase) + 1):
                 if tuple(stems[start : start + len(phrase)]) == phrase:
                     candidates.append(Span(start, start + len(phrase), member, phrase))
+    # A measure's phrase cut by "were"/"was" ("patients were seen": patients seen), spanning the word between.
+    kept = [i for i, t in enumerate(reading.tokens) if t.lower not in COPULAS]
+    if len(kept) < len(stems):
+        for member in cube.measures():
+            for phrase in member.phrases:
+                for a in range(len(kept) - len(phrase) + 1):
+                    positions = kept[a : a + len(phrase)]
+                    contiguous = positions[-1] - positions[0] + 1 == len(phrase)
+                    if not contiguous and tuple(stems[p] for p in positions) == phrase:
+                        candidates.append(Span(positions[0], positions[-1] + 1, member, phrase))
 
     def rank(span: Span) -> tuple[int, int, bool, bool]:
         grouped = reading.names_group(span.start)
@@ -277,11 +360,12 @@ async def attempt(
     lookup: ValueLookup,
     timezone: str,
     *,
-    nouns: frozenset[str] = frozenset(),
+    nouns: Mapping[str, frozenset[str]] | None = None,
     partial: bool = False,
 ) -> Attempt:
     """Read the question against ``cube``: an :class:`Attempt` with the query, or the words left unplaced.
     ``partial`` (a follow-up) asks for no measure."""
+    nouns = nouns or {}
     taken = set(reading.taken)
     tokens = reading.tokens
     grain_found = find_grain(tokens, taken=taken, custom=custom_grains(cube.time_dimensions()))
@@ -290,8 +374,11 @@ async def attempt(
         taken |= grain_found.positions
     # A comparison's unit named after its number ("at least 3 items") is its member.
     targets: dict[int, Member] = {}
-    for index, (_start, end, _operator, _number) in enumerate(reading.comparisons):
+    for index, (start, end, _operator, _number) in enumerate(reading.comparisons):
         units = _unit_members(cube, reading, end, taken)
+        stems_before = [t.stem for t in reading.tokens[:start]]
+        before = [m for m in units if any(len(p) and tuple(stems_before[-len(p) :]) == p for p in m.phrases)]
+        units = before if len(before) == 1 else units  # "a waiting time longer than 45 minutes": the wait
         if len(units) == 1:
             targets[index] = units[0]
             taken.add(end)
@@ -302,6 +389,9 @@ async def attempt(
     spans = _spans(cube, reading, taken)  # aggregation words are free: "average order value" is a measure
     if grain is None and not any(reading.names_group(span.start) for span in spans):
         spans = [_per_row(cube, span, reading) for span in spans]
+    spans, absorbed = _headed(spans, reading)
+    taken |= absorbed
+    spans = [span for span in spans if not _names_cube_counted(cube, span, reading)]
     for span in spans:
         taken.update(span.positions)
     aggregations = {flag for at, flag in reading.aggregations.items() if at not in taken}
@@ -375,9 +465,11 @@ async def attempt(
     subject = _subject(cube, reading, left)
     left -= subject
     left -= _qualified(reading, left, valued_positions, nouns)
+    left -= _owner_nouns(reading, left, spans, nouns, cube)
     conditions += found
     named_holders = {c.member for c in found}
-    groups += [m for m in value_holders if m not in named_holders and m not in groups]
+    entities = {span.member for span in holder_spans if len(span.member_phrase) == 1 and span.member_phrase[0] in nouns}
+    groups += [m for m in value_holders if m not in named_holders and m not in groups and m not in entities]
     unplaced = [tokens[i].text for i in sorted(left) if tokens[i].lower not in LIGHT_VERBS]
     if unplaced:
         return Attempt(cube, unplaced=unplaced)
@@ -417,7 +509,41 @@ async def attempt(
         date_range=reading.date_ranges[0] if reading.date_ranges else None,
         timezone=timezone,
     )
+    if reading.limit is not None and not (groups or grain):
+        return Attempt(cube, decline=Decline("This asks for a ranking, but I could not tell what to rank (by what?)."))
     return Attempt(cube, intent=_ranked(intent, reading))
+
+
+def _headed(spans: list[Span], reading: Reading) -> tuple[list[Span], set[int]]:
+    """The spans without a generic head noun right after a dimension ("insurance type": the insurance, not the
+    visit type), and the positions such heads take."""
+    kept: list[Span] = []
+    absorbed: set[int] = set()
+    for span in spans:
+        generic = span.end - span.start == 1 and reading.tokens[span.start].lower in GENERIC_HEADS
+        if generic and kept and kept[-1].end == span.start and not kept[-1].member.is_measure:
+            absorbed.add(span.start)
+            continue
+        kept.append(span)
+    named = {p for span in kept for p in span.positions}
+    for span in kept:
+        after = span.end
+        free = after < len(reading.tokens) and after not in named
+        if not span.member.is_measure and free and reading.tokens[after].lower in GENERIC_HEADS:
+            absorbed.add(after)
+    return kept, absorbed
+
+
+def _names_cube_counted(cube: Cube, span: Span, reading: Reading) -> bool:
+    """Whether a dimension named right after "how many" is the cube's own name ("how many doctors": the physicians
+    counted, not their names)."""
+    counted_at = {p + 1 for p, flag in reading.aggregations.items() if flag == "count"}
+    return (
+        span.start in counted_at
+        and not span.member.is_measure
+        and span.member_phrase in cube.phrases
+        and cube.count_measure() is not None
+    )
 
 
 def _per_row(cube: Cube, span: Span, reading: Reading) -> Span:
@@ -457,13 +583,31 @@ def _subject(cube: Cube, reading: Reading, candidates: set[int]) -> set[int]:
     return set()
 
 
-def _qualified(reading: Reading, left: set[int], valued: set[int], nouns: frozenset[str]) -> set[int]:
+def _qualified(reading: Reading, left: set[int], valued: set[int], nouns: Mapping[str, frozenset[str]]) -> set[int]:
     """Words left that name an entity of the model right after a value or "of"/"from" ("private patients")."""
     placed = set()
     for i in sorted(left):
         before = i - 1
+        while before > 0 and reading.tokens[before].lower in LIGHT_VERBS:
+            before -= 1  # "privately insured patients"
         if reading.tokens[i].stem in nouns and (before in valued or reading.tokens[before].lower in OWNER_WORDS):
             placed.add(i)
+    return placed
+
+
+def _owner_nouns(
+    reading: Reading, left: set[int], spans: list[Span], nouns: Mapping[str, frozenset[str]], cube: Cube
+) -> set[int]:
+    """Words left that name the cube a dimension named right after them comes from ("patient cities": the
+    patients' city)."""
+    placed = set()
+    for span in spans:
+        before = span.start - 1
+        if before not in left or span.member.is_measure:
+            continue
+        owner = span.member.alias.split(".", 1)[0] if span.member.alias else cube.name
+        if owner in nouns.get(reading.tokens[before].stem, frozenset()):
+            placed.add(before)
     return placed
 
 
@@ -481,6 +625,11 @@ def _comparison_target(
     """What a comparison with no unit compares: the numeric member named right before it ("revenue over 1000");
     for a count of things ("orders over 500") the amount of each thing, when the cube has exactly one."""
     before = next((s for s in reversed(spans) if s.end == start), None)
+    implied = {stem(w) for w in AMOUNT_VERBS.get(reading.tokens[start].lower, ())}  # "older than 60": the age
+    if implied:
+        named = [m for m in cube.dimensions() if m.type == "number" and any(implied & set(p) for p in m.phrases)]
+        if len(named) == 1:
+            return named[0]
     if before is None and start > 0 and start - 1 not in taken:
         word = reading.tokens[start - 1].stem  # "a wait above 30": the head word of a numeric member
         named = [m for m in cube.members if (m.is_measure or m.type == "number") and any(word in p for p in m.phrases)]
@@ -490,6 +639,9 @@ def _comparison_target(
             return (dimensions or named)[0]
     if before is not None and before.member.is_measure and not before.member.is_count:
         return before.member
+    after = next((s for s in spans if s.start == end + 1 and reading.tokens[end].lower in ("in", "of")), None)
+    if after is not None and after.member.type == "number" and not after.member.is_count:
+        return after.member  # "over 1 million dollars in revenue"
     if before is not None and not before.member.is_measure and before.member.type == "number":
         return before.member
     unit = reading.tokens[end] if end < len(reading.tokens) else None
@@ -521,6 +673,7 @@ async def _values(
         for b in range(a + 1, min(len(run), a + MAX_VALUE_WORDS) + 1)
     }
     candidates = written | {singular(text) for text in written}
+    candidates |= {_plain(text) for text in written} - {""}
     found_values: dict[str, dict[str, str]] = {}  # dimension -> lower value -> value
     for member in ordered:
         values = await lookup(cube.name, member.name, sorted(candidates))
@@ -532,9 +685,8 @@ async def _values(
         while a < len(run):
             for b in range(min(len(run), a + MAX_VALUE_WORDS), a, -1):
                 text = reading.phrase(run[a:b]).strip('"').lower()
-                owners = [
-                    (m, key) for key in (text, singular(text)) for m in ordered if key in found_values.get(m.name, {})
-                ]
+                keys = (text, singular(text), _plain(text))
+                owners = [(m, key) for key in keys for m in ordered if key and key in found_values.get(m.name, {})]
                 if owners:
                     member, key = owners[0]
                     matched.append((member, found_values[member.name][key], run[a:b]))
@@ -555,6 +707,17 @@ async def _values(
         if tokens[i].lower in ("or", "and", "nor") and i - 1 in used and i + 1 in used:
             used.add(i)
     return list(conditions.values()), left - used, used
+
+
+def _plain(text: str) -> str:
+    """The value an everyday word stands for ("women": female) or an adverb's adjective ("privately": private);
+    "" when neither."""
+    lower = text.lower()
+    if lower in VALUE_WORDS:
+        return VALUE_WORDS[lower]
+    if " " not in lower and lower.endswith("ly") and len(lower) > 5:
+        return lower[:-2]
+    return ""
 
 
 def singular(text: str) -> str:
@@ -578,6 +741,29 @@ def _predicated(reading: Reading, counts: list[Member]) -> bool:
     """Whether the second count is said of the first ("visits were no-shows", "orders are returned ones")."""
     words = [t.lower for t in reading.tokens]
     return any(word in ("were", "was", "are", "is") for word in words) and len(counts) == 2
+
+
+def _acted(reading: Reading, counts: list[Member]) -> bool:
+    """Whether the first count did something to the second ("customers placed orders", "patients booked visits")."""
+    first, second = (_positions_of(m, reading) for m in counts)
+    if not first or not second or first[-1] >= second[0]:
+        return False
+    between = [t.lower for t in reading.tokens[first[-1] + 1 : second[0]]]
+    return bool(between) and all(w in LIGHT_VERBS or w in FUNCTION_WORDS for w in between)
+
+
+def _distinct(cube: Cube, count: Member) -> Member:
+    """For "distinct customers": the distinct count named like ``count``, when the cube has one."""
+    if count.agg_type in ("countDistinct", "countDistinctApprox"):
+        return count
+
+    def bare(member: Member) -> set[tuple[str, ...]]:
+        return {tuple(w for w in p if w not in DISTINCT_STEMS) for p in member.phrases}
+
+    alike = [
+        m for m in cube.measures() if m.agg_type in ("countDistinct", "countDistinctApprox") and bare(m) & bare(count)
+    ]
+    return alike[0] if len(alike) == 1 else count
 
 
 def _without_subjects(measures: list[Member], spans: list[Span], reading: Reading) -> list[Member]:
@@ -616,6 +802,10 @@ def _measures(
         counts = [m for m in named if m.is_count]
         if len(counts) == 2 and _predicated(reading, counts):
             return counts[1:]  # "how many visits were no-shows": the count of the ones that were
+        if len(counts) == 2 and _acted(reading, counts):
+            counts = counts[:1]  # "how many customers placed orders": the customers
+        if "distinct" in aggregations:
+            counts = [_distinct(cube, m) for m in counts]
         if counts:
             return counts
         countable = [m for m in named if m.agg_type == "sum" and not m.is_money and not m.is_percent]
@@ -713,13 +903,18 @@ def _worse(best: Attempt, other: Attempt) -> bool:
     return len(other.unplaced) < len(best.unplaced)
 
 
-def entity_nouns(cubes: Sequence[Cube]) -> frozenset[str]:
-    """The one-word names of the model's cubes and views ("patients", "customers")."""
-    return frozenset(p[0] for cube in cubes for p in cube.phrases if len(p) == 1)
+def entity_nouns(cubes: Sequence[Cube]) -> dict[str, frozenset[str]]:
+    """The one-word names of the model's cubes and views ("patients", "customers"), each with the cubes it names."""
+    named: dict[str, set[str]] = {}
+    for cube in cubes:
+        for phrase in cube.phrases:
+            if len(phrase) == 1:
+                named.setdefault(phrase[0], set()).add(cube.name)
+    return {noun: frozenset(names) for noun, names in named.items()}
 
 
 async def _follow_up(
-    reading: Reading, previous: Intent, lookup: ValueLookup, nouns: frozenset[str]
+    reading: Reading, previous: Intent, lookup: ValueLookup, nouns: Mapping[str, frozenset[str]]
 ) -> Intent | Decline:
     """``previous`` with what the follow-up changes: its dates, grain, groups, filters, measures or ranking."""
     tried = await attempt(previous.cube, reading, lookup, previous.timezone, nouns=nouns, partial=True)

@@ -14,7 +14,7 @@ from embedadmin.chat.vocabulary import stem
 TOKEN = re.compile(
     r"\d{4}-\d{2}-\d{2}"  # an ISO date
     r"|\d+-\d+\b"  # a range of numbers, as values are written ("25-34")
-    r"|\$?\d[\d,]*(?:\.\d+)?%?"  # a number, maybe money or a percentage
+    r"|\$?\d+(?:,\d{3})*(?:\.\d+)?%?"  # a number, maybe money or a percentage (not the comma after it)
     r"|[A-Za-z][A-Za-z0-9]*"  # a word (Q1); a hyphen separates words, as in the model's names
     r"|\"[^\"]+\""  # a quoted value
 )
@@ -39,7 +39,9 @@ FUNCTION_WORDS = _words(
 # words only when the data has no value of that name.
 LIGHT_VERBS = _words(
     """placed made created recorded happened occurred generated got came logged registered submitted received
-    booked taken lasting lasted costing costed priced"""
+    booked taken lasting lasted costing costed priced brought bring brings make makes making sell sells selling
+    sold billed charged paid spent earned invoiced living live lives located based took place saw treated insured
+    """
 )
 # Verbs that say which amount a unit measures when the unit alone fits several ("lasting 60 minutes": a duration,
 # not a wait): the words a member's name would use.
@@ -53,8 +55,33 @@ AMOUNT_VERBS = {
     "cost": ("cost", "price", "fee"),
     "priced": ("price",),
     "weighing": ("weight",),
+    "older": ("age",),
+    "younger": ("age",),
+    "longer": ("duration", "length"),
+    "shorter": ("duration", "length"),
+    "cheaper": ("price", "cost", "fee"),
+    "heavier": ("weight",),
+    "lighter": ("weight",),
 }
-GROUP_MARKERS = (("for", "each"), ("in", "each"), ("broken", "down", "by"), ("split", "by"), ("grouped", "by"))
+# Words a number is written with ("1 million", "10k").
+MULTIPLIERS = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9}
+# A unit after an amount that only says it is money or a share ("over 500 dollars", "above 5 percent").
+AMOUNT_UNITS = frozenset({"dollars", "dollar", "usd", "euros", "euro", "eur", "pounds", "gbp", "percent"})
+# Everyday words for values the data writes otherwise ("women": female).
+VALUE_WORDS = {"women": "female", "woman": "female", "men": "male", "man": "male", "ladies": "female"}
+# A generic head noun after a dimension's name says nothing more ("insurance type", "age group" named "age").
+GENERIC_HEADS = frozenset({"type", "types", "kind", "kinds", "sort", "class", "level"})
+GROUP_MARKERS = (
+    ("under", "each"),
+    ("for", "every"),
+    ("for", "each"),
+    ("in", "each"),
+    ("broken", "down", "by"),
+    ("split", "by"),
+    ("grouped", "by"),
+)
+# Words that only ask for a breakdown ("break down June's visits by attendance"): the "by" says by what.
+BREAKDOWN_WORDS = (("break", "down"), ("breakdown",), ("broken", "down"))
 GROUP_WORDS = frozenset({"by", "per", "across", "each", "every"})
 COUNT_PHRASES = (("how", "many"), ("number", "of"), ("count", "of"), ("count",), ("counts",))
 SUM_WORDS = frozenset({"total", "sum", "overall"})
