@@ -12,9 +12,10 @@ A suite file (YAML) gives the clock and time zone its relative dates are read wi
     - q: What's the weather tomorrow?
       decline: true
 
-Other keys: ``cube``, ``by`` (dimensions), ``grain`` ([time dimension, granularity]), ``having``, ``ranking``
-(``desc``/``asc``), ``limit``, ``after`` (questions asked before on the same thread). The analyst's semantic SQL
-is read into a Cube query by the Core Data API's own translator, and both are compared as :class:`Signature`s.
+Other keys: ``or`` (other specs that compute the same numbers, as through another view), ``cube``, ``by``
+(dimensions), ``grain`` ([time dimension, granularity]), ``having``, ``ranking`` (``desc``/``asc``), ``limit``,
+``after`` (questions asked before on the same thread). The analyst's semantic SQL is read into a Cube query by the
+Core Data API's own translator, and both are compared as :class:`Signature`s.
 """
 
 from __future__ import annotations
@@ -223,8 +224,9 @@ def judge(
     ).query
     if case.declines:
         return Verdict("wrong", f"answered a question it should decline: {sql}", query)
-    cube = case.spec.get("cube", suite.cube)
-    want, got = expected(case, suite, now), answered(query, cube)
-    if want != got:
-        return Verdict("wrong", f"{sql}\n      expected {want}\n      answered {got}", query)
+    alternatives = [case, *(Case(case.question, {**other}) for other in case.spec.get("or", ()))]
+    wanted = [expected(c, suite, now) for c in alternatives]
+    got = [answered(query, c.spec.get("cube", suite.cube)) for c in alternatives]
+    if not any(w == g for w, g in zip(wanted, got, strict=True)):
+        return Verdict("wrong", f"{sql}\n      expected {wanted[0]}\n      answered {got[0]}", query)
     return Verdict("right", sql, query)

@@ -40,6 +40,7 @@ ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2
 SHORT_WORDS = frozenset({"may", "mar", "jan", "jun", "oct", "dec", "sept", "sep"})
 YEAR = re.compile(r"^(19|20)\d\d$")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+TO_WORDS = ("to", "through", "until", "till", "thru")
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,8 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
         word = words[i]
         following = words[i + 1] if i + 1 < len(words) else ""
         # between <month> and <month> <year>, between <date> and <date>
-        if word == "between" and free(i + 1, i + 2, i + 3):
-            span = _between(words, i, zone)
+        if word in ("between", "from") and free(i + 1, i + 2, i + 3):
+            span = _between(words, i, zone, connectors=("and",) if word == "between" else TO_WORDS)
             if span is not None:
                 end_index, date_range = span
                 take(range(i, end_index), date_range)
@@ -155,7 +156,10 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
             continue
         elif YEAR.match(word) and _year_like(words, i):
             year = int(word)
-            take([i], DateRange(date(year, 1, 1), date(year + 1, 1, 1), f"in {year}"))
+            said = (
+                [i - 2, i - 1, i] if i >= 2 and words[i - 2 : i] == ["calendar", "year"] and free(i - 2, i - 1) else [i]
+            )
+            take(said, DateRange(date(year, 1, 1), date(year + 1, 1, 1), f"in {year}"))
         i += 1
     return _joined(found, words, taken)
 
@@ -219,12 +223,15 @@ def _half(year: int, number: int) -> DateRange:
     return DateRange(start, end, f"in the {'first' if number == 1 else 'second'} half of {year}")
 
 
-def _between(words: Sequence[str], i: int, zone: ZoneInfo) -> tuple[int, DateRange] | None:
-    """``between January and March 2024`` or ``between 2024-01-01 and 2024-03-31``: the end position, the range."""
-    try:
-        and_at = words.index("and", i + 2)
-    except ValueError:
+def _between(
+    words: Sequence[str], i: int, zone: ZoneInfo, *, connectors: Sequence[str]
+) -> tuple[int, DateRange] | None:
+    """``between January and March 2024``, ``from January through June 2025`` or ``between 2024-01-01 and
+    2024-03-31``: the end position, the range."""
+    found = [words.index(c, i + 2) for c in connectors if c in words[i + 2 :]]
+    if not found:
         return None
+    and_at = min(found)
     first, second = words[i + 1 : and_at], words[and_at + 1 : and_at + 3]
     if len(first) == 1 and ISO_DATE.match(first[0]) and second and ISO_DATE.match(second[0]):
         start, last = date.fromisoformat(first[0]), date.fromisoformat(second[0])
@@ -249,6 +256,9 @@ def find_grain(tokens: Sequence[Token], *, taken: set[int], custom: dict[tuple[s
     for i, word in enumerate(words):
         if i in taken:
             continue
+        unit = UNITS.get(word)
+        if unit and words[i + 1 : i + 3] == ["by", word]:
+            return Found(frozenset({i, i + 1, i + 2}), grain=unit)  # "month by month"
         lead = words[i - 1] if i else ""
         led = lead in ("by", "per", "each", "every") or (lead in ("a", "over") and (i - 1) not in taken)
         for phrase, name in sorted(custom.items(), key=lambda item: -len(item[0])):

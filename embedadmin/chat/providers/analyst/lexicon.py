@@ -114,7 +114,30 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
                 name=cube["name"], title=title, is_view=cube.get("type") == "view", phrases=tuple(own), members=members
             )
         )
-    return [_with_root_phrases(cube, cubes) for cube in cubes]
+    nouns = {p[0] for cube in cubes for p in cube.phrases if len(p) == 1}
+    return [_with_root_phrases(_with_head_nouns(cube, nouns), cubes) for cube in cubes]
+
+
+def _with_head_nouns(cube: Cube, nouns: set[str]) -> Cube:
+    """Each measure whose title starts with a word no other member's phrases use, and that names no cube, is also
+    named by that word ("units" for "Units sold")."""
+    used: dict[str, int] = {}
+    for member in cube.members:
+        for word in {w for p in member.phrases for w in p}:
+            used[word] = used.get(word, 0) + 1
+    members = []
+    for member in cube.members:
+        head = member.title_phrase[:1]
+        if (
+            member.is_measure
+            and len(member.title_phrase) > 1
+            and used.get(head[0]) == 1
+            and head[0] not in EDGE_WORDS | AGGREGATION_WORDS | nouns  # "patients" stays the patients' name
+            and head not in member.phrases
+        ):
+            member = replace(member, phrases=(*member.phrases, head))
+        members.append(member)
+    return replace(cube, members=tuple(members))
 
 
 def _with_root_phrases(view: Cube, cubes: Sequence[Cube]) -> Cube:

@@ -191,6 +191,10 @@ def _read_ranking(reading: Reading, words: list[str]) -> None:
             reading.descending = following != "worst"
             reading.taken |= {i, i + 1}
             reading.ranked_after.add(i + 2)
+        elif word in ("which", "what") and following.isdigit() and reading.free(i + 1):
+            reading.limit = int(following)  # "which 5 physicians have the lowest ...": the 5 ranked
+            reading.taken.add(i + 1)
+            reading.which.add(i + 2)
         elif word in MOST_WORDS or word in LEAST_WORDS:
             reading.descending = word in MOST_WORDS
             reading.taken.add(i)
@@ -228,6 +232,12 @@ def _read_aggregation(reading: Reading, words: list[str]) -> None:
 
 
 def _read_markers(reading: Reading, words: list[str]) -> None:
+    if "break" in words and "down" in words and "by" in words and words.index("break") < words.index("down"):
+        reading.taken.update({words.index("break"), words.index("down")})  # "break the visits down by ..."
+    for i, word in enumerate(words):
+        if word == "breakdown" and reading.free(i) and "by" not in words:
+            reading.taken.add(i)  # "attendance breakdown": by attendance
+            reading.group_starts.update(p for p in (i - 1, i - 2) if reading.free(p))
     if "by" in words:
         for phrase in BREAKDOWN_WORDS:
             for i in range(len(words) - len(phrase) + 1):
@@ -375,6 +385,12 @@ async def attempt(
     # A comparison's unit named after its number ("at least 3 items") is its member.
     targets: dict[int, Member] = {}
     for index, (start, end, _operator, _number) in enumerate(reading.comparisons):
+        named = _amount_named_before(cube, reading, start)
+        if named is not None:  # "an average wait of over 30 minutes": the average wait, in minutes
+            targets[index] = named
+            if _unit_members(cube, reading, end, taken):
+                taken.add(end)
+            continue
         units = _unit_members(cube, reading, end, taken)
         stems_before = [t.stem for t in reading.tokens[:start]]
         before = [m for m in units if any(len(p) and tuple(stems_before[-len(p) :]) == p for p in m.phrases)]
@@ -390,7 +406,8 @@ async def attempt(
     if grain is None and not any(reading.names_group(span.start) for span in spans):
         spans = [_per_row(cube, span, reading) for span in spans]
     spans, absorbed = _headed(spans, reading)
-    taken |= absorbed
+    spans, owners = _owned(spans, cube, nouns)
+    taken |= absorbed | owners
     spans = [span for span in spans if not _names_cube_counted(cube, span, reading)]
     for span in spans:
         taken.update(span.positions)
@@ -468,13 +485,20 @@ async def attempt(
     left -= _owner_nouns(reading, left, spans, nouns, cube)
     conditions += found
     named_holders = {c.member for c in found}
-    entities = {span.member for span in holder_spans if len(span.member_phrase) == 1 and span.member_phrase[0] in nouns}
+    qualified_by = {p for span in holder_spans if span.member in named_holders for p in span.positions}
+    entities = {  # "budget (price band) products": the products a value qualifies, not a grouping by product
+        span.member
+        for span in holder_spans
+        if len(span.member_phrase) == 1
+        and span.member_phrase[0] in nouns
+        and span.start - 1 in valued_positions | qualified_by
+    }
     groups += [m for m in value_holders if m not in named_holders and m not in groups and m not in entities]
     unplaced = [tokens[i].text for i in sorted(left) if tokens[i].lower not in LIGHT_VERBS]
     if unplaced:
         return Attempt(cube, unplaced=unplaced)
     # The measure.
-    measures = _without_subjects(measures, spans, reading)
+    measures = _without_subjects(measures, spans, reading, valued_positions)
     if partial and not measures and "count" not in aggregations:
         chosen: list[Member] | Decline = []
     else:
@@ -534,6 +558,28 @@ def _headed(spans: list[Span], reading: Reading) -> tuple[list[Span], set[int]]:
     return kept, absorbed
 
 
+def _owned(spans: list[Span], cube: Cube, nouns: Mapping[str, frozenset[str]]) -> tuple[list[Span], set[int]]:
+    """The spans without a one-word name of a cube right before a dimension of that cube ("product category": the
+    products' category, not the product name and the category), and the positions such names take."""
+    dropped: set[int] = set()
+    kept: list[Span] = []
+    for index, span in enumerate(spans):
+        following = spans[index + 1] if index + 1 < len(spans) else None
+        if (
+            following is not None
+            and following.start == span.end
+            and len(span.member_phrase) == 1
+            and not span.member.is_measure
+            and not following.member.is_measure
+        ):
+            owner = following.member.alias.split(".", 1)[0] if following.member.alias else cube.name
+            if owner in nouns.get(span.member_phrase[0], frozenset()):
+                dropped.update(span.positions)
+                continue
+        kept.append(span)
+    return kept, dropped
+
+
 def _names_cube_counted(cube: Cube, span: Span, reading: Reading) -> bool:
     """Whether a dimension named right after "how many" is the cube's own name ("how many doctors": the physicians
     counted, not their names)."""
@@ -554,6 +600,21 @@ def _per_row(cube: Cube, span: Span, reading: Reading) -> Span:
         return span
     same = [m for m in cube.dimensions() if m.type == "number" and span.member_phrase in m.phrases]
     return Span(span.start, span.end, same[0], span.member_phrase) if len(same) == 1 else span
+
+
+def _amount_named_before(cube: Cube, reading: Reading, start: int) -> Member | None:
+    """The one amount (a numeric dimension or a measure other than a count) named right before a comparison, "of"
+    allowed between ("an average wait of over 30")."""
+    stems = [t.stem for t in reading.tokens]
+    end = start - 1 if start >= 2 and reading.tokens[start - 1].lower == "of" else start
+    found = {
+        m
+        for m in cube.members
+        if m.type == "number" and not m.is_count
+        for p in m.phrases
+        if len(p) <= end and tuple(stems[end - len(p) : end]) == p
+    }
+    return next(iter(found)) if len(found) == 1 else None
 
 
 def _unit_members(cube: Cube, reading: Reading, at: int, taken: set[int]) -> list[Member]:
@@ -766,16 +827,16 @@ def _distinct(cube: Cube, count: Member) -> Member:
     return alike[0] if len(alike) == 1 else count
 
 
-def _without_subjects(measures: list[Member], spans: list[Span], reading: Reading) -> list[Member]:
+def _without_subjects(measures: list[Member], spans: list[Span], reading: Reading, valued: set[int]) -> list[Member]:
     """``measures`` without a count that only says whose measure it is: "average age of customers", "revenue from
-    female customers"."""
+    female customers", "average fee, counting attended visits only"."""
     kept = list(measures)
     seen_other = False
     for span in spans:
         member = span.member
         if member.is_count and seen_other and member in kept:
             before = {t.lower for t in reading.tokens[max(0, span.start - 3) : span.start]}
-            if before & OWNER_WORDS:
+            if before & OWNER_WORDS or span.start - 1 in valued:
                 kept.remove(member)
         if member.is_measure:
             seen_other = True

@@ -32,7 +32,7 @@ FUNCTION_WORDS = _words(
     what which who whose how show me us give list tell please i we our my you your can could would should will
     there it its that these those all any some get find see know want need about just find return display
     much many so far ever currently now overall altogether whole entire respectively value values number numbers
-    data figure figures result results report
+    data figure figures result results report where only counting combined together
     """
 )
 # Verbs that say an event happened, which the data already means ("orders placed in 2024"); placed as function
@@ -41,6 +41,7 @@ LIGHT_VERBS = _words(
     """placed made created recorded happened occurred generated got came logged registered submitted received
     booked taken lasting lasted costing costed priced brought bring brings make makes making sell sells selling
     sold billed charged paid spent earned invoiced living live lives located based took place saw treated insured
+    waited carry carried stock stocked offer offered
     """
 )
 # Verbs that say which amount a unit measures when the unit alone fits several ("lasting 60 minutes": a duration,
