@@ -1,0 +1,285 @@
+"""The model-free reading of a question: its tokens, and which of them say a date range, a ranking, an
+aggregation, a comparison or a grouping marker (``read``). What is left is placed against the model by
+``understand``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from embedadmin.chat.providers.analyst.dates import DateRange, find_dates
+from embedadmin.chat.providers.analyst.intent import Decline
+from embedadmin.chat.providers.analyst.words import (
+    AMOUNT_UNITS,
+    AVERAGE_WORDS,
+    BREAKDOWN_WORDS,
+    COUNT_PHRASES,
+    DISTINCT_WORDS,
+    FOLLOW_UP_OPENERS,
+    GROUP_MARKERS,
+    GROUP_WORDS,
+    LEAST_WORDS,
+    LIGHT_VERBS,
+    MOST_WORDS,
+    MULTIPLIERS,
+    NEGATIONS,
+    SHARE_WORDS,
+    SUM_WORDS,
+    UNSUPPORTED,
+    Token,
+    number_of,
+    tokenize,
+)
+
+DEFAULT_TOP = 10
+COMPARISONS = {
+    ("over",): "gt",
+    ("above",): "gt",
+    ("more", "than"): "gt",
+    ("greater", "than"): "gt",
+    ("bigger", "than"): "gt",
+    ("larger", "than"): "gt",
+    ("higher", "than"): "gt",
+    ("exceeding",): "gt",
+    ("at", "least"): "gte",
+    ("under",): "lt",
+    ("below",): "lt",
+    ("less", "than"): "lt",
+    ("fewer", "than"): "lt",
+    ("lower", "than"): "lt",
+    ("smaller", "than"): "lt",
+    ("at", "most"): "lte",
+    ("no", "more", "than"): "lte",
+    ("up", "to"): "lte",
+    ("older", "than"): "gt",
+    ("younger", "than"): "lt",
+    ("longer", "than"): "gt",
+    ("shorter", "than"): "lt",
+    ("cheaper", "than"): "lt",
+    ("heavier", "than"): "gt",
+    ("lighter", "than"): "lt",
+}
+# After the number: "60 minutes or more", "3 items or fewer".
+TRAILING_COMPARISONS = {
+    ("or", "more"): "gte",
+    ("or", "over"): "gte",
+    ("or", "above"): "gte",
+    ("or", "higher"): "gte",
+    ("and", "above"): "gte",
+    ("and", "over"): "gte",
+    ("and", "up"): "gte",
+    ("or", "less"): "lte",
+    ("or", "fewer"): "lte",
+    ("or", "under"): "lte",
+    ("or", "below"): "lte",
+    ("or", "lower"): "lte",
+    ("and", "below"): "lte",
+    ("and", "under"): "lte",
+}
+
+
+@dataclass
+class Reading:
+    """The model-free reading of a question: tokens and what took which of them."""
+
+    tokens: list[Token]
+    text: str = ""
+    taken: set[int] = field(default_factory=set)
+    date_ranges: list[DateRange] = field(default_factory=list)
+    date_positions: set[int] = field(default_factory=set)
+    limit: int | None = None
+    descending: bool | None = None
+    rank_singular: bool = False  # "which category has the most": one row
+    aggregations: dict[int, str] = field(default_factory=dict)  # position -> count, total, average, share, distinct
+    ranked_after: set[int] = field(default_factory=set)  # positions right after "top 5": a group is named there
+    group_starts: set[int] = field(default_factory=set)  # positions right after "by", "per", "for each"
+    which: set[int] = field(default_factory=set)  # positions right after "which"/"what"
+    comparisons: list[tuple[int, int, str, float]] = field(default_factory=list)  # (start, end, operator, number)
+    negated: set[int] = field(default_factory=set)  # positions right after "not", "excluding"
+    follow_up: bool = False
+    instead: bool = False
+    only: bool = False
+
+    def names_group(self, i: int) -> bool:
+        """Whether a group is named at ``i``: after "by", "which", "top 5"."""
+        return i in self.group_starts or i in self.which or i in self.ranked_after
+
+    def free(self, i: int) -> bool:
+        return 0 <= i < len(self.tokens) and i not in self.taken
+
+    def phrase(self, positions: Sequence[int]) -> str:
+        """The question's text from the first of ``positions`` to the last, as written ("no-show", "Le Havre")."""
+        ordered = sorted(positions)
+        return self.text[self.tokens[ordered[0]].start : self.tokens[ordered[-1]].end] if ordered else ""
+
+
+def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
+    """What a question says without the model: dates, ranking, aggregation words, comparisons, markers."""
+    tokens = tokenize(question)
+    reading = Reading(tokens=tokens, text=question)
+    words = [t.lower for t in tokens]
+    for token in tokens:
+        if token.lower in UNSUPPORTED or token.stem in UNSUPPORTED:
+            what = UNSUPPORTED.get(token.lower) or UNSUPPORTED[token.stem]
+            return Decline(
+                f"This needs {what}, which the data model has no measure for and which one query cannot compute."
+            )
+    for opener in FOLLOW_UP_OPENERS:
+        if tuple(words[: len(opener)]) == opener:
+            reading.follow_up = True
+            reading.only = opener in (("only",), ("just",))
+            reading.taken.update(range(len(opener)))
+            break
+    for i, word in enumerate(words):
+        if word == "instead":
+            reading.instead = reading.follow_up = True
+            reading.taken.add(i)
+        if word in ("only", "just") and reading.follow_up:
+            reading.only = True
+            reading.taken.add(i)
+    found = find_dates(tokens, zone=zone, now=now, taken=reading.taken)
+    for date_found in found:
+        assert date_found.date_range is not None
+        reading.date_ranges.append(date_found.date_range)
+        reading.date_positions |= date_found.positions
+    _read_comparisons(reading, words)
+    _read_ranking(reading, words)
+    _skip_verbs(reading, words)
+    _read_aggregation(reading, words)
+    _read_markers(reading, words)
+    return reading
+
+
+def _read_ranking(reading: Reading, words: list[str]) -> None:
+    for i, word in enumerate(words):
+        if not reading.free(i):
+            continue
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if word in ("top", "bottom") or (word in ("best", "worst") and following.isdigit()):
+            reading.descending = word in ("top", "best")
+            reading.taken.add(i)
+            if following.isdigit() and reading.free(i + 1):
+                reading.limit = int(following)
+                reading.taken.add(i + 1)
+                reading.ranked_after.add(i + 2)
+            else:
+                reading.limit = DEFAULT_TOP
+                reading.ranked_after.add(i + 1)
+        elif word.isdigit() and following in ("best", "worst", "top", "biggest", "largest") and reading.free(i + 1):
+            reading.limit = int(word)
+            reading.descending = following != "worst"
+            reading.taken |= {i, i + 1}
+            reading.ranked_after.add(i + 2)
+        elif word in ("which", "what") and following.isdigit() and reading.free(i + 1):
+            reading.limit = int(following)  # "which 5 physicians have the lowest ...": the 5 ranked
+            reading.taken.add(i + 1)
+            reading.which.add(i + 2)
+        elif word in MOST_WORDS or word in LEAST_WORDS:
+            reading.descending = word in MOST_WORDS
+            reading.taken.add(i)
+            if i and words[i - 1] == "the":
+                reading.taken.add(i - 1)
+
+
+def _skip_verbs(reading: Reading, words: list[str]) -> None:
+    """A group named after a ranking may follow a verb ("10 best-selling products", "top 5 ordered products")."""
+    for at in sorted(reading.ranked_after):
+        while at < len(words) and words[at] in LIGHT_VERBS:
+            reading.taken.add(at)
+            at += 1
+            reading.ranked_after.add(at)
+
+
+def _read_aggregation(reading: Reading, words: list[str]) -> None:
+    for i, word in enumerate(words):
+        if not reading.free(i):
+            continue
+        for phrase in COUNT_PHRASES:
+            if tuple(words[i : i + len(phrase)]) == phrase and all(reading.free(j) for j in range(i, i + len(phrase))):
+                reading.aggregations.update(dict.fromkeys(range(i, i + len(phrase)), "count"))
+                break
+        else:
+            flags = (
+                (SUM_WORDS, "total"),
+                (AVERAGE_WORDS, "average"),
+                (SHARE_WORDS, "share"),
+                (DISTINCT_WORDS, "distinct"),
+            )
+            for vocabulary, flag in flags:
+                if word in vocabulary:
+                    reading.aggregations[i] = flag
+
+
+def _read_markers(reading: Reading, words: list[str]) -> None:
+    if "break" in words and "down" in words and "by" in words and words.index("break") < words.index("down"):
+        reading.taken.update({words.index("break"), words.index("down")})  # "break the visits down by ..."
+    for i, word in enumerate(words):
+        if word == "breakdown" and reading.free(i) and "by" not in words:
+            reading.taken.add(i)  # "attendance breakdown": by attendance
+            reading.group_starts.update(p for p in (i - 1, i - 2) if reading.free(p))
+    if "by" in words:
+        for phrase in BREAKDOWN_WORDS:
+            for i in range(len(words) - len(phrase) + 1):
+                spot = range(i, i + len(phrase))
+                if tuple(words[i : i + len(phrase)]) == phrase and all(reading.free(j) for j in spot):
+                    reading.taken.update(spot)
+    for i in range(len(words)):
+        if not reading.free(i):
+            continue
+        for marker in GROUP_MARKERS:
+            if tuple(words[i : i + len(marker)]) == marker:
+                reading.taken.update(range(i, i + len(marker)))
+                reading.group_starts.add(i + len(marker))
+                break
+        else:
+            if words[i] in GROUP_WORDS:
+                reading.taken.add(i)
+                reading.group_starts.add(i + 1)
+            elif words[i] in ("which", "what") and i + 1 < len(words):
+                reading.which.add(i + 1)
+            elif words[i] in NEGATIONS:
+                reading.taken.add(i)
+                reading.negated.add(i + 1)
+
+
+def _read_comparisons(reading: Reading, words: list[str]) -> None:
+    for i in range(len(words)):
+        for phrase, operator in sorted(COMPARISONS.items(), key=lambda item: -len(item[0])):
+            end = i + len(phrase)
+            if tuple(words[i:end]) != phrase or not all(reading.free(j) for j in range(i, end)):
+                continue
+            if end < len(words) and reading.free(end) and (number := number_of(reading.tokens[end].text)) is not None:
+                number, span_end = _amount(words, end + 1, number)
+                reading.taken.update(range(i, span_end))
+                reading.comparisons.append((i, span_end, operator, number))
+            break
+    # "60 minutes or more": the number (and the words of its amount) compared; its unit stays to be read.
+    for i, token in enumerate(reading.tokens):
+        number = number_of(token.text)
+        if number is None or not reading.free(i):
+            continue
+        number, after = _amount(words, i + 1, number)
+        for at in (after, after + 1):  # the unit may stand between the number and "or more"
+            for phrase, operator in TRAILING_COMPARISONS.items():
+                spot = range(at, at + len(phrase))
+                if tuple(words[at : at + len(phrase)]) == phrase and all(reading.free(j) for j in spot):
+                    reading.taken.update(range(i, after))
+                    reading.taken.update(spot)
+                    reading.comparisons.append((i, after, operator, number))
+                    break
+            else:
+                continue
+            break
+
+
+def _amount(words: list[str], at: int, number: float) -> tuple[float, int]:
+    """The number scaled by a multiplier written after it ("1 million"), and the position after the amount's
+    words (a money or percent unit included)."""
+    if at < len(words) and words[at] in MULTIPLIERS:
+        number *= MULTIPLIERS[words[at]]
+        at += 1
+    if at < len(words) and words[at] in AMOUNT_UNITS:
+        at += 1
+    return number, at
