@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -22,6 +21,7 @@ from embedadmin.accounts.models import (
 from embedadmin.accounts.services import API_KEY_KIND, CREDENTIALS, PLATFORM_TOKEN_KIND
 from embedadmin.core import credentials
 from embedadmin.core.errors import Forbidden, NotFound
+from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.core.prepared import PreparedQuery
 from embedadmin.core.versions import ProcessMemory
 
@@ -35,6 +35,7 @@ class ApiKeyCaller:
     deployments (the ``is_scoped`` annotation of the authenticating query)."""
 
     key: ApiKey
+    credentials_version: str  # the CREDENTIALS version read before the key: what the caller's other reads go by
 
     @property
     def account(self) -> Account:
@@ -78,12 +79,8 @@ _API_KEY_BY_PREFIX: PreparedQuery[ApiKey] = PreparedQuery(
 
 # What a process remembers of API keys and deployments (core/versions.py): keys by prefix, and deployments by
 # account and id, each under the CREDENTIALS version.
-_REMEMBERED_KEYS: ProcessMemory[ApiKey] = ProcessMemory(
-    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
-)
-_REMEMBERED_DEPLOYMENTS: ProcessMemory[Deployment] = ProcessMemory(
-    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
-)
+_REMEMBERED_KEYS: ProcessMemory[ApiKey] = ProcessMemory()
+_REMEMBERED_DEPLOYMENTS: ProcessMemory[Deployment] = ProcessMemory()
 
 
 def api_key_authenticate(plaintext: str) -> ApiKeyCaller | None:
@@ -93,15 +90,10 @@ def api_key_authenticate(plaintext: str) -> ApiKeyCaller | None:
     if prefix is None:
         return None
     version = CREDENTIALS.current()
-    key = _REMEMBERED_KEYS.get(prefix, version)
-    if key is None:
-        key = _API_KEY_BY_PREFIX.first(prefix)
-        if key is None:
-            return None
-        _REMEMBERED_KEYS.put(prefix, key, version)
-    if not credentials.matches(plaintext, key.key_digest):
+    key = _REMEMBERED_KEYS.remembered(prefix, version, lambda: _API_KEY_BY_PREFIX.first(prefix))
+    if key is None or not credentials.matches(plaintext, key.key_digest):
         return None
-    return ApiKeyCaller(key=key)
+    return ApiKeyCaller(key=key, credentials_version=version)
 
 
 def platform_token_authenticate(plaintext: str) -> PlatformCaller | None:
@@ -123,12 +115,12 @@ _DEPLOYMENT_OF_ACCOUNT: PreparedQuery[Deployment] = PreparedQuery(
 
 def deployment_for_key(*, caller: ApiKeyCaller, deployment_id: int) -> Deployment:
     """The caller's deployment ``deployment_id``: 404 when the account has none, 403 outside the key's scope."""
-    version = CREDENTIALS.current()
-    deployment = _REMEMBERED_DEPLOYMENTS.get((caller.account.pk, deployment_id), version)
-    if deployment is None:
-        deployment = _DEPLOYMENT_OF_ACCOUNT.first(caller.account.pk, deployment_id)
-        if deployment is not None:
-            _REMEMBERED_DEPLOYMENTS.put((caller.account.pk, deployment_id), deployment, version)
+    account_id = caller.account.pk
+    deployment = _REMEMBERED_DEPLOYMENTS.remembered(
+        (account_id, deployment_id),
+        caller.credentials_version,
+        lambda: _DEPLOYMENT_OF_ACCOUNT.first(account_id, deployment_id),
+    )
     if deployment is None:
         raise NotFound(f"Deployment {deployment_id} not found")
     if not caller.may_access(deployment_id):
@@ -185,10 +177,30 @@ def data_source_url_redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def deployment_named_by_embed_token(*, deployment_id: int) -> Deployment | None:
-    """The deployment an embed token says it was signed for. Not scoped by account: the token is not yet
-    verified and names no account, so its deployment's secrets are what verify it (and so fix the account)."""
-    return Deployment.objects.filter(pk=deployment_id).first()
+# Read on every Core Data API request: compiled once (see embedadmin/core/prepared.py).
+_DEPLOYMENT_BY_ID: PreparedQuery[Deployment] = PreparedQuery(
+    Deployment,
+    lambda deployment_id: Deployment.objects.filter(pk=deployment_id).order_by()[:1],
+    sentinels=(-9_000_003,),
+)
+# The Core Data API's fallback rule reads this on every request without a /d/ prefix: compiled once too.
+_MODELLED_DEPLOYMENTS: PreparedQuery[Deployment] = PreparedQuery(
+    Deployment,
+    lambda no_model: Deployment.objects.exclude(model_dir=no_model).order_by("id")[:2],
+    sentinels=("\x00no-model",),
+)
+
+
+def deployment_by_id(*, deployment_id: int) -> Deployment | None:
+    """A deployment by id, in no account's scope: for a request whose credential is verified against the
+    deployment's own secrets (a Core Data API token, an embed token), which then fix the account. None for an id
+    no row can have."""
+    return _DEPLOYMENT_BY_ID.first(deployment_id) if -MAX_BIGINT <= deployment_id <= MAX_BIGINT else None
+
+
+def modelled_deployments() -> list[Deployment]:
+    """The first two deployments with a data model (whether there is exactly one is what routing asks)."""
+    return list(_MODELLED_DEPLOYMENTS.fetch(""))
 
 
 def deployments_of(*, account: Account) -> QuerySet[Deployment]:

@@ -15,9 +15,10 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+from django.conf import settings
 from django.core.cache import BaseCache, caches
 from django.db import transaction
 
@@ -74,11 +75,12 @@ class SharedVersion:
 
 class ProcessMemory(Generic[V]):
     """At most ``max_entries`` values, each valid under the version it was stored with, for ``max_age_s`` at
-    most and until its own ``expires_at`` (Unix time) if it has one. The oldest entry makes room."""
+    most (by default ``CREDENTIAL_MEMORY_SECONDS``) and until its own ``expires_at`` (Unix time) if it has one.
+    The oldest entry makes room."""
 
-    def __init__(self, *, max_entries: int, max_age_s: float) -> None:
+    def __init__(self, *, max_entries: int = 10_000, max_age_s: float | None = None) -> None:
         self.max_entries = max_entries
-        self.max_age_s = max_age_s
+        self.max_age_s = settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"] if max_age_s is None else max_age_s
         self._entries: dict[Hashable, tuple[V, str, float, float]] = {}
         self._lock = threading.Lock()
 
@@ -97,6 +99,21 @@ class ProcessMemory(Generic[V]):
                 self._entries.pop(next(iter(self._entries)))
             self._entries[key] = (value, version, time.monotonic(), expires_at)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+    def remembered(
+        self,
+        key: Hashable,
+        version: str,
+        read: Callable[[], V | None],
+        *,
+        expires_at: Callable[[V], float | None] | None = None,
+    ) -> V | None:
+        """The value under ``version``, else what ``read`` returns (read after the version, so a write committed
+        in between leaves the copy stale, never the version), kept unless it is None or ``expires_at`` gives
+        None."""
+        value = self.get(key, version)
+        if value is None:
+            value = read()
+            until = float("inf") if value is None or expires_at is None else expires_at(value)
+            if value is not None and until is not None:
+                self.put(key, value, version, expires_at=until)
+        return value

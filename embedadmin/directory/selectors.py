@@ -6,7 +6,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 
 from embedadmin.accounts.models import Account
@@ -75,40 +74,35 @@ _GROUPS_IN_SCOPE: PreparedQuery[Group] = PreparedQuery(
     lambda account_id, tenant_id: Group.objects.filter(account_id=account_id, embed_tenant_id=tenant_id).order_by(),
     sentinels=(-9_000_001, Nullable(-9_000_002)),
 )
-_REMEMBERED_CATALOGS: ProcessMemory[Catalog] = ProcessMemory(
-    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
-)
-_REMEMBERED_TENANTS: ProcessMemory[EmbedTenant] = ProcessMemory(
-    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
-)
+_REMEMBERED_CATALOGS: ProcessMemory[Catalog] = ProcessMemory()
+_REMEMBERED_TENANTS: ProcessMemory[EmbedTenant] = ProcessMemory()
 
 
 def catalog_in_scope(*, account: Account, embed_tenant: EmbedTenant | None, remember: bool = True) -> Catalog:
     """The scope's catalog, remembered by the process under the account's catalog version. ``remember=False``
     for a caller whose own transaction has just written the catalog: rows that may still roll back are never
     remembered."""
-    version = catalog_version(account.pk).current()
-    key = (account.pk, _scope_id(embed_tenant))
-    known = _REMEMBERED_CATALOGS.get(key, version) if remember else None
-    if known is None:
-        known = Catalog(
+
+    def read() -> Catalog:
+        return Catalog(
             definitions=attribute_definitions_in_scope(account=account, embed_tenant=embed_tenant),
             groups={g.name: g for g in _GROUPS_IN_SCOPE.fetch(account.pk, _scope_id(embed_tenant))},
         )
-        if remember:
-            _REMEMBERED_CATALOGS.put(key, known, version)
-    return known
+
+    if not remember:
+        return read()
+    version = catalog_version(account.pk).current()
+    catalog = _REMEMBERED_CATALOGS.remembered((account.pk, _scope_id(embed_tenant)), version, read)
+    assert catalog is not None  # read() always gives one
+    return catalog
 
 
 def embed_tenant_by_name(*, account: Account, name: str) -> EmbedTenant | None:
     """The account's embed tenant ``name`` (remembered once found, under the catalog version)."""
     version = catalog_version(account.pk).current()
-    tenant = _REMEMBERED_TENANTS.get((account.pk, name), version)
-    if tenant is None:
-        tenant = EmbedTenant.objects.filter(account=account, name=name).first()
-        if tenant is not None:
-            _REMEMBERED_TENANTS.put((account.pk, name), tenant, version)
-    return tenant
+    return _REMEMBERED_TENANTS.remembered(
+        (account.pk, name), version, lambda: EmbedTenant.objects.filter(account=account, name=name).first()
+    )
 
 
 def attribute_definitions_in_scope(

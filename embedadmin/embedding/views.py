@@ -76,7 +76,7 @@ class SessionContextView(APIView):
             deployment_id = int(unverified["embed"]["deploymentId"])
         except Exception:
             raise Unauthorized("Not an embed token") from None
-        deployment = accounts_selectors.deployment_named_by_embed_token(deployment_id=deployment_id)
+        deployment = accounts_selectors.deployment_by_id(deployment_id=deployment_id)
         if deployment is None:
             raise Unauthorized("Not an embed token")
         try:

@@ -11,7 +11,6 @@ two columns compared with each other. Segments are boolean columns: ``WHERE is_c
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,10 +23,10 @@ from embedadmin.semantic.cubesql.terms import Term, sql_text
 from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.modeling.intervals import parse_interval
 from embedadmin.semantic.query.dates import format_local, local_now, pad_start
+from embedadmin.semantic.query.values import NUMBER_TEXT
 
 Filter = dict[str, Any]
 Operand = Callable[[exp.Expr], Term]
-_NUMBER = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
 # comparison -> (operator, operator when negated)
 _COMPARISONS: dict[type[exp.Expr], tuple[str, str]] = {
     exp.EQ: ("equals", "notEquals"),
@@ -150,7 +149,7 @@ class Conditions:
         value_type = term.value_type
         if value_type == "time":
             return pad_start(text, self.zone)
-        if value_type == "number" and not _NUMBER.match(text.strip()):
+        if value_type == "number" and not NUMBER_TEXT.match(text.strip()):
             raise QueryError(f"'{text}' is not a number, as '{term.name}' needs")
         if value_type == "boolean" and text.lower() not in ("true", "false"):
             raise QueryError(f"'{text}' is not a boolean, as '{term.name}' needs")

@@ -11,7 +11,7 @@ from typing import Any
 from embedadmin.semantic.errors import QueryError
 
 _INTEGER = re.compile(r"^[-+]?\d{1,18}$")
-_DECIMAL = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")
+NUMBER_TEXT = re.compile(r"^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$")  # a number as SQL and JSON write it
 # Operators whose values are bound as the member's type (typed_value); the others bind text or dates.
 TYPED_OPERATORS = ("equals", "notEquals", "in", "notIn", "gt", "gte", "lt", "lte")
 # The largest power of ten (either way) a number filter value may have: DuckDB binds a decimal beyond a double's
@@ -31,7 +31,7 @@ def typed_value(value: str, member_type: str) -> Any:
         if _INTEGER.match(text):
             return int(text)
         number = None
-        if _DECIMAL.match(text):
+        if NUMBER_TEXT.match(text):
             with contextlib.suppress(InvalidOperation):
                 number = Decimal(text)
         if number is None:

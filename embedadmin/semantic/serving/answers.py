@@ -91,11 +91,6 @@ class AnswerMemory:
                 _, dropped = self._kept.popitem(last=False)
                 self._size -= len(dropped.body)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-            self._size = 0
-
 
 def _current(uses: tuple[ResultUse, ...], runner: Stamps) -> bool:
     now = time.time()

@@ -22,7 +22,6 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,14 +199,3 @@ def core_token_verify(*, deployment: Deployment, token: str, jwks: JwksClient | 
         deployment=deployment, token=token, key=key.key, algorithm=algorithm, issuer=deployment.jwt_issuer
     )
     return SecurityContext.from_payload(token_not_revoked(payload))
-
-
-def request_security_context(
-    *, deployment: Deployment, headers: Mapping[str, str], jwks: JwksClient | None = None
-) -> SecurityContext:
-    """Authenticate a Core Data API request from its headers (case-insensitive, as Django's
-    ``request.headers``); :class:`TokenInvalid` carries the 403 message."""
-    token = authorization_token(
-        authorization=headers.get("Authorization"), cube_authorization=headers.get("x-cube-authorization")
-    )
-    return core_token_verify(deployment=deployment, token=token, jwks=jwks)

@@ -24,26 +24,22 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.selectors import deployment_by_id, modelled_deployments
 from embedadmin.accounts.services import CREDENTIALS
 from embedadmin.accounts.tokens import LEEWAY_SECONDS, TokenInvalid
 from embedadmin.core.errors import Forbidden, NotFound
-from embedadmin.core.fields import MAX_BIGINT
-from embedadmin.core.prepared import PreparedQuery
 from embedadmin.core.versions import ProcessMemory
 from embedadmin.semantic.context import QueryContext
-from embedadmin.semantic.serving.auth import PublicTokenInvalid, SecurityContext, request_security_context
+from embedadmin.semantic.serving.auth import (
+    PublicTokenInvalid,
+    SecurityContext,
+    authorization_token,
+    core_token_verify,
+)
 
 logger = logging.getLogger(__name__)
 
 INVALID_TOKEN = "Invalid token"
-
-# Runs on every Core Data API request: compiled once (see embedadmin/core/prepared.py).
-_DEPLOYMENT_BY_ID: PreparedQuery[Deployment] = PreparedQuery(
-    Deployment,
-    lambda deployment_id: Deployment.objects.filter(pk=deployment_id).order_by()[:1],
-    sentinels=(-9_000_003,),
-)
-
 
 @dataclass(frozen=True)
 class CoreApiCaller:
@@ -51,14 +47,6 @@ class CoreApiCaller:
 
     deployment: Deployment
     ctx: QueryContext
-
-
-# The fallback rule runs on every request without a /d/ prefix: compiled once, like the lookup by id.
-_MODELLED_DEPLOYMENTS: PreparedQuery[Deployment] = PreparedQuery(
-    Deployment,
-    lambda no_model: Deployment.objects.exclude(model_dir=no_model).order_by("id")[:2],
-    sentinels=("\x00no-model",),
-)
 
 
 def query_context(security: SecurityContext) -> QueryContext:
@@ -74,17 +62,17 @@ def query_context(security: SecurityContext) -> QueryContext:
 def deployment_resolve(*, deployment_id: int | None) -> Deployment:
     """The deployment a request is for, by the rule in the module docstring; :class:`NotFound` otherwise."""
     if deployment_id is not None:
-        deployment = _DEPLOYMENT_BY_ID.first(deployment_id) if deployment_id <= MAX_BIGINT else None
+        deployment = deployment_by_id(deployment_id=deployment_id)
         if deployment is None:
             raise NotFound(f"Deployment {deployment_id} not found")
         return deployment
     default_id = settings.SEMANTIC["DEFAULT_DEPLOYMENT_ID"]
     if default_id:
-        deployment = _DEPLOYMENT_BY_ID.first(default_id)
+        deployment = deployment_by_id(deployment_id=default_id)
         if deployment is None:
             raise NotFound(f"The default deployment {default_id} (DEFAULT_DEPLOYMENT_ID) does not exist")
         return deployment
-    candidates = _MODELLED_DEPLOYMENTS.fetch("")
+    candidates = modelled_deployments()
     if len(candidates) == 1:
         return candidates[0]
     raise NotFound(
@@ -99,9 +87,7 @@ def _public_message(exc: TokenInvalid) -> str:
 
 # Callers verified in this process, by the URL's deployment id (and the default) and the token, until it expires:
 # valid under the CREDENTIALS version (deployments, their secrets, revocations; core/versions.py).
-_REMEMBERED_CALLERS: ProcessMemory[CoreApiCaller] = ProcessMemory(
-    max_entries=10_000, max_age_s=settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"]
-)
+_REMEMBERED_CALLERS: ProcessMemory[CoreApiCaller] = ProcessMemory()
 
 
 def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) -> CoreApiCaller:
@@ -109,8 +95,13 @@ def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) ->
 
     A caller once verified is remembered until its token expires, as long as nothing it was verified against
     changes: a repeated request reads no database row."""
-    cube_authorization = headers.get("x-cube-authorization")
-    token = (cube_authorization or headers.get("Authorization") or "").strip()
+    refusal: TokenInvalid | None = None
+    try:
+        token = authorization_token(
+            authorization=headers.get("Authorization"), cube_authorization=headers.get("x-cube-authorization")
+        )
+    except PublicTokenInvalid as missing:  # refused once the deployment is known: an unknown one is a 404 first
+        token, refusal = "", missing
     version = CREDENTIALS.current()
     key = (deployment_id, settings.SEMANTIC["DEFAULT_DEPLOYMENT_ID"], token)
     known = _REMEMBERED_CALLERS.get(key, version) if token else None
@@ -118,7 +109,9 @@ def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) ->
         return known
     deployment = deployment_resolve(deployment_id=deployment_id)
     try:
-        security = request_security_context(deployment=deployment, headers=headers)
+        if refusal is not None:
+            raise refusal
+        security = core_token_verify(deployment=deployment, token=token)
     except TokenInvalid as exc:
         logger.info("Core Data API token refused for deployment %s: %s", deployment.pk, exc)
         raise Forbidden(_public_message(exc)) from None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -223,19 +223,12 @@ def semantic_load_json(
     return body
 
 
-def forget_answers() -> None:
-    """Forget every kept answer of this process (tests)."""
-    _answers.clear()
-
-
 @dataclass(frozen=True)
 class LoadAnswer:
-    """A ``/v1/load`` body (:func:`finish_load`), and when it may be given again as it is: ``reuse`` lists the
-    results it was made of when all were fresh and the request read the cache (None otherwise), under
-    ``compiler_id``."""
+    """A ``/v1/load`` body (:func:`answer_load`), and when it may be given again as it is: ``reuse`` lists the
+    results it was made of when all were fresh and the request read the cache (None otherwise)."""
 
     body: dict[str, Any]
-    compiler_id: str
     reuse: tuple[ResultUse, ...] | None
 
 
@@ -253,9 +246,8 @@ class ResultRead:
 @dataclass(frozen=True)
 class LoadWork:
     """A ``/v1/load`` request planned: the model served, its compiled queries, the cache mode, and the
-    results to read in order (each query's rows, then its total when it asks for one).
-
-    :func:`read_results` reads them through the result cache; :func:`finish_load` shapes the answer."""
+    results to read in order (each query's rows, then its total when it asks for one), which
+    :func:`answer_load` reads through the result cache."""
 
     served: ServedModel
     plan: LoadPlan
@@ -281,24 +273,12 @@ def plan_load(
     return LoadWork(served=served, plan=plan, mode=mode, multi=query_type == "multi", reads=tuple(reads))
 
 
-def read_results(work: LoadWork) -> list[CachedResult]:
-    """The results of ``work``, in order, read through the result cache on this thread."""
-    return [_cached_rows(work.served, read, work.mode) for read in work.reads]
-
-
 def answer_load(work: LoadWork) -> LoadAnswer:
-    """The answer to ``work``, its results read on this thread."""
-    return finish_load(work, read_results(work))
-
-
-def finish_load(work: LoadWork, results: Sequence[CachedResult]) -> LoadAnswer:
-    """The answer to ``work`` from its results (one per ``work.reads``, in order)."""
+    """The answer to ``work``, its results read through the result cache on this thread."""
     outcomes = []
     used: list[ResultUse] = []
     reusable = work.mode is not CacheMode.NO_CACHE
-    if len(results) != len(work.reads):
-        raise ValueError("one result per read")
-    pairs = iter(zip(work.reads, results, strict=True))
+    pairs = iter([(read, _cached_rows(work.served, read, work.mode)) for read in work.reads])
     for compiled in work.plan.queries:
         mine = [next(pairs), *([next(pairs)] if compiled.total_sql else [])]  # the rows, then the total
         for read, run in mine:
@@ -319,7 +299,7 @@ def finish_load(work: LoadWork, results: Sequence[CachedResult]) -> LoadAnswer:
         )
     model = work.served.model
     body = load_response(model, work.plan, outcomes, multi=work.multi, db_type=work.served.dialect)
-    return LoadAnswer(body=body, compiler_id=model.compiler_id, reuse=tuple(used) if reusable else None)
+    return LoadAnswer(body=body, reuse=tuple(used) if reusable else None)
 
 
 @dataclass(frozen=True)
@@ -372,31 +352,24 @@ def _result_read(served: ServedModel, sql: str, params: tuple[Any, ...], identit
     return ResultRead(key=key, sql=sql, params=params, every=every)
 
 
-def _runner_args(served: ServedModel, read: ResultRead, mode: CacheMode) -> dict[str, Any]:
-    semantic = settings.SEMANTIC
-    timeout_s = semantic["QUERY_TIMEOUT_SECONDS"]
-    return {
-        "key": read.key,
-        "run": _runner_for(served.source_url, read.sql, read.params, timeout_s),
-        "refresh_every_s": read.every,
-        "wait_s": semantic["CONTINUE_WAIT_SECONDS"],
-        "job_timeout_s": timeout_s,
-        "mode": mode,
-    }
-
-
 def _cached_rows(served: ServedModel, read: ResultRead, mode: CacheMode) -> CachedResult:
+    """``read``'s rows through the result cache: run on the data source when the cache has no fresh copy."""
+    timeout_s = settings.SEMANTIC["QUERY_TIMEOUT_SECONDS"]
+
+    def run() -> QueryResult:
+        return get_data_source(served.source_url).execute(read.sql, read.params, timeout_s=timeout_s)
+
     try:
-        return query_runner().load(**_runner_args(served, read, mode))
+        return query_runner().load(
+            key=read.key,
+            run=run,
+            refresh_every_s=read.every,
+            wait_s=settings.SEMANTIC["CONTINUE_WAIT_SECONDS"],
+            job_timeout_s=timeout_s,
+            mode=mode,
+        )
     except DataSourceError as exc:
         raise DataSourceFailure(str(exc)) from None
-
-
-def _runner_for(url: str, sql: str, params: tuple[Any, ...], timeout_s: float) -> Callable[[], QueryResult]:
-    def run() -> QueryResult:
-        return get_data_source(url).execute(sql, params, timeout_s=timeout_s)
-
-    return run
 
 
 @dataclass(frozen=True)

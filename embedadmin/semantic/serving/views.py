@@ -61,19 +61,14 @@ def _preflight(request: HttpRequest, methods: tuple[str, ...]) -> HttpResponse:
     return _with_cors(response)
 
 
-def error_answer(exc: Exception) -> tuple[int, bytes]:
-    """The status and JSON body of a failed request (logged when it is not the client's fault)."""
+def _error_response(exc: Exception) -> HttpResponse:
+    """The JSON error of a failed request (logged when it is not the client's fault)."""
     known = client_error(exc)
     if known is None:
         logger.exception("Core Data API request failed", exc_info=exc)
         known = 500, "Internal server error"
     status, message = known
-    return status, service.json_bytes(error_body(message))
-
-
-def _error_response(exc: Exception) -> HttpResponse:
-    status, content = error_answer(exc)
-    return _json(content, status)
+    return _json(service.json_bytes(error_body(message)), status)
 
 
 def core_api(*methods: str) -> Callable[[Handler], Callable[..., HttpResponse]]:
@@ -107,26 +102,16 @@ def core_api(*methods: str) -> Callable[[Handler], Callable[..., HttpResponse]]:
 
 
 def request_params(request: HttpRequest) -> dict[str, Any]:
-    """Cube's parameters of a query endpoint: the query string of a GET, the JSON object body of a POST."""
-    params = request.GET.dict() if request.method == "GET" else body_params(request.body)
-    return checked_params(params)
-
-
-def body_params(body: bytes) -> dict[str, Any]:
-    """Cube's parameters in a POST body: a JSON object (none for an empty body); 400 otherwise."""
-    if not body:
-        return {}
-    try:
-        params = loads_json(body)
-    except ValueError as exc:
-        raise BadRequest(f"Invalid JSON body: {exc}") from None
-    if not isinstance(params, dict):
-        raise BadRequest("Invalid JSON body: expected an object with a query")
-    return params
-
-
-def checked_params(params: dict[str, Any]) -> dict[str, Any]:
-    """``params``, refused (400) when a string in them holds a NUL character."""
+    """Cube's parameters of a query endpoint: the query string of a GET, the JSON object body of a POST (none
+    for an empty body); 400 for any other body, or a string holding a NUL character."""
+    params: Any = request.GET.dict() if request.method == "GET" else {}
+    if request.method != "GET" and request.body:
+        try:
+            params = loads_json(request.body)
+        except ValueError as exc:
+            raise BadRequest(f"Invalid JSON body: {exc}") from None
+        if not isinstance(params, dict):
+            raise BadRequest("Invalid JSON body: expected an object with a query")
     if contains_nul(params):
         raise BadRequest("The request must not contain NUL characters")
     return params

@@ -28,7 +28,6 @@ from embedadmin.semantic.serving.auth import (
     SecurityContext,
     authorization_token,
     core_token_verify,
-    request_security_context,
 )
 from embedadmin.semantic.serving.routing import query_context
 
@@ -183,7 +182,7 @@ def test_jwks_tokens_verify_into_a_security_context(request, deployment, jwks, k
     key: SigningKey = request.getfixturevalue(key_name)
     token = key.sign(claims(groups=["regional", "sales"], userAttributes={"country": "Germany"}, tenant_id=42))
 
-    context = request_security_context(deployment=deployment, headers={"Authorization": f"Bearer {token}"}, jwks=jwks)
+    context = core_token_verify(deployment=deployment, token=token, jwks=jwks)
 
     assert context.groups == ("regional", "sales")
     assert context.user_attributes == {"country": "Germany"}
@@ -413,7 +412,7 @@ def test_embed_tokens_carry_groups_and_user_attributes(api, acme, jwks):
     assert exchanged.status_code == 200, exchanged.content
     token = exchanged.json()["token"]
 
-    context = request_security_context(deployment=acme.deployment, headers={"Authorization": token}, jwks=jwks)
+    context = core_token_verify(deployment=acme.deployment, token=token, jwks=jwks)
 
     assert context.groups == ("regional", "sales")
     assert context.user_attributes == {"country": "Germany"}
