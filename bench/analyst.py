@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import jwt
-from _harness import ROOT, bench_database_url, manage, server_env, start_server
-from _harness import pct as quantile
+from _harness import ROOT, Connection, bench_database_url, json_body, manage, server_env, start_server
 from chat import is_final, stream
+from chat import pct as ms
 
 from demo.generate import DEFAULT_SEED, generate
 from tests.chat.analyst import suite as suites
@@ -42,10 +42,6 @@ from tests.chat.analyst.clinic import dataset as clinic
 
 SESSION = {"externalId": "bench", "groups": ["admin"]}
 TARGET = 0.9
-
-
-def ms(values: list[float], q: float = 0.5) -> float:
-    return quantile(values, q) * 1000 if values else float("nan")
 
 
 async def ask(port: int, path: str, headers: dict[str, str], question: str, after: tuple[str, ...]) -> tuple[Any, ...]:
@@ -75,19 +71,15 @@ async def ask(port: int, path: str, headers: dict[str, str], question: str, afte
 
 
 async def load(port: int, base: str, token: str, query: dict[str, Any]) -> float:
-    """Seconds to answer ``query`` with ``/v1/load`` (one plain request)."""
-    payload = json.dumps({"query": query}).encode()
+    """Seconds to answer ``query`` with ``/v1/load`` on a new connection, as each chat stream is asked."""
+    connection = Connection(port)
+    headers = {"Authorization": token, "Content-Type": "application/json"}
     started = time.perf_counter()
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    head = [f"POST {base}/load HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(payload)}", "Connection: close"]
-    head += [f"Authorization: {token}", "Content-Type: application/json"]
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
-    await writer.drain()
-    raw = await reader.read()
+    status, body = await connection.request("POST", f"{base}/load", headers, json_body({"query": query}))
     elapsed = time.perf_counter() - started
-    writer.close()
-    if raw.split(b" ", 2)[1] != b"200":
-        raise SystemExit(f"/v1/load {query}: {raw[:300]!r}")
+    connection.close()
+    if status != 200:
+        raise SystemExit(f"/v1/load {query}: {status} {body[:300]!r}")
     return elapsed
 
 
@@ -111,7 +103,7 @@ def run_suite(name: str, port: int, deployment: dict[str, Any], agent: dict[str,
         measured = []
         for case in suite.cases:
             sql, answer, final = await ask(port, path, headers, case.question, case.after)
-            verdict = suites.judge(case, suite, model, sql, answer.split(" I can answer")[0], now=datetime.now(UTC))
+            verdict = suites.judge(case, suite, model, sql, suites.decline_reason(answer), now=datetime.now(UTC))
             plain = await load(port, base, token, verdict.query) if verdict.query is not None else None
             measured.append((case, verdict, final, plain))
         return measured
@@ -133,8 +125,8 @@ def run_suite(name: str, port: int, deployment: dict[str, Any], agent: dict[str,
         "wrong": len(wrong),
         "unanswerable": len(unanswerable),
         "unanswerable_declined": sum(v.outcome == "right" for _, v in unanswerable),
-        "answer_p50_ms": ms(finals),
-        "load_p50_ms": ms(plains),
+        "answer_p50_ms": ms(finals, 0.5),
+        "load_p50_ms": ms(plains, 0.5),
     }
     figures["ratio"] = figures["answer_p50_ms"] / figures["load_p50_ms"]
     met = figures["right_share"] >= TARGET and not wrong

@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -314,11 +314,19 @@ def table_checksums(path: str | os.PathLike[str]) -> dict[str, str]:
         connection.close()
 
 
-def load_postgres(path: str | os.PathLike[str], url: str, *, schema: str = "demo") -> dict[str, int]:
-    """Copy the demo tables of the DuckDB file ``path`` into ``schema`` of the PostgreSQL database ``url``.
+def load_postgres(
+    path: str | os.PathLike[str],
+    url: str,
+    *,
+    schema: str = "demo",
+    tables: Mapping[str, Sequence[tuple[str, str]]] = TABLES,
+    foreign_keys: Sequence[tuple[str, str, str]] = FOREIGN_KEYS,
+) -> dict[str, int]:
+    """Copy ``tables`` (the demo's by default; each with an ``id`` key) of the DuckDB file ``path`` into
+    ``schema`` of the PostgreSQL database ``url``.
 
-    The four tables are replaced (other objects in the schema are left alone), loaded with ``COPY``,
-    then given primary keys, foreign keys and statistics. Returns the row count of each table.
+    The tables are replaced (other objects in the schema are left alone), loaded with ``COPY``, then given
+    primary keys, ``foreign_keys`` and statistics. Returns the row count of each table.
     """
     if not schema.isidentifier():
         raise ValueError(f"schema must be a plain identifier, not {schema!r}")
@@ -329,9 +337,9 @@ def load_postgres(path: str | os.PathLike[str], url: str, *, schema: str = "demo
         psycopg.connect(url) as target,
     ):
         target.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        for table in reversed(TABLES):
+        for table in reversed(list(tables)):
             target.execute(f'DROP TABLE IF EXISTS "{schema}".{table} CASCADE')
-        for table, columns in TABLES.items():
+        for table, columns in tables.items():
             target.execute(f'CREATE TABLE "{schema}".{table} ({", ".join(f"{n} {k}" for n, k in columns)})')
             csv_path = Path(scratch) / f"{table}.csv"
             source.execute(f"COPY {table} TO '{csv_path}' (FORMAT csv, HEADER false)")
@@ -344,12 +352,12 @@ def load_postgres(path: str | os.PathLike[str], url: str, *, schema: str = "demo
                     copy.write(chunk)
             counts[table] = source.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608
             target.execute(f'ALTER TABLE "{schema}".{table} ADD PRIMARY KEY (id)')
-        for table, column, parent in FOREIGN_KEYS:
+        for table, column, parent in foreign_keys:
             target.execute(
                 f'ALTER TABLE "{schema}".{table} ADD FOREIGN KEY ({column}) REFERENCES "{schema}".{parent} (id)'
             )
             target.execute(f'CREATE INDEX ON "{schema}".{table} ({column})')
-        target.execute(f'ANALYZE "{schema}".users, "{schema}".products, "{schema}".orders, "{schema}".line_items')
+        target.execute("ANALYZE " + ", ".join(f'"{schema}".{table}' for table in tables))
     return counts
 
 

@@ -201,8 +201,9 @@ EMBEDADMIN: ProductSettings = {
     "EMBED_TOKEN_ISSUER": env_str("EMBED_TOKEN_ISSUER", "embedadmin"),
     "DEFAULT_MAX_EXTERNAL_USERS": env_int("DEFAULT_MAX_EXTERNAL_USERS", 10_000, minimum=0),
     "DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS": env_int("DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS", 10_000, minimum=0),
-    # How long a process may use what it remembers of API keys, deployments, secrets and revocations without
-    # reading them again: a change made through the services is seen at once (core/versions.py, ADR 0012).
+    # How long a process may use what it remembers of API keys, deployments, secrets, revocations and directory
+    # catalogs without reading them again: a change made through the services is seen at once (core/versions.py,
+    # ADR 0012).
     "CREDENTIAL_MEMORY_SECONDS": env_float("CREDENTIAL_MEMORY_SECONDS", 5.0),
     # Key for encrypting secrets that must stay recoverable (deployment JWT secrets).
     "ENCRYPTION_KEY": env_str("EMBEDADMIN_ENCRYPTION_KEY") or SECRET_KEY,

@@ -41,7 +41,8 @@ from embedadmin.chat.providers.base import (
 from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools, dimension_values
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic.context import QueryContext
-from embedadmin.semantic.query.dates import resolve_timezone
+from embedadmin.semantic.errors import QueryError
+from embedadmin.semantic.query.dates import canonical_timezone
 
 logger = logging.getLogger(__name__)
 
@@ -234,13 +235,10 @@ class RunExecution:
 
 def viewer_timezone(security_context: dict[str, Any] | None) -> str:
     """The viewer's time zone: the ``timezone`` claim of their security context when it names one, else UTC."""
-    claimed = (security_context or {}).get("timezone")
-    if isinstance(claimed, str):
-        try:
-            return resolve_timezone(claimed).key
-        except Exception:  # an unknown zone: dates are read in UTC
-            return "UTC"
-    return "UTC"
+    try:
+        return canonical_timezone((security_context or {}).get("timezone", "UTC"))
+    except QueryError:  # no zone, or an unknown one: dates are read in UTC
+        return "UTC"
 
 
 def releasing_connection(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.chat.vocabulary import content_stems, relevance
+from embedadmin.chat.vocabulary import content_stems, local_name, relevance, sql_string, view_root
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext
@@ -35,6 +35,8 @@ class ToolContext:
     query_context: QueryContext
     branch_name: str = ""
     is_default_branch: bool = True
+    # The deployment once read (tools.py ``_deployment``): a run's tool calls and value lookups share it.
+    found: dict[str, Deployment] = field(default_factory=dict, compare=False, repr=False)
 
 
 ToolFunction = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
@@ -118,9 +120,12 @@ def _deployment(context: ToolContext) -> Deployment:
     """The agent's deployment; a development branch other than the main one does not exist on this server."""
     if context.branch_name and not context.is_default_branch:
         raise ToolFailure(f"Branch {context.branch_name!r} is not found on deployment {context.deployment_id}")
-    deployment = Deployment.objects.filter(pk=context.deployment_id, account_id=context.account_id).first()
+    deployment = context.found.get("deployment")
     if deployment is None:
-        raise ToolFailure(f"Deployment {context.deployment_id} is not found")
+        deployment = Deployment.objects.filter(pk=context.deployment_id, account_id=context.account_id).first()
+        if deployment is None:
+            raise ToolFailure(f"Deployment {context.deployment_id} is not found")
+        context.found["deployment"] = deployment
     return deployment
 
 
@@ -184,7 +189,8 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
             "members": [_member_result(members[i]) for i in order],
         }
         everything.append({**shown, "members": [_member_result(m) for m in members]})
-        roots = [by_name[name] for name in _roots(cube) if name in by_name]
+        root = view_root(str(m.get("aliasMember") or "") for m in cube.get("measures", []))
+        roots = [by_name[root]] if cube.get("type") == "view" and root is not None and root in by_name else []
         named = max(relevance(named_by, wanted) for named_by in (cube, *roots))
         score = max(scores, default=0.0) + named
         if score > 0:
@@ -192,14 +198,6 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
             ranked.append((-score, shown["type"] != "view", index, shown))
     cubes = [shown for *_, shown in sorted(ranked, key=lambda r: r[:3])] if ranked else everything
     return {"cubes": cubes, "searchQuery": search_query}
-
-
-def _roots(view: dict[str, Any]) -> set[str]:
-    """The cube a view's measures all come from (a view over appointments is named by "bookings" too), if one."""
-    if view.get("type") != "view":
-        return set()
-    roots = {str(m.get("aliasMember") or "").split(".", 1)[0] for m in view.get("measures", [])}
-    return roots if len(roots) == 1 and "" not in roots else set()
 
 
 TOOL_ROW_LIMIT = 100
@@ -276,8 +274,8 @@ def dimension_values(context: ToolContext, cube: str, dimension: str, candidates
     wanted = {c.lower() for c in candidates if c and "%" not in c and "_" not in c and "\\" not in c}
     if not wanted:
         return []
-    column = dimension.rsplit(".", 1)[-1]
-    patterns = " OR ".join(f"{column} ILIKE '%{value.replace(chr(39), chr(39) * 2)}%'" for value in sorted(wanted))
+    column = local_name(dimension)
+    patterns = " OR ".join(f"{column} ILIKE {sql_string(f'%{value}%')}" for value in sorted(wanted))
     sql = f"SELECT {column} FROM {cube} WHERE {patterns} GROUP BY 1 LIMIT {MAX_LOOKED_UP}"  # noqa: S608 (semantic SQL)
     try:
         result = semantic_cubesql(deployment=_deployment(context), ctx=context.query_context, sql=sql)

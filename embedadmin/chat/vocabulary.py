@@ -95,6 +95,18 @@ def local_name(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+def sql_string(value: str) -> str:
+    """``value`` as a semantic SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def view_root(measure_aliases: Iterable[str]) -> str | None:
+    """The one cube a view's measures all come from (their ``aliasMember``s), if there is one: a view over the
+    appointments cube is named by that cube's names too."""
+    roots = {alias.split(".", 1)[0] if alias else "" for alias in measure_aliases}
+    return roots.pop() if len(roots) == 1 and "" not in roots else None
+
+
 def short_title(title: str, cube_title: str) -> str:
     """A view member's title without its view's title (``Sales Order value`` -> ``Order value``)."""
     prefix = f"{cube_title} "

@@ -35,13 +35,6 @@ _DEFINITIONS: PreparedQuery[AttributeDefinition] = PreparedQuery(
     ).order_by(),
     sentinels=(-9_000_001, Nullable(-9_000_002)),
 )
-_EXTERNAL_USER: PreparedQuery[ExternalUser] = PreparedQuery(
-    ExternalUser,
-    lambda account_id, external_id: ExternalUser.objects.filter(
-        account_id=account_id, external_id=external_id
-    ).order_by()[:1],
-    sentinels=(-9_000_001, "\x00external-id"),
-)
 _MEMBERSHIPS: PreparedQuery[GroupMembership] = PreparedQuery(
     GroupMembership,
     lambda user_id, tenant_id: GroupMembership.objects.filter(
@@ -111,10 +104,6 @@ def attribute_definitions_in_scope(
     """Every attribute definition of one scope, by name (catalogs are small: one query serves both
     name resolution and the defaults of the token's claims)."""
     return {d.name: d for d in _DEFINITIONS.fetch(account.pk, _scope_id(embed_tenant))}
-
-
-def external_user_by_external_id(*, account: Account, external_id: str) -> ExternalUser | None:
-    return _EXTERNAL_USER.first(account.pk, external_id)
 
 
 def external_user_group_ids(*, user: ExternalUser, embed_tenant: EmbedTenant | None) -> set[int]:
@@ -247,31 +236,19 @@ def group_in_embed_tenant(*, account: Account, embed_tenant: EmbedTenant, group_
     return group
 
 
-def embed_tenant_attribute_definitions(*, account: Account, embed_tenant: EmbedTenant) -> QuerySet[AttributeDefinition]:
-    """The attribute definitions of one embed tenant."""
-    return AttributeDefinition.objects.filter(account=account, embed_tenant=embed_tenant)
+def attribute_definitions_of(*, account: Account, embed_tenant: EmbedTenant | None) -> QuerySet[AttributeDefinition]:
+    """The attribute definitions of one scope: an embed tenant's, or the tenant-wide ones (``None``)."""
+    return AttributeDefinition.objects.filter(account=account, embed_tenant_id=_scope_id(embed_tenant))
 
 
-def attribute_definition_in_embed_tenant(
-    *, account: Account, embed_tenant: EmbedTenant, attribute_id: int
+def attribute_definition_of(
+    *, account: Account, embed_tenant: EmbedTenant | None, attribute_id: int
 ) -> AttributeDefinition:
-    """The embed tenant's attribute definition ``attribute_id``; 404 when the tenant has no such definition."""
-    definition = AttributeDefinition.objects.filter(account=account, embed_tenant=embed_tenant, pk=attribute_id).first()
+    """The scope's attribute definition ``attribute_id``; 404 when the scope has no such definition."""
+    definition = attribute_definitions_of(account=account, embed_tenant=embed_tenant).filter(pk=attribute_id).first()
     if definition is None:
-        raise NotFound(f"User attribute {attribute_id} not found in embed tenant {embed_tenant.name}")
-    return definition
-
-
-def attribute_definitions_tenant_wide(*, account: Account) -> QuerySet[AttributeDefinition]:
-    """The account's tenant-wide attribute definitions (those of no embed tenant)."""
-    return AttributeDefinition.objects.filter(account=account, embed_tenant__isnull=True)
-
-
-def attribute_definition_tenant_wide(*, account: Account, attribute_id: int) -> AttributeDefinition:
-    """The account's tenant-wide attribute definition ``attribute_id``; 404 when there is none."""
-    definition = AttributeDefinition.objects.filter(account=account, embed_tenant__isnull=True, pk=attribute_id).first()
-    if definition is None:
-        raise NotFound(f"User attribute {attribute_id} not found")
+        where = f" in embed tenant {embed_tenant.name}" if embed_tenant is not None else ""
+        raise NotFound(f"User attribute {attribute_id} not found{where}")
     return definition
 
 

@@ -191,7 +191,6 @@ def attribute_definition_create(
         raise BadRequest(f"type must be one of {', '.join(ATTRIBUTE_TYPES)}")
     if data.default_value:
         default_value_parse(data.type, data.default_value)
-    selectors.catalog_version(account.pk).bump()
     definition = AttributeDefinition(
         account=account,
         embed_tenant=embed_tenant,
@@ -201,7 +200,9 @@ def attribute_definition_create(
         default_value=data.default_value or "",
         description=data.description or "",
     )
-    return create_unique(definition, conflict=Conflict(f"A user attribute named {data.name!r} already exists"))
+    created = create_unique(definition, conflict=Conflict(f"A user attribute named {data.name!r} already exists"))
+    selectors.catalog_version(account.pk).bump()  # after the write: a copy read before it must not outlive it
+    return created
 
 
 def attribute_definition_update(*, definition: AttributeDefinition, changes: dict[str, Any]) -> AttributeDefinition:
@@ -241,8 +242,9 @@ def group_create(*, account: Account, embed_tenant: EmbedTenant | None, name: st
     if name.startswith("system:"):
         raise BadRequest("Group names starting with 'system:' are reserved")
     group = Group(account=account, embed_tenant=embed_tenant, name=name, description=description)
-    selectors.catalog_version(account.pk).bump()
-    return create_unique(group, conflict=Conflict(f"A group named {name!r} already exists"))
+    created = create_unique(group, conflict=Conflict(f"A group named {name!r} already exists"))
+    selectors.catalog_version(account.pk).bump()  # after the write, as above
+    return created
 
 
 def group_delete(*, group: Group, with_internal_members: bool = False) -> None:

@@ -148,9 +148,7 @@ class EmbedTenantGroupDetailView(EmbedTenantScopedView):
 class EmbedTenantAttributeListView(EmbedTenantScopedView):
     def get(self, request: ApiKeyRequest, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
-        definitions = directory_selectors.embed_tenant_attribute_definitions(
-            account=request.user.account, embed_tenant=tenant
-        )
+        definitions = directory_selectors.attribute_definitions_of(account=request.user.account, embed_tenant=tenant)
         page = paginate(definitions, params=request.query_params, order=("name", "id"), types=(str, int))
         return Response(page.as_dict(attribute_definition_item))
 
@@ -158,7 +156,7 @@ class EmbedTenantAttributeListView(EmbedTenantScopedView):
 class EmbedTenantAttributeDetailView(EmbedTenantScopedView):
     def delete(self, request: ApiKeyRequest, tenant_name: str, attribute_id: int) -> Response:
         tenant = self.tenant(request, tenant_name)
-        definition = directory_selectors.attribute_definition_in_embed_tenant(
+        definition = directory_selectors.attribute_definition_of(
             account=request.user.account, embed_tenant=tenant, attribute_id=attribute_id
         )
         directory.attribute_definition_delete(definition=definition)

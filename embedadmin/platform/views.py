@@ -59,7 +59,7 @@ class AttributeDefinitionUpdateSerializer(AttributeDefinitionSerializer):
 
 class UserAttributeListView(PlatformView):
     def get(self, request: PlatformRequest) -> Response:
-        definitions = directory_selectors.attribute_definitions_tenant_wide(account=request.user.account)
+        definitions = directory_selectors.attribute_definitions_of(account=request.user.account, embed_tenant=None)
         page = paginate(definitions, params=request.query_params, order=("name", "id"), types=(str, int))
         return Response(page.as_dict(attribute_definition_item))
 
@@ -76,8 +76,8 @@ class UserAttributeListView(PlatformView):
 
 class UserAttributeDetailView(PlatformView):
     def _definition(self, request: PlatformRequest, attribute_id: int) -> AttributeDefinition:
-        return directory_selectors.attribute_definition_tenant_wide(
-            account=request.user.account, attribute_id=attribute_id
+        return directory_selectors.attribute_definition_of(
+            account=request.user.account, embed_tenant=None, attribute_id=attribute_id
         )
 
     def get(self, request: PlatformRequest, attribute_id: int) -> Response:

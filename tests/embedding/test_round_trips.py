@@ -25,18 +25,12 @@ pytestmark = pytest.mark.usefixtures("transactional_db")
 
 
 @pytest.fixture
-def catalog(acme, api):
-    """Three tenant-wide attribute definitions and two groups, through the Platform API."""
+def catalog(acme, tenant_attribute, tenant_group):
+    """Three tenant-wide attribute definitions and two groups, through the Platform API and SCIM."""
     for definition in ATTRIBUTES:
-        response = api.post_json("/api/v1/user-attributes", definition, **acme.platform_headers)
-        assert response.status_code == 201, response.content
+        tenant_attribute(acme, definition["name"], definition["type"])
     for name in ("sales", "support"):
-        response = api.post_json(
-            "/api/scim/v2/Groups",
-            {"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": name},
-            **acme.platform_headers,
-        )
-        assert response.status_code == 201, response.content
+        tenant_group(acme, name)
     return acme
 
 

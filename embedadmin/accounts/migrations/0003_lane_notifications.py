@@ -1,4 +1,6 @@
-"""PostgreSQL only: a notification on channel ``embedadmin_lane`` whenever deployments, their secrets or
+"""History: migration 0004 drops these triggers with the lane (ADR 0012).
+
+PostgreSQL only: a notification on channel ``embedadmin_lane`` whenever deployments, their secrets or
 revoked tokens change, so that the Core Data API's lane drops what it remembered of them (ADR 0011).
 
 NOTIFY is transactional: listeners hear it when the change commits.

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from embedadmin.chat.providers.analyst.answer import capabilities, write_answer
 from embedadmin.chat.providers.analyst.intent import Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, cubes_of
+from embedadmin.chat.providers.analyst.reading import read
 from embedadmin.chat.providers.analyst.understand import understand
 from embedadmin.chat.providers.base import ContentDelta, ProviderEvent, ProviderRequest, ThinkingDelta, ValueLookup
 
@@ -49,8 +50,10 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
     if not cubes:
         return "I found nothing in the data model that matches your question."
     zone = ZoneInfo(request.timezone)
-    lookup = request.lookup_values or _no_values
-    previous = await _previous_intent(request, cubes, lookup, zone, now)
+    lookup = _remembered(request.lookup_values or _no_values)
+    previous = None
+    if _is_follow_up(request.question, zone, now):  # only a follow-up reads the thread's earlier questions
+        previous = await _previous_intent(request, cubes, lookup, zone, now)
     outcome = await understand(request.question, cubes, lookup, zone=zone, now=now, previous=previous)
     if isinstance(outcome, Decline):
         return f"{outcome.reason} {capabilities(cubes)}"
@@ -74,8 +77,11 @@ async def _previous_intent(
     cubes its own search found, as when it was asked)."""
     history = request.history
     questions = [m["content"] for m in history if m.get("role") == "user" and isinstance(m.get("content"), str)]
+    window = questions[-FOLLOW_UP_DEPTH:]
+    # A question that is no follow-up is read on its own: the chain starts at the last such one.
+    starts = [i for i, question in enumerate(window) if not _is_follow_up(question, zone, now)]
     intent: Intent | None = None
-    for question in questions[-FOLLOW_UP_DEPTH:]:
+    for question in window[starts[-1] if starts else 0 :]:
         found = cubes
         if request.search_model is not None:
             meta = await request.search_model(question)
@@ -83,6 +89,28 @@ async def _previous_intent(
         outcome = await understand(question, found, lookup, zone=zone, now=now, previous=intent)
         intent = outcome if isinstance(outcome, Intent) else None
     return intent
+
+
+def _is_follow_up(question: str, zone: ZoneInfo, now: datetime) -> bool:
+    reading = read(question, zone=zone, now=now)
+    return not isinstance(reading, Decline) and reading.follow_up
+
+
+def _remembered(lookup: ValueLookup) -> ValueLookup:
+    """``lookup``, asking the data once per dimension and candidate in a turn: reading a question against each
+    cube and view, and the thread's earlier questions again, asks for the same values many times."""
+    known: dict[str, dict[str, list[str]]] = {}  # dimension -> candidate (lowercased) -> values equal to it
+
+    async def remembered(cube: str, dimension: str, candidates: Sequence[str]) -> list[str]:
+        seen = known.setdefault(dimension, {})
+        missing = sorted({c.lower() for c in candidates} - seen.keys())
+        if missing:
+            found = await lookup(cube, dimension, missing)
+            for candidate in missing:
+                seen[candidate] = [value for value in found if value.lower() == candidate]
+        return list(dict.fromkeys(value for c in candidates for value in seen[c.lower()]))
+
+    return remembered
 
 
 async def _no_values(_cube: str, _dimension: str, _candidates: Sequence[str]) -> list[str]:

@@ -8,10 +8,7 @@ Tests that patch a constant (``STALE_AFTER``) patch it in the module that define
 from embedadmin.chat.services.agents import agent_api_key, agent_create
 from embedadmin.chat.services.runs import (
     HEARTBEAT_SECONDS,
-    RUN_LOST_MESSAGE,
     STALE_AFTER,
-    STREAMING_IN_PROGRESS,
-    RunSubmitter,
     StreamPlan,
     heartbeat_stale,
     run_claim,
@@ -21,33 +18,22 @@ from embedadmin.chat.services.runs import (
     run_heartbeat,
     run_start,
     runs_fail_stale,
-    terminal_frames,
 )
 from embedadmin.chat.services.streams import StreamRequest, chat_abort, chat_stream_open, thread_create
 from embedadmin.chat.services.users import (
-    DEFAULT_EPHEMERAL_TTL_SECONDS,
-    EXPIRE_BATCH_SIZE,
     ChatIdentity,
     SessionSettingsInput,
     abort_requester,
     chat_user_upsert,
     chat_users_expire,
     identity_for_request,
-    identity_from_session_settings,
-    internal_user_of_account,
-    query_context_of,
     user_counts_reconcile,
 )
 
 __all__ = [
-    "DEFAULT_EPHEMERAL_TTL_SECONDS",
-    "EXPIRE_BATCH_SIZE",
     "HEARTBEAT_SECONDS",
-    "RUN_LOST_MESSAGE",
     "STALE_AFTER",
-    "STREAMING_IN_PROGRESS",
     "ChatIdentity",
-    "RunSubmitter",
     "SessionSettingsInput",
     "StreamPlan",
     "StreamRequest",
@@ -60,9 +46,6 @@ __all__ = [
     "chat_users_expire",
     "heartbeat_stale",
     "identity_for_request",
-    "identity_from_session_settings",
-    "internal_user_of_account",
-    "query_context_of",
     "run_claim",
     "run_end",
     "run_fail_if_stale",
@@ -70,7 +53,6 @@ __all__ = [
     "run_heartbeat",
     "run_start",
     "runs_fail_stale",
-    "terminal_frames",
     "thread_create",
     "user_counts_reconcile",
 ]

@@ -85,7 +85,7 @@ def identity_from_session_settings(*, account: Account, data: SessionSettingsInp
         )
     attributes = None
     if data.user_attributes is not None:
-        definitions = directory_selectors.attribute_definitions_in_scope(account=account, embed_tenant=None)
+        definitions = directory_selectors.catalog_in_scope(account=account, embed_tenant=None).definitions
         named = directory_selectors.attribute_definitions_resolve(
             definitions=definitions, names=[name for name, _ in data.user_attributes]
         )

@@ -1,4 +1,6 @@
-"""PostgreSQL only: ``embedadmin_session_generate_v1``, generate-session's common case in one statement.
+"""History: migration 0004 drops these functions and the code named here is gone (ADR 0012).
+
+PostgreSQL only: ``embedadmin_session_generate_v1``, generate-session's common case in one statement.
 
 See ``embedadmin/embedding/in_database.py`` for when it runs and ADR 0010 for why. The function does
 what ``embedding.services.session_generate`` does for an external user in read-only mode (no creator

@@ -1,4 +1,6 @@
-"""PostgreSQL only: ``embedadmin_session_generate_v2``, ``_v1`` (``0002``) after an optional API-key check.
+"""History: migration 0004 drops these functions and the lane named here is gone (ADR 0012).
+
+PostgreSQL only: ``embedadmin_session_generate_v2``, ``_v1`` (``0002``) after an optional API-key check.
 
 The lane (``embedadmin/embedding/lane.py``) remembers what it read of an API key by its prefix (which key it
 is, its digest, kind and account) and compares the digest in constant time. What can change about a key

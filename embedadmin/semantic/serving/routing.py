@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 INVALID_TOKEN = "Invalid token"
 
+
 @dataclass(frozen=True)
 class CoreApiCaller:
     """A verified Core Data API request: the deployment it is for and the caller as policies see them."""

@@ -1,7 +1,8 @@
 """The Core Data API as functions of a deployment and a query context, with no HTTP in sight.
 
 The endpoints in :mod:`embedadmin.semantic.serving.views` call these after routing and token verification; the chat
-agent calls them with the context of the user it answers::
+tools call ``semantic_meta`` and ``semantic_cubesql`` with the context of the user they answer, and other code may
+call the rest the same way::
 
     body = semantic_meta(deployment=deployment, ctx=ctx)
     body = semantic_load(deployment=deployment, ctx=ctx, query={"measures": ["orders.count"]}, query_type="multi")
@@ -187,10 +188,9 @@ def semantic_load(
     ``query_type="multi"`` answers Cube's multi envelope (what ``@cubejs-client/core`` always asks for);
     ``cache`` is Cube's cache mode. Raises ``ContinueWait`` when the query is still running after the wait.
     """
-    work = plan_load(
-        served=served_model(deployment=deployment), ctx=ctx, query=query, query_type=query_type, cache=cache
-    )
-    return answer_load(work).body
+    return answer_load(
+        plan_load(served=served_model(deployment=deployment), ctx=ctx, query=query, query_type=query_type, cache=cache)
+    ).body
 
 
 _answers = AnswerMemory()

@@ -170,6 +170,11 @@ def answered(query: dict[str, Any], cube: str) -> Signature:
     )
 
 
+def decline_reason(answer: str) -> str:
+    """A declining answer without the list of what the analyst can answer about that follows its reason."""
+    return answer.split(" I can answer")[0]
+
+
 def comparable(value: Any) -> Any:
     """A cell as compared across the analyst's result and hand-written SQL: numbers to 4 places, times as text."""
     if isinstance(value, datetime):

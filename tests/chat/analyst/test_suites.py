@@ -80,11 +80,12 @@ def postgres_url(django_db_setup: None, django_db_blocker: Any) -> str:
 
 
 @pytest.fixture(scope="module")
-def postgres_schemas(postgres_url: str, demo_duckdb: Path) -> Iterator[dict[str, str]]:
+def postgres_schemas(postgres_url: str, demo_duckdb: Path, clinic_duckdb: Path) -> Iterator[dict[str, str]]:
     """The demo and clinic datasets, each in a schema of the test database (dropped afterwards)."""
     schemas = {"demo": f"demo_{uuid.uuid4().hex[:10]}", "clinic": f"clinic_{uuid.uuid4().hex[:10]}"}
     load_postgres(demo_duckdb, postgres_url, schema=schemas["demo"])
-    clinic.write_postgres(postgres_url, schemas["clinic"])
+    clinic_tables = {"tables": clinic.TABLES, "foreign_keys": clinic.FOREIGN_KEYS}
+    load_postgres(clinic_duckdb, postgres_url, schema=schemas["clinic"], **clinic_tables)
     yield schemas
     with psycopg.connect(postgres_url, autocommit=True) as admin:
         for schema in schemas.values():
@@ -150,10 +151,6 @@ def ask(context: ToolContext, suite: suites.Suite, question: str, history: list[
     return Turn(arguments["sqlQuery"], result["data"], result["totalRows"], answer)
 
 
-def reason(answer: str) -> str:
-    return answer.split(" I can answer")[0]
-
-
 @pytest.mark.parametrize(
     "data",
     [
@@ -175,7 +172,7 @@ def test_the_analyst_answers_its_suite_right_or_declines(acme: Cast, data: Data,
     verdicts: list[tuple[suites.Case, suites.Verdict]] = []
     for case in suite.cases:
         turn = ask(context, suite, case.question, list(case.after))
-        verdict = suites.judge(case, suite, model, turn.sql, reason(turn.answer))
+        verdict = suites.judge(case, suite, model, turn.sql, suites.decline_reason(turn.answer))
         if verdict.outcome == "right" and case.check:
             assert turn.total_rows <= len(turn.rows), f"{case.question}: the check needs every row in the result"
             ordered = "ranking" in case.spec or "grain" in case.spec

@@ -45,11 +45,10 @@ TO_WORDS = ("to", "through", "until", "till", "thru")
 
 @dataclass(frozen=True)
 class DateRange:
-    """Local days ``[start, end)``, and how the question said it (``last year``, ``in March 2024``)."""
+    """Local days ``[start, end)``."""
 
     start: date
     end: date
-    words: str
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ def _month_range(year: int, month: int) -> tuple[date, date]:
 
 def _relative(phrase: str, zone: ZoneInfo, now: datetime) -> DateRange:
     start, end = parse_relative_range(phrase, zone, now)
-    return DateRange(date.fromisoformat(start[:10]), date.fromisoformat(end[:10]) + timedelta(days=1), phrase)
+    return DateRange(date.fromisoformat(start[:10]), date.fromisoformat(end[:10]) + timedelta(days=1))
 
 
 def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken: set[int]) -> list[Found]:
@@ -123,11 +122,11 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
             continue
         elif ISO_DATE.match(word):
             day = date.fromisoformat(word)
-            take([i], DateRange(day, day + timedelta(days=1), f"on {word}"))
+            take([i], DateRange(day, day + timedelta(days=1)))
         elif word in MONTHS and (word not in SHORT_WORDS or _dated(words, i)):
             year, used = _year_after(words, i, now, free)
             start, end = _month_range(year, MONTHS[word])
-            take([i, *used], DateRange(start, end, f"in {calendar.month_name[MONTHS[word]]} {year}"))
+            take([i, *used], DateRange(start, end))
             i += 1 + len(used)
             continue
         elif word in ORDINALS and following == "quarter" and free(i + 1):
@@ -159,7 +158,7 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
             said = (
                 [i - 2, i - 1, i] if i >= 2 and words[i - 2 : i] == ["calendar", "year"] and free(i - 2, i - 1) else [i]
             )
-            take(said, DateRange(date(year, 1, 1), date(year + 1, 1, 1), f"in {year}"))
+            take(said, DateRange(date(year, 1, 1), date(year + 1, 1, 1)))
         i += 1
     return _joined(found, words, taken)
 
@@ -176,12 +175,10 @@ def _joined(found: list[Found], words: Sequence[str], taken: set[int]) -> list[F
                 and len(gap) == 1
                 and words[min(gap)] in ("and", "to", "through", "until")
             ):
-                start, end = previous.date_range.start, item.date_range.end
-                last = end - timedelta(days=1)
-                words_said = f"from {start.isoformat()} to {last.isoformat()}"
                 taken |= gap
                 joined[-1] = Found(
-                    previous.positions | gap | item.positions, date_range=DateRange(start, end, words_said)
+                    previous.positions | gap | item.positions,
+                    date_range=DateRange(previous.date_range.start, item.date_range.end),
                 )
                 continue
         joined.append(item)
@@ -214,13 +211,13 @@ def _year_after(words: Sequence[str], i: int, now: datetime, free: Callable[...,
 def _quarter(year: int, number: int) -> DateRange:
     start = date(year, 3 * number - 2, 1)
     end = date(year + (number == 4), (3 * number) % 12 + 1, 1)
-    return DateRange(start, end, f"in {year} Q{number}")
+    return DateRange(start, end)
 
 
 def _half(year: int, number: int) -> DateRange:
     start = date(year, 1 if number == 1 else 7, 1)
     end = date(year, 7, 1) if number == 1 else date(year + 1, 1, 1)
-    return DateRange(start, end, f"in the {'first' if number == 1 else 'second'} half of {year}")
+    return DateRange(start, end)
 
 
 def _between(
@@ -235,7 +232,7 @@ def _between(
     first, second = words[i + 1 : and_at], words[and_at + 1 : and_at + 3]
     if len(first) == 1 and ISO_DATE.match(first[0]) and second and ISO_DATE.match(second[0]):
         start, last = date.fromisoformat(first[0]), date.fromisoformat(second[0])
-        return and_at + 2, DateRange(start, last + timedelta(days=1), f"between {first[0]} and {second[0]}")
+        return and_at + 2, DateRange(start, last + timedelta(days=1))
     if first and first[0] in MONTHS and second and second[0] in MONTHS:
         year_words = [w for w in (*first[1:], *second[1:]) if YEAR.match(w)]
         if not year_words:
@@ -245,7 +242,7 @@ def _between(
         start, _ = _month_range(start_year, MONTHS[first[0]])
         _, end = _month_range(year, MONTHS[second[0]])
         end_index = and_at + 1 + len([w for w in second if w in MONTHS or YEAR.match(w)])
-        return end_index, DateRange(start, end, f"between {first[0].title()} and {second[0].title()} {year}")
+        return end_index, DateRange(start, end)
     return None
 
 

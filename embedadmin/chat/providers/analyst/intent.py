@@ -3,11 +3,12 @@ plain words that say what was computed; or why it declined (a :class:`Decline`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from embedadmin.chat.providers.analyst.dates import DateRange
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member
+from embedadmin.chat.vocabulary import sql_string
 
 OPERATOR_SQL = {"equals": "=", "notEquals": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 OPERATOR_WORDS = {
@@ -36,8 +37,8 @@ class Condition:
         if self.member.type == "boolean":
             return f"{column} = {self.values[0]}"
         if len(self.values) == 1:
-            return f"{column} {OPERATOR_SQL[self.operator]} {quote(self.values[0])}"
-        listed = ", ".join(quote(v) for v in self.values)
+            return f"{column} {OPERATOR_SQL[self.operator]} {sql_string(self.values[0])}"
+        listed = ", ".join(sql_string(v) for v in self.values)
         return f"{column} {'NOT IN' if self.operator == 'notEquals' else 'IN'} ({listed})"
 
     def words(self) -> str:
@@ -45,10 +46,6 @@ class Condition:
             return f"{self.member.title.lower()} is {self.values[0].lower()}"
         shown = " or ".join(self.values)
         return f"{self.member.title.lower()} {OPERATOR_WORDS[self.operator]} {shown}"
-
-
-def quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
@@ -153,4 +150,3 @@ class Decline:
     """Why the analyst does not answer: what it could not place or compute, and what it can answer about."""
 
     reason: str
-    unplaced: tuple[str, ...] = field(default=())

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from embedadmin.chat.vocabulary import local_name, phrases, short_title, stems
+from embedadmin.chat.vocabulary import local_name, phrases, short_title, stems, view_root
 
 COUNT_TYPES = frozenset({"count", "countDistinct", "countDistinctApprox"})
 EDGE_WORDS = frozenset({"at", "on", "in", "of", "the", "a", "an", "by", "per"})
@@ -38,6 +38,15 @@ class Member:
     @property
     def is_count(self) -> bool:
         return self.agg_type in COUNT_TYPES
+
+    @property
+    def is_distinct_count(self) -> bool:
+        return self.agg_type in ("countDistinct", "countDistinctApprox")
+
+    @property
+    def owner(self) -> str:
+        """The cube the member comes from: a view member's cube, else its own."""
+        return (self.alias or self.name).split(".", 1)[0]
 
     @property
     def is_money(self) -> bool:
@@ -143,10 +152,8 @@ def _with_head_nouns(cube: Cube, nouns: set[str]) -> Cube:
 def _with_root_phrases(view: Cube, cubes: Sequence[Cube]) -> Cube:
     """A view whose measures all come from one cube is also named by that cube's names ("bookings" for a view
     over the appointments cube)."""
-    roots = {m.alias.split(".", 1)[0] for m in view.measures() if m.alias}
-    if not view.is_view or len(roots) != 1 or any(not m.alias for m in view.measures()):
-        return view
-    root = next((c for c in cubes if c.name in roots and not c.is_view), None)
+    name = view_root(m.alias for m in view.measures()) if view.is_view else None
+    root = next((c for c in cubes if c.name == name and not c.is_view), None)
     if root is None:
         return view
     extra = tuple(p for p in root.phrases if p not in view.phrases)

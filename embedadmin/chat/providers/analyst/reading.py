@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.dates import DateRange, find_dates
@@ -91,7 +92,6 @@ class Reading:
     date_positions: set[int] = field(default_factory=set)
     limit: int | None = None
     descending: bool | None = None
-    rank_singular: bool = False  # "which category has the most": one row
     aggregations: dict[int, str] = field(default_factory=dict)  # position -> count, total, average, share, distinct
     ranked_after: set[int] = field(default_factory=set)  # positions right after "top 5": a group is named there
     group_starts: set[int] = field(default_factory=set)  # positions right after "by", "per", "for each"
@@ -99,8 +99,10 @@ class Reading:
     comparisons: list[tuple[int, int, str, float]] = field(default_factory=list)  # (start, end, operator, number)
     negated: set[int] = field(default_factory=set)  # positions right after "not", "excluding"
     follow_up: bool = False
-    instead: bool = False
-    only: bool = False
+
+    @cached_property
+    def stems(self) -> list[str]:
+        return [t.stem for t in self.tokens]
 
     def names_group(self, i: int) -> bool:
         """Whether a group is named at ``i``: after "by", "which", "top 5"."""
@@ -129,15 +131,13 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     for opener in FOLLOW_UP_OPENERS:
         if tuple(words[: len(opener)]) == opener:
             reading.follow_up = True
-            reading.only = opener in (("only",), ("just",))
             reading.taken.update(range(len(opener)))
             break
     for i, word in enumerate(words):
         if word == "instead":
-            reading.instead = reading.follow_up = True
+            reading.follow_up = True
             reading.taken.add(i)
         if word in ("only", "just") and reading.follow_up:
-            reading.only = True
             reading.taken.add(i)
     found = find_dates(tokens, zone=zone, now=now, taken=reading.taken)
     for date_found in found:

@@ -63,7 +63,7 @@ class Span:
 def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
     """The non-overlapping phrases naming members of ``cube``: longest first, then earliest; a measure before a
     dimension of the same phrase, except where a group is named ("by customers")."""
-    stems = [t.stem for t in reading.tokens]
+    stems = reading.stems
     candidates: list[Span] = []
     for member in cube.members:
         for phrase in member.phrases:
@@ -104,12 +104,11 @@ async def attempt(
     lookup: ValueLookup,
     timezone: str,
     *,
-    nouns: Mapping[str, frozenset[str]] | None = None,
+    nouns: Mapping[str, frozenset[str]],
     partial: bool = False,
 ) -> Attempt:
     """Read the question against ``cube``: an :class:`Attempt` with the query, or the words left unplaced.
     ``partial`` (a follow-up) asks for no measure."""
-    nouns = nouns or {}
     taken = set(reading.taken)
     tokens = reading.tokens
     grain_found = find_grain(tokens, taken=taken, custom=custom_grains(cube.time_dimensions()))
@@ -147,7 +146,6 @@ async def attempt(
         taken.update(span.positions)
     aggregations = {flag for at, flag in reading.aggregations.items() if at not in taken}
     taken.update(reading.aggregations)
-    subject = _subject(cube, reading, taken)  # "how many purchases": the cube itself named
     measures: list[Member] = []
     groups: list[Member] = []
     conditions: list[Condition] = []
@@ -305,11 +303,10 @@ def _owned(spans: list[Span], cube: Cube, nouns: Mapping[str, frozenset[str]]) -
             and len(span.member_phrase) == 1
             and not span.member.is_measure
             and not following.member.is_measure
+            and following.member.owner in nouns.get(span.member_phrase[0], frozenset())
         ):
-            owner = following.member.alias.split(".", 1)[0] if following.member.alias else cube.name
-            if owner in nouns.get(span.member_phrase[0], frozenset()):
-                dropped.update(span.positions)
-                continue
+            dropped.update(span.positions)
+            continue
         kept.append(span)
     return kept, dropped
 
@@ -339,7 +336,7 @@ def _per_row(cube: Cube, span: Span, reading: Reading) -> Span:
 def _amount_named_before(cube: Cube, reading: Reading, start: int) -> Member | None:
     """The one amount (a numeric dimension or a measure other than a count) named right before a comparison, "of"
     allowed between ("an average wait of over 30")."""
-    stems = [t.stem for t in reading.tokens]
+    stems = reading.stems
     end = start - 1 if start >= 2 and reading.tokens[start - 1].lower == "of" else start
     found = {
         m
@@ -369,7 +366,7 @@ def _unit_members(cube: Cube, reading: Reading, at: int, taken: set[int]) -> lis
 
 def _subject(cube: Cube, reading: Reading, candidates: set[int]) -> set[int]:
     """The positions among ``candidates`` of a phrase naming the cube itself ("how many purchases")."""
-    stems = [t.stem for t in reading.tokens]
+    stems = reading.stems
     for phrase in sorted(cube.phrases, key=len, reverse=True):
         for start in range(len(stems) - len(phrase) + 1):
             positions = set(range(start, start + len(phrase)))
@@ -400,8 +397,7 @@ def _owner_nouns(
         before = span.start - 1
         if before not in left or span.member.is_measure:
             continue
-        owner = span.member.alias.split(".", 1)[0] if span.member.alias else cube.name
-        if owner in nouns.get(reading.tokens[before].stem, frozenset()):
+        if span.member.owner in nouns.get(reading.tokens[before].stem, frozenset()):
             placed.add(before)
     return placed
 
@@ -549,15 +545,13 @@ def _acted(reading: Reading, counts: list[Member]) -> bool:
 
 def _distinct(cube: Cube, count: Member) -> Member:
     """For "distinct customers": the distinct count named like ``count``, when the cube has one."""
-    if count.agg_type in ("countDistinct", "countDistinctApprox"):
+    if count.is_distinct_count:
         return count
 
     def bare(member: Member) -> set[tuple[str, ...]]:
         return {tuple(w for w in p if w not in DISTINCT_STEMS) for p in member.phrases}
 
-    alike = [
-        m for m in cube.measures() if m.agg_type in ("countDistinct", "countDistinctApprox") and bare(m) & bare(count)
-    ]
+    alike = [m for m in cube.measures() if m.is_distinct_count and bare(m) & bare(count)]
     return alike[0] if len(alike) == 1 else count
 
 
@@ -623,7 +617,7 @@ def _measures(
             return Decline(f"The data model has no average of {member.title.lower()}.")
         if "share" in aggregations and not member.is_percent:
             return Decline(f"The data model has no share or percentage of {member.title.lower()}.")
-        if "distinct" in aggregations and member.agg_type not in ("countDistinct", "countDistinctApprox"):
+        if "distinct" in aggregations and not member.is_distinct_count:
             return Decline(f"The data model has no distinct count of {member.title.lower()}.")
     return named
 
@@ -646,7 +640,7 @@ def _ranked(intent: Intent, reading: Reading) -> Intent:
 
 
 def _positions_of(member: Member, reading: Reading) -> list[int]:
-    stems = [t.stem for t in reading.tokens]
+    stems = reading.stems
     for phrase in member.phrases:
         for start in range(len(stems) - len(phrase) + 1):
             if tuple(stems[start : start + len(phrase)]) == phrase:
@@ -684,9 +678,7 @@ async def understand(
     if best.decline is not None:
         return best.decline
     words = ", ".join(f"'{w}'" for w in dict.fromkeys(best.unplaced))
-    return Decline(
-        f"I did not understand {words}: no measure, dimension or value of the data model matches.", tuple(best.unplaced)
-    )
+    return Decline(f"I did not understand {words}: no measure, dimension or value of the data model matches.")
 
 
 def _worse(best: Attempt, other: Attempt) -> bool:
@@ -717,7 +709,7 @@ async def _follow_up(
         return tried.decline
     if tried.unplaced:
         words = ", ".join(f"'{w}'" for w in dict.fromkeys(tried.unplaced))
-        return Decline(f"I did not understand {words} as a change to the last question.", tuple(tried.unplaced))
+        return Decline(f"I did not understand {words} as a change to the last question.")
     change = tried.intent
     updated = previous
     if reading.date_ranges:

@@ -119,30 +119,25 @@ NEGATIONS = frozenset({"not", "excluding", "except", "without"})
 
 @dataclass(frozen=True)
 class Token:
-    """A word of the question: as written, lowercased, and stemmed; ``index`` is its position, ``start`` and
-    ``end`` where it stands in the question's text."""
+    """A word of the question: as written, lowercased, and stemmed; ``start`` and ``end`` where it stands in the
+    question's text."""
 
     text: str
     lower: str
     stem: str
-    index: int
     start: int = 0
     end: int = 0
-
-    @property
-    def is_number(self) -> bool:
-        return number_of(self.text) is not None
 
 
 def tokenize(question: str) -> list[Token]:
     """The question's tokens (a possessive ``'s`` dropped; a quoted value kept as one token)."""
     text = re.sub(r"(?<=[A-Za-z])['\u2019]s\b", "  ", question)  # same length: offsets stay those of the question
     tokens = []
-    for index, match in enumerate(TOKEN.finditer(text)):
+    for match in TOKEN.finditer(text):
         word = match.group()
         lower = word.lower()
         stemmed = lower if lower[:1].isdigit() or lower[:1] in '"$' else stem(lower)
-        tokens.append(Token(word, lower, stemmed, index, match.start(), match.end()))
+        tokens.append(Token(word, lower, stemmed, match.start(), match.end()))
     return tokens
 
 

@@ -1,7 +1,8 @@
 """The clinic dataset: a second model for the analyst, with other names and words than the demo shop's.
 
-Deterministic rows (a seeded generator) written into a DuckDB file or a PostgreSQL schema, value for value, so the
-same question suite runs on both and hand-written SQL on either checks the numbers.
+Deterministic rows (a seeded generator) written into a DuckDB file and copied from it into a PostgreSQL schema by
+``demo/generate.py``'s ``load_postgres``, value for value, so the same question suite runs on both and hand-written
+SQL on either checks the numbers.
 """
 
 from __future__ import annotations
@@ -13,17 +14,33 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import psycopg
 
 MODEL = Path(__file__).parent / "model"
 SEED = 20240601
-SCHEMA = {
-    "patients": "id INTEGER, full_name VARCHAR, city VARCHAR, insurance VARCHAR, birth_year INTEGER, "
-    "registered_at TIMESTAMP",
-    "physicians": "id INTEGER, name VARCHAR, specialty VARCHAR, site VARCHAR",
-    "appointments": "id INTEGER, patient_id INTEGER, physician_id INTEGER, starts_at TIMESTAMP, status VARCHAR, "
-    "visit_type VARCHAR, fee DECIMAL(10, 2), duration_minutes INTEGER, wait_minutes INTEGER",
+# Column names and types, valid in DuckDB and PostgreSQL alike (demo/generate.py's load_postgres copies them).
+TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "patients": (
+        ("id", "INTEGER"),
+        ("full_name", "VARCHAR"),
+        ("city", "VARCHAR"),
+        ("insurance", "VARCHAR"),
+        ("birth_year", "INTEGER"),
+        ("registered_at", "TIMESTAMP"),
+    ),
+    "physicians": (("id", "INTEGER"), ("name", "VARCHAR"), ("specialty", "VARCHAR"), ("site", "VARCHAR")),
+    "appointments": (
+        ("id", "INTEGER"),
+        ("patient_id", "INTEGER"),
+        ("physician_id", "INTEGER"),
+        ("starts_at", "TIMESTAMP"),
+        ("status", "VARCHAR"),
+        ("visit_type", "VARCHAR"),
+        ("fee", "DECIMAL(10, 2)"),
+        ("duration_minutes", "INTEGER"),
+        ("wait_minutes", "INTEGER"),
+    ),
 }
+FOREIGN_KEYS = (("appointments", "patient_id", "patients"), ("appointments", "physician_id", "physicians"))
 CITIES = ["Lyon", "Lille", "Nantes", "Bordeaux", "Toulouse", "Saint Etienne", "Le Havre"]
 INSURANCE = ["public", "private", "uninsured"]
 SPECIALTIES = ["cardiology", "dermatology", "pediatrics", "orthopedics", "general practice"]
@@ -75,19 +92,10 @@ def rows(seed: int = SEED) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def write_duckdb(path: Path) -> None:
+    """The dataset in a new DuckDB file (``load_postgres(path, url, tables=TABLES, foreign_keys=FOREIGN_KEYS)``
+    copies it into PostgreSQL)."""
+    data = rows()
     with duckdb.connect(str(path)) as connection:
-        for table, columns in SCHEMA.items():
-            connection.execute(f"CREATE TABLE {table} ({columns})")
-            data = rows()[table]
-            connection.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' for _ in data[0])})", data)
-
-
-def write_postgres(url: str, schema: str) -> None:
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(f'CREATE SCHEMA "{schema}"')
-        for table, columns in SCHEMA.items():
-            pg_columns = columns.replace("VARCHAR", "TEXT")
-            connection.execute(f'CREATE TABLE "{schema}".{table} ({pg_columns})')
-            with connection.cursor().copy(f'COPY "{schema}".{table} FROM STDIN') as copy:
-                for row in rows()[table]:
-                    copy.write_row(row)
+        for table, columns in TABLES.items():
+            connection.execute(f"CREATE TABLE {table} ({', '.join(f'{n} {kind}' for n, kind in columns)})")
+            connection.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' for _ in columns)})", data[table])
