@@ -171,7 +171,8 @@ class QueryRunner:
         started = self._start(key, run, refresh_every_s, job_timeout_s, mode, cached)
         if isinstance(started, CachedResult):
             return started
-        return self._finish(key, started, self._await(started, wait_s), cached, mode, job_timeout_s)
+        job_id, future = started
+        return self._finish(key, job_id, self._await(job_id, future, wait_s), cached, mode, job_timeout_s)
 
     def _start(
         self,
@@ -181,17 +182,17 @@ class QueryRunner:
         job_timeout_s: float,
         mode: CacheMode,
         cached: Any,
-    ) -> CachedResult | str:
-        """The cached result (``cached``, as read) when fresh enough for ``mode``, else the id of the job to wait
-        for (``cached``, if any, is what a slow job falls back on)."""
+    ) -> CachedResult | tuple[str, Future[_Outcome] | None]:
+        """The cached result (``cached``, as read) when fresh enough for ``mode``, else the job to wait for: its
+        id, and its future when this request started it (``cached``, if any, is what a slow job falls back on)."""
         if cached is not None:
             refreshed_at, result = cached
             if time.time() - refreshed_at < refresh_every_s:
                 return CachedResult(result=result, refreshed_at=refreshed_at, from_cache=True, key=key)
-        job_id = self._attach_or_start(key, run, job_timeout_s, mode)
+        job = self._attach_or_start(key, run, job_timeout_s, mode)
         if cached is not None and mode is CacheMode.STALE_WHILE_REVALIDATE:
             return CachedResult(result=cached[1], refreshed_at=cached[0], from_cache=True, stale=True, key=key)
-        return job_id
+        return job
 
     def _finish(
         self, key: str, job_id: str, outcome: _Outcome | None, cached: Any, mode: CacheMode, job_timeout_s: float
@@ -208,9 +209,12 @@ class QueryRunner:
 
     # -- jobs ----------------------------------------------------------------------------------------
 
-    def _attach_or_start(self, key: str, run: Callable[[], QueryResult], job_timeout_s: float, mode: CacheMode) -> str:
-        """The id of the job for ``key``: the registered one, or a new one this process runs. A ``no-cache``
-        request does not take the outcome of a finished job, unless it repeats a request that job outlived."""
+    def _attach_or_start(
+        self, key: str, run: Callable[[], QueryResult], job_timeout_s: float, mode: CacheMode
+    ) -> tuple[str, Future[_Outcome] | None]:
+        """The job for ``key``: the registered one (its id), or a new one this process runs (its id and future).
+        A ``no-cache`` request does not take the outcome of a finished job, unless it repeats a request that job
+        outlived."""
         registry_s = job_timeout_s + self.job_margin_s
         for _ in range(3):
             job_id = uuid.uuid4().hex
@@ -222,14 +226,14 @@ class QueryRunner:
             if mode is CacheMode.NO_CACHE and self._has(f"outcome:{existing}") and not self._has(f"waited:{existing}"):
                 self._set(f"job:{key}", job_id, registry_s)
                 return self._start_job(key, job_id, run)
-            return existing
+            return existing, None
         raise DataSourceError("Query could not be scheduled")
 
-    def _start_job(self, key: str, job_id: str, run: Callable[[], QueryResult]) -> str:
+    def _start_job(self, key: str, job_id: str, run: Callable[[], QueryResult]) -> tuple[str, Future[_Outcome]]:
         with self._local_lock:
             future = self._local[job_id] = self._executor.submit(self._run_job, key, job_id, run)
         future.add_done_callback(lambda _: self._forget(job_id))
-        return job_id
+        return job_id, future
 
     def _forget(self, job_id: str) -> None:
         with self._local_lock:
@@ -256,10 +260,13 @@ class QueryRunner:
         self._set(f"job:{key}", job_id, self.job_result_ttl_s)
         return outcome
 
-    def _await(self, job_id: str, wait_s: float) -> _Outcome | None:
-        """The job's outcome, or None when it is not there within ``wait_s``."""
-        with self._local_lock:
-            future = self._local.get(job_id)
+    def _await(self, job_id: str, future: Future[_Outcome] | None, wait_s: float) -> _Outcome | None:
+        """The job's outcome, or None when it is not there within ``wait_s``. The request that started the job
+        holds its future (a job may end, and leave ``_local``, before its starter looks: with the cache down its
+        outcome is nowhere else); another request here attaches to the future while the job runs."""
+        if future is None:
+            with self._local_lock:
+                future = self._local.get(job_id)
         if future is not None:
             try:
                 return future.result(timeout=wait_s)
