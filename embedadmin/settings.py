@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "embedadmin.directory",
     "embedadmin.embedding",
     "embedadmin.semantic",
+    "embedadmin.dashboards",
     "embedadmin.chat",
     "embedadmin.platform",
     "embedadmin.panel",
