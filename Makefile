@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 4000
+# The sample host app (demo/host_app.py) that embeds a dashboard: its own port, so the iframe is cross-origin.
+HOST_APP_PORT ?= 4100
 PYTEST_ARGS ?=
 # Orders in the generated demo dataset (var/demo.duckdb); DEMO_ORDERS=10000000 for 10M (about a minute).
 DEMO_ORDERS ?= 100000
@@ -45,13 +47,18 @@ demo-data: venv
 demo: migrate demo-data
 	$(RUNENV) $(PY) manage.py bootstrap_demo --url http://$(HOST):$(PORT)
 	$(RUNENV) $(PY) manage.py ensure_agent --account demo --site-url http://$(HOST):$(PORT)
+	$(RUNENV) $(PY) manage.py demo_embedding --account demo --host-origin http://$(HOST):$(HOST_APP_PORT)
+	$(RUNENV) $(PY) manage.py apply_dashboards
 
 # The web server, plus a Celery worker with embedded beat on the SQLite broker (expiry of ephemeral
 # chat users, user-count reconciliation); the worker stops with the server.
 run: demo
 	@$(RUNENV) $(VENV)/bin/celery -A embedadmin worker -B --pool=solo --loglevel=INFO > var/worker.log 2>&1 & \
-	worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
+	worker=$$!; \
+	$(PY) demo/host_app.py --embed-url http://$(HOST):$(PORT) --host $(HOST) --port $(HOST_APP_PORT) & \
+	hostapp=$$!; trap 'kill $$worker $$hostapp 2>/dev/null' EXIT INT TERM; \
 	echo "  Worker:         Celery with embedded beat, pid $$worker, log var/worker.log"; \
+	echo "  Embedded dashboard: open http://$(HOST):$(HOST_APP_PORT)/ (the sample host app, pid $$hostapp)"; \
 	$(RUNENV) $(VENV)/bin/uvicorn embedadmin.asgi:application --host $(HOST) --port $(PORT) --no-access-log
 
 test: venv
