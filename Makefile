@@ -14,7 +14,7 @@ DEMO_ORDERS ?= 100000
 # The embedded install keeps its generated secret key and SQLite files under var/.
 RUNENV := SECRET_KEY_FILE=$(CURDIR)/var/secret_key EMBEDADMIN_VAR_DIR=$(CURDIR)/var
 
-.PHONY: help venv run serve migrate demo demo-data test test-fast lint format bench clean
+.PHONY: help venv run serve migrate demo demo-data test test-fast lint format bench clean vendor
 
 help:
 	@echo "make run    set up and serve on http://$(HOST):$(PORT) (SQLite + DuckDB, in-process worker)"
@@ -90,3 +90,10 @@ bench: venv
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache .mypy_cache .import_linter_cache
+
+# The embed pages' browser builds (static/vendor/, committed) from frontend/package-lock.json; node is
+# needed only here, never by `make run`. After changing a pin in frontend/package.json: `cd frontend &&
+# npm install --save-exact`, then `make vendor`.
+vendor:
+	cd frontend && npm ci --no-audit --no-fund
+	node frontend/vendor.mjs

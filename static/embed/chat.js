@@ -1,0 +1,341 @@
+// The chat of the embed pages: the dashboard's docked agent panel with its launcher bubble, and the
+// standalone page /embed/chat (templates/embed/chat.html, body.embed-chat). It posts to the Chat API
+// (stream-chat-state, docs/chat-api.md) with the viewer's embed token and reads the NDJSON stream
+// line by line. Frames: embedadmin/chat/events.py. Needs common.js (EmbedKit); charts need the vega files.
+(function () {
+  "use strict";
+  var K = window.EmbedKit;
+  var h = K.h;
+
+  var TOOL_LABELS = {
+    serviceMeta: "Looking up the data model",
+    serviceSqlApi: "Querying the data",
+  };
+
+  /**
+   * options: {session, host, endpoint, docked, title, context: fn -> object|undefined, formatter: fn, container?}
+   */
+  function mount(options) {
+    var chatId = null;
+    var busy = false;
+    var docked = !!options.docked;
+
+    var log = h("div.chat-log", { role: "log", "aria-live": "polite" });
+    var input = h("textarea.chat-input", { rows: 1, placeholder: "Ask a question about the data", "aria-label": "Question" });
+    var send = h("button.primary-button.chat-send", { type: "submit" }, "Ask");
+    var form = h("form.chat-form", input, send);
+    var close = docked ? h("button.icon-button.chat-close", { type: "button", "aria-label": "Close chat" }, "×") : null;
+    var panel = h(
+      "aside.chat-panel" + (docked ? ".chat-docked" : ".chat-page"),
+      { "aria-label": options.title || "Chat" },
+      h("header.chat-head", h("h2.chat-title", options.title || "Ask the data"), close),
+      log,
+      form
+    );
+    log.appendChild(h("p.chat-hint", "Ask in plain words, for example: “revenue by month last year”."));
+
+    var launcher = null;
+    if (docked) {
+      panel.hidden = true;
+      launcher = h("button.chat-launcher", { type: "button", "aria-label": "Open chat", "aria-expanded": "false" }, h("span.chat-launcher-icon", { "aria-hidden": "true" }));
+      launcher.addEventListener("click", function () {
+        setOpen(panel.hidden);
+      });
+      close.addEventListener("click", function () {
+        setOpen(false);
+      });
+      document.body.appendChild(launcher);
+    }
+    (options.container || document.body).appendChild(panel);
+
+    function setOpen(open) {
+      panel.hidden = !open;
+      document.body.classList.toggle("chat-open", open);
+      if (launcher) launcher.setAttribute("aria-expanded", open ? "true" : "false");
+      if (open) input.focus();
+    }
+
+    input.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        form.requestSubmit ? form.requestSubmit() : submit(event);
+      }
+    });
+    input.addEventListener("input", function () {
+      input.style.height = "auto";
+      input.style.height = Math.min(input.scrollHeight, 160) + "px";
+    });
+    form.addEventListener("submit", submit);
+
+    function submit(event) {
+      if (event) event.preventDefault();
+      var question = input.value.trim();
+      if (!question || busy) return;
+      input.value = "";
+      input.style.height = "auto";
+      ask(question);
+    }
+
+    function scrollDown() {
+      log.scrollTop = log.scrollHeight;
+    }
+
+    function ask(question) {
+      busy = true;
+      send.disabled = true;
+      var hint = log.querySelector(".chat-hint");
+      if (hint) hint.parentNode.removeChild(hint);
+      log.appendChild(h("div.chat-msg.chat-user", h("p", question)));
+      var turn = h("div.chat-msg.chat-assistant.is-streaming");
+      var activity = h("p.chat-activity", "Thinking…");
+      var answer = h("div.chat-answer");
+      turn.appendChild(activity);
+      turn.appendChild(answer);
+      log.appendChild(turn);
+      scrollDown();
+      options.host.emit("ai-query", { query: question, status: "submitted", chatId: chatId });
+
+      var body = { input: question, messageId: Date.now() + "-message" };
+      if (chatId) body.chatId = chatId;
+      var context = options.context && options.context();
+      if (context) body.context = context;
+
+      var texts = {}; // message id -> text so far
+      var finalText = null;
+      var failed = null;
+
+      function showText(text) {
+        K.clear(answer);
+        String(text)
+          .split(/\n\s*\n/)
+          .filter(function (p) {
+            return p.trim();
+          })
+          .forEach(function (paragraph) {
+            answer.appendChild(h("p", paragraph.trim()));
+          });
+        scrollDown();
+      }
+
+      function onFrame(frame) {
+        if (!frame || typeof frame !== "object") return;
+        if (frame.jsonrpc && frame.error) {
+          failed = (frame.error && frame.error.message) || "The chat refused the question";
+          return;
+        }
+        if (frame.id === "__cutoff__") {
+          if (frame.state && frame.state.chatId) chatId = frame.state.chatId;
+          return;
+        }
+        if (frame.id === "__error__" || frame.type === "error" || (frame.error && !frame.id)) {
+          failed = frame.error || "The answer failed";
+          return;
+        }
+        if (frame.id === "__aborted__") {
+          failed = "The answer was stopped";
+          return;
+        }
+        if (frame.role !== "assistant" || typeof frame.id !== "string" || frame.id.indexOf("__") === 0) return;
+        if (frame.toolCall) {
+          onTool(frame.toolCall, frame.isInProcess);
+          return;
+        }
+        var path = frame.graphPath || [];
+        if (path[0] === "final") {
+          finalText = frame.content || "";
+          showText(finalText);
+          return;
+        }
+        if (frame.isDelta && frame.content) {
+          texts[frame.id] = (texts[frame.id] || "") + frame.content;
+          if (finalText === null) showText(texts[frame.id]);
+          activity.textContent = "Writing the answer…";
+        }
+      }
+
+      function onTool(call, inProcess) {
+        activity.textContent = (TOOL_LABELS[call.name] || "Working") + (inProcess ? "…" : "");
+        if (inProcess || !call.result) return;
+        var result;
+        try {
+          result = typeof call.result === "string" ? JSON.parse(call.result) : call.result;
+        } catch (ignored) {
+          return;
+        }
+        if (!result || !result.vegaSpec || !Array.isArray(result.data) || !result.data.length) return;
+        var spec;
+        try {
+          spec = typeof result.vegaSpec === "string" ? JSON.parse(result.vegaSpec) : result.vegaSpec;
+        } catch (ignored) {
+          return;
+        }
+        if (!spec || typeof spec !== "object" || typeof window.vegaEmbed !== "function") return;
+        var holder = h("figure.chat-chart");
+        if (result.queryTitle) holder.appendChild(h("figcaption", result.queryTitle));
+        var target = h("div.chart");
+        holder.appendChild(target);
+        turn.insertBefore(holder, answer.nextSibling);
+        spec = Object.assign({}, spec, { data: { name: "table" } });
+        K.embedVega(target, spec, { table: result.data }, options.formatter || function () {
+          return new K.Formatter();
+        }).catch(function () {
+          holder.parentNode.removeChild(holder);
+        });
+      }
+
+      stream(options, body, onFrame)
+        .then(function () {
+          if (failed) throw new Error(failed);
+          if (finalText === null && !Object.keys(texts).length) throw new Error("No answer came back");
+          turn.classList.remove("is-streaming");
+          activity.parentNode && turn.removeChild(activity);
+          options.host.emit("ai-query", { query: question, status: "completed", chatId: chatId });
+        })
+        .catch(function (error) {
+          turn.classList.remove("is-streaming");
+          turn.classList.add("is-error");
+          var ended = K.isSessionEnded(error);
+          activity.textContent = ended ? "Session ended" : error.message || "The answer failed";
+          options.host.emit("ai-query", { query: question, status: "error", chatId: chatId });
+          options.host.error(ended ? "Session ended" : error.message || String(error), error.name || "ChatError", "chat", false);
+        })
+        .then(function () {
+          busy = false;
+          send.disabled = false;
+          scrollDown();
+        });
+    }
+
+    return { open: function () { setOpen(true); }, ask: ask };
+  }
+
+  /** POST the question and call onFrame with every NDJSON line as it arrives. */
+  function stream(options, body, onFrame) {
+    return fetch(options.endpoint, {
+      method: "POST",
+      credentials: "omit",
+      cache: "no-store",
+      headers: {
+        Authorization: options.session.embedAuth(),
+        "Content-Type": "application/json",
+        Accept: "application/x-ndjson, application/json",
+      },
+      body: JSON.stringify(body),
+    }).then(function (response) {
+      if (!response.ok) {
+        return response.text().then(function (text) {
+          var message = text;
+          try {
+            var parsed = JSON.parse(text);
+            message = parsed.error || parsed.message || text;
+            if (typeof message !== "string") message = JSON.stringify(message);
+          } catch (ignored) {
+            /* plain text */
+          }
+          throw new K.HttpError(response.status, message || "HTTP " + response.status);
+        });
+      }
+      var decoder = new TextDecoder();
+      var buffer = "";
+      function lines(final) {
+        var parts = buffer.split("\n");
+        buffer = final ? "" : parts.pop();
+        parts.forEach(function (line) {
+          line = line.trim();
+          if (!line) return;
+          var frame;
+          try {
+            frame = JSON.parse(line);
+          } catch (ignored) {
+            return;
+          }
+          onFrame(frame);
+        });
+      }
+      if (!response.body || !response.body.getReader) {
+        return response.text().then(function (text) {
+          buffer = text;
+          lines(true);
+        });
+      }
+      var reader = response.body.getReader();
+      function pump() {
+        return reader.read().then(function (chunk) {
+          if (chunk.done) {
+            buffer += decoder.decode();
+            lines(true);
+            return;
+          }
+          buffer += decoder.decode(chunk.value, { stream: true });
+          lines(false);
+          return pump();
+        });
+      }
+      return pump();
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The standalone chat page (surface "chat"); not affected by showDashboardChat
+  // ---------------------------------------------------------------------------------------------
+
+  function standalone() {
+    var root = document.getElementById("embed-root");
+    var boot;
+    try {
+      boot = K.readBootstrap();
+    } catch (error) {
+      root.appendChild(h("section.embed-error-box", { role: "alert" }, h("h1", "This chat could not start"), h("p", error.message)));
+      return;
+    }
+    boot.surface = "chat";
+    var host = new K.Host(boot);
+    var session = new K.Session(boot, host);
+    var settings = boot.settings || {};
+    var formatter = new K.Formatter(settings.locale, settings.timezone);
+    document.documentElement.lang = formatter.locale;
+    K.applyTheme(settings.embedTheme);
+    host.on("set-theme", K.applyTheme);
+    host.on("set-color-scheme", function (payload) {
+      K.setScheme(payload.scheme);
+    });
+    host.on("set-locale", function (payload) {
+      var locale = K.usableLocale(payload.locale);
+      if (locale) formatter = new K.Formatter(locale, formatter.timezone);
+    });
+    host.on("set-timezone", function (payload) {
+      var timezone = K.usableTimezone(payload.timezone);
+      if (timezone) formatter = new K.Formatter(formatter.locale, timezone);
+    });
+    host.on("set-session", function (payload) {
+      session.renew(payload.sessionId);
+    });
+    host.observeSize(root);
+    host.emit("ready", {
+      embedTenant: boot.embedTenant || null,
+      deploymentId: boot.deploymentId === undefined ? null : boot.deploymentId,
+      mode: "signed",
+      surface: "chat",
+    });
+    host.emit("view", { surface: "chat", path: window.location.pathname, title: boot.title || "Chat" });
+    var endpoint = boot.endpoints && boot.endpoints.chat;
+    if (!endpoint || settings.allowAi === false) {
+      root.appendChild(h("section.embed-error-box", { role: "alert" }, h("h1", "Chat is not available"), h("p", "This session does not include AI chat.")));
+      return;
+    }
+    mount({
+      session: session,
+      host: host,
+      endpoint: endpoint,
+      docked: false,
+      container: root,
+      title: boot.title || "Ask the data",
+      formatter: function () {
+        return formatter;
+      },
+    });
+  }
+
+  K.Chat = { mount: mount, stream: stream };
+  if (document.body && document.body.classList.contains("embed-chat")) standalone();
+})();

@@ -1,0 +1,1074 @@
+// The embedded dashboard page (templates/embed/dashboard.html; contract: docs/dashboards.md).
+// Reads the bootstrap, renders header, controls and tiles, loads every tile in parallel through the Core
+// Data API with the viewer's token, talks to the host with postMessage. Shared code: common.js (EmbedKit),
+// the chat panel: chat.js. Sections: state -> start -> header -> controls -> grid -> tiles -> renderers ->
+// export -> view updates -> host actions.
+(function () {
+  "use strict";
+  var K = window.EmbedKit;
+  var h = K.h;
+
+  // ---------------------------------------------------------------------------------------------
+  // State
+  // ---------------------------------------------------------------------------------------------
+
+  var boot; // the bootstrap, without its token
+  var session; // K.Session: the token in memory
+  var host; // K.Host: the one host origin
+  var formatter; // K.Formatter for the current locale and time zone
+  var view; // the current view (state, filterUrlParameters, controls, widgets)
+  var root; // #embed-root, the content whose size is reported
+  var controlsBar;
+  var grid;
+  var tiles = {}; // widget id -> tile
+  var valueCache = {}; // JSON of a valuesQuery -> Promise of values
+  var cycle = 0; // the current load cycle; older cycles do not announce dashboard-loaded
+  var loadedOnce = false;
+  var sessionEndedReported = false;
+  var viewRequest = null; // AbortController of the pending view request
+
+  // ---------------------------------------------------------------------------------------------
+  // Start
+  // ---------------------------------------------------------------------------------------------
+
+  function start() {
+    root = document.getElementById("embed-root");
+    try {
+      boot = K.readBootstrap();
+    } catch (error) {
+      showFatal("This dashboard could not start", error.message);
+      return;
+    }
+    host = new K.Host(boot);
+    session = new K.Session(boot, host);
+    var settings = boot.settings || {};
+    formatter = new K.Formatter(settings.locale, (boot.view && boot.view.state && boot.view.state.timezone) || settings.timezone);
+    document.documentElement.lang = formatter.locale;
+    K.applyTheme(boot.theme);
+    K.applyTheme(settings.embedTheme);
+    if (window.matchMedia) {
+      var media = window.matchMedia("(prefers-color-scheme: dark)");
+      if (media.addEventListener) media.addEventListener("change", rerenderCharts);
+    }
+    bindActions();
+    host.observeSize(root);
+    host.emit("ready", {
+      embedTenant: boot.embedTenant || null,
+      deploymentId: boot.deploymentId === undefined ? null : boot.deploymentId,
+      mode: "signed",
+      surface: "dashboard",
+      publicId: boot.publicId,
+    });
+    host.emit("view", { surface: "dashboard", path: window.location.pathname, publicId: boot.publicId, title: boot.title });
+    view = boot.view || { state: {}, controls: [], widgets: [] };
+    renderFrame();
+    renderControls();
+    buildGrid();
+    loadTiles(Object.keys(tiles), 0);
+    mountChat();
+  }
+
+  function showFatal(title, message) {
+    K.clear(root);
+    root.appendChild(h("section.embed-error-box", { role: "alert" }, h("h1", title), h("p", message)));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Header
+  // ---------------------------------------------------------------------------------------------
+
+  function renderFrame() {
+    var flags = boot.flags || {};
+    K.clear(root);
+    if (flags.showDashboardHeader !== false && (flags.showDashboardTitle !== false || boot.description)) {
+      var header = h("header.dash-header");
+      if (flags.showDashboardTitle !== false) header.appendChild(h("h1.dash-title", boot.title || view.title || ""));
+      if (boot.description) header.appendChild(h("p.dash-description", boot.description));
+      root.appendChild(header);
+    }
+    controlsBar = h("div.dash-controls", { role: "toolbar", "aria-label": "Dashboard controls" });
+    root.appendChild(controlsBar);
+    grid = h("div.dash-grid");
+    root.appendChild(grid);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Controls: FILTER (values or a date range), TIME_GRAIN, FIELD
+  // ---------------------------------------------------------------------------------------------
+
+  var DATE_PRESETS = [
+    ["", "All time"],
+    ["today", "Today"],
+    ["last 7 days", "Last 7 days"],
+    ["last 30 days", "Last 30 days"],
+    ["last 90 days", "Last 90 days"],
+    ["last 12 months", "Last 12 months"],
+    ["this month", "This month"],
+    ["this quarter", "This quarter"],
+    ["this year", "This year"],
+    ["last year", "Last year"],
+    ["custom", "Custom range"],
+  ];
+
+  var OPERATOR_LABELS = {
+    equals: "is",
+    notEquals: "is not",
+    contains: "contains",
+    notContains: "does not contain",
+    startsWith: "starts with",
+    endsWith: "ends with",
+    gt: ">",
+    gte: "≥",
+    lt: "<",
+    lte: "≤",
+    set: "is set",
+    notSet: "is not set",
+  };
+
+  function stateCopy() {
+    var state = view.state || {};
+    return {
+      filters: Object.assign({}, state.filters || {}),
+      grains: Object.assign({}, state.grains || {}),
+      fields: Object.assign({}, state.fields || {}),
+      timezone: state.timezone || formatter.timezone,
+    };
+  }
+
+  function isDateControl(control) {
+    return (control.operators || []).indexOf("inDateRange") !== -1 || control.kind === "dateRange";
+  }
+
+  function renderControls() {
+    K.clear(controlsBar);
+    var controls = (view.controls || []).filter(function (control) {
+      return control.visibility !== "hidden";
+    });
+    controlsBar.hidden = controls.length === 0;
+    controls.forEach(function (control) {
+      var disabled = control.visibility === "disabled";
+      var body;
+      if (control.type === "TIME_GRAIN") body = grainControl(control, disabled);
+      else if (control.type === "FIELD") body = fieldControl(control, disabled);
+      else if (isDateControl(control)) body = dateControl(control, disabled);
+      else body = filterControl(control, disabled);
+      var label = control.label || control.title || K.memberTitle(control.member || control.id);
+      controlsBar.appendChild(
+        h("div.control", { dataset: { control: control.id } }, h("span.control-label", { id: "label-" + control.id }, label), body)
+      );
+    });
+  }
+
+  function changeState(mutate) {
+    var state = stateCopy();
+    mutate(state);
+    requestView({ state: state }, { filtersChanged: true });
+  }
+
+  function select(control, options, current, disabled, onChange) {
+    var element = h("select.control-input", { "aria-labelledby": "label-" + control.id, disabled: disabled });
+    options.forEach(function (option) {
+      element.appendChild(h("option", { value: option[0], selected: option[0] === current }, option[1]));
+    });
+    element.value = current === undefined || current === null ? "" : current;
+    element.addEventListener("change", function () {
+      onChange(element.value);
+    });
+    return element;
+  }
+
+  function grainControl(control, disabled) {
+    var state = view.state || {};
+    var current = (state.grains || {})[control.id] || control.grain || control.defaultGrain || (control.grains || [])[0];
+    var options = (control.grains || []).map(function (grain) {
+      var name = typeof grain === "string" ? grain : grain.name;
+      var title = typeof grain === "string" ? grain.charAt(0).toUpperCase() + grain.slice(1) : grain.title || grain.name;
+      return [name, title];
+    });
+    return select(control, options, current, disabled, function (value) {
+      changeState(function (next) {
+        next.grains[control.id] = value;
+      });
+    });
+  }
+
+  function fieldControl(control, disabled) {
+    var state = view.state || {};
+    var current = (state.fields || {})[control.id] || control.selected || control.member;
+    var titles = control.titles || {};
+    var options = (control.alternatives || []).map(function (alternative) {
+      var name = typeof alternative === "string" ? alternative : alternative.member || alternative.name;
+      var title = (typeof alternative === "object" && alternative.title) || titles[name] || K.memberTitle(name);
+      return [name, title];
+    });
+    return select(control, options, current, disabled, function (value) {
+      changeState(function (next) {
+        next.fields[control.id] = value;
+      });
+    });
+  }
+
+  function dateControl(control, disabled) {
+    var filter = ((view.state || {}).filters || {})[control.id] || null;
+    var values = (filter && filter.values) || [];
+    var isoDate = /^\d{4}-\d{2}-\d{2}/;
+    var preset = "";
+    var from = "";
+    var to = "";
+    if (values.length === 2 && isoDate.test(values[0]) && isoDate.test(values[1])) {
+      preset = "custom";
+      from = String(values[0]).slice(0, 10);
+      to = String(values[1]).slice(0, 10);
+    } else if (values.length === 1 && typeof values[0] === "string") {
+      preset = values[0].toLowerCase();
+    }
+    var presets = DATE_PRESETS.slice();
+    if (preset && !presets.some(function (p) { return p[0] === preset; })) presets.splice(1, 0, [preset, preset.charAt(0).toUpperCase() + preset.slice(1)]);
+    var wrapper = h("div.control-daterange");
+    var fromInput = h("input.control-input.control-date", { type: "date", value: from, "aria-label": "From", disabled: disabled });
+    var toInput = h("input.control-input.control-date", { type: "date", value: to, "aria-label": "To", disabled: disabled });
+    var range = h("span.control-dates", fromInput, h("span.control-dash", "–"), toInput);
+    range.hidden = preset !== "custom";
+    var presetSelect = select(control, presets, preset, disabled, function (value) {
+      range.hidden = value !== "custom";
+      if (value === "custom") {
+        fromInput.focus();
+        return;
+      }
+      changeState(function (next) {
+        if (value) next.filters[control.id] = { operator: "inDateRange", values: [value] };
+        else delete next.filters[control.id];
+      });
+    });
+    function applyRange() {
+      if (!fromInput.value || !toInput.value) return;
+      var a = fromInput.value;
+      var b = toInput.value;
+      if (a > b) {
+        var t = a;
+        a = b;
+        b = t;
+      }
+      changeState(function (next) {
+        next.filters[control.id] = { operator: "inDateRange", values: [a, b] };
+      });
+    }
+    fromInput.addEventListener("change", applyRange);
+    toInput.addEventListener("change", applyRange);
+    wrapper.appendChild(presetSelect);
+    wrapper.appendChild(range);
+    return wrapper;
+  }
+
+  function controlValues(control) {
+    if (!control.valuesQuery) return Promise.resolve(control.values || []);
+    var key = JSON.stringify(control.valuesQuery);
+    if (!valueCache[key]) {
+      valueCache[key] = K.coreLoad(session, control.valuesQuery).then(function (result) {
+        var seen = {};
+        var values = [];
+        (result.data || []).forEach(function (row) {
+          var value = row[control.member];
+          if (value === null || value === undefined) return;
+          var text = String(value);
+          if (seen[text]) return;
+          seen[text] = true;
+          values.push(text);
+        });
+        return values;
+      });
+      valueCache[key].catch(function () {
+        delete valueCache[key];
+      });
+    }
+    return valueCache[key];
+  }
+
+  function filterControl(control, disabled) {
+    var filter = ((view.state || {}).filters || {})[control.id] || null;
+    var operators = (control.operators || ["equals"]).filter(function (op) {
+      return op !== "inDateRange";
+    });
+    var operator = (filter && filter.operator) || operators[0] || "equals";
+    var chosen = ((filter && filter.values) || []).map(String);
+    var wrapper = h("div.control-filter");
+    var operatorSelect = null;
+    if (operators.length > 1) {
+      operatorSelect = select(
+        control,
+        operators.map(function (op) {
+          return [op, OPERATOR_LABELS[op] || op];
+        }),
+        operator,
+        disabled,
+        function (value) {
+          operator = value;
+          if (chosen.length) commit();
+        }
+      );
+      operatorSelect.classList.add("control-operator");
+      wrapper.appendChild(operatorSelect);
+    }
+    function commit() {
+      changeState(function (next) {
+        if (chosen.length) next.filters[control.id] = { operator: operator, values: chosen.slice() };
+        else delete next.filters[control.id];
+      });
+    }
+    var holder = h("span.control-values");
+    wrapper.appendChild(holder);
+    var loading = h("select.control-input", { disabled: true, "aria-labelledby": "label-" + control.id }, h("option", "Loading…"));
+    holder.appendChild(loading);
+    controlValues(control).then(
+      function (values) {
+        K.clear(holder);
+        chosen.forEach(function (value) {
+          if (values.indexOf(value) === -1) values = [value].concat(values);
+        });
+        holder.appendChild(control.multiple ? multiSelect(control, values, chosen, disabled, commit) : singleSelect(control, values, chosen, disabled, commit));
+      },
+      function (error) {
+        K.clear(holder);
+        holder.appendChild(h("span.control-error", { title: error.message }, K.isSessionEnded(error) ? "Session ended" : "Values unavailable"));
+      }
+    );
+    return wrapper;
+  }
+
+  function singleSelect(control, values, chosen, disabled, commit) {
+    var options = [["", "All"]].concat(
+      values.map(function (value) {
+        return [value, value];
+      })
+    );
+    return select(control, options, chosen[0] || "", disabled, function (value) {
+      chosen.length = 0;
+      if (value) chosen.push(value);
+      commit();
+    });
+  }
+
+  /** A dropdown of checkboxes with a search field (details/summary: opens without script). */
+  function multiSelect(control, values, chosen, disabled, commit) {
+    var summaryText = h("span.multi-summary-text");
+    function describe() {
+      summaryText.textContent = !chosen.length ? "All" : chosen.length <= 2 ? chosen.join(", ") : chosen.length + " selected";
+    }
+    describe();
+    var details = h("details.multi");
+    var summary = h("summary.control-input.multi-summary", { "aria-labelledby": "label-" + control.id }, summaryText);
+    if (disabled) {
+      details.classList.add("disabled");
+      summary.setAttribute("aria-disabled", "true");
+      summary.addEventListener("click", function (event) {
+        event.preventDefault();
+      });
+    }
+    var search = h("input.multi-search", { type: "search", placeholder: "Search", "aria-label": "Search values" });
+    var list = h("div.multi-list", { role: "group" });
+    var dirty = false;
+    var boxes = values.map(function (value) {
+      var box = h("input", { type: "checkbox", value: value, checked: chosen.indexOf(value) !== -1 });
+      box.addEventListener("change", function () {
+        var at = chosen.indexOf(value);
+        if (box.checked && at === -1) chosen.push(value);
+        if (!box.checked && at !== -1) chosen.splice(at, 1);
+        dirty = true;
+        describe();
+      });
+      var row = h("label.multi-option", box, h("span", value));
+      list.appendChild(row);
+      return { value: value.toLowerCase(), row: row };
+    });
+    if (!values.length) list.appendChild(h("p.multi-empty", "No values"));
+    search.addEventListener("input", function () {
+      var needle = search.value.toLowerCase();
+      boxes.forEach(function (b) {
+        b.row.hidden = needle && b.value.indexOf(needle) === -1;
+      });
+    });
+    var clearButton = h("button.link-button", { type: "button" }, "Clear");
+    clearButton.addEventListener("click", function () {
+      chosen.length = 0;
+      list.querySelectorAll("input").forEach(function (box) {
+        box.checked = false;
+      });
+      dirty = true;
+      describe();
+    });
+    var apply = h("button.primary-button", { type: "button" }, "Apply");
+    apply.addEventListener("click", function () {
+      details.open = false;
+    });
+    details.addEventListener("toggle", function () {
+      if (details.open) {
+        search.focus();
+        return;
+      }
+      if (dirty) {
+        dirty = false;
+        commit();
+      }
+    });
+    document.addEventListener("click", function (event) {
+      if (details.open && !details.contains(event.target)) details.open = false;
+    });
+    details.appendChild(summary);
+    details.appendChild(h("div.multi-panel", search, list, h("div.multi-actions", clearButton, apply)));
+    return details;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Grid: layout.cols columns, rowHeight rows, empty rows (where the controls sat) collapsed
+  // ---------------------------------------------------------------------------------------------
+
+  function buildGrid() {
+    Object.keys(tiles).forEach(function (id) {
+      disposeTile(tiles[id]);
+    });
+    tiles = {};
+    K.clear(grid);
+    var layout = view.layout || boot.layout || {};
+    var cols = Math.max(1, Number(layout.cols) || 12);
+    var rowHeight = Math.max(24, Number(layout.rowHeight) || 80);
+    grid.style.setProperty("--cols", cols);
+    grid.style.setProperty("--row-height", rowHeight + "px");
+    var widgets = (view.widgets || []).filter(function (widget) {
+      return widget.type === "CHART" || widget.type === "TEXT";
+    });
+    var used = {};
+    widgets.forEach(function (widget) {
+      var p = widget.position || {};
+      for (var r = p.y || 0; r < (p.y || 0) + (p.h || 1); r += 1) used[r] = true;
+    });
+    var rows = Object.keys(used)
+      .map(Number)
+      .sort(function (a, b) {
+        return a - b;
+      });
+    var compact = {};
+    rows.forEach(function (row, index) {
+      compact[row] = index + 1;
+    });
+    widgets
+      .slice()
+      .sort(function (a, b) {
+        var pa = a.position || {};
+        var pb = b.position || {};
+        return (pa.y || 0) - (pb.y || 0) || (pa.x || 0) - (pb.x || 0);
+      })
+      .forEach(function (widget) {
+        var p = widget.position || {};
+        var tile = createTile(widget);
+        var el = tile.el;
+        var x = Math.min(p.x || 0, cols - 1);
+        el.style.setProperty("--col-start", x + 1);
+        el.style.setProperty("--col-span", Math.min(p.w || cols, cols - x));
+        el.style.setProperty("--row-start", compact[p.y || 0]);
+        el.style.setProperty("--row-span", p.h || 1);
+        grid.appendChild(el);
+        tiles[widget.id] = tile;
+      });
+    if (!widgets.length) grid.appendChild(h("p.dash-empty", "This dashboard has no tiles yet."));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Tiles: each with its own loading and error state
+  // ---------------------------------------------------------------------------------------------
+
+  function createTile(widget) {
+    var tile = { widget: widget, result: null, vegaView: null, controller: null, status: "idle" };
+    var kind = widget.type === "TEXT" ? "text" : widget.kind || "vega";
+    tile.kind = kind;
+    tile.el = h("section.tile.tile-" + kind, { dataset: { widgetId: widget.id }, "aria-busy": "false" });
+    tile.head = h("header.tile-head");
+    var showTitle = kind !== "text" || widget.title;
+    if (showTitle) tile.head.appendChild(h("h2.tile-title", widget.title || ""));
+    if (kind !== "text" && (boot.flags || {}).allowExport) tile.head.appendChild(exportMenu(tile));
+    if (tile.head.childNodes.length) tile.el.appendChild(tile.head);
+    tile.body = h("div.tile-body");
+    tile.el.appendChild(tile.body);
+    if (kind === "text") renderText(tile);
+    return tile;
+  }
+
+  function disposeTile(tile) {
+    if (tile.controller) tile.controller.abort();
+    if (tile.vegaView) tile.vegaView.finalize();
+    tile.vegaView = null;
+  }
+
+  function setTileStatus(tile, status) {
+    tile.status = status;
+    tile.el.classList.toggle("is-loading", status === "loading");
+    tile.el.classList.toggle("is-error", status === "error");
+    tile.el.setAttribute("aria-busy", status === "loading" ? "true" : "false");
+  }
+
+  /** Load the given tiles in parallel; when every one has settled, announce dashboard-loaded. */
+  function loadTiles(ids, startedAt) {
+    cycle += 1;
+    var mine = cycle;
+    var jobs = ids
+      .map(function (id) {
+        return tiles[id];
+      })
+      .filter(function (tile) {
+        return tile && tile.kind !== "text";
+      })
+      .map(loadTile);
+    return Promise.all(jobs).then(function () {
+      if (mine !== cycle) return;
+      var widgetCount = Object.keys(tiles).length;
+      host.emit("dashboard-loaded", {
+        publicId: boot.publicId,
+        widgetCount: widgetCount,
+        loadDurationMs: Math.round(performance.now() - startedAt),
+      });
+      loadedOnce = true;
+    });
+  }
+
+  function loadTile(tile) {
+    if (tile.controller) tile.controller.abort();
+    var controller = new AbortController();
+    tile.controller = controller;
+    setTileStatus(tile, "loading");
+    if (!tile.result) showSkeleton(tile);
+    return K.coreLoad(session, tile.widget.query, controller.signal).then(
+      function (result) {
+        if (controller.signal.aborted) return;
+        tile.result = result;
+        return renderTile(tile).then(
+          function () {
+            setTileStatus(tile, "ready");
+          },
+          function (error) {
+            showTileError(tile, "This chart could not be drawn", error);
+          }
+        );
+      },
+      function (error) {
+        if (error && error.name === "AbortError") return;
+        if (controller.signal.aborted) return;
+        if (K.isSessionEnded(error)) {
+          tile.result = null;
+          showTileError(tile, "Session ended", error, true);
+          if (!sessionEndedReported) {
+            sessionEndedReported = true;
+            host.error("Session ended", "SessionEnded", "tile-load", true);
+          }
+          return;
+        }
+        showTileError(tile, error.message || "This tile could not load", error);
+        host.error(error.message || String(error), error.name || "Error", "tile:" + tile.widget.id, false);
+      }
+    );
+  }
+
+  function showSkeleton(tile) {
+    disposeVega(tile);
+    K.clear(tile.body);
+    tile.body.appendChild(h("div.skeleton", { "aria-label": "Loading" }, h("span"), h("span"), h("span")));
+  }
+
+  function showTileError(tile, message, error, ended) {
+    disposeVega(tile);
+    setTileStatus(tile, "error");
+    K.clear(tile.body);
+    var box = h("div.tile-error" + (ended ? ".tile-ended" : ""), { role: "alert" }, h("p.tile-error-title", message));
+    if (!ended) {
+      var retry = h("button.link-button", { type: "button" }, "Retry");
+      retry.addEventListener("click", function () {
+        loadTile(tile);
+      });
+      box.appendChild(retry);
+    }
+    tile.body.appendChild(box);
+  }
+
+  function disposeVega(tile) {
+    if (tile.vegaView) {
+      tile.vegaView.finalize();
+      tile.vegaView = null;
+      tile.vegaKey = null;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Renderers: vega, table, kpi, text
+  // ---------------------------------------------------------------------------------------------
+
+  /** Member descriptions for a tile: the load's annotation, then the view's `members` on top. */
+  function membersOf(tile) {
+    var members = {};
+    var annotation = (tile.result && tile.result.annotation) || {};
+    ["dimensions", "timeDimensions", "measures", "segments"].forEach(function (group) {
+      Object.assign(members, annotation[group] || {});
+    });
+    var given = tile.widget.members || {};
+    Object.keys(given).forEach(function (name) {
+      members[name] = Object.assign({}, members[name] || {}, given[name]);
+    });
+    return members;
+  }
+
+  function describe(members, key) {
+    if (members[key]) return members[key];
+    // "sales.created_at.month" -> the time dimension's description with its granularity.
+    var at = key.lastIndexOf(".");
+    var base = at > 0 ? members[key.slice(0, at)] : null;
+    if (base && base.type === "time") return Object.assign({}, base, { granularity: key.slice(at + 1) });
+    return {};
+  }
+
+  /** Rows for vega: numbers as numbers (Cube sends them as strings), everything else as it is. */
+  function typedRows(tile) {
+    var members = membersOf(tile);
+    var numeric = Object.keys(members).filter(function (name) {
+      return members[name].type === "number";
+    });
+    return (tile.result.data || []).map(function (row) {
+      var copy = Object.assign({}, row);
+      numeric.forEach(function (name) {
+        if (copy[name] !== null && copy[name] !== undefined && copy[name] !== "") copy[name] = Number(copy[name]);
+      });
+      return copy;
+    });
+  }
+
+  function renderTile(tile) {
+    if (tile.kind === "table") return Promise.resolve(renderTable(tile));
+    if (tile.kind === "kpi") return Promise.resolve(renderKpi(tile));
+    return renderVega(tile);
+  }
+
+  function renderVega(tile) {
+    var rows = typedRows(tile);
+    var key = JSON.stringify(tile.widget.spec) + "|" + (K.isDark() ? "dark" : "light") + "|" + (tile.themeKey || "");
+    if (tile.vegaView && tile.vegaKey === key) {
+      // Same spec: swap the rows in place (no flicker).
+      return tile.vegaView.data("table", rows).runAsync();
+    }
+    disposeVega(tile);
+    K.clear(tile.body);
+    if (!rows.length) {
+      tile.body.appendChild(h("p.tile-empty", "No data for this selection"));
+      return Promise.resolve();
+    }
+    var target = h("div.chart");
+    tile.body.appendChild(target);
+    return K.embedVega(target, tile.widget.spec || {}, { table: rows }, function () {
+      return formatter;
+    }).then(function (result) {
+      tile.vegaView = result.view;
+      tile.vegaKey = key;
+      result.view.addEventListener("click", function (event, item) {
+        drilldown(tile, item);
+      });
+      result.view.addEventListener("mouseout", function () {
+        K.hideTooltip();
+      });
+    });
+  }
+
+  function queryDimensions(query) {
+    var names = (query.dimensions || []).slice();
+    (query.timeDimensions || []).forEach(function (td) {
+      if (td.granularity) {
+        names.push(td.dimension + "." + td.granularity);
+        names.push(td.dimension);
+      }
+    });
+    return names;
+  }
+
+  function drilldown(tile, item) {
+    var datum = item && item.datum;
+    if (!datum || typeof datum !== "object") return;
+    var dims = queryDimensions(tile.widget.query || {});
+    for (var i = 0; i < dims.length; i += 1) {
+      if (Object.prototype.hasOwnProperty.call(datum, dims[i])) {
+        var member = dims[i];
+        var value = datum[member];
+        if (value instanceof Date) value = value.toISOString();
+        var td = (tile.widget.query.timeDimensions || []).filter(function (t) {
+          return member === t.dimension + "." + t.granularity;
+        })[0];
+        host.emit("drilldown", { member: td ? td.dimension : member, value: value, widgetId: tile.widget.id });
+        return;
+      }
+    }
+  }
+
+  function tableColumns(tile) {
+    var widget = tile.widget;
+    if (Array.isArray(widget.columns) && widget.columns.length) return widget.columns;
+    var query = widget.query || {};
+    var columns = (query.dimensions || []).slice();
+    (query.timeDimensions || []).forEach(function (td) {
+      if (td.granularity) columns.push(td.dimension + "." + td.granularity);
+    });
+    return columns.concat(query.measures || []);
+  }
+
+  function renderTable(tile) {
+    disposeVega(tile);
+    K.clear(tile.body);
+    var members = membersOf(tile);
+    var columns = tableColumns(tile);
+    var rows = tile.result.data || [];
+    if (!rows.length) {
+      tile.body.appendChild(h("p.tile-empty", "No data for this selection"));
+      return;
+    }
+    var headRow = h("tr");
+    columns.forEach(function (column) {
+      var member = describe(members, column);
+      headRow.appendChild(h("th" + (member.type === "number" ? ".num" : ""), { scope: "col" }, member.title || member.shortTitle || K.memberTitle(column)));
+    });
+    var body = h("tbody");
+    var limit = Math.min(rows.length, 2000);
+    for (var i = 0; i < limit; i += 1) {
+      var tr = h("tr");
+      for (var c = 0; c < columns.length; c += 1) {
+        var member = describe(members, columns[c]);
+        var value = rows[i][columns[c]];
+        if (value === undefined && member.type === "time") value = rows[i][columns[c].replace(/\.[^.]+$/, "")];
+        tr.appendChild(h("td" + (member.type === "number" ? ".num" : ""), formatter.value(value, member)));
+      }
+      body.appendChild(tr);
+    }
+    var table = h("table.data-table", h("thead", headRow), body);
+    tile.body.appendChild(h("div.table-scroll", { tabindex: "0" }, table));
+    if (rows.length > limit) tile.body.appendChild(h("p.tile-note", "First " + limit + " of " + rows.length + " rows"));
+  }
+
+  function renderKpi(tile) {
+    disposeVega(tile);
+    K.clear(tile.body);
+    var members = membersOf(tile);
+    var measure = tile.widget.measure || ((tile.widget.query || {}).measures || [])[0];
+    var row = (tile.result.data || [])[0] || {};
+    var member = describe(members, measure);
+    var value = row[measure];
+    tile.body.appendChild(
+      h(
+        "div.kpi",
+        h("p.kpi-value", { title: value === undefined || value === null ? "" : String(value) }, formatter.number(value, member)),
+        tile.widget.title ? null : h("p.kpi-label", member.title || K.memberTitle(measure || ""))
+      )
+    );
+  }
+
+  function renderText(tile) {
+    K.clear(tile.body);
+    var text = String(tile.widget.text || (tile.widget.config && tile.widget.config.text) || "");
+    text
+      .split(/\n\s*\n/)
+      .map(function (p) {
+        return p.trim();
+      })
+      .filter(Boolean)
+      .forEach(function (paragraph) {
+        tile.body.appendChild(h("p.text-paragraph", paragraph));
+      });
+  }
+
+  function rerenderCharts() {
+    Object.keys(tiles).forEach(function (id) {
+      var tile = tiles[id];
+      if (tile.kind === "vega" && tile.result && tile.status === "ready") {
+        disposeVega(tile);
+        renderVega(tile).catch(function (error) {
+          showTileError(tile, "This chart could not be drawn", error);
+        });
+      }
+    });
+  }
+
+  function reformatTiles() {
+    Object.keys(tiles).forEach(function (id) {
+      var tile = tiles[id];
+      if (tile.status !== "ready" || !tile.result) return;
+      if (tile.kind === "table") renderTable(tile);
+      else if (tile.kind === "kpi") renderKpi(tile);
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Export: per-tile menu (CSV through the export endpoint, PNG drawn from the chart)
+  // ---------------------------------------------------------------------------------------------
+
+  function exportMenu(tile) {
+    var details = h("details.tile-menu");
+    var summary = h("summary.icon-button", { "aria-label": "Download", title: "Download" }, h("span.dots", { "aria-hidden": "true" }));
+    var list = h("div.menu", { role: "menu" });
+    var csv = h("button.menu-item", { type: "button", role: "menuitem" }, "Download CSV");
+    csv.addEventListener("click", function () {
+      details.open = false;
+      exportCsv(tile);
+    });
+    list.appendChild(csv);
+    if (tile.kind === "vega") {
+      var png = h("button.menu-item", { type: "button", role: "menuitem" }, "Download PNG");
+      png.addEventListener("click", function () {
+        details.open = false;
+        exportPng(tile);
+      });
+      list.appendChild(png);
+    }
+    document.addEventListener("click", function (event) {
+      if (details.open && !details.contains(event.target)) details.open = false;
+    });
+    details.appendChild(summary);
+    details.appendChild(list);
+    return details;
+  }
+
+  function exportCsv(tile) {
+    var widget = tile.widget;
+    fetch(boot.endpoints.export, {
+      method: "POST",
+      credentials: "omit",
+      cache: "no-store",
+      headers: { Authorization: session.embedAuth(), "Content-Type": "application/json", Accept: "text/csv" },
+      body: JSON.stringify({ grant: boot.grant, state: view.state || {}, widgetId: widget.id, format: "csv" }),
+    })
+      .then(function (response) {
+        if (!response.ok) {
+          return response.text().then(function (text) {
+            var message = text;
+            try {
+              var parsed = JSON.parse(text);
+              message = parsed.error || parsed.message || text;
+            } catch (ignored) {
+              /* plain text */
+            }
+            throw new K.HttpError(response.status, message || "Export failed (" + response.status + ")");
+          });
+        }
+        return response.text().then(function (text) {
+          var header = response.headers.get("X-Row-Count");
+          var rowCount = header !== null && header !== "" && !isNaN(Number(header)) ? Number(header) : K.csvRecordCount(text);
+          K.downloadBlob(new Blob([text], { type: "text/csv;charset=utf-8" }), K.safeFilename(widget.title || widget.id) + ".csv");
+          host.emit("download", { format: "csv", target: "widget", widgetId: widget.id, title: widget.title || "", rowCount: rowCount });
+        });
+      })
+      .catch(function (error) {
+        host.error(error.message || String(error), error.name || "ExportError", "export:" + widget.id, false);
+        flash(tile, K.isSessionEnded(error) ? "Session ended" : "Download failed: " + (error.message || error));
+      });
+  }
+
+  function exportPng(tile) {
+    var widget = tile.widget;
+    if (!tile.vegaView) return;
+    tile.vegaView
+      .toImageURL("png", 2)
+      .then(function (url) {
+        K.download(url, K.safeFilename(widget.title || widget.id) + ".png");
+        var rowCount = tile.result && tile.result.data ? tile.result.data.length : 0;
+        host.emit("download", { format: "png", target: "widget", widgetId: widget.id, title: widget.title || "", rowCount: rowCount });
+      })
+      .catch(function (error) {
+        host.error(error.message || String(error), "ExportError", "export:" + widget.id, false);
+      });
+  }
+
+  function flash(tile, message) {
+    var note = h("div.tile-flash", { role: "status" }, message);
+    tile.el.appendChild(note);
+    setTimeout(function () {
+      if (note.parentNode) note.parentNode.removeChild(note);
+    }, 4000);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // View updates: the server composes the view for a state; changed tiles run again
+  // ---------------------------------------------------------------------------------------------
+
+  function requestView(body, options) {
+    options = options || {};
+    if (viewRequest) viewRequest.abort();
+    var controller = new AbortController();
+    viewRequest = controller;
+    root.classList.add("is-updating");
+    var startedAt = performance.now();
+    return K.request(boot.endpoints.view, {
+      method: "POST",
+      headers: { Authorization: session.embedAuth() },
+      body: Object.assign({ grant: boot.grant }, body),
+      signal: controller.signal,
+    })
+      .then(function (answer) {
+        if (controller.signal.aborted) return;
+        applyView(answer.body, options, startedAt);
+        if (options.filtersChanged) {
+          host.emit("filters-changed", { filterUrlParameters: view.filterUrlParameters || [], state: view.state || {} });
+        }
+      })
+      .catch(function (error) {
+        if (error && error.name === "AbortError") return;
+        var ended = K.isSessionEnded(error);
+        host.error(ended ? "Session ended" : error.message || String(error), ended ? "SessionEnded" : error.name || "ViewError", "view", false);
+        renderControls(); // put the controls back to the state the tiles show
+        showBanner(ended ? "Session ended" : "The dashboard could not be updated: " + (error.message || error));
+      })
+      .then(function () {
+        if (viewRequest === controller) {
+          viewRequest = null;
+          root.classList.remove("is-updating");
+        }
+      });
+  }
+
+  function applyView(next, options, startedAt) {
+    var previous = view;
+    view = next;
+    if (next.state && next.state.timezone && next.state.timezone !== formatter.timezone) {
+      formatter = new K.Formatter(formatter.locale, next.state.timezone);
+    }
+    renderControls();
+    var before = {};
+    (previous.widgets || []).forEach(function (widget) {
+      before[widget.id] = widget;
+    });
+    var sameLayout =
+      JSON.stringify((previous.widgets || []).map(layoutKey)) === JSON.stringify((next.widgets || []).map(layoutKey));
+    if (!sameLayout) {
+      buildGrid();
+      return loadTiles(Object.keys(tiles), startedAt);
+    }
+    var changed = [];
+    (next.widgets || []).forEach(function (widget) {
+      var tile = tiles[widget.id];
+      if (!tile) return;
+      var old = before[widget.id] || {};
+      tile.widget = widget;
+      if (tile.kind === "text") {
+        renderText(tile);
+        return;
+      }
+      var titleNode = tile.head.querySelector(".tile-title");
+      if (titleNode) titleNode.textContent = widget.title || "";
+      if (options.reloadAll || JSON.stringify(old.query) !== JSON.stringify(widget.query)) changed.push(widget.id);
+      else if (JSON.stringify(old.spec) !== JSON.stringify(widget.spec) || JSON.stringify(old.members) !== JSON.stringify(widget.members)) {
+        if (tile.result) renderTile(tile).catch(function () {});
+      }
+    });
+    if (changed.length) return loadTiles(changed, startedAt);
+  }
+
+  function layoutKey(widget) {
+    return [widget.id, widget.type, widget.kind || "", JSON.stringify(widget.position || {})];
+  }
+
+  function showBanner(message) {
+    var old = root.querySelector(".dash-banner");
+    if (old) old.parentNode.removeChild(old);
+    var banner = h("div.dash-banner", { role: "alert" }, h("span", message));
+    var close = h("button.icon-button", { type: "button", "aria-label": "Dismiss" }, "×");
+    close.addEventListener("click", function () {
+      banner.parentNode.removeChild(banner);
+    });
+    banner.appendChild(close);
+    root.insertBefore(banner, grid);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Host actions
+  // ---------------------------------------------------------------------------------------------
+
+  function bindActions() {
+    host.on("set-theme", function (theme) {
+      K.applyTheme(theme);
+      Object.keys(tiles).forEach(function (id) {
+        tiles[id].themeKey = JSON.stringify(theme);
+      });
+      rerenderCharts();
+    });
+    host.on("set-color-scheme", function (payload) {
+      var scheme = payload.scheme;
+      if (scheme !== "light" && scheme !== "dark" && scheme !== "auto") throw new Error("scheme must be light, dark or auto");
+      K.setScheme(scheme);
+      rerenderCharts();
+    });
+    host.on("set-locale", function (payload) {
+      var locale = K.usableLocale(payload.locale);
+      if (!locale) throw new Error("Unknown locale: " + payload.locale);
+      formatter = new K.Formatter(locale, formatter.timezone);
+      document.documentElement.lang = locale;
+      reformatTiles();
+    });
+    host.on("set-timezone", function (payload) {
+      var timezone = K.usableTimezone(payload.timezone);
+      if (!timezone) throw new Error("Unknown time zone: " + payload.timezone);
+      var state = stateCopy();
+      state.timezone = timezone;
+      formatter = new K.Formatter(formatter.locale, timezone);
+      requestView({ state: state, timezone: timezone }, { reloadAll: true });
+    });
+    host.on("set-filter", function (payload) {
+      if (typeof payload.filterUrlParameter !== "string") throw new Error("set-filter needs a filterUrlParameter");
+      requestView({ state: stateCopy(), filterUrlParameter: payload.filterUrlParameter }, { filtersChanged: true });
+    });
+    host.on("refresh", function () {
+      valueCache = {};
+      Object.keys(tiles).forEach(function (id) {
+        tiles[id].result = tiles[id].result || null;
+      });
+      loadTiles(Object.keys(tiles), performance.now());
+    });
+    host.on("set-session", function (payload) {
+      session.renew(payload.sessionId).then(function (ok) {
+        if (!ok) return;
+        sessionEndedReported = false;
+        // Tiles that ended with the old token run again with the new one.
+        var ended = Object.keys(tiles).filter(function (id) {
+          return tiles[id].status === "error";
+        });
+        if (ended.length) loadTiles(ended, performance.now());
+      });
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Chat: launcher bubble and docked agent panel, when the session allows it
+  // ---------------------------------------------------------------------------------------------
+
+  function mountChat() {
+    var settings = boot.settings || {};
+    var endpoints = boot.endpoints || {};
+    if (!settings.showDashboardChat || !settings.allowAi || !endpoints.chat || !K.Chat) return;
+    K.Chat.mount({
+      session: session,
+      host: host,
+      endpoint: endpoints.chat,
+      docked: true,
+      title: "Ask about this dashboard",
+      formatter: function () {
+        return formatter;
+      },
+      context: function () {
+        return { dashboard: { publicId: boot.publicId, filterUrlParameters: view.filterUrlParameters || [] } };
+      },
+    });
+  }
+
+  // Expose read-only facts for browser tests (never the token).
+  window.embedDashboard = {
+    tileStatus: function () {
+      var out = {};
+      Object.keys(tiles).forEach(function (id) {
+        out[id] = tiles[id].status;
+      });
+      return out;
+    },
+    loaded: function () {
+      return loadedOnce;
+    },
+  };
+
+  start();
+})();
