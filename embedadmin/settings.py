@@ -179,6 +179,8 @@ class ProductSettings(TypedDict):
     DEFAULT_MAX_NON_EPHEMERAL_CHAT_USERS: int
     CREDENTIAL_MEMORY_SECONDS: float
     ENCRYPTION_KEY: str
+    EMBED_RENEW_LEAD_SECONDS: int
+    EMBED_EXPORT_MAX_ROWS: int
 
 
 class SemanticSettings(TypedDict):
@@ -208,6 +210,11 @@ EMBEDADMIN: ProductSettings = {
     "CREDENTIAL_MEMORY_SECONDS": env_float("CREDENTIAL_MEMORY_SECONDS", 5.0),
     # Key for encrypting secrets that must stay recoverable (deployment JWT secrets).
     "ENCRYPTION_KEY": env_str("EMBEDADMIN_ENCRYPTION_KEY") or SECRET_KEY,
+    # How long before its token expires an embed page asks its host for a new session (renewal in place);
+    # at most half the token's lifetime.
+    "EMBED_RENEW_LEAD_SECONDS": env_int("EMBED_RENEW_LEAD_SECONDS", 3600, minimum=0),
+    # The most rows a CSV export of an embedded dashboard's tile holds.
+    "EMBED_EXPORT_MAX_ROWS": env_int("EMBED_EXPORT_MAX_ROWS", 50_000, minimum=1),
 }
 
 # Core Data API (the semantic layer). See docs/configuration.md.

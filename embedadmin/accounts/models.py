@@ -51,7 +51,16 @@ class TenantSettings(models.Model):
 
     account = models.OneToOneField(Account, on_delete=models.CASCADE, related_name="tenant_settings")
     use_creator_mode = models.BooleanField(default=False)
+    # Embed defaults a session inherits when it does not say (embedding.services.embed_settings_resolve).
     show_dashboard_chat = models.BooleanField(default=True)
+    allow_ai = models.BooleanField(default=True)
+    embed_locale = models.CharField(max_length=35, default="en-US")
+    embed_timezone = models.CharField(max_length=64, default="UTC")
+    restrict_data_download = models.BooleanField(default=False)
+    # Origins (scheme://host[:port]) whose pages may frame /embed/* (CSP frame-ancestors) and receive its messages.
+    embed_allowed_origins = models.JSONField(default=list, blank=True)
+    # The account's embed theme (EmbedTheme: primaryColor, font, analyticsChat, chat); a session's overrides it.
+    embed_theme = models.JSONField(default=dict, blank=True)
     max_external_users = models.PositiveIntegerField(default=_default_max_external_users)
     max_non_ephemeral_chat_users = models.PositiveIntegerField(default=_default_max_non_ephemeral_chat_users)
     external_user_count = models.PositiveIntegerField(default=0)

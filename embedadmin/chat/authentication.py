@@ -1,4 +1,9 @@
-"""Who calls the Chat API (spec 5): an admin API key acting for the account, or a deployment token.
+"""Who calls the Chat API (spec 5): an admin API key acting for the account, an embed token, or a deployment token.
+
+``Authorization: Embed-Token <jwt>`` is the token an embed page got by redeeming an admin-minted session: it is
+verified as the Core Data API verifies tokens (and must carry the install's seal, so a host cannot mint one),
+must be of the agent's deployment, and speaks for its ``sub``; the deployment's ``chat_token_auth`` is not
+needed, the session is the grant. A session whose resolved ``allowAi`` is false gets no chat at all.
 
 ``Authorization: Api-Key <key>`` wins when both headers are sent. ``X-Service-Auth-Token: <JWT>`` is
 accepted only when the agent's deployment enables it, is verified like a Core Data API token, and must
@@ -15,9 +20,11 @@ from typing import Any
 from embedadmin.accounts.selectors import api_key_authenticate
 from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.chat.models import Agent
+from embedadmin.dashboards.access import EMBED_TOKEN_SCHEME, embed_authorization_token, embed_token_verify
 from embedadmin.semantic.serving.auth import SecurityContext, core_token_verify
 
 CHAT_SCOPE = "chat"
+AI_NOT_ALLOWED = "AI chat is not allowed for this embed session"
 
 
 class ChatAuthError(Exception):
@@ -38,8 +45,13 @@ class ChatCredential:
 
     @property
     def token_email(self) -> str | None:
-        email = self.token.payload.get("email") if self.token else None
-        return email if isinstance(email, str) else None
+        if self.token is None:
+            return None
+        email = self.token.payload.get("email")
+        embed = self.token.payload.get("embed")
+        if email is None and isinstance(embed, dict):
+            email = embed.get("email")  # an embed token keeps the viewer's email in its embed claim
+        return email if isinstance(email, str) and email else None
 
 
 def _printable(value: str) -> bool:
@@ -84,12 +96,35 @@ def _token_credential(*, agent: Agent, token: str) -> ChatCredential:
     return ChatCredential(token=context, token_external_id=identity.strip().lower())
 
 
+def _embed_token_credential(*, agent: Agent, header: str) -> ChatCredential:
+    try:
+        caller = embed_token_verify(token=embed_authorization_token(header))
+    except TokenInvalid as exc:
+        raise ChatAuthError(str(exc)) from None
+    if caller.deployment.pk != agent.deployment_id:
+        raise ChatAuthError(f"This embed token is not valid for deployment {agent.deployment_id}")
+    if caller.settings.get("allowAi") is not True:
+        raise ChatAuthError(AI_NOT_ALLOWED)
+    if caller.embed.get("internalId") is not None:
+        # The Chat API's users are external users or internal users named by an API key's sessionSettings; an
+        # internal user's embed session would otherwise become an external user of the same name.
+        raise ChatAuthError("AI chat is not available to an internal user's embed session")
+    if not caller.sub.strip():
+        raise ChatAuthError("The token has no sub claim")
+    return ChatCredential(token=caller.security, token_external_id=caller.sub.strip().lower())
+
+
 def chat_authenticate(*, agent: Agent, headers: Mapping[str, str]) -> ChatCredential:
     """Authenticate a Chat API request from its headers (case-insensitive, as ``request.headers``)."""
     authorization = headers.get("Authorization", "")
     if authorization.strip():
+        if authorization.strip().partition(" ")[0].lower() == EMBED_TOKEN_SCHEME:
+            return _embed_token_credential(agent=agent, header=authorization)
         return _api_key_credential(agent=agent, header=authorization)
     token = headers.get("X-Service-Auth-Token", "").strip()
     if token:
         return _token_credential(agent=agent, token=token)
-    raise ChatAuthError("Missing credentials: send 'Authorization: Api-Key <key>' or 'X-Service-Auth-Token: <token>'")
+    raise ChatAuthError(
+        "Missing credentials: send 'Authorization: Api-Key <key>', 'Authorization: Embed-Token <token>' "
+        "or 'X-Service-Auth-Token: <token>'"
+    )

@@ -140,5 +140,41 @@ class _LazyMessageMiddleware(django_messages.MessageMiddleware):
 
 
 MessageMiddleware = _sync_only(_LazyMessageMiddleware)
-XFrameOptionsMiddleware = _sync_only(django_clickjacking.XFrameOptionsMiddleware)
+
+
+# --- framing: only the embed pages, only by the account's allowed origins ------------------------------------
+
+EMBED_PREFIX = "/embed/"
+# The embed pages run no inline script or style and load nothing from elsewhere (assets are served by us).
+EMBED_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
+    "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'none'"
+)
+
+
+def embed_content_security_policy(frame_ancestors: list[str]) -> str:
+    """The CSP of an ``/embed/*`` answer: :data:`EMBED_CSP` and ``frame-ancestors 'self'`` plus ``frame_ancestors``
+    (origins, already checked by the tenant settings' rules)."""
+    ancestors = " ".join(["'self'", *(origin for origin in frame_ancestors if origin != "'self'")])
+    return f"{EMBED_CSP}; frame-ancestors {ancestors}"
+
+
+class _EmbedFramingMiddleware(django_clickjacking.XFrameOptionsMiddleware):
+    """``X-Frame-Options: DENY`` everywhere except under ``/embed/``, which instead answers with the embed CSP.
+
+    There ``frame-ancestors`` lists the origins the view put on ``response.embed_frame_ancestors`` (the account's
+    allowed origins; none when the view could not tell the account): only those pages may frame it.
+    """
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if not request.path.startswith(EMBED_PREFIX):
+            return super().process_response(request, response)
+        origins = getattr(response, "embed_frame_ancestors", None) or []
+        response["Content-Security-Policy"] = embed_content_security_policy(list(origins))
+        if "X-Frame-Options" in response:
+            del response["X-Frame-Options"]
+        return response
+
+
+XFrameOptionsMiddleware = _sync_only(_EmbedFramingMiddleware)
 ApiErrorMiddleware.async_capable = False

@@ -30,8 +30,10 @@ class EmbedSession(models.Model):
     )
     internal_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True)
     creator_mode = models.BooleanField(default=False)
-    # Tri-state per-session override; null inherits the account default at exchange time.
-    show_dashboard_chat = models.BooleanField(null=True, blank=True)
+    # The session's embed settings as the host sent them (showDashboardChat, allowAi, locale, timezone; a key
+    # left out or null inherits the account default at exchange time) and its embedTheme.
+    settings = models.JSONField(default=dict, blank=True)
+    embed_theme = models.JSONField(default=dict, blank=True)
     claims = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     expires_at = models.DateTimeField()
@@ -50,6 +52,12 @@ class EmbedSession(models.Model):
     def __str__(self) -> str:
         who = self.external_user or self.internal_user
         return f"session {self.public_id} for {who}"
+
+    @property
+    def show_dashboard_chat(self) -> bool | None:
+        """The session's own ``showDashboardChat`` (None: inherits the account's)."""
+        value = self.settings.get("showDashboardChat")
+        return value if isinstance(value, bool) else None
 
     @property
     def status(self) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rest_framework import serializers
 
+from embedadmin.accounts.services import embed_theme_check, locale_check, timezone_check
+from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import (
     MAX_BIGINT,
     HttpUrlField,
@@ -37,8 +39,37 @@ class GroupDefinitionSerializer(RejectUnknownFieldsMixin, serializers.Serializer
     description = StrictCharField(required=False, allow_blank=True)
 
 
+def _checked(check: Callable[..., Any], value: Any, name: str) -> Any:
+    """A value by one of the account's embed-setting rules, its BadRequest as this field's error."""
+    try:
+        return check(value, name=name)
+    except BadRequest as exc:
+        raise serializers.ValidationError(exc.message.removeprefix(f"{name}: ")) from None
+
+
 class SessionSettingsSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """``settings`` of generate-session: each key tri-state (omitted or null inherits the account's)."""
+
     showDashboardChat = StrictBooleanField(required=False, allow_null=True)
+    allowAi = StrictBooleanField(required=False, allow_null=True)
+    locale = StrictCharField(required=False, allow_null=True, max_length=35)
+    timezone = StrictCharField(required=False, allow_null=True, max_length=64)
+
+    def validate_locale(self, value: str | None) -> str | None:
+        return None if value is None else _checked(locale_check, value, "locale")
+
+    def validate_timezone(self, value: str | None) -> str | None:
+        return None if value is None else _checked(timezone_check, value, "timezone")
+
+
+class EmbedThemeField(serializers.Field):
+    """``embedTheme``: an EmbedTheme object (known keys only, colors ``#hex``)."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        return _checked(embed_theme_check, data, "embedTheme")
+
+    def to_representation(self, value: Any) -> Any:
+        return value
 
 
 class GenerateSessionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
@@ -61,6 +92,7 @@ class GenerateSessionSerializer(RejectUnknownFieldsMixin, serializers.Serializer
     groupDefinitions = serializers.ListField(child=GroupDefinitionSerializer(), required=False, max_length=1000)
     securityContext = JsonObjectField(required=False)
     settings = SessionSettingsSerializer(required=False)
+    embedTheme = EmbedThemeField(required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "internalId" in self.initial_data:
@@ -94,7 +126,8 @@ def input_from(data: Mapping[str, Any]) -> GenerateSessionInput:
             for d in data.get("groupDefinitions", [])
         ],
         security_context=data.get("securityContext"),
-        show_dashboard_chat=data.get("settings", {}).get("showDashboardChat"),
+        settings=dict(data.get("settings") or {}),
+        embed_theme=data.get("embedTheme"),
     )
 
 

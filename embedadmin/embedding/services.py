@@ -12,13 +12,14 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from embedadmin.accounts.models import Account, Deployment
+from embedadmin.accounts.models import Account, Deployment, TenantSettings
 from embedadmin.accounts.selectors import ApiKeyCaller, deployment_for_key
 from embedadmin.accounts.services import EXTERNAL_USERS, quota_reserve
 from embedadmin.accounts.tokens import deployment_token_revoke, deployment_token_sign
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from embedadmin.core.prepared import PreparedInsert
+from embedadmin.dashboards.access import embed_token_seal
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.embedding.models import EmbedSession
@@ -56,13 +57,18 @@ class GenerateSessionInput:
     attribute_definitions: list[directory.AttributeDefinitionInput] = field(default_factory=list)
     group_definitions: list[directory.GroupDefinitionInput] = field(default_factory=list)
     security_context: dict[str, Any] | None = None
-    show_dashboard_chat: bool | None = None
+    # The session's settings as sent (showDashboardChat, allowAi, locale, timezone), nulls left out.
+    settings: dict[str, Any] = field(default_factory=dict)
+    embed_theme: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class ExchangedToken:
+    """A redeemed session: the embed token, when it expires, and the claims it carries."""
+
     token: str
     expires_at: dt.datetime
+    claims: dict[str, Any]
 
 
 def _new_session_key() -> str:
@@ -203,7 +209,8 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
             external_user=external_user,
             internal_user=internal_user,
             creator_mode=data.creator_mode,
-            show_dashboard_chat=data.show_dashboard_chat,
+            settings={key: value for key, value in data.settings.items() if value is not None},
+            embed_theme=data.embed_theme or {},
             claims=claims,
             expires_at=_session_expiry(now),
         )
@@ -232,24 +239,78 @@ def session_exchange(*, session_id: str) -> ExchangedToken:
             key_digest=digest
         )
         expires_at = now + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
-        token = deployment_token_sign(
-            deployment=session.deployment, claims=embed_token_claims(session=session), expires_at=expires_at
-        )
-    return ExchangedToken(token=token, expires_at=expires_at)
+        claims = embed_token_claims(session=session)
+        token = deployment_token_sign(deployment=session.deployment, claims=claims, expires_at=expires_at)
+    return ExchangedToken(token=token, expires_at=expires_at, claims={**claims, "exp": int(expires_at.timestamp())})
+
+
+@dataclass(frozen=True)
+class EmbedSettings:
+    """What an embed session may show and how: the account's defaults under the session's own values."""
+
+    show_dashboard_chat: bool
+    allow_ai: bool
+    locale: str
+    timezone: str
+    embed_theme: dict[str, Any]
+
+    def as_claim(self) -> dict[str, Any]:
+        return {
+            "showDashboardChat": self.show_dashboard_chat,
+            "allowAi": self.allow_ai,
+            "locale": self.locale,
+            "timezone": self.timezone,
+            "embedTheme": self.embed_theme,
+        }
+
+
+def _theme_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        below = merged.get(key)
+        merged[key] = _theme_merge(below, value) if isinstance(value, dict) and isinstance(below, dict) else value
+    return merged
+
+
+def embed_settings_resolve(
+    *, account_settings: TenantSettings, session_settings: dict[str, Any], session_theme: dict[str, Any]
+) -> EmbedSettings:
+    """The one resolution of an embed session's settings (reference 1.5).
+
+    A session value that is omitted or null inherits the account's. ``allowAi`` false withholds AI whatever
+    ``showDashboardChat`` says, so the dashboard chat shows only when both are on. ``embedTheme`` is the
+    account's theme with the session's keys over it.
+    """
+
+    def pick(name: str, default: Any) -> Any:
+        value = session_settings.get(name)
+        return default if value is None else value
+
+    allow_ai = bool(pick("allowAi", account_settings.allow_ai))
+    return EmbedSettings(
+        show_dashboard_chat=allow_ai and bool(pick("showDashboardChat", account_settings.show_dashboard_chat)),
+        allow_ai=allow_ai,
+        locale=str(pick("locale", account_settings.embed_locale)),
+        timezone=str(pick("timezone", account_settings.embed_timezone)),
+        embed_theme=_theme_merge(account_settings.embed_theme or {}, session_theme or {}),
+    )
 
 
 def embed_token_claims(*, session: EmbedSession) -> dict[str, Any]:
     """The payload of a session's embed token: the security context at top level, like any Core Data
     API token, plus the reserved ``groups``, ``userAttributes`` and ``embed`` claims."""
     stored = session.claims
-    show_chat = session.show_dashboard_chat
-    if show_chat is None:
-        show_chat = session.account.tenant_settings.show_dashboard_chat
+    resolved = embed_settings_resolve(
+        account_settings=session.account.tenant_settings,
+        session_settings=session.settings,
+        session_theme=session.embed_theme,
+    )
+    jti = str(session.public_id)
     return {
         **stored.get("securityContext", {}),
         "iss": settings.EMBEDADMIN["EMBED_TOKEN_ISSUER"],
         "sub": stored["sub"],
-        "jti": str(session.public_id),
+        "jti": jti,
         "groups": stored.get("groups", []),
         "userAttributes": stored.get("userAttributes", {}),
         "embed": {
@@ -257,8 +318,9 @@ def embed_token_claims(*, session: EmbedSession) -> dict[str, Any]:
             "deploymentId": session.deployment_id,
             "embedTenant": session.embed_tenant.name if session.embed_tenant else None,
             "creatorMode": session.creator_mode,
-            "settings": {"showDashboardChat": show_chat},
+            "settings": resolved.as_claim(),
             **stored.get("identity", {}),
+            "seal": embed_token_seal(deployment_id=session.deployment_id, jti=jti, sub=stored["sub"]),
         },
     }
 

@@ -34,6 +34,12 @@ def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
     return {
         "useCreatorMode": row.use_creator_mode,
         "showDashboardChat": row.show_dashboard_chat,
+        "allowAi": row.allow_ai,
+        "locale": row.embed_locale,
+        "timezone": row.embed_timezone,
+        "restrictDataDownload": row.restrict_data_download,
+        "embedAllowedOrigins": list(row.embed_allowed_origins),
+        "embedTheme": row.embed_theme,
         "maxExternalUsers": row.max_external_users,
         "maxNonEphemeralChatUsers": row.max_non_ephemeral_chat_users,
         "externalUserCount": row.external_user_count,
@@ -50,6 +56,52 @@ class TenantSettingsView(PlatformView):
             raise serializers.ValidationError("Body must be a JSON object")
         row = accounts.tenant_settings_update(account=request.user.account, changes=dict(request.data))
         return Response(tenant_settings_item(row))
+
+
+def app_theme(theme: dict[str, Any]) -> dict[str, Any]:
+    """Cube's ``appTheme`` (reference 1.8) from the account's embed theme: its accent color and body font."""
+    palette: dict[str, Any] = {"surfaceMode": "neutral"}
+    if theme.get("primaryColor"):
+        palette["accent"] = theme["primaryColor"]
+    typography: dict[str, Any] = {"fonts": []}
+    if theme.get("font"):
+        typography["fonts"] = [{"id": "embed", "family": theme["font"], "name": theme["font"]}]
+        typography["body"] = {"fontRef": "embed"}
+        typography["heading"] = {"fontRef": "embed"}
+    return {"palette": palette, "logoUrl": None, "typography": typography}
+
+
+class AppConfigView(PlatformView):
+    """``GET /api/v1/app-config``: Cube's ``AppConfigResponse`` with the account's embedding defaults and theme."""
+
+    def get(self, request: PlatformRequest) -> Response:
+        row = accounts_selectors.tenant_settings_of(account=request.user.account)
+        return Response(
+            {
+                "applyThemeGlobally": False,
+                "restrictDataDownload": row.restrict_data_download,
+                "sheetsAgentChatEnabled": False,
+                "appTheme": app_theme(row.embed_theme or {}),
+                "creatorMode": {
+                    "workspaceTitle": None,
+                    "showWorkspaceTitle": False,
+                    "localizedTitles": [],
+                    "showSemanticSql": False,
+                    "showGeneratedSql": False,
+                },
+                "embedding": {
+                    "allowAi": row.allow_ai,
+                    "enableDashboardComments": False,
+                    "locale": row.embed_locale,
+                    "showAiWidgets": False,
+                    "showDashboardChat": row.show_dashboard_chat,
+                    "showWorkbookChat": False,
+                    "timezone": row.embed_timezone,
+                },
+                "timezoneSettings": {"enabled": True, "timezone": row.embed_timezone, "allowUserOverride": True},
+                "sheetsUi": {"showAppliedFilters": True},
+            }
+        )
 
 
 class AttributeDefinitionUpdateSerializer(AttributeDefinitionSerializer):

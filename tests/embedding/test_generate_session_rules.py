@@ -457,7 +457,7 @@ def test_show_dashboard_chat_is_the_sessions_value_else_the_account_default(
 
     # then
     assert EmbedSession.objects.get(account=acme.account).show_dashboard_chat is stored
-    assert claims["embed"]["settings"] == {"showDashboardChat": effective}
+    assert claims["embed"]["settings"]["showDashboardChat"] is effective
 
 
 def test_show_dashboard_chat_is_on_by_default(embed_claims, acme):
@@ -465,7 +465,13 @@ def test_show_dashboard_chat_is_on_by_default(embed_claims, acme):
     claims = embed_claims(acme, externalId="alice")
 
     # then
-    assert claims["embed"]["settings"] == {"showDashboardChat": True}
+    assert claims["embed"]["settings"] == {
+        "showDashboardChat": True,
+        "allowAi": True,
+        "locale": "en-US",
+        "timezone": "UTC",
+        "embedTheme": {},
+    }
 
 
 def test_show_dashboard_chat_must_be_a_boolean(generate, acme):

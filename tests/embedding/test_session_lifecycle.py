@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from embedadmin.accounts import services as accounts
+from embedadmin.dashboards.access import embed_token_seal
 from embedadmin.embedding.models import EmbedSession
 from tests.embedding.support import CONTEXT_URL, REVOKE_URL, bearer, decode_embed_token
 
@@ -79,10 +80,18 @@ def test_exchange_returns_a_24_hour_hs256_token_for_the_deployment(
             "deploymentId": acme.deployment.pk,
             "embedTenant": "tenant-a",
             "creatorMode": False,
-            "settings": {"showDashboardChat": False},
+            "settings": {
+                "showDashboardChat": False,
+                "allowAi": True,
+                "locale": "en-US",
+                "timezone": "UTC",
+                "embedTheme": {},
+            },
             "externalId": "alice",
             "email": "alice@acme.test",
             "userProfile": {"displayName": "Alice", "picture": "https://cdn.acme.test/alice.png"},
+            # The install's mark (dashboards.access.embed_token_seal): a host holding the secret cannot mint it.
+            "seal": embed_token_seal(deployment_id=acme.deployment.pk, jti=str(session.public_id), sub="alice"),
         },
     }
 

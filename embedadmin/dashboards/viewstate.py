@@ -1,0 +1,593 @@
+"""A dashboard's view state: the page URL's grammar, the controls' state, and the tile queries and specs they give.
+
+The one place where controls, URL parameters and member switches become queries (docs/dashboards.md "A view",
+reference 1.4). The grammar, with its exact literal rules:
+
+- ``f_<member>=<JSON {"value"|"values", "operator"?}>`` applies only when a FILTER control names that member,
+  with an operator that control offers (omitted: ``equals``, or ``inDateRange`` for a date range control);
+- ``tg_<member>=<grain>`` only when a TIME_GRAIN control on that member lists the grain (exactly, lowercase);
+- ``ms_<member>=<member>`` only when a FIELD control on that member lists the second member as an alternative;
+- ``allowExport`` only the literal ``true`` allows; ``show...`` only the literal ``false`` hides
+  (``showDashboardHeader=false`` hides the rest of the header too);
+- ``locale`` and ``timezone`` override the session's when usable, else fall through.
+
+Anything else is ignored. Controls only ever *add* filters to a tile's query (an AND beside the report's own);
+the query then runs through the Core Data API with the viewer's token, so access policies still apply: a URL
+shapes the view and never widens what the viewer may see.
+
+A control applies to a tile when the tile's query names a member of the control member's cube or view (the
+part before the dot), so a filter never forces a join the report did not ask for.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import zoneinfo
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.services import locale_check
+from embedadmin.core.errors import BadRequest
+from embedadmin.dashboards.models import ReportSnapshot
+from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.serving.services import semantic_meta
+
+DATE_RANGE = "inDateRange"
+DATE_OPERATORS = frozenset({"inDateRange", "notInDateRange", "onTheDate", "beforeDate", "afterDate"})
+VALUELESS_OPERATORS = frozenset({"set", "notSet"})
+SHOW_FLAGS = ("showDashboardHeader", "showDashboardTitle", "showDashboardExportMenu")
+VALUES_QUERY_LIMIT = 500
+MAX_FILTER_VALUES = 1000
+VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+
+
+# --- controls ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Control:
+    """A FILTER, TIME_GRAIN or FIELD widget of a dashboard config."""
+
+    id: str
+    type: str
+    member: str
+    config: dict[str, Any]
+    position: dict[str, Any]
+
+    @property
+    def operators(self) -> list[str]:
+        operators = self.config.get("operators")
+        if isinstance(operators, list) and operators:
+            return [op for op in operators if isinstance(op, str)]
+        return ["equals"]
+
+    @property
+    def is_date_range(self) -> bool:
+        return any(op in DATE_OPERATORS for op in self.operators)
+
+    @property
+    def default_operator(self) -> str:
+        return DATE_RANGE if self.is_date_range and DATE_RANGE in self.operators else self.operators[0]
+
+    @property
+    def grains(self) -> list[str]:
+        grains = self.config.get("grains")
+        return [g for g in grains if isinstance(g, str)] if isinstance(grains, list) else []
+
+    @property
+    def alternatives(self) -> list[str]:
+        members = self.config.get("alternatives")
+        return [m for m in members if isinstance(m, str)] if isinstance(members, list) else []
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (configs are validated on write; reads stay safe)."""
+    return value if isinstance(value, dict) else {}
+
+
+def controls_of(config: dict[str, Any]) -> list[Control]:
+    """The controls of a dashboard config, in its order."""
+    controls = []
+    for widget in _widgets(config):
+        kind = widget.get("type")
+        widget_config = as_object(widget.get("config"))
+        member = widget_config.get("member")
+        if kind in ("FILTER", "TIME_GRAIN", "FIELD") and isinstance(member, str) and isinstance(widget.get("id"), str):
+            position = as_object(widget.get("position"))
+            controls.append(Control(id=widget["id"], type=kind, member=member, config=widget_config, position=position))
+    return controls
+
+
+def _widgets(config: dict[str, Any]) -> list[dict[str, Any]]:
+    widgets = config.get("widgets")
+    return [w for w in widgets if isinstance(w, dict)] if isinstance(widgets, list) else []
+
+
+# --- state -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FilterValue:
+    operator: str
+    values: list[Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"operator": self.operator, "values": list(self.values)}
+
+
+@dataclass
+class ViewState:
+    """What the viewer chose: filter values, grains and member switches by control id, and the time zone."""
+
+    filters: dict[str, FilterValue] = field(default_factory=dict)
+    grains: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)
+    timezone: str = "UTC"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "filters": {cid: value.as_dict() for cid, value in self.filters.items()},
+            "grains": dict(self.grains),
+            "fields": dict(self.fields),
+            "timezone": self.timezone,
+        }
+
+
+def usable_timezone(value: Any) -> str | None:
+    """``value`` when it is an IANA time zone name, else None."""
+    if not isinstance(value, str) or not value or len(value) > 64:
+        return None
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return None
+    return value if value in zoneinfo.available_timezones() else None
+
+
+def usable_locale(value: Any) -> str | None:
+    try:
+        return locale_check(value)
+    except BadRequest:
+        return None
+
+
+def _filter_value(control: Control, raw: Any) -> FilterValue | None:
+    """A control's filter from ``{"value"|"values", "operator"?}`` (f_ JSON or a defaultValue), or None if unusable."""
+    if not isinstance(raw, dict):
+        raw = {"values": raw} if isinstance(raw, list) else {"value": raw}
+    operator = raw.get("operator", control.default_operator)
+    if not isinstance(operator, str) or operator not in control.operators:
+        return None
+    if operator in VALUELESS_OPERATORS:
+        return FilterValue(operator, [])
+    if "values" in raw:
+        values = raw["values"]
+    elif "value" in raw:
+        values = [raw["value"]]
+    else:
+        return None
+    if not isinstance(values, list) or not values or len(values) > MAX_FILTER_VALUES:
+        return None
+    if not all(isinstance(v, str) or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values):
+        return None
+    values = [v if isinstance(v, str) else str(v) for v in values]
+    if control.is_date_range and not (len(values) in (1, 2) and all(v.strip() for v in values)):
+        return None  # a relative range ("last 12 months") or [from, to]
+    if not control.is_date_range and control.config.get("multiple") is False and len(values) > 1:
+        return None
+    return FilterValue(operator, values)
+
+
+def default_state(config: dict[str, Any], *, timezone: str) -> ViewState:
+    """The state a dashboard opens with: the controls' default values and grains."""
+    state = ViewState(timezone=timezone)
+    for control in controls_of(config):
+        if control.type == "FILTER" and control.config.get("defaultValue") is not None:
+            value = _filter_value(control, control.config["defaultValue"])
+            if value is not None:
+                state.filters[control.id] = value
+        elif control.type == "TIME_GRAIN" and control.config.get("defaultGrain") in control.grains:
+            state.grains[control.id] = control.config["defaultGrain"]
+    return state
+
+
+@dataclass
+class UrlView:
+    """What a page URL says: the state its parameters set over the defaults, its flags, locale and time zone."""
+
+    state: ViewState
+    flags: dict[str, bool]
+    locale: str | None = None
+    timezone: str | None = None
+
+
+def _first(params: Iterable[tuple[str, str]]) -> dict[str, str]:
+    seen: dict[str, str] = {}
+    for name, value in params:
+        seen.setdefault(name, value)  # the first occurrence, as URLSearchParams.get reads it
+    return seen
+
+
+def apply_filter_parameter(config: dict[str, Any], state: ViewState, name: str, value: str) -> bool:
+    """Apply one ``f_<member>=<JSON>`` to ``state``; False when no FILTER control takes it (then nothing changes)."""
+    member = name[2:]
+    try:
+        raw = json.loads(value)
+    except ValueError:
+        try:
+            raw = json.loads(unquote(value))
+        except ValueError:
+            return False
+    applied = False
+    for control in controls_of(config):
+        if control.type == "FILTER" and control.member == member:
+            parsed = _filter_value(control, raw)
+            if parsed is not None:
+                state.filters[control.id] = parsed
+                applied = True
+    return applied
+
+
+def parse_url(config: dict[str, Any], params: Iterable[tuple[str, str]], *, timezone: str) -> UrlView:
+    """Read a page URL's parameters (name, value pairs, decoded) against a dashboard config."""
+    given = _first(params)
+    url_timezone = usable_timezone(given.get("timezone"))
+    state = default_state(config, timezone=url_timezone or timezone)
+    controls = controls_of(config)
+    for name, value in given.items():
+        if name.startswith("f_"):
+            apply_filter_parameter(config, state, name, value)
+        elif name.startswith("tg_"):
+            for control in controls:
+                if control.type == "TIME_GRAIN" and control.member == name[3:] and value in control.grains:
+                    state.grains[control.id] = value
+        elif name.startswith("ms_"):
+            for control in controls:
+                if control.type == "FIELD" and control.member == name[3:] and value in control.alternatives:
+                    state.fields[control.id] = value
+    header = given.get("showDashboardHeader") != "false"
+    flags = {
+        "allowExport": given.get("allowExport") == "true",
+        "showDashboardHeader": header,
+        "showDashboardTitle": header and given.get("showDashboardTitle") != "false",
+        "showDashboardExportMenu": header and given.get("showDashboardExportMenu") != "false",
+    }
+    return UrlView(state=state, flags=flags, locale=usable_locale(given.get("locale")), timezone=url_timezone)
+
+
+def state_from_body(config: dict[str, Any], body: Any, *, timezone: str) -> ViewState:
+    """The state a view request sends (``{"filters", "grains", "fields", "timezone"?}`` by control id); 400 when
+    it names an unknown control or a value the control does not take. Omitted parts take the defaults."""
+    if body is None:
+        return default_state(config, timezone=timezone)
+    if not isinstance(body, dict):
+        raise BadRequest("state: must be an object")
+    unknown = sorted(set(body) - {"filters", "grains", "fields", "timezone"})
+    if unknown:
+        raise BadRequest(f"state: unknown keys: {', '.join(unknown)}")
+    zone = body.get("timezone", timezone)
+    if usable_timezone(zone) is None:
+        raise BadRequest("state.timezone: must be an IANA time zone name")
+    state = default_state(config, timezone=zone)
+    controls = {control.id: control for control in controls_of(config)}
+    for part, kind in (("filters", "FILTER"), ("grains", "TIME_GRAIN"), ("fields", "FIELD")):
+        given = body.get(part, None)
+        if given is None:
+            continue
+        if not isinstance(given, dict):
+            raise BadRequest(f"state.{part}: must be an object keyed by control id")
+        if part == "filters":
+            state.filters = {}  # the body says the whole filter state: a control left out is cleared
+        for control_id, value in given.items():
+            control = controls.get(control_id)
+            if control is None or control.type != kind:
+                raise BadRequest(f"state.{part}: no {kind} control {control_id!r} in this dashboard")
+            if part == "filters":
+                if value is None:
+                    continue
+                parsed = _filter_value(control, value)
+                if parsed is None:
+                    raise BadRequest(f"state.filters.{control_id}: not a value this control takes")
+                state.filters[control_id] = parsed
+            elif part == "grains":
+                if value not in control.grains:
+                    raise BadRequest(f"state.grains.{control_id}: must be one of {', '.join(control.grains)}")
+                state.grains[control_id] = value
+            else:
+                if value != control.member and value not in control.alternatives:
+                    raise BadRequest(f"state.fields.{control_id}: must be one of {', '.join(control.alternatives)}")
+                state.fields[control_id] = value
+    return state
+
+
+def filter_url_parameters(config: dict[str, Any], state: ViewState) -> list[str]:
+    """The inverse of the grammar: the ``f_...`` parameters that give ``state``'s filters (decoded, unescaped)."""
+    parameters = []
+    for control in controls_of(config):
+        value = state.filters.get(control.id)
+        if control.type != "FILTER" or value is None:
+            continue
+        body: dict[str, Any] = {"values": value.values} if value.values else {}
+        if value.operator != control.default_operator:
+            body["operator"] = value.operator
+        parameters.append(f"f_{control.member}={json.dumps(body, separators=(',', ':'), ensure_ascii=False)}")
+    return parameters
+
+
+# --- composition -------------------------------------------------------------------------------------------
+
+
+def _cube_of(member: str) -> str:
+    return member.split(".", 1)[0]
+
+
+def query_members(query: dict[str, Any]) -> list[str]:
+    """Every member a Cube query names (measures, dimensions, segments, time dimensions, filters, order)."""
+    names: list[str] = []
+    for part in ("measures", "dimensions", "segments"):
+        names += [m for m in query.get(part) or [] if isinstance(m, str)]
+    names += [
+        td["dimension"]
+        for td in query.get("timeDimensions") or []
+        if isinstance(td, dict) and isinstance(td.get("dimension"), str)
+    ]
+
+    def walk_filters(filters: Any) -> None:
+        for item in filters if isinstance(filters, list) else []:
+            if isinstance(item, dict):
+                if isinstance(item.get("member"), str):
+                    names.append(item["member"])
+                walk_filters(item.get("and"))
+                walk_filters(item.get("or"))
+
+    walk_filters(query.get("filters"))
+    return list(dict.fromkeys(names))
+
+
+def _rename_in_query(query: dict[str, Any], old: str, new: str) -> None:
+    for part in ("measures", "dimensions", "segments"):
+        if isinstance(query.get(part), list):
+            query[part] = [new if m == old else m for m in query[part]]
+    for td in query.get("timeDimensions") or []:
+        if isinstance(td, dict) and td.get("dimension") == old:
+            td["dimension"] = new
+    order = query.get("order")
+    if isinstance(order, dict):
+        query["order"] = {new if key == old else key: value for key, value in order.items()}
+    elif isinstance(order, list):
+        query["order"] = [
+            [new, *pair[1:]] if isinstance(pair, list) and pair and pair[0] == old else pair for pair in order
+        ]
+
+    def walk_filters(filters: Any) -> None:
+        for item in filters if isinstance(filters, list) else []:
+            if isinstance(item, dict):
+                if item.get("member") == old:
+                    item["member"] = new
+                walk_filters(item.get("and"))
+                walk_filters(item.get("or"))
+
+    walk_filters(query.get("filters"))
+
+
+def field_switches(config: dict[str, Any], state: ViewState) -> dict[str, str]:
+    """Member -> member that the FIELD controls' state replaces."""
+    switches = {}
+    for control in controls_of(config):
+        chosen = state.fields.get(control.id)
+        if control.type == "FIELD" and chosen and chosen != control.member:
+            switches[control.member] = chosen
+    return switches
+
+
+def compose_query(config: dict[str, Any], query: dict[str, Any], state: ViewState) -> dict[str, Any]:
+    """A tile's query for ``state``: the report's query, FIELD switches applied, the FILTER controls' values added
+    as AND filters, the TIME_GRAIN controls' grains set on their time dimensions, and the viewer's time zone."""
+    composed = copy.deepcopy(query)
+    for old, new in field_switches(config, state).items():
+        _rename_in_query(composed, old, new)
+    cubes = {_cube_of(member) for member in query_members(composed)}
+    added = []
+    for control in controls_of(config):
+        if _cube_of(control.member) not in cubes:
+            continue
+        if control.type == "FILTER" and control.id in state.filters:
+            value = state.filters[control.id]
+            added.append({"member": control.member, "operator": value.operator, "values": list(value.values)})
+        elif control.type == "TIME_GRAIN" and control.id in state.grains:
+            for td in composed.get("timeDimensions") or []:
+                # Only a time dimension already grouped by a grain: a KPI's date range stays one number.
+                if isinstance(td, dict) and td.get("dimension") == control.member and td.get("granularity"):
+                    td["granularity"] = state.grains[control.id]
+    if added:
+        existing = composed.get("filters")
+        composed["filters"] = [*(existing if isinstance(existing, list) else []), *added]
+    composed["timezone"] = state.timezone
+    return composed
+
+
+def _vega_field(name: str) -> str:
+    """A member name as a Vega field: ``.``, ``[`` and ``]`` are path syntax there, so they are escaped."""
+    return name.replace("\\", "\\\\").replace(".", "\\.").replace("[", "\\[").replace("]", "\\]")
+
+
+def result_keys(query: dict[str, Any]) -> dict[str, str]:
+    """Member -> the key its values have in a ``/v1/load`` row (a grouped time dimension: ``member.grain``)."""
+    keys = {m: m for m in query_members(query)}
+    for td in query.get("timeDimensions") or []:
+        if isinstance(td, dict) and isinstance(td.get("dimension"), str) and td.get("granularity"):
+            keys[td["dimension"]] = f"{td['dimension']}.{td['granularity']}"
+    return keys
+
+
+def output_keys(query: dict[str, Any]) -> list[str]:
+    """The columns of a query's ``/v1/load`` rows, in order: dimensions, grouped time dimensions, measures."""
+    keys = [m for m in query.get("dimensions") or [] if isinstance(m, str)]
+    for td in query.get("timeDimensions") or []:
+        if isinstance(td, dict) and isinstance(td.get("dimension"), str) and td.get("granularity"):
+            keys.append(f"{td['dimension']}.{td['granularity']}")
+    keys += [m for m in query.get("measures") or [] if isinstance(m, str)]
+    return list(dict.fromkeys(keys))
+
+
+def render_spec(spec: dict[str, Any], *, query: dict[str, Any], switches: Mapping[str, str]) -> dict[str, Any]:
+    """A report's Vega-Lite spec ready to render a tile's rows: member fields switched and escaped, the rows as the
+    named data set ``table``, sized by its container."""
+    keys = result_keys(query)
+
+    def member_field(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        name = switches.get(value, value)
+        return _vega_field(keys[name]) if name in keys else value
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {}
+            for key, value in node.items():
+                if key == "field":
+                    out[key] = member_field(value)
+                elif key in ("groupby", "fields", "fold") and isinstance(value, list):
+                    out[key] = [member_field(v) for v in value]
+                elif key in ("data", "datasets", "$schema"):
+                    continue
+                else:
+                    out[key] = walk(value)
+            return out
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    rendered = walk(spec if isinstance(spec, dict) else {})
+    return {
+        "$schema": VEGA_LITE_SCHEMA,
+        **rendered,
+        "data": {"name": "table"},
+        "width": "container",
+        "autosize": {"type": "fit", "contains": "padding"},
+    }
+
+
+def viewer_members(*, deployment: Deployment, ctx: QueryContext) -> dict[str, dict[str, Any]]:
+    """Every member the viewer may see, by name, as ``/v1/meta`` describes it to them (title, type, format)."""
+    body = semantic_meta(deployment=deployment, ctx=ctx)
+    members: dict[str, dict[str, Any]] = {}
+    for cube in body.get("cubes", []):
+        for part in ("measures", "dimensions", "segments"):
+            for member in cube.get(part, []):
+                if isinstance(member, dict) and isinstance(member.get("name"), str):
+                    members[member["name"]] = member
+    return members
+
+
+def _member_item(described: dict[str, Any]) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        key: described[key] for key in ("title", "shortTitle", "type", "format", "currency") if key in described
+    }
+    return item
+
+
+def _widget_title(widget_config: dict[str, Any], snapshot: ReportSnapshot | None) -> str:
+    title = widget_config.get("title")
+    if isinstance(title, str) and title:
+        return title
+    return (snapshot.title or snapshot.name) if snapshot else ""
+
+
+def _tile_settings(
+    kind: str, spec: dict[str, Any], *, query: dict[str, Any], switches: Mapping[str, str]
+) -> dict[str, Any]:
+    if kind == ReportSnapshot.Kind.VEGA:
+        return render_spec(spec, query=query, switches=switches)
+    if kind == ReportSnapshot.Kind.TABLE:
+        columns = spec.get("columns")
+        if isinstance(columns, list) and columns:
+            chosen = [switches.get(c, c) for c in columns if isinstance(c, str)]
+        else:
+            chosen = [*(query.get("dimensions") or []), *(query.get("measures") or [])]
+        keys = result_keys(query)
+        return {"columns": [{"member": c, "key": keys.get(c, c)} for c in chosen]}
+    if kind == ReportSnapshot.Kind.KPI:
+        measure = spec.get("measure")
+        measure = switches.get(measure, measure) if isinstance(measure, str) else None
+        return {"measure": measure or next(iter(query.get("measures") or []), None)}
+    return {"text": spec.get("text", "")}
+
+
+def compose_view(
+    *,
+    config: dict[str, Any],
+    snapshot_for: Any,
+    state: ViewState,
+    members: Mapping[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """The view of a published config for ``state``: controls, and each widget with its query, render-ready spec
+    and member formats. ``snapshot_for(widget_config)`` gives a CHART's report snapshot; ``members`` is
+    :func:`viewer_members`."""
+    switches = field_switches(config, state)
+    widgets = []
+    for widget in _widgets(config):
+        kind = widget.get("type")
+        widget_config = as_object(widget.get("config"))
+        base = {"id": widget.get("id"), "type": kind, "position": widget.get("position")}
+        if kind == "TEXT":
+            widgets.append({**base, "text": widget_config.get("text", "")})
+        elif kind == "CHART":
+            snapshot = snapshot_for(widget_config)
+            if snapshot is None:
+                widgets.append({**base, "title": _widget_title(widget_config, None), "error": "Report not found"})
+                continue
+            item: dict[str, Any] = {**base, "title": _widget_title(widget_config, snapshot), "kind": snapshot.kind}
+            if snapshot.kind == ReportSnapshot.Kind.TEXT:
+                item["text"] = snapshot.spec.get("text", "") if isinstance(snapshot.spec, dict) else ""
+            else:
+                query = compose_query(
+                    config, snapshot.json_query if isinstance(snapshot.json_query, dict) else {}, state
+                )
+                spec = snapshot.spec if isinstance(snapshot.spec, dict) else {}
+                item["query"] = query
+                item["spec"] = _tile_settings(snapshot.kind, spec, query=query, switches=switches)
+                item["members"] = {m: _member_item(members[m]) for m in query_members(query) if m in members}
+            widgets.append(item)
+    return {
+        "state": state.as_dict(),
+        "filterUrlParameters": filter_url_parameters(config, state),
+        "controls": [_control_item(control, members) for control in controls_of(config)],
+        "widgets": widgets,
+    }
+
+
+def _control_item(control: Control, members: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    described = members.get(control.member, {})
+    label = control.config.get("label") or described.get("title") or control.member
+    item: dict[str, Any] = {
+        "id": control.id,
+        "type": control.type,
+        "member": control.member,
+        "label": label,
+        "position": control.position,
+    }
+    if control.type == "FILTER":
+        item.update(
+            operators=control.operators,
+            multiple=control.config.get("multiple", True) is not False,
+            visibility=control.config.get("visibility", "visible"),
+            defaultValue=control.config.get("defaultValue"),
+        )
+        if not control.is_date_range:
+            item["valuesQuery"] = {
+                "dimensions": [control.member],
+                "order": {control.member: "asc"},
+                "limit": VALUES_QUERY_LIMIT,
+            }
+    elif control.type == "TIME_GRAIN":
+        item.update(grains=control.grains, defaultGrain=control.config.get("defaultGrain"))
+    else:
+        item["alternatives"] = [
+            {"member": m, "title": members.get(m, {}).get("title", m)} for m in control.alternatives
+        ]
+    return item
