@@ -1,7 +1,8 @@
 """Reading a model directory: which files are model files, Jinja rendering, and YAML that remembers lines.
 
 A model directory holds Cube-format YAML files (``.yml``/``.yaml``, any nesting; hidden files and folders
-are skipped). A file that contains Jinja syntax is rendered first, in a sandbox, with Python-like globals
+are skipped, and so is a top-level ``dashboards/`` folder: it holds dashboards as code, read by the dashboards
+app, not model files). A file that contains Jinja syntax is rendered first, in a sandbox, with Python-like globals
 and templates importable from the model directory (``{% import "macros/x.jinja" as m %}``). Python files
 (Cube's ``globals.py``) are never executed: a model may come from an upload, and running its code would
 hand the server to whoever wrote it.
@@ -25,6 +26,8 @@ from jinja2.sandbox import SandboxedEnvironment
 from embedadmin.semantic.errors import ModelError, ModelProblem
 
 MODEL_SUFFIXES = (".yml", ".yaml")
+# The top-level folder of a model directory that holds dashboards as code (``docs/dashboards.md``).
+DASHBOARDS_DIR = "dashboards"
 JINJA_MARKERS = ("{%", "{{", "{#")
 
 
@@ -99,14 +102,26 @@ class FileStamp:
 
 
 def list_model_files(root: Path) -> list[Path]:
-    """Every YAML model file below ``root``, sorted by relative path; hidden entries are skipped."""
+    """Every YAML model file below ``root``, sorted by relative path; hidden entries and the top-level
+    ``dashboards/`` folder are skipped."""
     found: list[Path] = []
     for directory, subdirs, names in os.walk(root):
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith("."))
+        top = Path(directory) == root
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and not (top and d == DASHBOARDS_DIR))
         found.extend(
             Path(directory) / name for name in names if name.endswith(MODEL_SUFFIXES) and not name.startswith(".")
         )
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def list_dashboard_files(root: Path) -> list[Path]:
+    """The dashboards-as-code files of a model directory: ``dashboards/*.yml`` (and ``.yaml``), not hidden, sorted."""
+    folder = root / DASHBOARDS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p for p in folder.iterdir() if p.is_file() and p.name.endswith(MODEL_SUFFIXES) and not p.name.startswith(".")
+    )
 
 
 def stamp_files(root: Path, paths: list[Path]) -> tuple[FileStamp, ...]:

@@ -5,6 +5,10 @@ lists the model files and compares their modification time and size with the las
 differ are the files read, and only when their content hash differs is the model recompiled. A model that
 no longer compiles does not replace the last good one: the :class:`ModelVersion` carries both the model
 still being served and the error of the files on disk.
+
+The same look notices a change of the directory's dashboards-as-code files (``dashboards/*.yml``, not model files)
+and, after the model it goes with is in place, sends :data:`dashboard_files_changed` (the dashboards app applies
+them; this layer does not know it).
 """
 
 from __future__ import annotations
@@ -15,9 +19,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.dispatch import Signal
+
 from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.compiler import compile_model
-from embedadmin.semantic.modeling.files import FileStamp, content_hash, list_model_files, read_model_files, stamp_files
+from embedadmin.semantic.modeling.files import (
+    FileStamp,
+    content_hash,
+    list_dashboard_files,
+    list_model_files,
+    read_model_files,
+    stamp_files,
+)
 from embedadmin.semantic.modeling.model import CompiledModel
 
 logger = logging.getLogger(__name__)
@@ -25,6 +38,10 @@ logger = logging.getLogger(__name__)
 DEFAULT_CHECK_INTERVAL = 1.0
 DIALECTS = ("duckdb", "postgres")
 RACY_WINDOW_NS = 2_000_000_000
+
+# Sent with ``root`` (the resolved model directory, a Path) when a look finds that directory's dashboards files
+# new or changed, or its model recompiled while it has some; sent after the look, outside every lock.
+dashboard_files_changed = Signal()
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +67,8 @@ class _Entry:
     checked_at: float = float("-inf")
     read_at_ns: int = 0
     version: ModelVersion = field(default_factory=lambda: ModelVersion(None, None))
+    dashboards: str | None = None  # content hash of the dashboards files at the last look ("" when none)
+    notify: bool = False  # the last look found dashboards files to apply
 
     def fresh(self, interval: float) -> bool:
         """Whether the files were checked less than ``interval`` seconds ago."""
@@ -80,9 +99,14 @@ class ModelRegistry:
         with self._lock:
             entry = self._resolved[given] = self._entries.setdefault((str(root), dialect), _Entry())
         with entry.lock:
+            notify = False
             if not entry.fresh(interval):
                 self._refresh(entry, root, dialect)
-            return entry.version
+                notify, entry.notify = entry.notify, False
+            version = entry.version
+        if notify:
+            dashboard_files_changed.send(sender=ModelRegistry, root=root)
+        return version
 
     def _fresh(self, given: tuple[str, str], interval: float) -> ModelVersion | None:
         entry = self._resolved.get(given)  # a dict read is atomic; writers hold the lock
@@ -110,16 +134,22 @@ class ModelRegistry:
             entry.stamps = entry.content = None
             return
         paths = list_model_files(root)
-        stamps = stamp_files(root, paths)
+        dashboard_paths = list_dashboard_files(root)
+        stamps = stamp_files(root, paths + dashboard_paths)
         if stamps == entry.stamps and not _racy(stamps, entry.read_at_ns):
             return
         entry.read_at_ns = time.time_ns()
         files = read_model_files(root, paths)
         content = content_hash(files)
+        dashboards = content_hash(read_model_files(root, dashboard_paths)) if dashboard_paths else ""
         entry.stamps = stamps
+        if dashboards != entry.dashboards:
+            entry.dashboards = dashboards
+            entry.notify = bool(dashboards)
         if content == entry.content:
             return
         entry.content = content
+        entry.notify = entry.notify or bool(dashboards)
         compile_started = time.perf_counter()
         try:
             model = compile_model(files, root=root, dialect=dialect)

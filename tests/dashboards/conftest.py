@@ -1,0 +1,1 @@
+from tests.dashboards.support import fresh_models, globex_modelled, modelled  # noqa: F401
