@@ -44,7 +44,11 @@ def _checked(check: Callable[..., Any], value: Any, name: str) -> Any:
     try:
         return check(value, name=name)
     except BadRequest as exc:
-        raise serializers.ValidationError(exc.message.removeprefix(f"{name}: ")) from None
+        message = exc.message
+        if message.startswith(f"{name}."):  # a nested key: reported under its path, as DRF nests errors
+            path, _, text = message[len(name) + 1 :].partition(": ")
+            raise serializers.ValidationError({path: [text]}) from None
+        raise serializers.ValidationError(message.removeprefix(f"{name}: ")) from None
 
 
 class SessionSettingsSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
