@@ -33,7 +33,9 @@ from django.utils.text import capfirst
 from embedadmin.core.errors import ApiError
 from embedadmin.panel import tenancy
 
-PanelAction = str  # "view", "add", "change", "delete", or an admin action's permission ("revoke", "mint", "rotate")
+# "view", "add", "change", "delete", or an admin action's or page's permission ("revoke", "mint", "rotate",
+# "publish", "share", "preview").
+PanelAction = str
 # What ModelAdmin.get_list_display() answers: field names and display callables.
 ListDisplay = list[str | Callable[[Any], str | bool]] | tuple[str | Callable[[Any], str | bool], ...]
 
@@ -101,6 +103,14 @@ def page_context(model_admin: admin.ModelAdmin, request: HttpRequest, *, title: 
     }
 
 
+def object_missing_redirect(model_admin: admin.ModelAdmin, request: HttpRequest, object_id: str) -> HttpResponse:
+    """What Django's admin answers for an object the viewer cannot see (another account's as well): back to the
+    index with a message, the same for every id."""
+    message = f'{capfirst(model_admin.opts.verbose_name)} with ID "{object_id}" does not exist. Perhaps it was deleted?'
+    model_admin.message_user(request, message, messages.WARNING)
+    return HttpResponseRedirect(reverse("admin:index"))
+
+
 def render_shown_once(
     model_admin: admin.ModelAdmin, request: HttpRequest, shown: ShownOnce, *, obj: Model | None
 ) -> TemplateResponse:
@@ -157,6 +167,15 @@ class PanelAdminMixin(_AdminBase):
 
     def has_rotate_permission(self, request: HttpRequest) -> bool:
         return self.panel_allowed(request, "rotate")
+
+    def has_publish_permission(self, request: HttpRequest) -> bool:
+        return self.panel_allowed(request, "publish")
+
+    def has_share_permission(self, request: HttpRequest) -> bool:
+        return self.panel_allowed(request, "share")
+
+    def has_preview_permission(self, request: HttpRequest) -> bool:
+        return self.panel_allowed(request, "preview")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return tenancy.restrict(super().get_queryset(request), request)

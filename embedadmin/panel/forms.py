@@ -10,8 +10,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AdminUserCreationForm
 from django.db.models import QuerySet
 
-from embedadmin.accounts.models import Account, ApiKey, Deployment
+from embedadmin.accounts import services as accounts
+from embedadmin.accounts.models import Account, ApiKey, Deployment, TenantSettings
 from embedadmin.chat.models import Agent
+from embedadmin.core.errors import ApiError
+from embedadmin.directory.models import EmbedTenant, ExternalUser
 
 User = get_user_model()
 
@@ -105,3 +108,170 @@ class MintSessionForm(forms.Form):
         field.queryset = deployments
         if len(deployments) == 1:
             field.initial = deployments[0].pk
+
+
+# Tenant settings are written through ``tenant_settings_update``, which speaks the Platform API's names.
+TENANT_SETTING_API_NAMES = {field: api_name for api_name, (field, _check) in accounts.TENANT_SETTING_FIELDS.items()}
+
+
+class OriginsField(forms.Field):
+    """A list of origins written one a line (blank lines ignored); the service checks each."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "cols": 60})
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> list[str]:
+        if isinstance(value, list):
+            return value
+        return [line.strip() for line in (value or "").splitlines() if line.strip()]
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return self.to_python(initial) != self.to_python(data)
+
+
+class TenantSettingsForm(forms.ModelForm):
+    """An account's settings. Each changed value is checked by the rule ``tenant_settings_update`` applies
+    (``accounts.services.TENANT_SETTING_FIELDS``), so a bad value is an error next to its field; the write
+    itself goes through that service (``AccountAdmin.save_formset``)."""
+
+    embed_allowed_origins = OriginsField(
+        required=False,
+        label="Embed allowed origins",
+        help_text="One origin a line (https://app.example.com, http://127.0.0.1:4100): the pages that may frame "
+        "/embed/* (Content-Security-Policy frame-ancestors) and receive its messages. None: only this site.",
+    )
+
+    class Meta:
+        model = TenantSettings
+        fields = (
+            "use_creator_mode",
+            "show_dashboard_chat",
+            "allow_ai",
+            "embed_locale",
+            "embed_timezone",
+            "restrict_data_download",
+            "embed_allowed_origins",
+            "embed_theme",
+            "max_external_users",
+            "max_non_ephemeral_chat_users",
+        )
+        labels = {"embed_locale": "Embed locale", "embed_timezone": "Embed time zone", "allow_ai": "Allow AI"}
+        help_texts = {
+            "show_dashboard_chat": "Default of a session's showDashboardChat: the chat panel on embedded dashboards.",
+            "allow_ai": "Off: embedded dashboards get no chat at all and the chat endpoints refuse embed tokens.",
+            "embed_locale": "Default locale of embeds (BCP-47, e.g. en-US); a session or the URL may override it.",
+            "embed_timezone": "Default time zone of embeds (IANA, e.g. Europe/Paris); a session or the URL may "
+            "override it.",
+            "restrict_data_download": "On: no CSV export from embedded dashboards, whatever the URL says.",
+            "embed_theme": 'The account\'s embedTheme, e.g. {"primaryColor": "#7a77ff", "font": "Inter"}.',
+        }
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
+        for name in self.changed_data:
+            api_name = TENANT_SETTING_API_NAMES.get(name)
+            if api_name is None or name in self.errors:
+                continue
+            _field, check = accounts.TENANT_SETTING_FIELDS[api_name]
+            try:
+                cleaned[name] = check(cleaned.get(name), name=api_name)
+            except ApiError as exc:
+                self.add_error(name, exc.message)
+        return cleaned
+
+
+class ExternalUserChoiceField(forms.ModelChoiceField):
+    """External users by external id, with their embed tenant."""
+
+    def label_from_instance(self, obj: ExternalUser) -> str:
+        return f"{obj.external_id} ({obj.embed_tenant.name})" if obj.embed_tenant else obj.external_id
+
+
+class PreviewViewerForm(forms.Form):
+    """Who to preview a dashboard as: an external user of the account as they are, or a viewer typed here."""
+
+    external_user = ExternalUserChoiceField(
+        queryset=None,
+        required=False,
+        label="External user",
+        help_text="Previews as this viewer is: their embed tenant, groups and attribute values.",
+    )
+    external_id = forms.CharField(
+        required=False,
+        max_length=255,
+        label="Or a viewer: external id",
+        help_text="Made or updated by the mint like any viewer of generate-session (it counts under the cap), "
+        "with exactly the groups and attributes below.",
+    )
+    embed_tenant = forms.CharField(required=False, max_length=255, label="Embed tenant")
+    groups = forms.CharField(
+        required=False, label="Groups", help_text="Names of tenant-wide groups, separated by commas."
+    )
+    attributes = forms.CharField(
+        required=False,
+        label="Attributes",
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 40}),
+        help_text='One name=value a line, of tenant-wide attribute definitions (numbers as 5, arrays as ["a", "b"]).',
+    )
+
+    def __init__(self, *args: Any, external_users: QuerySet[ExternalUser], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = cast("ExternalUserChoiceField", self.fields["external_user"])
+        field.queryset = external_users.select_related("embed_tenant").order_by("external_id")
+
+    def clean_groups(self) -> list[str]:
+        return [name.strip() for name in self.cleaned_data["groups"].split(",") if name.strip()]
+
+    def clean_attributes(self) -> list[tuple[str, str]]:
+        pairs = []
+        for number, line in enumerate(self.cleaned_data["attributes"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, equals, value = line.partition("=")
+            if not equals or not name.strip():
+                raise forms.ValidationError(f"Line {number}: write name=value.")
+            pairs.append((name.strip(), value.strip()))
+        return pairs
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
+        typed = any(cleaned.get(name) for name in ("external_id", "embed_tenant", "groups", "attributes"))
+        if cleaned.get("external_user") is not None and typed:
+            raise forms.ValidationError("Pick an external user or type a viewer, not both.")
+        if cleaned.get("external_user") is None and not cleaned.get("external_id") and not self.errors:
+            raise forms.ValidationError("Pick an external user, or type a viewer's external id.")
+        return cleaned
+
+
+class EmbedAccessForm(forms.Form):
+    """Share a workbook's dashboard with one embed tenant or with all embed users, or take the share back."""
+
+    target = forms.ChoiceField(
+        choices=[("tenant", "An embed tenant"), ("all", "All embed users")],
+        initial="tenant",
+        widget=forms.RadioSelect,
+        label="Share with",
+    )
+    embed_tenant: forms.ModelChoiceField[EmbedTenant] = forms.ModelChoiceField(
+        queryset=None, required=False, label="Embed tenant"
+    )
+    access = forms.ChoiceField(choices=[("read", "Share"), ("none", "Unshare")])
+
+    def __init__(self, *args: Any, embed_tenants: QuerySet[EmbedTenant], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cast("forms.ModelChoiceField[EmbedTenant]", self.fields["embed_tenant"]).queryset = embed_tenants
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
+        if (
+            cleaned.get("target") == "tenant"
+            and cleaned.get("embed_tenant") is None
+            and "embed_tenant" not in self.errors
+        ):
+            self.add_error("embed_tenant", "Choose the embed tenant.")
+        return cleaned

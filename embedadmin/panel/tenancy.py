@@ -30,6 +30,15 @@ from embedadmin.accounts.models import (
     TenantSettings,
 )
 from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser
+from embedadmin.dashboards.models import (
+    Dashboard,
+    DashboardVersion,
+    EmbedAccess,
+    Folder,
+    Report,
+    ReportSnapshot,
+    Workbook,
+)
 from embedadmin.directory.models import (
     AttributeDefinition,
     AttributeValue,
@@ -67,6 +76,13 @@ ACCOUNT_SCOPES: dict[type[Model], Callable[[Account], Q]] = {
     Agent: _via("account"),
     ChatUser: _via("account"),
     AccountUsageDay: _via("account"),
+    Folder: _via("account"),
+    Workbook: _via("account"),
+    Report: _via("account"),
+    Dashboard: _via("account"),
+    DashboardVersion: _via("dashboard__account"),
+    ReportSnapshot: _via("version__dashboard__account"),
+    EmbedAccess: _via("account"),
 }
 
 

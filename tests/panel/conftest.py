@@ -6,9 +6,11 @@ Rows are made through the services, as the API would make them. Every name of gl
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -18,10 +20,15 @@ from django.db.models import Model
 from django.test import Client
 
 from embedadmin.accounts.models import ApiKey, PlatformToken
+from embedadmin.accounts.services import deployment_configure
+from embedadmin.dashboards import services as dashboards
+from embedadmin.dashboards.models import Dashboard, Folder, Report, Workbook
 from embedadmin.directory import services as directory
 from embedadmin.directory.models import AttributeDefinition, EmbedTenant, ExternalUser, Group
 from embedadmin.embedding import services as embedding
 from embedadmin.embedding.models import EmbedSession
+from embedadmin.semantic import clear_models
+from embedadmin.semantic.serving.datasources import close_data_sources
 from tests.conftest import Cast
 
 BROWSER_ARGS = [
@@ -48,9 +55,18 @@ class AccountRows:
     group: Group
     attribute: AttributeDefinition
     session: EmbedSession
+    # Workspace content, for the tests that need it (``with_dashboard``).
+    content: DashboardRows | None = None
+
+    def with_dashboard(self) -> AccountRows:
+        """These rows and a published dashboard of the account (``make_dashboard``)."""
+        return replace(self, content=make_dashboard(self.cast))
 
     def of(self, model_name: str) -> Model:
         """The row of a panel model, by its admin URL name (``apikey``, ``externaluser``...)."""
+        if model_name in ("workbook", "dashboard", "report", "folder"):
+            assert self.content is not None, "rows made without with_dashboard()"
+            return getattr(self.content, model_name)
         return {
             "account": self.cast.account,
             "deployment": self.cast.deployment,
@@ -135,6 +151,10 @@ def admin_url(model_name: str, view: str = "changelist", obj: Model | None = Non
         "agent": "chat",
         "chatuser": "chat",
         "accountusageday": "chat",
+        "workbook": "dashboards",
+        "dashboard": "dashboards",
+        "report": "dashboards",
+        "folder": "dashboards",
     }[model_name]
     base = f"/admin/{app}/{model_name}/"
     if view == "changelist":
@@ -187,3 +207,79 @@ def page(browser) -> Iterator:
     page.set_default_timeout(15_000)
     yield page
     context.close()
+
+
+DEMO_MODEL = Path(__file__).resolve().parents[2] / "demo" / "model"
+
+
+@dataclass(frozen=True)
+class DashboardRows:
+    """A workbook of an account's deployment (serving the demo model) with a report, a draft and, when
+    published, its dashboard."""
+
+    cast: Cast
+    workbook: Workbook
+    report: Report
+    folder: Folder
+    dashboard: Dashboard | None
+
+
+def draft_of(report: Report, title: str) -> dict:
+    return {
+        "title": title,
+        "widgets": [
+            {
+                "id": "revenue",
+                "type": "CHART",
+                "position": {"x": 0, "y": 0, "w": 6, "h": 3},
+                "config": {"reportId": report.pk},
+            },
+            {"id": "intro", "type": "TEXT", "position": {"x": 6, "y": 0, "w": 6, "h": 2}, "config": {"text": "Hello"}},
+        ],
+    }
+
+
+def make_dashboard(cast: Cast, *, publish: bool = True, data_source_url: str | None = None) -> DashboardRows:
+    """Through the services, as the Platform API would: configure the deployment with the demo model, write a
+    report, a workbook and its draft, and publish it (embedding allowed, shared with all embed users)."""
+    name = cast.account.name
+    deployment_configure(deployment=cast.deployment, model_dir=str(DEMO_MODEL), data_source_url=data_source_url)
+    report = dashboards.report_create(
+        deployment=cast.deployment,
+        fields={
+            "name": f"Revenue {name}",
+            "json_query": json.dumps({"measures": ["sales.total_amount"]}),
+            "meta": {"visualization": {"kind": "kpi", "measure": "sales.total_amount"}},
+        },
+    )
+    folder = dashboards.folder_create(deployment=cast.deployment, name=f"Shared {name}")
+    workbook = dashboards.workbook_create(
+        deployment=cast.deployment, changes={"name": f"Sales {name}", "slug": f"sales-{name}", "folder": folder}
+    )
+    dashboards.report_update(report=report, fields={"workbook": workbook})
+    dashboards.workbook_dashboard_set(workbook=workbook, draft=draft_of(report, f"Sales overview {name}"))
+    dashboard = None
+    if publish:
+        dashboard = dashboards.workbook_publish(workbook=workbook, allow_embed=True)
+        dashboards.embed_access_update(workbook=workbook, all_embed_users=True, action="read")
+    workbook.refresh_from_db()
+    return DashboardRows(cast=cast, workbook=workbook, report=report, folder=folder, dashboard=dashboard)
+
+
+@pytest.fixture
+def demo_model_state() -> Iterator[None]:
+    """No compiled model or open data source leaks between tests."""
+    clear_models()
+    yield
+    clear_models()
+    close_data_sources()
+
+
+@pytest.fixture
+def acme_dashboard(acme_rows: AccountRows, demo_model_state) -> DashboardRows:
+    return make_dashboard(acme_rows.cast)
+
+
+@pytest.fixture
+def globex_dashboard(globex_rows: AccountRows, demo_model_state) -> DashboardRows:
+    return make_dashboard(globex_rows.cast)

@@ -28,13 +28,17 @@ PANEL_MODELS = [
     "group",
     "attributedefinition",
     "embedsession",
+    "workbook",
+    "dashboard",
+    "report",
+    "folder",
 ]
 DELETABLE_MODELS = ["externaluser", "group", "attributedefinition"]
 
 
 @pytest.fixture
-def rows(acme_rows: AccountRows, globex_rows: AccountRows) -> tuple[AccountRows, AccountRows]:
-    return acme_rows, globex_rows
+def rows(acme_rows: AccountRows, globex_rows: AccountRows, demo_model_state) -> tuple[AccountRows, AccountRows]:
+    return acme_rows.with_dashboard(), globex_rows.with_dashboard()
 
 
 @pytest.mark.parametrize("model_name", PANEL_MODELS)

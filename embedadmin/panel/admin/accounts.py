@@ -38,7 +38,13 @@ from embedadmin.panel.base import (
     page_context,
     render_shown_once,
 )
-from embedadmin.panel.forms import AccountAddForm, ApiKeyAddForm, InternalUserCreationForm
+from embedadmin.panel.forms import (
+    TENANT_SETTING_API_NAMES,
+    AccountAddForm,
+    ApiKeyAddForm,
+    InternalUserCreationForm,
+    TenantSettingsForm,
+)
 from embedadmin.panel.site import panel_site
 from embedadmin.semantic.serving.services import model_status
 
@@ -46,9 +52,6 @@ if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
 User = get_user_model()
-
-# Tenant settings are written through ``tenant_settings_update``, which speaks the Platform API's names.
-SETTING_API_NAMES = {field: api_name for api_name, (field, _kind) in accounts.TENANT_SETTING_FIELDS.items()}
 
 SHOWN_ONCE_NOTE = "Copy the secrets now: this page is the only place they are ever shown."
 
@@ -67,14 +70,36 @@ class ActiveSecretCount(TypedDict):
 
 class TenantSettingsInline(PanelStackedInline):
     model = TenantSettings
+    form = TenantSettingsForm
     panel_allows = frozenset({"view", "change"})
-    fields = (
-        "use_creator_mode",
-        "show_dashboard_chat",
-        "max_external_users",
-        "external_user_count",
-        "max_non_ephemeral_chat_users",
-        "non_ephemeral_chat_user_count",
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "use_creator_mode",
+                    "max_external_users",
+                    "external_user_count",
+                    "max_non_ephemeral_chat_users",
+                    "non_ephemeral_chat_user_count",
+                )
+            },
+        ),
+        (
+            "Embedding defaults",
+            {
+                "fields": (
+                    "embed_allowed_origins",
+                    "show_dashboard_chat",
+                    "allow_ai",
+                    "embed_locale",
+                    "embed_timezone",
+                    "restrict_data_download",
+                    "embed_theme",
+                ),
+                "description": "What an embedded dashboard or chat uses when its session or URL does not say.",
+            },
+        ),
     )
     readonly_fields = ("external_user_count", "non_ephemeral_chat_user_count")
     max_num = 1
@@ -139,7 +164,9 @@ class AccountAdmin(PanelAdmin):
         # What formset.save() would record, for the change message of the history.
         formset.new_objects, formset.deleted_objects, formset.changed_objects = [], [], []
         for settings_form in formset.forms:
-            changes = {SETTING_API_NAMES[name]: settings_form.cleaned_data[name] for name in settings_form.changed_data}
+            changes = {
+                TENANT_SETTING_API_NAMES[name]: settings_form.cleaned_data[name] for name in settings_form.changed_data
+            }
             if changes:
                 accounts.tenant_settings_update(account=form.instance, changes=changes)
                 formset.changed_objects.append((settings_form.instance, settings_form.changed_data))

@@ -53,7 +53,7 @@ class EmbedSessionAdmin(PanelAdmin):
         "external_user",
         "internal_user",
         "creator_mode",
-        "show_dashboard_chat",
+        "settings_json",
         "status",
         "created_at",
         "expires_at",
@@ -61,11 +61,17 @@ class EmbedSessionAdmin(PanelAdmin):
         "revoked_at",
         "claims_json",
     )
-    readonly_fields = ("public_id", "status", "created_at", "claims_json")
+    readonly_fields = ("public_id", "status", "created_at", "settings_json", "claims_json")
 
     @admin.display(description="viewer")
     def viewer(self, obj: EmbedSession) -> str:
         return str(obj.external_user or obj.internal_user)
+
+    @admin.display(description="embed settings")
+    def settings_json(self, obj: EmbedSession) -> str:
+        """What the host sent (showDashboardChat, allowAi, locale, timezone, embedTheme); the rest is the account's."""
+        sent = {**obj.settings, **({"embedTheme": obj.embed_theme} if obj.embed_theme else {})}
+        return format_html("<pre>{}</pre>", json.dumps(sent, indent=2, sort_keys=True)) if sent else "account defaults"
 
     @admin.display(description="claims")
     def claims_json(self, obj: EmbedSession) -> str:
