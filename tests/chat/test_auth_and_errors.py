@@ -30,7 +30,11 @@ def _token(acme, **claims) -> str:
 @pytest.mark.parametrize(
     ("headers", "message"),
     [
-        ({}, "Missing credentials: send 'Authorization: Api-Key <key>' or 'X-Service-Auth-Token: <token>'"),
+        (
+            {},
+            "Missing credentials: send 'Authorization: Api-Key <key>', 'Authorization: Embed-Token <token>' "
+            "or 'X-Service-Auth-Token: <token>'",
+        ),
         ({"Authorization": "Api-Key ak_000000000000_nope"}, "Invalid or revoked API key"),
         ({"Authorization": "Bearer something"}, "Authorization header must be 'Api-Key <key>'"),
         ({"Authorization": "Api-Key"}, "Authorization header must be 'Api-Key <key>'"),
