@@ -85,7 +85,12 @@ def create_workbook(api: JsonClient, cast: Cast, **fields: Any) -> dict[str, Any
 
 
 def chart(widget_id: str, report_id: int, x: int = 0) -> dict[str, Any]:
-    return {"id": widget_id, "type": "CHART", "position": {"x": x, "y": 1, "w": 6, "h": 4}, "config": {"reportId": report_id}}
+    return {
+        "id": widget_id,
+        "type": "CHART",
+        "position": {"x": x, "y": 1, "w": 6, "h": 4},
+        "config": {"reportId": report_id},
+    }
 
 
 def draft_with(*widgets: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -108,3 +113,11 @@ def count_writes(queries: CaptureQueriesContext) -> int:
 
 def capture() -> CaptureQueriesContext:
     return CaptureQueriesContext(connection)
+
+
+def content_rows() -> dict[str, list[dict[str, Any]]]:
+    """Every row of the dashboards app and the directory's embed tenants, by table, in primary-key order."""
+    from django.apps import apps
+
+    models = list(apps.get_app_config("dashboards").get_models())
+    return {m._meta.db_table: list(m.objects.order_by("pk").values()) for m in models}

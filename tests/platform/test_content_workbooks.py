@@ -5,15 +5,13 @@ from __future__ import annotations
 import pytest
 
 from embedadmin.dashboards.models import Folder, Workbook
-from tests.dashboards.support import (  # noqa: F401
+from tests.dashboards import support
+from tests.dashboards.support import (
     base,
     capture,
     count_writes,
     create_workbook,
     error,
-    fresh_models,
-    globex_modelled,
-    modelled,
     ok,
     put_json,
 )
@@ -33,14 +31,28 @@ WORKBOOK_KEYS = {
     "updatedAt",
 }
 
+# The fixtures of tests/dashboards/support.py, here too.
+fresh_models = support.fresh_models
+globex_modelled = support.globex_modelled
+modelled = support.modelled
+
 
 def test_create_then_read_returns_the_workbook(api, acme):
     created = create_workbook(api, acme, meta={"team": "sales"})
 
     assert set(created) == WORKBOOK_KEYS
     assert created["deploymentId"] == acme.deployment.pk
-    assert (created["name"], created["meta"], created["slug"], created["folderId"]) == ("Sales", {"team": "sales"}, None, None)
-    assert (created["dashboardDraft"], created["dashboardPublished"], created["publishedDashboard"]) == (None, None, None)
+    assert (created["name"], created["meta"], created["slug"], created["folderId"]) == (
+        "Sales",
+        {"team": "sales"},
+        None,
+        None,
+    )
+    assert (created["dashboardDraft"], created["dashboardPublished"], created["publishedDashboard"]) == (
+        None,
+        None,
+        None,
+    )
     read = ok(api.get(f"{base(acme)}/workbooks/{created['id']}", **acme.platform_headers))
     assert read == created
 
@@ -87,9 +99,19 @@ def test_update_renames_replaces_meta_moves_and_sets_slug(api, acme):
     url = f"{base(acme)}/workbooks/{created['id']}"
 
     updated = ok(
-        put_json(api, url, {"name": "New", "meta": {"c": 3}, "folderId": folder["id"], "slug": "  My-Book "}, **acme.platform_headers)
+        put_json(
+            api,
+            url,
+            {"name": "New", "meta": {"c": 3}, "folderId": folder["id"], "slug": "  My-Book "},
+            **acme.platform_headers,
+        )
     )
-    assert (updated["name"], updated["meta"], updated["folderId"], updated["slug"]) == ("New", {"c": 3}, folder["id"], "my-book")
+    assert (updated["name"], updated["meta"], updated["folderId"], updated["slug"]) == (
+        "New",
+        {"c": 3},
+        folder["id"],
+        "my-book",
+    )
     back_to_root = ok(put_json(api, url, {"folderId": None}, **acme.platform_headers))
     assert back_to_root["folderId"] is None
     assert back_to_root["name"] == "New"
@@ -137,7 +159,9 @@ def test_upsert_by_slug_twice_writes_nothing(api, acme):
 
 
 def test_upsert_by_slug_refuses_a_bad_slug(api, acme):
-    assert "slug must be" in error(put_json(api, f"{base(acme)}/workbooks/by-slug/%20", {}, **acme.platform_headers), 400)
+    assert "slug must be" in error(
+        put_json(api, f"{base(acme)}/workbooks/by-slug/%20", {}, **acme.platform_headers), 400
+    )
 
 
 @pytest.mark.parametrize(
