@@ -19,6 +19,7 @@ from django.contrib.messages import get_messages
 from django.db.models import Model
 from django.test import Client
 
+from demo.generate import DEFAULT_SEED, generate
 from embedadmin.accounts.models import ApiKey, PlatformToken
 from embedadmin.accounts.services import deployment_configure
 from embedadmin.dashboards import services as dashboards
@@ -283,3 +284,11 @@ def acme_dashboard(acme_rows: AccountRows, demo_model_state) -> DashboardRows:
 @pytest.fixture
 def globex_dashboard(globex_rows: AccountRows, demo_model_state) -> DashboardRows:
     return make_dashboard(globex_rows.cast)
+
+
+@pytest.fixture(scope="session")
+def demo_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo dataset with 2,000 orders (DuckDB), generated once per test session."""
+    path = tmp_path_factory.mktemp("panel-demo") / "demo.duckdb"
+    generate(path, orders=2000, seed=DEFAULT_SEED)
+    return path

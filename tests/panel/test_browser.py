@@ -1,12 +1,19 @@
-"""The panel in real headless Chromium against the live server: log in, mint a session, use it."""
+"""The panel in real headless Chromium against the live server: log in, mint a session, use it; publish, share
+and preview a dashboard as a viewer."""
 
 from __future__ import annotations
 
+import shutil
+
+import duckdb
 import pytest
 
 from embedadmin.accounts.models import ApiKey
+from embedadmin.accounts.services import duckdb_url
+from embedadmin.directory import services as directory
+from embedadmin.embedding.models import EmbedSession
 from tests.embedding.support import GENERATE_URL, TOKEN_URL, decode_embed_token
-from tests.panel.conftest import AccountRows
+from tests.panel.conftest import AccountRows, make_dashboard
 
 pytestmark = pytest.mark.browser
 
@@ -80,3 +87,67 @@ def test_new_api_key_is_shown_once_and_mints_sessions(page, live_server, acme_ro
     )
     assert minted.status == 200
     assert set(minted.json()) == {"sessionId"}
+
+
+def test_account_admin_publishes_shares_and_previews_a_dashboard_as_a_viewer(
+    page, live_server, acme_rows: AccountRows, demo_model_state, demo_dataset
+):
+    cast = acme_rows.cast
+    # Given acme's workbook with a draft (a KPI of the order value), not yet published, on the demo data,
+    content = make_dashboard(cast, publish=False, data_source_url=duckdb_url(demo_dataset))
+    directory.group_create(account=cast.account, embed_tenant=None, name="regional")
+    directory.attribute_definition_create(
+        account=cast.account, embed_tenant=None, data=directory.AttributeDefinitionInput(name="country", type="string")
+    )
+    base = live_server.url
+    log_in(page, base, cast.created.admin_username, cast.created.admin_password)
+
+    # when the administrator publishes it from the workbook's page,
+    page.click("text=Workbooks")
+    page.click(f"a:text-is('{content.workbook.name}')")
+    page.click("a.panel-publish-link")
+    page.click("input[type=submit][value=Publish]")
+    page.wait_for_selector("li.success:has-text('Published Sales overview acme: version 1')")
+    # allows embedding and shares it with all embed users,
+    page.click("a.panel-embed-access-link")
+    page.click("button[name=allow_embed][value=true]")
+    page.wait_for_selector("#panel-allow-embed:has-text('embedding is allowed')")
+    page.check("input[name=target][value=all]")
+    page.click("button[name=access][value=read]")
+    page.wait_for_selector("#panel-shares:has-text('all embed users')")
+    # and previews it as a regional viewer of France,
+    page.click(f"a:text-is('{content.workbook.name}')")
+    page.click("a.panel-preview-link")
+    page.fill("#id_external_id", "preview-fr")
+    page.fill("#id_embed_tenant", "shop-fr")
+    page.fill("#id_groups", "regional")
+    page.fill("#id_attributes", "country=France")
+    page.click("input[type=submit][value=Preview]")
+
+    # then the embed page shows, in the panel's iframe, the dashboard with that viewer's numbers only.
+    frame = page.frame_locator("#panel-preview-frame")
+    assert frame.locator("h1.dash-title").inner_text() == "Sales overview acme"
+    kpi = frame.locator("p.kpi-value")
+    kpi.wait_for()
+    expected = duck_sum(
+        demo_dataset, "SELECT SUM(o.amount) FROM orders o JOIN users u ON u.id = o.user_id WHERE u.country = 'France'"
+    )
+    assert float(kpi.get_attribute("title")) == pytest.approx(expected)
+    assert frame.locator(".tile-error").count() == 0
+    # A new tab gets its own session (the iframe's was single use) and shows the same dashboard.
+    with page.expect_popup() as popup_info:
+        page.click("#panel-preview-open")
+    popup = popup_info.value
+    popup.wait_for_selector("h1.dash-title")
+    assert popup.locator("h1.dash-title").inner_text() == "Sales overview acme"
+    assert "session=" not in popup.url  # the page drops it from the address bar
+    assert EmbedSession.objects.filter(external_user__external_id="preview-fr").count() == 2
+
+
+def duck_sum(path, sql: str) -> float:
+    """One number by hand-written SQL on a copy of the DuckDB file (the data source keeps the file open)."""
+    copy = path.with_name(f"reference-{path.name}")
+    if not copy.exists():
+        shutil.copyfile(path, copy)
+    with duckdb.connect(str(copy), read_only=True) as connection:
+        return float(connection.execute(sql).fetchone()[0])
