@@ -13,7 +13,9 @@
   };
 
   /**
-   * options: {session, host, endpoint, docked, title, context: fn -> object|undefined, formatter: fn, container?}
+   * options: {session, host, endpoint, docked, title, context: fn -> object|undefined, formatter: fn, container?,
+ * launcherContainer?}. Docked: the panel sits beside the content (sticky at the top of the frame, which may be
+ * as tall as its content when the host sizes it to `resize`), the launcher where the page puts it.
    */
   function mount(options) {
     var chatId = null;
@@ -37,14 +39,19 @@
     var launcher = null;
     if (docked) {
       panel.hidden = true;
-      launcher = h("button.chat-launcher", { type: "button", "aria-label": "Open chat", "aria-expanded": "false" }, h("span.chat-launcher-icon", { "aria-hidden": "true" }));
+      launcher = h(
+        "button.chat-launcher",
+        { type: "button", "aria-label": "Open chat", "aria-expanded": "false" },
+        h("span.chat-launcher-icon", { "aria-hidden": "true" }),
+        h("span.chat-launcher-text", "Ask AI")
+      );
       launcher.addEventListener("click", function () {
         setOpen(panel.hidden);
       });
       close.addEventListener("click", function () {
         setOpen(false);
       });
-      document.body.appendChild(launcher);
+      (options.launcherContainer || document.body).appendChild(launcher);
     }
     (options.container || document.body).appendChild(panel);
 

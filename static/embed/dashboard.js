@@ -19,6 +19,7 @@
   var view; // the current view (state, filterUrlParameters, controls, widgets)
   var root; // #embed-root, the content whose size is reported
   var controlsBar;
+  var actionsSlot; // where the chat launcher goes (top right: the frame may be as tall as its content)
   var grid;
   var tiles = {}; // widget id -> tile
   var valueCache = {}; // JSON of a valuesQuery -> Promise of values
@@ -80,12 +81,17 @@
   function renderFrame() {
     var flags = boot.flags || {};
     K.clear(root);
+    // The top bar: the header (unless the flags hide it) and the actions slot (the chat launcher).
+    var topbar = h("div.dash-topbar");
     if (flags.showDashboardHeader !== false && (flags.showDashboardTitle !== false || boot.description)) {
       var header = h("header.dash-header");
       if (flags.showDashboardTitle !== false) header.appendChild(h("h1.dash-title", boot.title || view.title || ""));
       if (boot.description) header.appendChild(h("p.dash-description", boot.description));
-      root.appendChild(header);
+      topbar.appendChild(header);
     }
+    actionsSlot = h("div.dash-actions");
+    topbar.appendChild(actionsSlot);
+    root.appendChild(topbar);
     controlsBar = h("div.dash-controls", { role: "toolbar", "aria-label": "Dashboard controls" });
     root.appendChild(controlsBar);
     grid = h("div.dash-grid");
@@ -1015,15 +1021,16 @@
     });
     host.on("refresh", function () {
       valueCache = {};
-      Object.keys(tiles).forEach(function (id) {
-        tiles[id].result = tiles[id].result || null;
-      });
       loadTiles(Object.keys(tiles), performance.now());
     });
     host.on("set-session", function (payload) {
       session.renew(payload.sessionId).then(function (ok) {
         if (!ok) return;
         sessionEndedReported = false;
+        if (controlsBar.querySelector(".control-error")) {
+          valueCache = {};
+          renderControls();
+        }
         // Tiles that ended with the old token run again with the new one.
         var ended = Object.keys(tiles).filter(function (id) {
           return tiles[id].status === "error";
@@ -1046,6 +1053,7 @@
       host: host,
       endpoint: endpoints.chat,
       docked: true,
+      launcherContainer: actionsSlot,
       title: "Ask about this dashboard",
       formatter: function () {
         return formatter;
