@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit
 
 HERE = Path(__file__).resolve().parent
 
@@ -79,8 +79,14 @@ class EmbedAdmin:
             return json.load(response)["sessionId"]
 
 
-def _page(*, embed: EmbedAdmin, viewer: Viewer, public_id: str, session_id: str) -> str:
-    iframe_src = f"{embed.base_url}/embed/dashboard/{public_id}?{urlencode({'session': session_id})}"
+# The embed page's own URL parameters (docs/dashboards.md, "URL grammar"): passed through from the host page's
+# address, so `/?allowExport=true` or `/?f_sales.status={"values":["completed"]}` shows what they do.
+EMBED_PARAMS = ("f_", "tg_", "ms_", "show", "allowExport", "locale", "timezone")
+
+
+def _page(*, embed: EmbedAdmin, viewer: Viewer, public_id: str, session_id: str, params: list[tuple[str, str]]) -> str:
+    passed = [(k, v) for k, v in params if k.startswith(EMBED_PARAMS)]
+    iframe_src = f"{embed.base_url}/embed/dashboard/{public_id}?{urlencode([('session', session_id), *passed])}"
 
     def link(viewer_key: str, dashboard: str, active: bool, label: str) -> str:
         href = html.escape("/?" + urlencode({"viewer": viewer_key, "dashboard": dashboard}))
@@ -158,7 +164,8 @@ def make_handler(embed: EmbedAdmin) -> type[BaseHTTPRequestHandler]:
             except (urllib.error.URLError, OSError, KeyError, ValueError) as exc:
                 self._send(502, f"could not mint a session: {exc}".encode(), "text/plain; charset=utf-8")
                 return
-            page = _page(embed=embed, viewer=viewer, public_id=public_id, session_id=session_id)
+            params = parse_qsl(url.query, keep_blank_values=True)
+            page = _page(embed=embed, viewer=viewer, public_id=public_id, session_id=session_id, params=params)
             self._send(200, page.encode(), "text/html; charset=utf-8")
 
         def do_POST(self) -> None:
