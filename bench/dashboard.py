@@ -50,7 +50,8 @@ SERVER_PORT = 4310
 HOST_PORT = 4311
 
 HOST_PAGE = b"""<!doctype html><html><head><meta charset="utf-8"><title>bench host</title></head>
-<body><iframe id="embed" style="width:1280px;height:1400px;border:0"></iframe><script src="/host.js"></script></body></html>"""
+<body><iframe id="embed" style="width:1280px;height:1400px;border:0"></iframe>
+<script src="/host.js"></script></body></html>"""
 # Records, in the host page's clock, when the iframe was pointed at a URL and when each embed message arrived.
 HOST_JS = b"""
 window.marks = [];
@@ -237,7 +238,9 @@ def main() -> None:
         f"(p90 {figures['warm_page_p90_ms']:.0f}), slowest tile {figures['warm_slowest_tile_p50_ms']:.1f} ms "
         f"(x{figures['warm_ratio']:.1f}; page adds {figures['warm_added_ms']:.0f} ms)"
     )
-    print(f"  target: warm page adds <= {TARGET_ADDED_MS:.0f} ms p50 over its slowest tile: {'met' if met else 'MISSED'}")
+    print(
+        f"  target: warm page adds <= {TARGET_ADDED_MS:.0f} ms p50 over its slowest tile: {'met' if met else 'MISSED'}"
+    )
 
 
 if __name__ == "__main__":

@@ -94,13 +94,18 @@
     this.listeners.push(listener);
   };
 
-  /** Announce `session-expiring` at renewAt (or a minute before expiry when the server gave no renewAt). */
+  /** Announce `session-expiring` once, at renewAt (or, when the server gave none, a minute before expiry but
+   * never sooner than half way through the time the token has left, so a short-lived token is not announced
+   * again and again). */
   Session.prototype.schedule = function () {
     var self = this;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     var at = Date.parse(this.renewAt || "");
-    if (isNaN(at) && this.expiresAt) at = Date.parse(this.expiresAt) - 60000;
+    if (isNaN(at) && this.expiresAt) {
+      var expires = Date.parse(this.expiresAt);
+      at = expires - Math.min(60000, Math.max(0, (expires - Date.now()) / 2));
+    }
     if (isNaN(at)) return;
     // setTimeout overflows past 2^31 ms; check again later instead.
     var delay = Math.max(0, Math.min(at - Date.now(), 2147483000));
@@ -123,7 +128,7 @@
         if (!answer.body || typeof answer.body.token !== "string") throw new Error("The token endpoint gave no token");
         self.token = answer.body.token;
         self.expiresAt = answer.body.expiresAt || null;
-        // The next announcement: renewAt when the endpoint says, else a minute before expiry.
+        // The next announcement: renewAt when the endpoint says, else as schedule() works it out.
         self.renewAt = answer.body.renewAt || null;
         self.ended = false;
         self.schedule();
