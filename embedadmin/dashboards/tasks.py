@@ -25,8 +25,14 @@ def on_dashboard_files_changed(sender: Any, root: Path, **kwargs: Any) -> None:
     """Receiver of ``semantic.modeling.registry.dashboard_files_changed`` (connected in ``DashboardsConfig.ready``):
     enqueue :func:`apply_model_dir` once the current transaction commits. A failure to enqueue is logged, never
     raised: it must not break serving the model."""
-    try:
-        model_dir = str(root)
-        transaction.on_commit(lambda: apply_model_dir.delay(model_dir))
-    except Exception:
-        logger.exception("could not enqueue applying the dashboards of %s", root)
+    model_dir = str(root)
+
+    def enqueue() -> None:
+        # Runs at commit, outside this function's frame: it guards itself (an unreachable broker must not fail
+        # the commit of whatever request or command happened to notice the files; `apply_dashboards` applies them).
+        try:
+            apply_model_dir.delay(model_dir)
+        except Exception:
+            logger.warning("could not enqueue applying the dashboards of %s", model_dir, exc_info=True)
+
+    transaction.on_commit(enqueue)

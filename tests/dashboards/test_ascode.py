@@ -55,9 +55,9 @@ dashboard:
 
 @pytest.fixture
 def model_dir(tmp_path: Path) -> Path:
-    """A copy of the demo model with a dashboards folder."""
+    """A copy of the demo model with a dashboards folder of its own (not the demo's dashboards)."""
     root = tmp_path / "model"
-    shutil.copytree(DEMO_MODEL, root)
+    shutil.copytree(DEMO_MODEL, root, ignore=shutil.ignore_patterns("dashboards"))
     (root / "dashboards").mkdir()
     (root / "dashboards" / "sales.yml").write_text(SALES)
     return root
@@ -232,3 +232,26 @@ def test_a_model_reload_that_sees_changed_files_applies_them(deployment, model_d
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         load_model(deployment.model_dir, dialect="duckdb", check_interval=0)
     assert callbacks == []  # nothing changed: nothing enqueued
+
+
+def test_an_unreachable_broker_does_not_fail_the_reload_that_noticed_the_files(
+    deployment, model_dir, django_capture_on_commit_callbacks, monkeypatch, caplog
+):
+    from kombu.exceptions import OperationalError
+
+    from embedadmin.dashboards import tasks
+
+    def broker_down(*args, **kwargs):
+        raise OperationalError("unable to open database file")
+
+    monkeypatch.setattr(tasks.apply_model_dir, "delay", broker_down)
+    # The request (or command) that noticed the files commits normally; the failure is logged, nothing applied.
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        version = load_model(deployment.model_dir, dialect="duckdb", check_interval=0)
+    assert len(callbacks) == 1
+    assert version.error is None
+    assert "could not enqueue applying the dashboards" in caplog.text
+    assert not Dashboard.objects.filter(deployment=deployment).exists()
+    # The command applies them without the broker.
+    call_command("apply_dashboards", stdout=StringIO())
+    assert Dashboard.objects.filter(deployment=deployment).count() == 1
