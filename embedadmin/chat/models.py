@@ -127,6 +127,9 @@ class Run(models.Model):
     # What the agent queries with: security context, groups, user attributes, branch (JSON, so any worker
     # process can rebuild it).
     query_context = models.JSONField(default=dict, blank=True)
+    # What the user was looking at when they asked (a dashboard's publicId and filters; {} for none): how the
+    # agent narrows its queries. A hint only: queries still run with ``query_context``'s access policies.
+    context = models.JSONField(default=dict, blank=True)
     first_seq = models.PositiveIntegerField()
     abort_requested = models.BooleanField(default=False)
     worker = models.CharField(max_length=200, blank=True, default="")

@@ -32,6 +32,7 @@ from embedadmin.chat.providers import provider_for
 from embedadmin.chat.providers.base import (
     CancelToken,
     ContentDelta,
+    ContextFilter,
     ModelUsage,
     Provider,
     ProviderRequest,
@@ -145,6 +146,7 @@ class RunExecution:
         content: list[str] = []
         thinking: list[str] = []
         history = await self._db(selectors.thread_messages, thread_id=self.run.thread_id, before_seq=self.run.first_seq)
+        dashboard = (self.run.context or {}).get("dashboard") or {}
         request = ProviderRequest(
             question=self.run.input,
             history=history,
@@ -154,6 +156,8 @@ class RunExecution:
             timezone=viewer_timezone(self.tool_context.query_context.security_context),
             lookup_values=self.lookup_values,
             search_model=self.search_model,
+            dashboard=dashboard.get("publicId", ""),
+            context_filters=[ContextFilter.from_json(f) for f in dashboard.get("filters", [])],
         )
         async for event in self.provider.stream(request):
             if isinstance(event, ThinkingDelta | ContentDelta):

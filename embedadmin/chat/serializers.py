@@ -6,6 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from embedadmin.chat.providers.base import CONTEXT_FILTER_OPERATORS
 from embedadmin.chat.services import SessionSettingsInput, StreamRequest
 from embedadmin.core.fields import (
     JsonObjectField,
@@ -18,6 +19,11 @@ from embedadmin.core.fields import (
 from embedadmin.directory.contracts import UserAttributeSerializer
 
 MESSAGE_ID_RE = r"^[0-9]{13,}-message$"  # ASCII digits: \d also matches other scripts
+DASHBOARD_PUBLIC_ID_RE = r"^[0-9A-Za-z]{12}$"
+MEMBER_RE = r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$"
+VALUELESS_OPERATORS = frozenset({"set", "notSet"})
+MAX_CONTEXT_FILTERS = 50
+MAX_FILTER_VALUES = 100
 # Fields that describe an external user and so cannot accompany internalId.
 EXTERNAL_ONLY_FIELDS = ("userAttributes", "groups", "securityContext")
 
@@ -68,6 +74,50 @@ class ChatSessionSettingsSerializer(RejectUnknownFieldsMixin, serializers.Serial
         )
 
 
+class ContextFilterSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """One filter of the dashboard the question is asked from, as Cube writes it."""
+
+    member = serializers.RegexField(
+        MEMBER_RE, max_length=255, error_messages={"invalid": "must be '<cube or view>.<member>'"}
+    )
+    operator = serializers.ChoiceField(choices=CONTEXT_FILTER_OPERATORS)
+    values = serializers.ListField(
+        child=StrictCharField(max_length=1000, allow_blank=True, trim_whitespace=False),
+        required=False,
+        max_length=MAX_FILTER_VALUES,
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs.setdefault("values", [])
+        if not attrs["values"] and attrs["operator"] not in VALUELESS_OPERATORS:
+            raise serializers.ValidationError(f"values: {attrs['operator']} needs at least one value")
+        return attrs
+
+
+class DashboardContextSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    publicId = serializers.RegexField(
+        DASHBOARD_PUBLIC_ID_RE, error_messages={"invalid": "must be 12 letters or digits"}
+    )
+    filters = serializers.ListField(child=ContextFilterSerializer(), required=False, max_length=MAX_CONTEXT_FILTERS)
+
+
+class ChatContextSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """What the user is looking at when they ask: a dashboard and its current filters (all optional)."""
+
+    dashboard = DashboardContextSerializer(required=False)
+
+    def to_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The context as it is stored with the run: every key present, in one order, so a resend compares equal."""
+        dashboard = data.get("dashboard")
+        if dashboard is None:
+            return {}
+        filters = [
+            {"member": f["member"], "operator": f["operator"], "values": list(f["values"])}
+            for f in dashboard.get("filters", [])
+        ]
+        return {"dashboard": {"publicId": dashboard["publicId"], "filters": filters}}
+
+
 class StreamChatStateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     input = StrictCharField(required=False, trim_whitespace=False, max_length=100_000)
     chatId = StrictCharField(required=False, max_length=64)
@@ -78,6 +128,12 @@ class StreamChatStateSerializer(RejectUnknownFieldsMixin, serializers.Serializer
     activeBranchName = StrictCharField(required=False, max_length=255)
     isDefaultBranch = StrictBooleanField(required=False)
 
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        fields = super().get_fields()
+        # Declared here: a class attribute named ``context`` would shadow the serializer's own ``context``.
+        fields["context"] = ChatContextSerializer(required=False)
+        return fields
+
     def stream_request(self) -> StreamRequest:
         data = self.validated_data
         return StreamRequest(
@@ -86,6 +142,7 @@ class StreamChatStateSerializer(RejectUnknownFieldsMixin, serializers.Serializer
             message_id=data.get("messageId"),
             branch_name=data.get("activeBranchName"),
             is_default_branch=data.get("isDefaultBranch"),
+            context=ChatContextSerializer().to_json(data.get("context") or {}),
         )
 
     def session_settings(self) -> SessionSettingsInput | None:

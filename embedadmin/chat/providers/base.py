@@ -63,10 +63,47 @@ ValueLookup = Callable[[str, str, Sequence[str]], Awaitable[list[str]]]
 # question of the thread is read again against the cubes its own search found.
 ModelSearch = Callable[[str], Awaitable[dict[str, Any]]]
 
+# Cube's filter operators a dashboard may send as context (``context.dashboard.filters`` of a request).
+CONTEXT_FILTER_OPERATORS = (
+    "equals",
+    "notEquals",
+    "contains",
+    "notContains",
+    "startsWith",
+    "endsWith",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "set",
+    "notSet",
+    "inDateRange",
+    "notInDateRange",
+    "beforeDate",
+    "afterDate",
+)
+
+
+@dataclass(frozen=True)
+class ContextFilter:
+    """A filter of the dashboard the user is looking at, as Cube writes it: ``member operator values``.
+
+    A hint of what the user sees, never a grant: whatever a provider does with it, its queries still run with
+    the viewer's own access policies."""
+
+    member: str  # cube_or_view.member
+    operator: str  # one of CONTEXT_FILTER_OPERATORS
+    values: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ContextFilter:
+        return cls(member=data["member"], operator=data["operator"], values=tuple(data.get("values") or ()))
+
 
 @dataclass(frozen=True)
 class ProviderRequest:
-    """One turn: the user's question, the conversation before it, and the tools."""
+    """One turn: the user's question, the conversation before it, the tools, and what the user is looking at
+    (a dashboard's ``publicId`` and its filters, when the question comes from a dashboard's chat panel)."""
 
     question: str
     history: Sequence[dict[str, Any]]
@@ -76,6 +113,8 @@ class ProviderRequest:
     timezone: str = "UTC"  # the viewer's, for dates in the question
     lookup_values: ValueLookup | None = None
     search_model: ModelSearch | None = None
+    dashboard: str = ""  # the publicId of the dashboard the question is asked from
+    context_filters: Sequence[ContextFilter] = ()
 
 
 class Provider(Protocol):

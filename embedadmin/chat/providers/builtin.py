@@ -2,8 +2,9 @@
 says what it did not understand (``analyst/``).
 
 It calls ``serviceMeta`` to learn the cubes and members this user may see, reads the question into one Cube
-query (every word placed: members, values looked up in the data, dates, grains, rankings, comparisons), runs its
-semantic SQL with ``serviceSqlApi`` and states the numbers and what was computed. A question it cannot place
+query (every word placed: members, values looked up in the data, dates, grains, rankings, comparisons), adds the
+filters of the dashboard it is asked from (``analyst/context.py``), runs its semantic SQL with ``serviceSqlApi``
+and states the numbers and what was computed. A question it cannot place
 fully, or that needs more than one query or a calculation the model does not have, is declined with the reason.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.answer import capabilities, write_answer
+from embedadmin.chat.providers.analyst.context import with_dashboard_filters
 from embedadmin.chat.providers.analyst.intent import Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, cubes_of
 from embedadmin.chat.providers.analyst.reading import read
@@ -57,6 +59,8 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
     outcome = await understand(request.question, cubes, lookup, zone=zone, now=now, previous=previous)
     if isinstance(outcome, Decline):
         return f"{outcome.reason} {capabilities(cubes)}"
+    if request.context_filters:  # asked from a dashboard: its filters narrow the answer as they narrow its tiles
+        outcome = with_dashboard_filters(outcome, request.context_filters, zone=zone, now=now)
     arguments = {
         "sqlQuery": outcome.sql(),
         "queryTitle": outcome.title(),

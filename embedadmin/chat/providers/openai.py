@@ -26,7 +26,14 @@ from typing import Any
 import httpx
 
 from embedadmin.chat.models import Agent
-from embedadmin.chat.providers.base import ContentDelta, ModelUsage, ProviderEvent, ProviderRequest, ThinkingDelta
+from embedadmin.chat.providers.base import (
+    ContentDelta,
+    ContextFilter,
+    ModelUsage,
+    ProviderEvent,
+    ProviderRequest,
+    ThinkingDelta,
+)
 from embedadmin.core.errors import ApiError
 
 logger = logging.getLogger(__name__)
@@ -53,6 +60,24 @@ chart helps. The result has the column schema, up to 100 rows in data, and total
 
 Answer briefly and state the numbers you found. When the data model cannot answer the question, say \
 so and say what it can answer about."""
+
+
+def dashboard_note(dashboard: str, filters: Sequence[ContextFilter]) -> str:
+    """The system note that tells the model which dashboard the user is looking at and with which filters (each as
+    Cube writes it: member, operator, values in JSON), to apply to its queries."""
+    if not filters:
+        return (
+            f"The user is looking at dashboard {dashboard or '(unnamed)'} with no filters applied; "
+            "answer over all the data they may see unless they ask otherwise."
+        )
+    listed = "; ".join(
+        f"{f.member} {f.operator}" + (f" {json.dumps(list(f.values))}" if f.values else "") for f in filters
+    )
+    return (
+        f"The user is looking at dashboard {dashboard or '(unnamed)'} with these filters applied: {listed}. "
+        "Apply them to every query you run (in WHERE, or HAVING for a measure; date ranges in the user's time zone) "
+        "unless the user asks otherwise, and say which you applied."
+    )
 
 
 class ModelProviderError(ApiError):
@@ -266,8 +291,10 @@ class OpenAICompatibleProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         """Call the model, run the tools it asks for and call it again, until it answers."""
+        notes = [dashboard_note(request.dashboard, request.context_filters)] if request.dashboard else []
         messages = [
             {"role": "system", "content": SYSTEM_PROMPT},
+            *({"role": "system", "content": note} for note in notes),
             *history_messages(request.history),
             {"role": "user", "content": request.question},
         ]

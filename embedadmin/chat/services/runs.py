@@ -78,16 +78,18 @@ def run_start(
     query_context: dict[str, Any],
     bus: EventBus,
     runtime: RunSubmitter,
+    context: dict[str, Any] | None = None,
 ) -> StreamPlan:
     """Start answering ``question`` in ``thread``, or re-attach to the run of the same ``message_id``.
 
     Under a short lock of the thread row: a run with this ``messageId`` is re-attached to (while it
-    streams) or replayed (once it ended) and nothing is written (the same ``messageId`` with another input is
-    a 400); another running run refuses
+    streams) or replayed (once it ended) and nothing is written (the same ``messageId`` with another input or
+    another ``context`` is a 400); another running run refuses
     the message (409 ``Streaming for thread is in progress``) unless its process died. Otherwise the run
     and the user's message are logged, and the run is handed to ``runtime`` once committed.
     """
     now = timezone.now()
+    context = context or {}
     with transaction.atomic():
         _thread_lock(thread.pk)
         if message_id is not None:
@@ -95,6 +97,8 @@ def run_start(
             if same is not None:
                 if same.input != question:
                     raise BadRequest(f"messageId {message_id} was already sent in this thread with another input")
+                if same.context != context:
+                    raise BadRequest(f"messageId {message_id} was already sent in this thread with another context")
                 if same.status == Run.Status.RUNNING and heartbeat_stale(same.heartbeat_at, now):
                     _run_end_locked(
                         run=same, outcome=Run.Status.FAILED, now=now, bus=bus, error_message=RUN_LOST_MESSAGE
@@ -112,6 +116,7 @@ def run_start(
             message_id=message_id or _generated_message_id(thread),
             input=question,
             query_context=query_context,
+            context=context,
             first_seq=seq,
             heartbeat_at=now,
             started_at=now,

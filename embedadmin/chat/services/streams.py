@@ -4,7 +4,8 @@ state or a new run) and abort the thread's run (spec 4.5)."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.utils import timezone
 
@@ -35,6 +36,8 @@ class StreamRequest:
     message_id: str | None = None
     branch_name: str | None = None
     is_default_branch: bool | None = None
+    # What the user is looking at ({"dashboard": {"publicId", "filters"}}, or {}), stored with the run as JSON.
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 def thread_create(*, agent: Agent, owner: ChatUser, branch_name: str | None, is_default_branch: bool | None) -> Thread:
@@ -103,6 +106,7 @@ def chat_stream_open(
         question=request.input,
         message_id=request.message_id,
         query_context=query_context,
+        context=request.context,
         bus=bus,
         runtime=runtime,
     )

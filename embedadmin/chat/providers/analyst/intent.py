@@ -49,6 +49,20 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class DashboardCondition:
+    """A filter of the dashboard the question is asked from, placed on a member of the answer's cube or view: its
+    semantic SQL (a ``WHERE`` test, or a ``HAVING`` one on a measure) and its plain words."""
+
+    member: Member
+    test: str
+    words: str
+
+    @property
+    def on_measure(self) -> bool:
+        return self.member.is_measure
+
+
+@dataclass(frozen=True)
 class Intent:
     """One Cube query: measures by groups (and a time grain), under conditions and a date range, ranked."""
 
@@ -64,6 +78,9 @@ class Intent:
     limit: int | None = None
     timezone: str = "UTC"
     grain_title: str = ""  # a custom granularity's title
+    # The dashboard's filters, ANDed with what the question asks (``context.py``), and the words of those left out.
+    dashboard_filters: tuple[DashboardCondition, ...] = ()
+    left_out: tuple[str, ...] = ()
 
     def replaced(self, **changes: object) -> Intent:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -84,13 +101,15 @@ class Intent:
         if self.date_range is not None and self.time is not None:
             column, start, end = self.time.column, self.date_range.start, self.date_range.end
             where.append(f"{column} >= DATE '{start.isoformat()}' AND {column} < DATE '{end.isoformat()}'")
+        where += [d.test for d in self.dashboard_filters if not d.on_measure]
+        having = [c.sql() for c in self.having] + [d.test for d in self.dashboard_filters if d.on_measure]
         sql = f"SELECT {', '.join(columns)} FROM {self.cube.name}"  # noqa: S608 (semantic SQL over model names)
         if where:
             sql += " WHERE " + " AND ".join(where)
         if self.keys:
             sql += " GROUP BY " + ", ".join(str(i) for i in range(1, self.keys + 1))
-        if self.having:
-            sql += " HAVING " + " AND ".join(c.sql() for c in self.having)
+        if having:
+            sql += " HAVING " + " AND ".join(having)
         if self.descending is not None:
             sql += f" ORDER BY {self.keys + 1} {'DESC' if self.descending else 'ASC'}"
             sql += "".join(f", {i}" for i in range(1, self.keys + 1))
@@ -129,7 +148,12 @@ class Intent:
             parts.append(ranked + (f", top {self.limit}" if self.limit is not None else ""))
         elif self.limit is not None:
             parts.append(f"first {self.limit}")
-        return "Computed: " + ", ".join(parts) + f" (time zone {self.timezone})."
+        if self.dashboard_filters:
+            parts.append("within the dashboard's filters: " + ", ".join(d.words for d in self.dashboard_filters))
+        text = "Computed: " + ", ".join(parts) + f" (time zone {self.timezone})."
+        if self.left_out:
+            text += " Left out of the dashboard's filters: " + "; ".join(self.left_out) + "."
+        return text
 
 
 def describe_aggregation(member: Member) -> str:
