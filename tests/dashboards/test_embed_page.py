@@ -1,5 +1,6 @@
 """The embed page and its gates: GET /embed/dashboard/{publicId}?session= (docs/dashboards.md, reference R4, R5, R9)."""
 
+# ruff: noqa: F401, F811
 from __future__ import annotations
 
 import datetime as dt
@@ -12,7 +13,9 @@ from embedadmin.core.errors import Forbidden, NotFound
 from embedadmin.dashboards.access import NOT_FOUND, embed_dashboard
 from embedadmin.dashboards.models import Dashboard
 from embedadmin.embedding.pages import GRANT_SALT
-from tests.embedding.conftest import exchange, generate, new_session, patch_tenant_settings  # noqa: F401
+
+# Fixtures of the embedding tests,: imported so pytest registers them here (hence F401, F811 above).
+from tests.embedding.conftest import exchange, generate, new_session, patch_tenant_settings
 from tests.embedding.dashboard_support import bootstrap_of, page_url, published_dashboard
 from tests.embedding.support import decode_embed_token
 
@@ -173,7 +176,8 @@ def test_reloading_with_a_used_session_shows_session_expired_and_no_data(api, ne
     assert again.status_code == 401
     html = again.content.decode()
     assert "This session has expired" in html
-    assert "embed-bootstrap" not in html and "token" not in html
+    assert "embed-bootstrap" not in html
+    assert "token" not in html
     # the session is gone, the dashboard's account still says who may frame the error page
     assert again["Content-Security-Policy"] == f"{EMBED_CSP} https://app.acme.test"
     assert again["Cache-Control"] == "no-store"
