@@ -74,10 +74,19 @@ class ChatSessionSettingsSerializer(RejectUnknownFieldsMixin, serializers.Serial
         )
 
 
+class StrictRegexField(serializers.RegexField):
+    """A string matching a pattern; any other JSON type is refused (DRF would match the number 1 as "1")."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Not a valid string.")
+        return str(super().to_internal_value(data))
+
+
 class ContextFilterSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     """One filter of the dashboard the question is asked from, as Cube writes it."""
 
-    member = serializers.RegexField(
+    member = StrictRegexField(
         MEMBER_RE, max_length=255, error_messages={"invalid": "must be '<cube or view>.<member>'"}
     )
     operator = serializers.ChoiceField(choices=CONTEXT_FILTER_OPERATORS)
@@ -95,9 +104,7 @@ class ContextFilterSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class DashboardContextSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    publicId = serializers.RegexField(
-        DASHBOARD_PUBLIC_ID_RE, error_messages={"invalid": "must be 12 letters or digits"}
-    )
+    publicId = StrictRegexField(DASHBOARD_PUBLIC_ID_RE, error_messages={"invalid": "must be 12 letters or digits"})
     filters = serializers.ListField(child=ContextFilterSerializer(), required=False, max_length=MAX_CONTEXT_FILTERS)
 
 
