@@ -384,6 +384,16 @@ def field_switches(config: dict[str, Any], state: ViewState) -> dict[str, str]:
     return switches
 
 
+def control_filters(config: dict[str, Any], state: ViewState) -> list[dict[str, Any]]:
+    """The Cube filters the FILTER controls give for ``state``: what every tile on their cube or view is narrowed by,
+    and what the dashboard's chat is told (the view's ``contextFilters``)."""
+    return [
+        {"member": control.member, "operator": value.operator, "values": list(value.values)}
+        for control in controls_of(config)
+        if control.type == "FILTER" and (value := state.filters.get(control.id)) is not None
+    ]
+
+
 def compose_query(config: dict[str, Any], query: dict[str, Any], state: ViewState) -> dict[str, Any]:
     """A tile's query for ``state``: the report's query, FIELD switches applied, the FILTER controls' values added
     as AND filters, the TIME_GRAIN controls' grains set on their time dimensions, and the viewer's time zone."""
@@ -391,14 +401,11 @@ def compose_query(config: dict[str, Any], query: dict[str, Any], state: ViewStat
     for old, new in field_switches(config, state).items():
         _rename_in_query(composed, old, new)
     cubes = {_cube_of(member) for member in query_members(composed)}
-    added = []
+    added = [f for f in control_filters(config, state) if _cube_of(f["member"]) in cubes]
     for control in controls_of(config):
         if _cube_of(control.member) not in cubes:
             continue
-        if control.type == "FILTER" and control.id in state.filters:
-            value = state.filters[control.id]
-            added.append({"member": control.member, "operator": value.operator, "values": list(value.values)})
-        elif control.type == "TIME_GRAIN" and control.id in state.grains:
+        if control.type == "TIME_GRAIN" and control.id in state.grains:
             for td in composed.get("timeDimensions") or []:
                 # Only a time dimension already grouped by a grain: a KPI's date range stays one number.
                 if isinstance(td, dict) and td.get("dimension") == control.member and td.get("granularity"):
@@ -556,6 +563,7 @@ def compose_view(
     return {
         "state": state.as_dict(),
         "filterUrlParameters": filter_url_parameters(config, state),
+        "contextFilters": control_filters(config, state),
         "controls": [_control_item(control, members) for control in controls_of(config)],
         "widgets": widgets,
     }

@@ -563,8 +563,21 @@
     };
   }
 
+  /** Resolves once every deferred script of the page has run (the chart libraries come after the page's own
+   * scripts, so a tile's rows may arrive before them). */
+  var scriptsRun = new Promise(function (resolve) {
+    if (document.readyState !== "loading") resolve();
+    else document.addEventListener("DOMContentLoaded", resolve, { once: true });
+  });
+
   /** vegaEmbed with the CSP-safe options. `datasets` are given to the spec by name (never fetched). */
   function embedVega(element, spec, datasets, formatter) {
+    return scriptsRun.then(function () {
+      return embedVegaNow(element, spec, datasets, formatter);
+    });
+  }
+
+  function embedVegaNow(element, spec, datasets, formatter) {
     if (typeof window.vegaEmbed !== "function") return Promise.reject(new Error("The chart library did not load"));
     var copy = JSON.parse(JSON.stringify(spec));
     delete copy.$schema;

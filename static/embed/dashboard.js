@@ -1059,7 +1059,8 @@
         return formatter;
       },
       context: function () {
-        return { dashboard: { publicId: boot.publicId, filterUrlParameters: view.filterUrlParameters || [] } };
+        // The Cube filters the controls apply (composed by the server's view): the agent narrows its answers by them.
+        return { dashboard: { publicId: boot.publicId, filters: view.contextFilters || [] } };
       },
     });
   }

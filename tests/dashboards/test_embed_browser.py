@@ -312,3 +312,30 @@ def test_embed_pages_allow_framing_only_by_the_accounts_origins(page, embed: Emb
     # Everything else may not be framed at all.
     panel = page.request.get(f"{embed.base}/admin/login/")
     assert panel.headers["x-frame-options"] == "DENY"
+
+
+def test_the_dashboard_chat_answers_within_the_dashboards_filters(page, embed: Embed, django_db_blocker):
+    frame = open_host(page, embed, "anna", **{"f_sales.status": json.dumps({"value": "completed"})})
+    count = len(events(page))
+    frame.locator(".chat-launcher").click()
+    frame.locator("textarea.chat-input").fill("How many orders?")
+    # A chat run is answered on a thread of its own, which pytest-django keeps away from the database unless told.
+    with django_db_blocker.unblock():
+        frame.locator("button.chat-send").click()
+        deadline = time.monotonic() + 30
+        while not [p for n, p in events(page)[count:] if n == "ai-query" and p["status"] != "submitted"]:
+            assert time.monotonic() < deadline, events(page)[count:]
+            page.wait_for_timeout(100)
+    done = next(p for n, p in events(page)[count:] if n == "ai-query" and p["status"] != "submitted")
+    answer = frame.locator(".chat-assistant .chat-answer").last.inner_text()
+    assert done["status"] == "completed", answer
+    # The agent answered as the viewer (Germany only, by the access policy) within the dashboard's status filter.
+    [(expected,)] = duck_rows(
+        embed.dataset,
+        "SELECT count(*) FROM orders o JOIN users u ON u.id = o.user_id WHERE u.country = ? AND o.status = ?",
+        ["Germany", "completed"],
+    )
+    assert f"{expected:,}" in answer
+    assert "within the dashboard's filters" in answer
+    submitted = [payload for name, payload in events(page)[count:] if name == "ai-query"]
+    assert [p["status"] for p in submitted][:1] == ["submitted"]

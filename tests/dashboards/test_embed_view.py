@@ -92,6 +92,10 @@ def test_an_f_parameter_cannot_reveal_another_countrys_rows(api, regional, count
     assert {"member": "sales.users_country", "operator": "equals", "values": [countries[1]]} in query["filters"]
     assert rows == []
     assert boot["view"]["filterUrlParameters"] == [f'f_sales.users_country={{"values":["{countries[1]}"]}}']
+    # and the dashboard's chat is told the same filter
+    assert boot["view"]["contextFilters"] == [
+        {"member": "sales.users_country", "operator": "equals", "values": [countries[1]]}
+    ]
 
 
 def test_the_view_endpoint_composes_a_state(api, regional):
