@@ -85,14 +85,6 @@ def _session_param(request: HttpRequest) -> str:
     return value.strip() if len(value) <= 200 and value.isascii() and value.isprintable() else ""
 
 
-def renew_at(expires_at: dt.datetime) -> dt.datetime:
-    """When a page should ask its host for a new session: ``EMBED_RENEW_LEAD_SECONDS`` before its token expires,
-    at most half the token's lifetime before."""
-    ttl = settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"]
-    lead = min(settings.EMBEDADMIN["EMBED_RENEW_LEAD_SECONDS"], ttl // 2)
-    return expires_at - dt.timedelta(seconds=lead)
-
-
 def core_api_base(deployment_id: int) -> str:
     return f"/d/{deployment_id}{settings.CUBEJS_BASE_PATH}/v1"
 
@@ -239,7 +231,7 @@ def dashboard_bootstrap(
         "versionNumber": embedded.version.number,
         "token": exchanged.token,
         "tokenExpiresAt": _iso(exchanged.expires_at),
-        "renewAt": _iso(renew_at(exchanged.expires_at)),
+        "renewAt": _iso(services.renew_at(exchanged.expires_at)),
         "coreApiBase": core_api_base(caller.deployment.pk),
         "endpoints": endpoints,
         "settings": resolved,
@@ -280,7 +272,7 @@ def chat_page(request: HttpRequest, chat_endpoint: ChatEndpoint | None = None) -
         "embedTenant": caller.embed.get("embedTenant"),
         "token": exchanged.token,
         "tokenExpiresAt": _iso(exchanged.expires_at),
-        "renewAt": _iso(renew_at(exchanged.expires_at)),
+        "renewAt": _iso(services.renew_at(exchanged.expires_at)),
         "coreApiBase": core_api_base(caller.deployment.pk),
         "endpoints": {**_endpoints(None), "chat": chat},
         "settings": caller.settings,

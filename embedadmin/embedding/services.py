@@ -220,6 +220,14 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
     return session_key
 
 
+def renew_at(expires_at: dt.datetime) -> dt.datetime:
+    """When an embed page should ask its host for a new session (``cube:event:session-expiring``):
+    ``EMBED_RENEW_LEAD_SECONDS`` before its token expires, at most half the token's lifetime before."""
+    ttl = settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"]
+    lead = min(settings.EMBEDADMIN["EMBED_RENEW_LEAD_SECONDS"], ttl // 2)
+    return expires_at - dt.timedelta(seconds=lead)
+
+
 def session_exchange(*, session_id: str) -> ExchangedToken:
     """Redeem a session once for an embed token; unknown, expired, used or revoked is 401.
 

@@ -48,8 +48,13 @@ class SessionTokenView(APIView):
         serializer = SessionIdSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         exchanged = services.session_exchange(session_id=serializer.validated_data["sessionId"])
+        # renewAt: when a page that swapped this token in place should announce it expiring (one rule, services).
         return Response(
-            {"token": exchanged.token, "expiresAt": exchanged.expires_at.isoformat().replace("+00:00", "Z")}
+            {
+                "token": exchanged.token,
+                "expiresAt": exchanged.expires_at.isoformat().replace("+00:00", "Z"),
+                "renewAt": services.renew_at(exchanged.expires_at).isoformat().replace("+00:00", "Z"),
+            }
         )
 
 

@@ -60,7 +60,10 @@ def test_exchange_returns_a_24_hour_hs256_token_for_the_deployment(
     # then
     assert response.status_code == 200
     body = response.json()
-    assert sorted(body) == ["expiresAt", "token"]
+    assert sorted(body) == ["expiresAt", "renewAt", "token"]
+    # A page that swaps this token in place announces it expiring an hour before it does (the default lead).
+    renew = dt.datetime.fromisoformat(body["renewAt"])
+    assert dt.datetime.fromisoformat(body["expiresAt"]) - renew == dt.timedelta(hours=1)
     assert jwt.get_unverified_header(body["token"])["alg"] == "HS256"
     claims = decode_embed_token(body["token"], secret=acme.created.deployment_api_secret)
     assert started + DAY <= claims["exp"] <= finished + DAY

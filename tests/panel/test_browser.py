@@ -53,7 +53,7 @@ def test_account_admin_mints_a_session_that_exchanges_for_a_token(page, live_ser
     exchanged = page.request.post(f"{live_server.url}{TOKEN_URL}", data={"sessionId": session_id})
     assert exchanged.status == 200
     body = exchanged.json()
-    assert set(body) == {"token", "expiresAt"}
+    assert set(body) == {"token", "expiresAt", "renewAt"}
     claims = decode_embed_token(body["token"], secret=cast.created.deployment_api_secret)
     assert claims["sub"] == user.external_id
     assert claims["embed"]["deploymentId"] == cast.deployment.pk
