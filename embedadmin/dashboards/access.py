@@ -13,18 +13,19 @@ verified payload.
 from __future__ import annotations
 
 import hmac
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import jwt
-from django.db.models import Q
 from django.utils.crypto import salted_hmac
 
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.selectors import deployment_by_id
 from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.core.errors import Forbidden, NotFound
-from embedadmin.dashboards.models import Dashboard, DashboardVersion, EmbedAccess, ReportSnapshot
+from embedadmin.dashboards import selectors
+from embedadmin.dashboards.models import Dashboard, DashboardVersion, ReportSnapshot
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.serving.auth import SecurityContext, core_token_verify
 from embedadmin.semantic.serving.routing import query_context
@@ -38,14 +39,26 @@ NOT_EMBEDDABLE = "This dashboard may not be embedded"
 # --- embed tokens ------------------------------------------------------------------------------------------
 
 
-def embed_token_seal(*, deployment_id: int, jti: str, sub: str) -> str:
-    """The mark only this install can put in an embed token's ``embed`` claim (keyed by its SECRET_KEY).
+def _sealed_content(payload: dict[str, Any]) -> str:
+    """What the seal covers: every claim of the token (its tenant, settings, groups, attributes, security context
+    and expiry) but the seal itself and the two the signer adds on its own (``iat``, ``aud``), canonically."""
+    body = {key: value for key, value in payload.items() if key not in ("iat", "aud")}
+    embed = dict(_embed_claim(body))
+    embed.pop("seal", None)
+    body["embed"] = embed
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
-    A host holds its deployment's signing secret and may mint any Core Data API token, but not this: so a token
-    that carries it was made by ``session_exchange`` from an admin-minted session, which is what lets it open the
-    embed endpoints and the Chat API without the deployment's ``chat_token_auth``.
+
+def embed_token_seal(*, payload: dict[str, Any]) -> str:
+    """The mark only this install can put in an embed token's ``embed`` claim: an HMAC keyed by its SECRET_KEY
+    over the whole payload (``exp`` included).
+
+    A host holds its deployment's signing secret and may mint any Core Data API token, but not this, nor change
+    a claim of a sealed token (another tenant, ``allowAi``, a later expiry): so a token that carries a valid seal
+    was made by ``session_exchange`` from an admin-minted session, exactly as it was made, which is what lets it
+    open the embed endpoints and the Chat API without the deployment's ``chat_token_auth``.
     """
-    return salted_hmac(_SEAL_SALT, f"{deployment_id}:{jti}:{sub}", algorithm="sha256").hexdigest()
+    return salted_hmac(_SEAL_SALT, _sealed_content(payload), algorithm="sha256").hexdigest()
 
 
 @dataclass(frozen=True)
@@ -100,9 +113,10 @@ def embed_token_verify(*, token: str) -> EmbedCaller:
     security = core_token_verify(deployment=deployment, token=token)
     embed = _embed_claim(security.payload)
     seal = embed.get("seal")
-    expected = embed_token_seal(
-        deployment_id=deployment.pk, jti=str(security.payload.get("jti", "")), sub=str(security.payload.get("sub", ""))
-    )
+    try:
+        expected = embed_token_seal(payload=security.payload)
+    except ValueError:  # a value JSON cannot write canonically (NaN): not a token this install made
+        raise TokenInvalid("Not an embed token") from None
     if (
         not isinstance(seal, str)
         or not hmac.compare_digest(seal, expected)
@@ -155,29 +169,19 @@ def embed_dashboard(*, claims: dict[str, Any], public_id: str) -> EmbeddedDashbo
     deployment_id = embed.get("deploymentId")
     if not isinstance(deployment_id, int) or isinstance(deployment_id, bool) or not isinstance(public_id, str):
         raise NotFound(NOT_FOUND)
-    dashboard = (
-        Dashboard.objects.select_related("workbook", "deployment")
-        .filter(public_id=public_id, deployment_id=deployment_id)
-        .first()
-    )
-    if dashboard is None:
+    # The lookup (in the token's deployment, published, its newest version) and the share are the selectors' rules.
+    published = selectors.published_dashboard(public_id=public_id, deployment_id=deployment_id)
+    if published is None:
         raise NotFound(NOT_FOUND)
-    if dashboard.status != Dashboard.Status.PUBLISHED or dashboard.version_number < 1:
-        raise NotFound(NOT_FOUND)
-    version = DashboardVersion.objects.filter(dashboard=dashboard, number=dashboard.version_number).first()
-    if version is None:  # published but its version is gone: nothing to render
-        raise NotFound(NOT_FOUND)
+    dashboard = published.dashboard
     if not dashboard.allow_embed:
         raise Forbidden(NOT_EMBEDDABLE)
     tenant = embed.get("embedTenant")
-    shared = Q(embed_tenant__isnull=True)
-    if isinstance(tenant, str) and tenant:
-        shared |= Q(embed_tenant__name=tenant)
-    if not EmbedAccess.objects.filter(
-        shared, account_id=dashboard.account_id, workbook_id=dashboard.workbook_id
-    ).exists():
+    if not selectors.is_shared_with(
+        workbook_id=dashboard.workbook_id, embed_tenant_name=tenant if isinstance(tenant, str) and tenant else None
+    ):
         raise NotFound(NOT_FOUND)
-    snapshots = tuple(ReportSnapshot.objects.filter(version=version).order_by("id"))
+    version, snapshots = published.version, tuple(published.snapshots)
     return EmbeddedDashboard(dashboard=dashboard, version=version, snapshots=snapshots)
 
 

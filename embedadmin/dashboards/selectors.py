@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 
 from embedadmin.accounts.models import Account, Deployment
 from embedadmin.core.errors import NotFound
@@ -265,12 +265,13 @@ def embed_access_of(*, workbook: Workbook) -> EmbedAccessState:
     )
 
 
-def is_shared_with(*, workbook_id: int, embed_tenant: EmbedTenant | None) -> bool:
-    """Whether the workbook's dashboard is shared with all embed users or with ``embed_tenant`` (a viewer without
-    a tenant sees only what is shared with all embed users)."""
+def is_shared_with(*, workbook_id: int, embed_tenant_name: str | None) -> bool:
+    """Whether the workbook's dashboard is shared with all embed users or with the embed tenant of that name (of the
+    workbook's account: a share names a tenant row of it). A viewer without a tenant sees only what is shared with
+    all embed users."""
     condition = Q(embed_tenant__isnull=True)
-    if embed_tenant is not None:
-        condition |= Q(embed_tenant=embed_tenant)
+    if embed_tenant_name is not None:
+        condition |= Q(embed_tenant__name=embed_tenant_name, embed_tenant__account_id=F("account_id"))
     return EmbedAccess.objects.filter(condition, workbook_id=workbook_id).exists()
 
 

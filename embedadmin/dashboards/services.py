@@ -433,6 +433,13 @@ def workbook_publish(
                 raise BadRequest(
                     f"Report {report_id} ({report.public_id}) cannot be published: {exc.message}"
                 ) from None
+        # The frozen config names each chart's report by its publicId too: a published version keeps rendering
+        # its snapshot after the report itself is deleted (the snapshot's report link is then null).
+        for widget in config.get("widgets", []):
+            if isinstance(widget, dict) and widget.get("type") == "CHART":
+                widget_config = widget.get("config")
+                if isinstance(widget_config, dict) and widget_config.get("reportId") in reports:
+                    widget_config["reportPublicId"] = reports[widget_config["reportId"]].public_id
         fingerprint = _digest({"config": config, "snapshots": list(snapshots.values())})
 
         dashboard = Dashboard.objects.select_for_update().filter(workbook=locked).first()

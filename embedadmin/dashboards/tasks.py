@@ -35,4 +35,7 @@ def on_dashboard_files_changed(sender: Any, root: Path, **kwargs: Any) -> None:
         except Exception:
             logger.warning("could not enqueue applying the dashboards of %s", model_dir, exc_info=True)
 
-    transaction.on_commit(enqueue)
+    try:
+        transaction.on_commit(enqueue)
+    except Exception:  # no usable database connection here (the look ran outside any request): nothing to apply to
+        logger.warning("could not schedule applying the dashboards of %s", model_dir, exc_info=True)

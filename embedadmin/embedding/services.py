@@ -248,6 +248,9 @@ def session_exchange(*, session_id: str) -> ExchangedToken:
         )
         expires_at = now + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
         claims = embed_token_claims(session=session)
+        # Sealed last, over every claim and the expiry the token is signed with (deployment_token_sign writes the
+        # same integer): a holder of the deployment secret can change none of them.
+        claims["embed"]["seal"] = embed_token_seal(payload={**claims, "exp": int(expires_at.timestamp())})
         token = deployment_token_sign(deployment=session.deployment, claims=claims, expires_at=expires_at)
     return ExchangedToken(token=token, expires_at=expires_at, claims={**claims, "exp": int(expires_at.timestamp())})
 
@@ -328,7 +331,6 @@ def embed_token_claims(*, session: EmbedSession) -> dict[str, Any]:
             "creatorMode": session.creator_mode,
             "settings": resolved.as_claim(),
             **stored.get("identity", {}),
-            "seal": embed_token_seal(deployment_id=session.deployment_id, jti=jti, sub=stored["sub"]),
         },
     }
 

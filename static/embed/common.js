@@ -360,26 +360,47 @@
     return this.cache[key];
   };
 
+  // Cube's named numeric formats (/v1/meta shows them as {type: "custom-numeric", value: <d3>, alias: <name>}):
+  // the family and, after "_", the decimals (trailing zeros trimmed, as the d3 "~" says).
+  var NAMED_FORMAT = /^(number|decimal|percent|currency|accounting|abbr)(?:_(\d))?$/;
+
   Formatter.prototype.number = function (value, member) {
     if (value === null || value === undefined || value === "") return "–";
     var n = typeof value === "number" ? value : Number(value);
     if (!isFinite(n)) return String(value);
     var format = member && member.format;
-    if (format && typeof format === "object") format = format.type;
-    if (format === "currency") {
+    var digits = null;
+    var named = false;
+    if (format && typeof format === "object") {
+      var alias = String(format.alias || "");
+      if (alias === "id") return String(Math.round(n));
+      var match = NAMED_FORMAT.exec(alias);
+      named = Boolean(match);
+      format = match ? match[1] : format.type;
+      if (match && match[2] !== undefined) digits = Number(match[2]);
+    }
+    var decimals = digits === null ? (Number.isInteger(n) ? 0 : 2) : digits;
+    if (format === "currency" || format === "accounting") {
       var code = (member.currency || "USD").toUpperCase();
+      var options = { style: "currency", currency: code, maximumFractionDigits: digits === null ? 2 : digits };
+      options.minimumFractionDigits = digits === null ? 2 : Math.min(digits, 2);
+      if (format === "accounting") options.currencySign = "accounting";
       try {
-        return this.numberFormat("c:" + code, { style: "currency", currency: code }).format(n);
+        return this.numberFormat("c:" + code + ":" + format + ":" + digits, options).format(n);
       } catch (ignored) {
-        return this.numberFormat("n", {}).format(n) + " " + code;
+        return this.numberFormat("n:" + decimals, { maximumFractionDigits: decimals }).format(n) + " " + code;
       }
     }
     if (format === "percent") {
-      // Cube's percent format: the value is already a percentage (12.5 -> 12.5%).
-      return this.numberFormat("p", { style: "percent", maximumFractionDigits: 2 }).format(n / 100);
+      // A named percent format holds a fraction (d3's %); Cube's plain "percent" a percentage (12.5 -> 12.5%).
+      var fraction = named ? n : n / 100;
+      var places = digits === null ? 2 : digits;
+      return this.numberFormat("p:" + places, { style: "percent", maximumFractionDigits: places }).format(fraction);
     }
-    if (Math.abs(n) >= 1e6) return this.numberFormat("big", { maximumFractionDigits: 1, notation: "compact" }).format(n);
-    return this.numberFormat("n", { maximumFractionDigits: Number.isInteger(n) ? 0 : 2 }).format(n);
+    if (format === "abbr") {
+      return this.numberFormat("a:" + decimals, { notation: "compact", maximumFractionDigits: decimals }).format(n);
+    }
+    return this.numberFormat("n:" + decimals, { maximumFractionDigits: decimals }).format(n);
   };
 
   var GRAIN_OPTIONS = {

@@ -731,7 +731,7 @@
     var headRow = h("tr");
     columns.forEach(function (column) {
       var member = describe(members, column);
-      headRow.appendChild(h("th" + (member.type === "number" ? ".num" : ""), { scope: "col" }, member.title || member.shortTitle || K.memberTitle(column)));
+      headRow.appendChild(h("th" + (member.type === "number" ? ".num" : ""), { scope: "col" }, member.shortTitle || member.title || K.memberTitle(column)));
     });
     var body = h("tbody");
     var limit = Math.min(rows.length, 2000);

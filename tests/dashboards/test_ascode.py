@@ -86,7 +86,8 @@ def test_apply_creates_workbook_reports_and_a_published_shared_dashboard(deploym
     published = selectors.published_dashboard(public_id=dashboard.public_id, deployment_id=deployment.pk)
     assert [s.kind for s in published.snapshots] == ["vega", "kpi"]
     widgets = published.version.config["widgets"]
-    assert widgets[0]["config"] == {"reportId": reports["Revenue by month"].pk}
+    revenue = reports["Revenue by month"]
+    assert widgets[0]["config"] == {"reportId": revenue.pk, "reportPublicId": revenue.public_id}
     assert selectors.embed_access_of(workbook=workbook).tenant_names() == ["acme-corp"]
 
 

@@ -93,8 +93,9 @@ def test_exchange_returns_a_24_hour_hs256_token_for_the_deployment(
             "externalId": "alice",
             "email": "alice@acme.test",
             "userProfile": {"displayName": "Alice", "picture": "https://cdn.acme.test/alice.png"},
-            # The install's mark (dashboards.access.embed_token_seal): a host holding the secret cannot mint it.
-            "seal": embed_token_seal(deployment_id=acme.deployment.pk, jti=str(session.public_id), sub="alice"),
+            # The install's mark over every claim and the expiry (dashboards.access.embed_token_seal): a host
+            # holding the deployment secret can neither mint it nor change a claim under it.
+            "seal": embed_token_seal(payload=claims),
         },
     }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from embedadmin.dashboards import selectors
+from embedadmin.dashboards.access import EmbeddedDashboard
 from embedadmin.dashboards.models import Dashboard, DashboardVersion, EmbedAccess, ReportSnapshot
 from embedadmin.directory.services import embed_tenant_get_or_create
 from tests.dashboards import support
@@ -230,12 +231,14 @@ def test_first_publish_creates_the_dashboard_with_snapshots(api, book, modelled)
     assert dashboard["publicId"].isalnum()
     assert (dashboard["status"], dashboard["allowEmbed"], dashboard["versionNumber"]) == ("published", False, 1)
     assert (dashboard["title"], dashboard["description"]) == ("Sales", "All of it")
-    assert (
-        dashboard["config"]
-        == ok(api.get(f"{base(modelled)}/workbooks/{book['workbook']['id']}", **modelled.platform_headers))[
-            "dashboardDraft"
-        ]
-    )
+    draft = ok(api.get(f"{base(modelled)}/workbooks/{book['workbook']['id']}", **modelled.platform_headers))[
+        "dashboardDraft"
+    ]
+    # The frozen config is the draft, each chart naming its report by publicId too (it outlives the report).
+    for widget in draft["widgets"]:
+        if widget["type"] == "CHART":
+            widget["config"]["reportPublicId"] = book["report"]["publicId"]
+    assert dashboard["config"] == draft
     [snapshot] = dashboard["reportSnapshots"]
     assert snapshot["reportId"] == book["report"]["id"]
     assert (snapshot["publicId"], snapshot["versionNumber"], snapshot["kind"]) == ("Revenue00001", 1, "vega")
@@ -326,6 +329,20 @@ def test_publish_after_the_report_was_deleted_is_400(api, book, modelled):
     message = error(publish(api, modelled, book["workbook"]["id"]), 400)
     assert f"report {book['report']['id']} does not exist" in message
     assert Dashboard.objects.count() == 0
+
+
+def test_a_published_dashboard_keeps_rendering_a_report_deleted_after_the_publish(api, book, modelled):
+    dashboard = ok(publish(api, modelled, book["workbook"]["id"]))
+    assert (
+        api.delete(f"{base(modelled)}/reports/{book['report']['id']}", **modelled.platform_headers).status_code == 204
+    )
+
+    published = selectors.published_dashboard(public_id=dashboard["publicId"], deployment_id=modelled.deployment.pk)
+    [snapshot] = published.snapshots
+    assert snapshot.report_id is None  # the report is gone; its snapshot stays, found by the report's publicId
+    embedded = EmbeddedDashboard(dashboard=published.dashboard, version=published.version, snapshots=(snapshot,))
+    [chart] = [w for w in published.version.config["widgets"] if w["type"] == "CHART"]
+    assert embedded.snapshot_for(chart["config"]) == snapshot
 
 
 def test_publish_uses_the_workbooks_meta_public_id(api, book, modelled):
@@ -441,7 +458,7 @@ def test_selectors_for_the_embed_page(api, book, modelled):
         is None
     )
     assert selectors.published_dashboard(public_id="Nope00000000") is None
-    assert selectors.is_shared_with(workbook_id=workbook_id, embed_tenant=tenant) is False
+    assert selectors.is_shared_with(workbook_id=workbook_id, embed_tenant_name=tenant.name) is False
     ok(
         put_json(
             api,
@@ -450,8 +467,8 @@ def test_selectors_for_the_embed_page(api, book, modelled):
             **modelled.platform_headers,
         )
     )
-    assert selectors.is_shared_with(workbook_id=workbook_id, embed_tenant=tenant) is True
-    assert selectors.is_shared_with(workbook_id=workbook_id, embed_tenant=None) is False
+    assert selectors.is_shared_with(workbook_id=workbook_id, embed_tenant_name=tenant.name) is True
+    assert selectors.is_shared_with(workbook_id=workbook_id, embed_tenant_name=None) is False
     assert selectors.embed_access_of(workbook=row.workbook).tenant_names() == ["acme-corp"]
 
 
