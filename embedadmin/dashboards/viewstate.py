@@ -212,15 +212,21 @@ def _first(params: Iterable[tuple[str, str]]) -> dict[str, str]:
     return seen
 
 
+# An f_ value longer than this is not a filter a control takes (a few hundred values at most): ignored unread.
+MAX_FILTER_PARAMETER = 8192
+
+
 def apply_filter_parameter(config: dict[str, Any], state: ViewState, name: str, value: str) -> bool:
     """Apply one ``f_<member>=<JSON>`` to ``state``; False when no FILTER control takes it (then nothing changes)."""
     member = name[2:]
+    if len(value) > MAX_FILTER_PARAMETER:
+        return False  # unusable, like any other: ignored
     try:
         raw = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
             raw = json.loads(unquote(value))
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
     applied = False
     for control in controls_of(config):

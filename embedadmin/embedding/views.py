@@ -4,21 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import jwt
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts.authentication import ApiKeyAuthentication, ApiKeyRequest, IsAdminApiKey
-from embedadmin.accounts.tokens import TokenInvalid, deployment_token_verify
+from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.core.errors import Unauthorized
 from embedadmin.core.pagination import paginate
+from embedadmin.dashboards.access import embed_token_verify
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.directory.contracts import attribute_definition_item
 from embedadmin.directory.models import EmbedTenant, Group
-from embedadmin.embedding import selectors, services
+from embedadmin.embedding import services
 from embedadmin.embedding.serializers import SessionIdSerializer, generate_session_input
 
 if TYPE_CHECKING:
@@ -68,29 +67,19 @@ class SessionRevokeView(AdminApiKeyView):
 
 class SessionContextView(APIView):
     """What an embed token grants: ``Authorization: Bearer <embed token>``. A revoked, expired or
-    forged token is 401; this is how an embed page checks its token is still good."""
+    forged token is 401 (verified as every embed endpoint verifies one: ``dashboards.access.embed_token_verify``);
+    this is how an embed page checks its token is still good."""
 
     def get(self, request: Request) -> Response:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("Authorization header must be 'Bearer <embed token>'")
-        token = token.strip()
         try:
-            unverified = jwt.decode(token, options={"verify_signature": False})
-            deployment_id = int(unverified["embed"]["deploymentId"])
-        except Exception:
-            raise Unauthorized("Not an embed token") from None
-        deployment = accounts_selectors.deployment_by_id(deployment_id=deployment_id)
-        if deployment is None:
-            raise Unauthorized("Not an embed token")
-        try:
-            payload = deployment_token_verify(deployment=deployment, token=token)
+            caller = embed_token_verify(token=token)
         except TokenInvalid as exc:
             raise Unauthorized(str(exc)) from None
-        if selectors.embed_token_session(deployment=deployment, payload=payload) is None:
-            raise Unauthorized("Not an embed token")
-        return Response(payload)
+        return Response(caller.claims)
 
 
 # --- embed-tenant admin (spec 4.3) ---------------------------------------------------------------------

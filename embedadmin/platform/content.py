@@ -176,7 +176,7 @@ def _id_param(params: Mapping[str, str], name: str) -> int | None:
     raw = params.get(name)
     if raw is None or raw == "":
         return None
-    if not raw.isdigit() or len(raw) > 19:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19:  # "²".isdigit() is True, int("²") fails
         raise BadRequest(f"{name} must be a positive integer")
     return int(raw)
 

@@ -932,6 +932,8 @@
   function applyView(next, options, startedAt) {
     var previous = view;
     view = next;
+    // The server signs a fresh grant with every view: a page renewed in place keeps filtering and exporting.
+    if (typeof next.grant === "string" && next.grant) boot.grant = next.grant;
     if (next.state && next.state.timezone && next.state.timezone !== formatter.timezone) {
       formatter = new K.Formatter(formatter.locale, next.state.timezone);
     }

@@ -300,3 +300,24 @@ def test_the_chat_page_ignores_show_dashboard_chat(api, new_session, acme):
     assert boot["endpoints"]["chat"] == f"/api/v1/public/acme/agents/{agent.public_id}/chat/stream-chat-state"
     assert boot["settings"]["showDashboardChat"] is False
     assert boot["settings"]["allowAi"] is True
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("[" * 200_000, id="nested past the recursion limit"),
+        pytest.param('{"values": ["' + "x" * 20_000 + '"]}', id="longer than any filter"),
+        pytest.param("{not json", id="not JSON"),
+    ],
+)
+def test_an_unusable_f_parameter_is_ignored_and_the_page_renders(api, new_session, acme, value):
+    # given
+    published_dashboard(acme)
+    session_id = new_session(acme, externalId="alice")
+
+    # when
+    response = api.get(page_url("SalesOverv01", session_id, **{"f_sales.users_country": value}))
+
+    # then: the page, with no filter from it (not a server error after the session was spent)
+    assert response.status_code == 200
+    assert bootstrap_of(response)["view"]["state"]["filters"] == {}

@@ -214,3 +214,12 @@ def test_another_accounts_deployment_and_workbook_are_404_and_unchanged(api, acm
     assert [r.status_code for r in calls] == [404] * len(calls)
     assert db_rows() == before
     assert Workbook.objects.get(pk=theirs["id"]).name == "theirs"
+
+
+@pytest.mark.parametrize("path", ["workbooks?folderId", "reports?workbookId", "reports?folderId", "folders?parentId"])
+@pytest.mark.parametrize("value", ["%C2%B2", "%D9%A3", "-1", "1e3", "9" * 20])
+def test_an_id_filter_that_is_not_an_ascii_integer_is_400(api, acme, path, value):
+    # "²" and "٣" are digits to str.isdigit() but not to int(): a 400, never a server error
+    response = api.get(f"{base(acme)}/{path}={value}", **acme.platform_headers)
+    assert response.status_code == 400
+    assert "must be a positive integer" in response.json()["error"]
