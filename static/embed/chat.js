@@ -182,8 +182,8 @@
         var target = h("div.chart");
         holder.appendChild(target);
         turn.insertBefore(holder, answer.nextSibling);
-        spec = Object.assign({}, spec, { data: { name: "table" } });
-        K.embedVega(target, spec, { table: result.data }, options.formatter || function () {
+        var chart = chartData(spec, result);
+        K.embedVega(target, chart.spec, { table: chart.rows }, options.formatter || function () {
           return new K.Formatter();
         }).catch(function () {
           holder.parentNode.removeChild(holder);
@@ -217,6 +217,44 @@
   }
 
   /** POST the question and call onFrame with every NDJSON line as it arrives. */
+  var NUMERIC_COLUMNS = { Int64: 1, Int32: 1, Double: 1, Decimal: 1, Float: 1, Number: 1 };
+
+  /** A chat result's chart: rows come as arrays beside their `schema` (the SQL API's shape), and column names
+   * such as `measure(sales.revenue)` are not Vega field names (dots are paths there). Each column becomes the
+   * plain field c0, c1... (numbers as numbers) and the spec's fields that name a column are renamed to it, titled
+   * with the column's name unless the spec titles them. */
+  function chartData(spec, result) {
+    var schema = Array.isArray(result.schema) ? result.schema : [];
+    var names = schema.map(function (column) {
+      return column && column.name;
+    });
+    var rows = result.data.map(function (row) {
+      var item = {};
+      names.forEach(function (name, index) {
+        var value = Array.isArray(row) ? row[index] : row && row[name];
+        if (NUMERIC_COLUMNS[schema[index].column_type] && value !== null && value !== undefined && value !== "") {
+          value = Number(value);
+        }
+        item["c" + index] = value;
+      });
+      return item;
+    });
+    var copy = JSON.parse(JSON.stringify(spec));
+    copy.data = { name: "table" };
+    var encoding = copy.encoding && typeof copy.encoding === "object" ? copy.encoding : {};
+    Object.keys(encoding).forEach(function (channel) {
+      var defs = Array.isArray(encoding[channel]) ? encoding[channel] : [encoding[channel]];
+      defs.forEach(function (def) {
+        if (!def || typeof def !== "object") return;
+        var index = names.indexOf(def.field);
+        if (index < 0) return;
+        if (def.title === undefined) def.title = def.field;
+        def.field = "c" + index;
+      });
+    });
+    return { spec: copy, rows: rows };
+  }
+
   function stream(options, body, onFrame) {
     return fetch(options.endpoint, {
       method: "POST",

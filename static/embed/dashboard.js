@@ -500,6 +500,7 @@
 
   function disposeTile(tile) {
     if (tile.controller) tile.controller.abort();
+    if (tile.sizeWatch) tile.sizeWatch.disconnect();
     if (tile.vegaView) tile.vegaView.finalize();
     tile.vegaView = null;
   }
@@ -669,6 +670,7 @@
     }).then(function (result) {
       tile.vegaView = result.view;
       tile.vegaKey = key;
+      watchSize(tile, target);
       result.view.addEventListener("click", function (event, item) {
         drilldown(tile, item);
       });
@@ -676,6 +678,30 @@
         K.hideTooltip();
       });
     });
+  }
+
+  /** Vega's "container" size follows the window only: a tile that narrows without the window doing so (the chat
+   * panel opening, a host resizing the frame's column) has its chart refitted. */
+  var refitQueued = false;
+
+  function watchSize(tile, target) {
+    if (typeof ResizeObserver === "undefined") return;
+    if (tile.sizeWatch) tile.sizeWatch.disconnect();
+    var last = target.clientWidth + "x" + target.clientHeight;
+    tile.sizeWatch = new ResizeObserver(function () {
+      var size = target.clientWidth + "x" + target.clientHeight;
+      if (size === last || !tile.vegaView) return;
+      last = size;
+      // Vega-Lite's container width is a signal on the window's resize event: tell it, once per frame.
+      if (!refitQueued) {
+        refitQueued = true;
+        window.requestAnimationFrame(function () {
+          refitQueued = false;
+          window.dispatchEvent(new Event("resize"));
+        });
+      }
+    });
+    tile.sizeWatch.observe(target);
   }
 
   function queryDimensions(query) {
