@@ -124,6 +124,9 @@ def folder_create(*, deployment: Deployment, name: str, parent: Folder | None = 
     if parent is not None and len(selectors.folder_ancestors(folder=parent)) >= MAX_FOLDER_DEPTH:
         raise BadRequest(f"Folders nest at most {MAX_FOLDER_DEPTH} deep")
     with transaction.atomic():
+        # The parent is locked until the folder is in: a delete of it waits, or went first and this is a 404.
+        if parent is not None and not Folder.objects.select_for_update().filter(pk=parent.pk).exists():
+            raise NotFound(f"Folder {parent.pk} not found")
         return Folder.objects.create(
             account_id=deployment.account_id, deployment=deployment, name=name, parent=parent, position=position
         )
@@ -142,7 +145,9 @@ def folder_update(*, folder: Folder, changes: Mapping[str, Any]) -> Folder:
 def folder_delete(*, folder: Folder) -> None:
     """Delete a folder without sub-folders; its workbooks and reports move to the root."""
     with transaction.atomic():
-        locked = Folder.objects.select_for_update().get(pk=folder.pk)
+        locked = Folder.objects.select_for_update().filter(pk=folder.pk).first()
+        if locked is None:  # deleted by a concurrent request a moment ago
+            raise NotFound(f"Folder {folder.pk} not found")
         if selectors.folder_has_children(folder=locked):
             raise BadRequest(f"Folder {folder.pk} has sub-folders: delete or move them first")
         Workbook.objects.filter(folder=locked).update(folder=None, updated_at=timezone.now())

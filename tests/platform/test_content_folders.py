@@ -3,6 +3,8 @@ ancestors; isolation and bad input."""
 
 from __future__ import annotations
 
+import pytest
+
 from embedadmin.dashboards.models import Folder, Workbook
 from tests.dashboards import support
 from tests.dashboards.support import (
@@ -120,3 +122,35 @@ def test_another_accounts_folders_are_404_and_unchanged(api, acme, globex):
     assert [r.status_code for r in calls] == [404] * len(calls)
     assert content_rows() == before
     assert Workbook.objects.count() == 0
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_sub_folder_and_a_delete_of_its_parent_at_once_never_fail_the_server(modelled):
+    from embedadmin.core.errors import ApiError
+    from embedadmin.dashboards import services as content
+    from tests.conftest import run_concurrently
+
+    for _ in range(5):
+        parent = content.folder_create(deployment=modelled.deployment, name="parent")
+
+        def create(parent=parent):
+            try:
+                return content.folder_create(deployment=modelled.deployment, name="child", parent=parent)
+            except ApiError as exc:
+                return exc.status
+
+        def delete(parent=parent):
+            try:
+                return content.folder_delete(folder=parent)
+            except ApiError as exc:
+                return exc.status
+
+        created, deleted = run_concurrently([create, delete])
+        # Either the child went in first (the delete is then refused: it has a sub-folder), or the delete went
+        # first (the child's parent is gone: 404); never an integrity error.
+        if deleted is None:
+            assert created == 404
+        else:
+            assert deleted == 400
+            assert created.parent_id == parent.pk
