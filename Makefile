@@ -14,7 +14,7 @@ DEMO_ORDERS ?= 100000
 # The embedded install keeps its generated secret key and SQLite files under var/.
 RUNENV := SECRET_KEY_FILE=$(CURDIR)/var/secret_key EMBEDADMIN_VAR_DIR=$(CURDIR)/var
 
-.PHONY: help venv run serve migrate demo demo-data test test-fast lint format bench clean vendor
+.PHONY: help venv run serve migrate demo demo-data test test-fast lint format bench drills clean vendor
 
 help:
 	@echo "make run    set up and serve on http://$(HOST):$(PORT) (SQLite + DuckDB, in-process worker)"
@@ -87,6 +87,12 @@ format: venv
 bench: venv
 	@eval "$$(bash scripts/test-services.sh)" && bash scripts/bench-tools.sh && \
 	$(PY) bench/generate_session.py && $(PY) bench/core_api.py && $(PY) bench/chat.py && $(PY) bench/analyst.py
+
+# Fault drills against a real multi-process deployment of their own (PostgreSQL, Redis, gunicorn with 2 workers,
+# Celery) on free ports: never the shared test services. DRILLS_ARGS="--only NAME"; see drills/README.md.
+DRILLS_ARGS ?=
+drills: venv
+	$(PY) -m drills.run $(DRILLS_ARGS)
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache .mypy_cache .import_linter_cache

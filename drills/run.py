@@ -1,0 +1,211 @@
+"""Run the fault drills: ``make drills`` (``.venv/bin/python -m drills.run [--only NAME] [--budget SECONDS]``).
+
+The drill contract (also in ``drills/README.md``):
+
+- A drill is a module ``drills/drill_<name>.py``; ``<name>`` is what ``--only`` takes.
+- It defines ``run(cluster) -> Drill``: ``cluster`` is :func:`drills._cluster.cluster`, a context manager factory
+  (``with cluster(postgres_data=True) as c: ...``) whose deployment the drill owns and may break; it is torn down
+  when the block exits. A drill that needs no deployment may define ``run() -> Drill`` instead.
+- It returns a :class:`drills._cluster.Drill` with its figures and expectations (``drill.expect(text, ok)``);
+  the drill fails if any expectation is false, if it raises, or if it runs past its budget.
+- It may set ``BUDGET_SECONDS = <int>`` at module level (a literal: the runner reads it without importing the
+  module); 120 s by default. The cluster's start (about 15 s) counts.
+
+Each drill runs in a process of its own (``--child``), with a wall-clock budget: past it the process gets
+SIGTERM (the cluster tears itself down), 20 s later SIGKILL, and the runner removes whatever the cluster had
+left (its processes, its PostgreSQL, its temporary directory). All drills together get ``--budget`` seconds (450 by
+default, so that CI's ``make test`` + ``make drills`` stays under 25 minutes); a drill that cannot start within
+what is left fails as not run. Results go to ``var/drills.json``; the exit status is 1 if any drill failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import importlib
+import inspect
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+
+from drills._cluster import ROOT, STATE_ENV, Drill, cluster
+
+DRILLS_DIR = Path(__file__).resolve().parent
+DEFAULT_BUDGET = 120
+TOTAL_BUDGET = 450
+KILL_GRACE = 20
+
+
+def discover() -> list[str]:
+    """The drills' names, in file-name order."""
+    return sorted(path.stem.removeprefix("drill_") for path in DRILLS_DIR.glob("drill_*.py"))
+
+
+def budget_of(name: str) -> int:
+    """The drill's ``BUDGET_SECONDS`` literal, read from its source (without importing it)."""
+    tree = ast.parse((DRILLS_DIR / f"drill_{name}.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id == "BUDGET_SECONDS":
+                value = getattr(node, "value", None)
+                if isinstance(value, ast.Constant) and isinstance(value.value, int | float):
+                    return int(value.value)
+    return DEFAULT_BUDGET
+
+
+def run_child(name: str, result_path: Path) -> int:
+    """In the drill's own process: run it and write its result as JSON."""
+    started = time.monotonic()
+    try:
+        module = importlib.import_module(f"drills.drill_{name}")
+        takes_cluster = bool(inspect.signature(module.run).parameters)
+        drill = module.run(cluster) if takes_cluster else module.run()
+        if not isinstance(drill, Drill):
+            raise TypeError(f"run() returned {type(drill).__name__}, not a Drill")
+    except BaseException as exc:  # the drill's failure is reported, not raised
+        traceback.print_exc()
+        drill = Drill(name)
+        drill.expect(f"the drill ran to its end (it raised {type(exc).__name__}: {exc})", False)
+    data = drill.as_dict()
+    data["seconds"] = round(time.monotonic() - started, 1)
+    result_path.write_text(json.dumps(data))
+    return 0
+
+
+def _cleanup(state_file: Path) -> None:
+    """Remove what a killed drill's cluster left: its process groups, its PostgreSQL, its directory."""
+    try:
+        state = json.loads(state_file.read_text())
+    except (OSError, ValueError):
+        return
+    for group in state.get("process_groups", []):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+    pg_data = Path(state.get("pg_data", ""))
+    if (pg_data / "postmaster.pid").exists():
+        command = [state["pg_ctl"], "-D", str(pg_data), "-m", "immediate", "-w", "stop"]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        subprocess.run(command, capture_output=True, timeout=30, check=False)  # noqa: S603
+    directory = state.get("directory")
+    if directory and Path(directory).name.startswith("embedadmin-drill-"):
+        shutil.rmtree(directory, ignore_errors=True)
+    state_file.unlink(missing_ok=True)
+
+
+def run_one(name: str, timeout: float) -> Drill:
+    """Run one drill in a process of its own, within ``timeout`` seconds."""
+    scratch = Path(tempfile.mkdtemp(prefix="drills-run-"))
+    result_path, state_file = scratch / "result.json", scratch / "state.json"
+    env = {**os.environ, STATE_ENV: str(state_file), "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "drills.run", "--child", name, "--result", str(result_path)]
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)  # noqa: S603
+    timed_out = False
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        print(f"!! drill {name} ran past its budget of {timeout:.0f} s: stopping it", flush=True)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=KILL_GRACE)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    except BaseException:  # Ctrl-C: stop the drill, clean up, and go
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=KILL_GRACE)
+        _cleanup(state_file)
+        raise
+    seconds = time.monotonic() - started
+    _cleanup(state_file)
+    try:
+        drill = Drill.from_dict(json.loads(result_path.read_text()))
+    except (OSError, ValueError, KeyError):
+        drill = Drill(name)
+        if not timed_out:
+            drill.expect(f"the drill's process reported a result (it exited with status {process.returncode})", False)
+    if timed_out:
+        drill.expect(f"the drill finished within its budget of {timeout:.0f} s", False)
+    drill.figures["drill_seconds"] = round(seconds, 1)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return drill
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", action="append", metavar="NAME", help="run this drill only (repeatable)")
+    parser.add_argument("--budget", type=float, default=TOTAL_BUDGET, help="seconds for all the drills together")
+    parser.add_argument("--list", action="store_true", help="list the drills and their budgets")
+    parser.add_argument("--json", type=Path, default=ROOT / "var" / "drills.json", help="where to write the results")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.child:
+        return run_child(args.child, args.result)
+
+    names = discover()
+    if args.list:
+        for name in names:
+            print(f"{name:<24} budget {budget_of(name)} s")
+        return 0
+    if args.only:
+        unknown = sorted(set(args.only) - set(names))
+        if unknown:
+            parser.error(f"no such drill: {', '.join(unknown)} (drills: {', '.join(names)})")
+        names = [name for name in names if name in args.only]
+
+    planned = sum(budget_of(name) for name in names)
+    print(f"drills: {', '.join(names)} (budgets add up to {planned} s; total budget {args.budget:.0f} s)", flush=True)
+    started = time.monotonic()
+    results: list[Drill] = []
+    for name in names:
+        left = args.budget - (time.monotonic() - started)
+        budget = min(budget_of(name), left)
+        if budget < 10:
+            drill = Drill(name)
+            drill.expect(f"the drill ran (not run: the total budget of {args.budget:.0f} s was spent)", False)
+        else:
+            print(f"-- drill {name} (budget {budget:.0f} s)", flush=True)
+            drill = run_one(name, budget)
+        drill.print()
+        results.append(drill)
+
+    seconds = time.monotonic() - started
+    failed = [drill.name for drill in results if not drill.ok]
+    report = {
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seconds": round(seconds, 1),
+        "ok": not failed,
+        "drills": [drill.as_dict() for drill in results],
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2) + "\n")
+    verdict = f"FAILED: {', '.join(failed)}" if failed else "all passed"
+    print(f"drills: {len(results)} in {seconds:.0f} s, {verdict}; results in {args.json}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
