@@ -161,9 +161,15 @@ CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 180
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Chat runs hold a lease: the process executing a run renews its heartbeat this often, and a run whose heartbeat
+# is older than CHAT_RUN_STALE_SECONDS lost its process: it is failed, and its thread takes messages again.
+CHAT_RUN_HEARTBEAT_SECONDS = env_float("CHAT_RUN_HEARTBEAT_SECONDS", 1.0)
+CHAT_RUN_STALE_SECONDS = env_float("CHAT_RUN_STALE_SECONDS", 3.0)
+
 CELERY_BEAT_SCHEDULE: dict = {
     "chat-expire-ephemeral-users": {"task": "chat.expire_ephemeral_users", "schedule": 60.0},
-    "chat-fail-stale-runs": {"task": "chat.fail_stale_runs", "schedule": 20.0},
+    # A run nobody watches is failed within CHAT_RUN_STALE_SECONDS plus this of its process's death.
+    "chat-fail-stale-runs": {"task": "chat.fail_stale_runs", "schedule": 2.0},
     "chat-reconcile-user-counts": {"task": "chat.reconcile_user_counts", "schedule": 3600.0},
     "accounts-purge-revoked-tokens": {"task": "accounts.purge_revoked_tokens", "schedule": 3600.0},
 }
@@ -193,6 +199,8 @@ class SemanticSettings(TypedDict):
     DEFAULT_QUERY_LIMIT: int
     MAX_QUERY_LIMIT: int
     JWKS_TTL_SECONDS: int
+    JOB_LEASE_SECONDS: float
+    JOB_RENEW_SECONDS: float
 
 
 # Product settings.
@@ -229,6 +237,10 @@ SEMANTIC: SemanticSettings = {
     "DEFAULT_QUERY_LIMIT": env_int("DEFAULT_QUERY_LIMIT", 10_000, minimum=1),
     "MAX_QUERY_LIMIT": env_int("MAX_QUERY_LIMIT", 50_000, minimum=1),
     "JWKS_TTL_SECONDS": env_int("JWKS_TTL_SECONDS", 300, minimum=1),
+    # A query job shared between processes carries a lease its owner renews every JOB_RENEW_SECONDS; a request
+    # waiting on it takes the job over once JOB_LEASE_SECONDS pass without a renewal (the owner died).
+    "JOB_LEASE_SECONDS": env_float("JOB_LEASE_SECONDS", 1.5),
+    "JOB_RENEW_SECONDS": env_float("JOB_RENEW_SECONDS", 0.5),
 }
 
 LOGGING = {

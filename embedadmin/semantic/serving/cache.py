@@ -3,6 +3,11 @@
 Results, the job registry that lets a repeated request re-attach to a running query, and each result's stamp
 (when it was read, which kept answers check) live in Django's cache, so with Redis they span processes. The
 modes and the registry are described in ``docs/core-data-api.md`` ("Result cache and Continue wait").
+
+A job shared between processes carries a lease (``lease:<job id>``, ``lease_s`` long) that its owner renews every
+``renew_s`` while the job runs or waits to run: a request waiting on another process's job that finds the lease
+gone (the owner died) takes the job over, running the query itself as the job's new owner, so an identical query
+is never left waiting for the registration of a dead process to expire.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import BaseCache
+from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.core.versions import thread_cache
 from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult
@@ -61,6 +67,8 @@ class CachedResult:
 
 # ("ok", refreshed_at, result) or ("error", exception)
 _Outcome = tuple[Any, ...]
+# What a look at another process's job may find besides its outcome: its owner stopped renewing its lease.
+_LAPSED: _Outcome = ("lapsed",)
 
 
 def result_cache_key(*, source: str, sql: str, params: Sequence[Any], context: str) -> str:
@@ -88,7 +96,11 @@ class QueryRunner:
         job_margin_s: float = 30.0,
         poll_max_s: float = 0.05,
         namespace: str = "semantic",
+        lease_s: float = 1.5,
+        renew_s: float = 0.5,
     ) -> None:
+        if not 0 < renew_s < lease_s:
+            raise ValueError("a job's lease must outlast several renewals: 0 < renew_s < lease_s")
         self._given = cache
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="semantic-query")
         self.result_ttl_s = result_ttl_s
@@ -96,8 +108,12 @@ class QueryRunner:
         self.job_margin_s = job_margin_s
         self.poll_max_s = poll_max_s
         self._namespace = namespace
+        self.lease_s = lease_s
+        self.renew_s = renew_s
         self._local: dict[str, Future[_Outcome]] = {}
         self._local_lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
+        self._stopped = threading.Event()
 
     def _backend(self) -> BaseCache:
         return self._given if self._given is not None else thread_cache()
@@ -131,6 +147,15 @@ class QueryRunner:
             logger.warning("result cache unavailable (add): running the query without a job registry")
             return True
 
+    def _get_many(self, keys: Sequence[str]) -> dict[str, Any] | None:
+        """The values of ``keys`` the cache holds (one round trip); None when the cache is unavailable."""
+        try:
+            found = self._backend().get_many([f"{self._namespace}:{key}" for key in keys])
+        except Exception:
+            logger.warning("result cache unavailable (get_many)", exc_info=True)
+            return None
+        return {key: found[f"{self._namespace}:{key}"] for key in keys if f"{self._namespace}:{key}" in found}
+
     def _set_many(self, values: dict[str, Any], timeout: float) -> None:
         try:
             self._backend().set_many({f"{self._namespace}:{k}": v for k, v in values.items()}, _seconds(timeout))
@@ -147,6 +172,45 @@ class QueryRunner:
             logger.warning("result cache unavailable (get_many)", exc_info=True)
             return {}
         return {names[name]: stamp for name, stamp in found.items()}
+
+    # -- leases ---------------------------------------------------------------------------------------
+
+    def _lease(self, job_ids: Sequence[str]) -> None:
+        """Grant (or renew) the lease of jobs this process owns: ``lease:<job id>`` for ``lease_s``, to the
+        millisecond on Redis (whose own clock expires it, so the processes' clocks need not agree)."""
+        if not job_ids:
+            return
+        backend = self._backend()
+        names = [f"{self._namespace}:lease:{job_id}" for job_id in job_ids]
+        try:
+            if isinstance(backend, RedisCache):
+                # Django's Redis backend keeps whole seconds: a lease of 1.5 s is set with PX on its client.
+                client = backend._cache.get_client(write=True)
+                with client.pipeline(transaction=False) as pipe:
+                    for name in names:
+                        pipe.set(backend.make_and_validate_key(name), 1, px=max(1, round(self.lease_s * 1000)))
+                    pipe.execute()
+            else:  # local memory keeps fractional timeouts
+                backend.set_many(dict.fromkeys(names, 1), self.lease_s)
+        except Exception:
+            logger.warning("result cache unavailable (lease)", exc_info=True)
+
+    def _ensure_renewer(self) -> None:
+        """Start the thread renewing the leases of this process's jobs (again after a fork, which leaves it behind)."""
+        renewer = self._renewer
+        if renewer is not None and renewer.is_alive():
+            return
+        with self._local_lock:
+            if self._renewer is None or not self._renewer.is_alive():
+                self._renewer = threading.Thread(target=self._renew_leases, name="semantic-query-leases", daemon=True)
+                self._renewer.start()
+
+    def _renew_leases(self) -> None:
+        """Every ``renew_s``: renew the lease of each job of this process, running or queued, until shutdown."""
+        while not self._stopped.wait(self.renew_s):
+            with self._local_lock:
+                running = list(self._local)
+            self._lease(running)
 
     # -- the public entry ----------------------------------------------------------------------------
 
@@ -172,7 +236,8 @@ class QueryRunner:
         if isinstance(started, CachedResult):
             return started
         job_id, future = started
-        return self._finish(key, job_id, self._await(job_id, future, wait_s), cached, mode, job_timeout_s)
+        job_id, outcome = self._await(key, job_id, future, run, wait_s, job_timeout_s)
+        return self._finish(key, job_id, outcome, cached, mode, job_timeout_s)
 
     def _start(
         self,
@@ -218,6 +283,8 @@ class QueryRunner:
         registry_s = job_timeout_s + self.job_margin_s
         for _ in range(3):
             job_id = uuid.uuid4().hex
+            # The lease exists before the job can be seen: a request that finds the job finds its lease too.
+            self._lease([job_id])
             if self._add(f"job:{key}", job_id, registry_s):
                 return self._start_job(key, job_id, run)
             existing = self._get(f"job:{key}")
@@ -229,7 +296,27 @@ class QueryRunner:
             return existing, None
         raise DataSourceError("Query could not be scheduled")
 
+    def _take_over(
+        self, key: str, lapsed_id: str, run: Callable[[], QueryResult], job_timeout_s: float
+    ) -> tuple[str, Future[_Outcome] | None]:
+        """The job that replaces ``lapsed_id``, whose owner stopped renewing its lease: this request's, run here
+        (the first of the waiting requests to claim ``takeover:<lapsed id>``), or the one another request
+        started in its place."""
+        registry_s = job_timeout_s + self.job_margin_s
+        job_id = uuid.uuid4().hex
+        self._lease([job_id])
+        if self._add(f"takeover:{lapsed_id}", job_id, registry_s):
+            logger.warning("query job %s lost its owner (its lease lapsed): taken over as job %s", lapsed_id, job_id)
+            self._set(f"job:{key}", job_id, registry_s)
+            return self._start_job(key, job_id, run)
+        successor = self._get(f"takeover:{lapsed_id}")
+        if successor is None:  # the claim expired or the cache failed in between: run it here
+            self._set(f"job:{key}", job_id, registry_s)
+            return self._start_job(key, job_id, run)
+        return successor, None
+
     def _start_job(self, key: str, job_id: str, run: Callable[[], QueryResult]) -> tuple[str, Future[_Outcome]]:
+        self._ensure_renewer()
         with self._local_lock:
             future = self._local[job_id] = self._executor.submit(self._run_job, key, job_id, run)
         future.add_done_callback(lambda _: self._forget(job_id))
@@ -260,25 +347,49 @@ class QueryRunner:
         self._set(f"job:{key}", job_id, self.job_result_ttl_s)
         return outcome
 
-    def _await(self, job_id: str, future: Future[_Outcome] | None, wait_s: float) -> _Outcome | None:
-        """The job's outcome, or None when it is not there within ``wait_s``. The request that started the job
-        holds its future (a job may end, and leave ``_local``, before its starter looks: with the cache down its
-        outcome is nowhere else); another request here attaches to the future while the job runs."""
-        if future is None:
-            with self._local_lock:
-                future = self._local.get(job_id)
-        if future is not None:
-            try:
-                return future.result(timeout=wait_s)
-            except FutureTimeout:
-                return None
-        # Another process runs it (or ran it): its outcome appears in the cache.
+    def _await(
+        self,
+        key: str,
+        job_id: str,
+        future: Future[_Outcome] | None,
+        run: Callable[[], QueryResult],
+        wait_s: float,
+        job_timeout_s: float,
+    ) -> tuple[str, _Outcome | None]:
+        """The job that answered (``job_id``, or the one that took it over) and its outcome, or None when it
+        is not there within ``wait_s``. The request that started the job holds its future (a job may end, and
+        leave ``_local``, before its starter looks: with the cache down its outcome is nowhere else); another
+        request here attaches to the future while the job runs. A job of another process whose lease lapsed
+        is taken over, and the wait goes on for the job that replaced it."""
         deadline = time.monotonic() + wait_s
+        while True:
+            if future is None:
+                with self._local_lock:
+                    future = self._local.get(job_id)
+            if future is not None:
+                try:
+                    return job_id, future.result(timeout=max(0.0, deadline - time.monotonic()))
+                except FutureTimeout:
+                    return job_id, None
+            outcome = self._poll(job_id, deadline)
+            if outcome is not _LAPSED:
+                return job_id, outcome
+            job_id, future = self._take_over(key, job_id, run, job_timeout_s)
+
+    def _poll(self, job_id: str, deadline: float) -> _Outcome | None:
+        """Another process runs the job (or ran it): its outcome, once it appears in the cache; None at the
+        ``deadline``; ``_LAPSED`` when its owner's lease is gone and it has no outcome (the owner died)."""
         for delay in self._polls():
-            outcome = self._get(f"outcome:{job_id}")
+            found = self._get_many([f"outcome:{job_id}", f"lease:{job_id}"])
+            if found is not None:
+                outcome = found.get(f"outcome:{job_id}")
+                if outcome is not None:
+                    return outcome
+                if f"lease:{job_id}" not in found:
+                    return _LAPSED
             remaining = deadline - time.monotonic()
-            if outcome is not None or remaining <= 0:
-                return outcome
+            if remaining <= 0:
+                return None
             time.sleep(min(delay, remaining))
         raise AssertionError("unreachable")
 
@@ -290,8 +401,10 @@ class QueryRunner:
             delay = min(delay * 2, self.poll_max_s)
 
     def shutdown(self, *, wait: bool = True) -> None:
-        """Stop the workers; with ``wait``, after the running jobs have published their outcome."""
+        """Stop the workers; with ``wait``, after the running jobs have published their outcome. Their leases are
+        renewed until then."""
         self._executor.shutdown(wait=wait)
+        self._stopped.set()
 
 
 _runner: QueryRunner | None = None
@@ -299,10 +412,16 @@ _runner_lock = threading.Lock()
 
 
 def query_runner() -> QueryRunner:
-    """The process's shared runner, on the default cache; ``SEMANTIC["QUERY_WORKERS"]`` threads."""
+    """The process's shared runner, on the default cache; ``SEMANTIC["QUERY_WORKERS"]`` threads, job leases of
+    ``SEMANTIC["JOB_LEASE_SECONDS"]`` renewed every ``SEMANTIC["JOB_RENEW_SECONDS"]``."""
     global _runner
     if _runner is None:
         with _runner_lock:
             if _runner is None:
-                _runner = QueryRunner(workers=settings.SEMANTIC["QUERY_WORKERS"])
+                semantic = settings.SEMANTIC
+                _runner = QueryRunner(
+                    workers=semantic["QUERY_WORKERS"],
+                    lease_s=semantic["JOB_LEASE_SECONDS"],
+                    renew_s=semantic["JOB_RENEW_SECONDS"],
+                )
     return _runner
