@@ -25,6 +25,7 @@ import contextlib
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -142,6 +143,12 @@ class Postgres:
                 "full_page_writes = off\n"
                 "timezone = 'UTC'\n"
             )
+
+    def set_port(self, port: int) -> None:
+        """Move to another port (takes effect at the next start)."""
+        self.port = port
+        with (self.data / "postgresql.conf").open("a") as conf:
+            conf.write(f"port = {port}\n")
 
     @property
     def pid(self) -> int | None:
@@ -677,7 +684,14 @@ class Cluster:
         generating = threading.Thread(target=make_dataset, daemon=True)
         generating.start()
         self.postgres.init()
-        self.postgres.start()
+        for attempt in range(3):  # the free port may be taken between choosing it and binding it
+            try:
+                self.postgres.start()
+                break
+            except ClusterError:
+                if attempt == 2 or self.postgres.pid is not None:
+                    raise
+                self.postgres.set_port(free_port())
         self.postgres.create_database("embedadmin")
         self.redis.start()
         self._record_state()
@@ -698,7 +712,7 @@ class Cluster:
             self.started_in["postgres_data"] = time.monotonic() - step
 
         var_dir = self.directory / "var"
-        var_dir.mkdir()
+        (var_dir / "staticfiles").mkdir(parents=True)  # whitenoise warns without it; the drills need no static files
         self.env = dict(os.environ)
         for name in ("TEST_DATABASE_URL", "TEST_REDIS_URL", "EMBEDADMIN_ALLOW_DEV_SECRET", "SECRET_KEY_FILE"):
             self.env.pop(name, None)
@@ -758,9 +772,10 @@ class Cluster:
             "-b",
             f"127.0.0.1:{self.port}",
             "--log-level",
-            "warning",
+            "info",  # each worker logs "Started server process [pid]" once its app is loaded: see booted_workers
             "--graceful-timeout",
             "5",
+            "--no-control-socket",  # else every gunicorn on the machine shares ~/.gunicorn/gunicorn.ctl
         ]
 
     def wait_ready(self, timeout: float = 60.0) -> float:
@@ -770,11 +785,20 @@ class Cluster:
         while True:
             if self.web is None or not self.web.alive():
                 raise ClusterError(f"gunicorn exited; {self.web.log if self.web else ''}:\n{self._web_log_tail()}")
-            if len(self.worker_pids()) >= self.workers and self.request("GET", "/livez", timeout=2).status == 200:
+            pids = self.worker_pids()
+            if (
+                len(pids) >= self.workers
+                and set(pids) <= self.booted_workers()
+                and self.request("GET", "/livez", timeout=2).status == 200
+            ):
                 return time.monotonic() - began
             if time.monotonic() > deadline:
                 raise ClusterError(f"the web server was not ready in {timeout:.0f} s:\n{self._web_log_tail()}")
             time.sleep(0.1)
+
+    def booted_workers(self) -> set[int]:
+        """The pids of the web workers that have loaded the application and serve (from gunicorn's log)."""
+        return {int(pid) for pid in re.findall(r"\[(\d+)\] \[INFO\] Application startup complete", self.log())}
 
     def _web_log_tail(self) -> str:
         return _tail(self.logs / "gunicorn.log")
@@ -839,13 +863,18 @@ class Cluster:
         return children(self.master_pid) if self.web is not None else []
 
     def kill_worker(self, pid: int | None = None) -> int:
-        """SIGKILL a web worker (the first one by default); gunicorn starts a replacement. Returns its pid."""
+        """SIGKILL a web worker (the first one by default) and return once it is dead; gunicorn then starts a
+        replacement (``wait_workers`` waits until it has booted). Returns the killed pid."""
         target = pid if pid is not None else self.worker_pids()[0]
         os.kill(target, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while target in self.worker_pids() and time.monotonic() < deadline:  # until it is dead (or a zombie)
+            time.sleep(0.01)
         return target
 
     def wait_workers(self, timeout: float = 30.0) -> float:
-        """Wait until gunicorn has its full count of workers again and serves; returns seconds waited."""
+        """Wait until gunicorn has its full count of workers again, each with the application loaded (after a
+        ``kill_worker``: the replacement has booted); returns seconds waited."""
         return self.wait_ready(timeout)
 
     def rss_kb(self, pid: int) -> int:
