@@ -960,6 +960,7 @@ class Cluster:
         body = {"sessionSettings": {"externalId": "drill-chat", "groups": ["admin"]}, **body}
         payload = json_body(body)
         lines: list[dict[str, Any]] = []
+        seen_status = [0]  # the status line's, once read (a stream cut later keeps it)
         reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
         try:
             head = [f"POST {who.chat_base}/stream-chat-state HTTP/1.1", "Host: 127.0.0.1"]
@@ -973,6 +974,7 @@ class Cluster:
                 if not status_line:
                     return 0, False
                 status = int(status_line.split()[1])
+                seen_status[0] = status
                 chunked = False
                 while (line := await reader.readline()) not in (b"\r\n", b""):
                     if line.lower().startswith(b"transfer-encoding:") and b"chunked" in line.lower():
@@ -1009,7 +1011,7 @@ class Cluster:
             try:
                 status, clean = await asyncio.wait_for(read(), timeout)
             except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError):
-                return (0, lines, False) if not lines else (200, lines, False)
+                return seen_status[0], lines, False
             return status, lines, clean
         finally:
             writer.close()
