@@ -59,7 +59,8 @@ run: demo
 	hostapp=$$!; trap 'kill $$worker $$hostapp 2>/dev/null' EXIT INT TERM; \
 	echo "  Worker:         Celery with embedded beat, pid $$worker, log var/worker.log"; \
 	echo "  Embedded dashboard: open http://$(HOST):$(HOST_APP_PORT)/ (the sample host app, pid $$hostapp)"; \
-	$(RUNENV) $(VENV)/bin/uvicorn embedadmin.asgi:application --host $(HOST) --port $(PORT) --no-access-log
+	$(RUNENV) $(VENV)/bin/uvicorn embedadmin.asgi:application --host $(HOST) --port $(PORT) --no-access-log \
+		--http embedadmin.core.http_server:HttpToolsProtocol
 
 test: venv
 	@eval "$$(bash scripts/test-services.sh)" && \

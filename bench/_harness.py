@@ -79,7 +79,7 @@ def start_server(env: dict[str, str], *, port: int, workers: int, app: str = "em
         str(Path(PYTHON).parent / "gunicorn"),
         app,
         "-k",
-        "uvicorn_worker.UvicornWorker",
+        "embedadmin.core.http_server.UvicornWorker",  # uvicorn's worker, JSON 414/431 for oversized heads
         "-w",
         str(workers),
         "-b",

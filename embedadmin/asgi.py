@@ -18,4 +18,10 @@ from django.db import close_old_connections  # noqa: E402
 
 from embedadmin.core.wsgi_bridge import WSGIBridge  # noqa: E402
 
-application = WSGIBridge(django_wsgi, threads=settings.WEB_THREADS, release=close_old_connections)
+application = WSGIBridge(
+    django_wsgi,
+    threads=settings.WEB_THREADS,
+    release=close_old_connections,
+    max_target_bytes=settings.LIMITS["MAX_REQUEST_LINE_BYTES"],
+    max_header_bytes=settings.LIMITS["MAX_HEADER_BYTES"],
+)

@@ -110,8 +110,12 @@ if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
     # Results, their stamps and the versions of credentials share it: room for more than LocMem's 300 default.
+    # Bounded in bytes too (LIMITS["LOCAL_CACHE_BYTES"], read by the backend when it is first used).
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 10_000}}
+        "default": {
+            "BACKEND": "embedadmin.core.memory.BoundedLocMemCache",
+            "OPTIONS": {"MAX_ENTRIES": 10_000},
+        }
     }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -242,6 +246,51 @@ SEMANTIC: SemanticSettings = {
     "JOB_LEASE_SECONDS": env_float("JOB_LEASE_SECONDS", 1.5),
     "JOB_RENEW_SECONDS": env_float("JOB_RENEW_SECONDS", 0.5),
 }
+
+class LimitSettings(TypedDict):
+    """The keys of ``LIMITS`` and their types: input limits and in-process memory budgets (docs/api-notes.md)."""
+
+    MAX_FILTER_VALUES: int
+    MAX_QUERY_MEMBERS: int
+    MAX_JSON_DEPTH: int
+    MAX_REQUEST_LINE_BYTES: int
+    MAX_HEADER_BYTES: int
+    COMPILED_QUERY_CACHE_BYTES: int
+    ANSWER_MEMORY_BYTES: int
+    META_JSON_CACHE_BYTES: int
+    PROCESS_MEMORY_BYTES: int
+    LOCAL_CACHE_BYTES: int
+    MAX_MODELS: int
+
+
+# Input limits (each refused with a JSON 4xx, listed in docs/api-notes.md) and the byte budget of each in-process
+# cache (each least recently used entry is dropped first beyond its budget; docs/configuration.md).
+LIMITS: LimitSettings = {
+    # Filter values in one Core Data API request, all its queries and filters together (PostgreSQL binds at most
+    # 65,535 parameters in a statement).
+    "MAX_FILTER_VALUES": env_int("MAX_FILTER_VALUES", 10_000, minimum=1),
+    # Members (measures, dimensions, segments, time dimensions, order and filter members) in one request.
+    "MAX_QUERY_MEMBERS": env_int("MAX_QUERY_MEMBERS", 1_000, minimum=1),
+    # Nesting of arrays and objects in a JSON body or a JSON query parameter.
+    "MAX_JSON_DEPTH": env_int("MAX_JSON_DEPTH", 64, minimum=2),
+    # The request target (path and query string), 414 beyond; below the 64 KiB httptools parses.
+    "MAX_REQUEST_LINE_BYTES": env_int("MAX_REQUEST_LINE_BYTES", 48 * 1024, minimum=1024),
+    # All header names and values of a request together, 431 beyond.
+    "MAX_HEADER_BYTES": env_int("MAX_HEADER_BYTES", 32 * 1024, minimum=1024),
+    # Compiled statements, one per query shape (values are rebound), across every model of the process.
+    "COMPILED_QUERY_CACHE_BYTES": env_int("COMPILED_QUERY_CACHE_BYTES", 32 * 1024 * 1024, minimum=0),
+    # /v1/load answers kept and given again byte for byte (ADR 0012).
+    "ANSWER_MEMORY_BYTES": env_int("ANSWER_MEMORY_BYTES", 32 * 1024 * 1024, minimum=0),
+    # Encoded /v1/meta bodies.
+    "META_JSON_CACHE_BYTES": env_int("META_JSON_CACHE_BYTES", 16 * 1024 * 1024, minimum=0),
+    # Each remembered-credentials table (API keys, deployments, catalogs, tenants, Core API callers); rough sizes.
+    "PROCESS_MEMORY_BYTES": env_int("PROCESS_MEMORY_BYTES", 8 * 1024 * 1024, minimum=0),
+    # The local-memory result cache used when no REDIS_URL is set (pickled sizes).
+    "LOCAL_CACHE_BYTES": env_int("LOCAL_CACHE_BYTES", 64 * 1024 * 1024, minimum=0),
+    # Compiled data models kept by a process (one per model directory and dialect), least recently used dropped.
+    "MAX_MODELS": env_int("MAX_MODELS", 256, minimum=1),
+}
+
 
 LOGGING = {
     "version": 1,

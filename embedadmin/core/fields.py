@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.db import models
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -87,14 +88,59 @@ def has_lone_surrogate(value: Any) -> bool:
     return json_any(value, _lone_surrogate)
 
 
+DEFAULT_MAX_JSON_DEPTH = 64
+
+
+def max_json_depth() -> int:
+    """How deeply arrays and objects may nest in a JSON body or parameter (``LIMITS["MAX_JSON_DEPTH"]``)."""
+    limits = getattr(settings, "LIMITS", None)
+    return int(limits["MAX_JSON_DEPTH"]) if limits else DEFAULT_MAX_JSON_DEPTH
+
+
+def too_deep_message(limit: int) -> str:
+    """The refusal of JSON nested deeper than ``limit`` (the same as for nesting the decoder gives up on)."""
+    return "nested too deeply"
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest more than ``limit`` levels in a parsed JSON value (walked without
+    recursion, so any depth is safe to ask about)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def check_json_depth(text: str | bytes, value: Any, limit: int | None = None) -> None:
+    """Raise ValueError when ``value`` (parsed from ``text``) nests deeper than ``limit`` (by default
+    :func:`max_json_depth`). Text with fewer brackets than the limit is not walked."""
+    limit = max_json_depth() if limit is None else limit
+    brackets = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    if text.count(brackets[0]) + text.count(brackets[1]) <= limit:  # type: ignore[arg-type]
+        return
+    if nested_deeper_than(value, limit):
+        raise ValueError(too_deep_message(limit))
+
+
 def loads_json(text: str | bytes, **options: Any) -> Any:
     """``json.loads``, refusing (ValueError, as for any malformed JSON) text whose strings hold an unpaired
-    surrogate. Bytes are decoded strictly (``json.loads`` would let the UTF-8 bytes of a surrogate through), in
-    the encoding ``json`` detects; then only a ``\\u`` escape can make one, so text without one is not walked.
-    ``options`` go to ``json.loads``."""
+    surrogate, or that nests arrays and objects deeper than :func:`max_json_depth`. Bytes are decoded strictly
+    (``json.loads`` would let the UTF-8 bytes of a surrogate through), in the encoding ``json`` detects; then
+    only a ``\\u`` escape can make one, so text without one is not walked. ``options`` go to ``json.loads``."""
     if isinstance(text, bytes):
         text = text.decode(json.detect_encoding(text))  # UnicodeDecodeError is a ValueError
-    value = json.loads(text, **options)
+    limit = max_json_depth()
+    try:
+        value = json.loads(text, **options)
+    except RecursionError:  # the decoder gives up on very deep nesting this way, not with a ValueError
+        raise ValueError(too_deep_message(limit)) from None
+    check_json_depth(text, value, limit)
     if "\\u" in text and has_lone_surrogate(value):
         raise ValueError(UNPAIRED_SURROGATE)
     return value

@@ -9,15 +9,29 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from embedadmin.core.errors import SCIM_MEDIA_TYPE
-from embedadmin.core.fields import UNPAIRED_SURROGATE, has_lone_surrogate
+from embedadmin.core.fields import (
+    UNPAIRED_SURROGATE,
+    has_lone_surrogate,
+    max_json_depth,
+    nested_deeper_than,
+    too_deep_message,
+)
 
 
 class JSONBodyParser(JSONParser):
     """``application/json``, refusing (400) a body whose strings or keys hold an unpaired surrogate: such text
-    cannot be stored, logged or answered, and an error message that echoed it could not be sent."""
+    cannot be stored, logged or answered, and an error message that echoed it could not be sent; and a body
+    nesting arrays and objects deeper than ``LIMITS["MAX_JSON_DEPTH"]`` (the walks of the checks that follow, and
+    of serializers, recurse)."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
-        data = super().parse(stream, media_type, parser_context)
+        limit = max_json_depth()
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError(too_deep_message(limit)) from None
+        if nested_deeper_than(data, limit):
+            raise ParseError(too_deep_message(limit))
         if has_lone_surrogate(data):
             raise ParseError(UNPAIRED_SURROGATE)
         return data

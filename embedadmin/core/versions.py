@@ -22,6 +22,8 @@ from django.conf import settings
 from django.core.cache import BaseCache, caches
 from django.db import transaction
 
+from embedadmin.core.memory import ByteLRU, rough_size
+
 logger = logging.getLogger(__name__)
 
 V = TypeVar("V")
@@ -74,18 +76,27 @@ class SharedVersion:
 
 
 class ProcessMemory(Generic[V]):
-    """At most ``max_entries`` values, each valid under the version it was stored with, for ``max_age_s`` at
-    most (by default ``CREDENTIAL_MEMORY_SECONDS``) and until its own ``expires_at`` (Unix time) if it has one.
-    The oldest entry makes room."""
+    """At most ``max_entries`` values and about ``max_bytes`` of them (by default ``LIMITS["PROCESS_MEMORY_BYTES"]``,
+    each value's size estimated by :func:`~embedadmin.core.memory.rough_size` when it is stored), each valid under
+    the version it was stored with, for ``max_age_s`` at most (by default ``CREDENTIAL_MEMORY_SECONDS``) and until
+    its own ``expires_at`` (Unix time) if it has one. The least recently stored entry makes room."""
 
-    def __init__(self, *, max_entries: int = 10_000, max_age_s: float | None = None) -> None:
+    def __init__(
+        self, *, max_entries: int = 10_000, max_age_s: float | None = None, max_bytes: int | None = None
+    ) -> None:
         self.max_entries = max_entries
         self.max_age_s = settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"] if max_age_s is None else max_age_s
-        self._entries: dict[Hashable, tuple[V, str, float, float]] = {}
-        self._lock = threading.Lock()
+        budget = settings.LIMITS["PROCESS_MEMORY_BYTES"] if max_bytes is None else max_bytes
+        self._entries: ByteLRU[Hashable, tuple[V, str, float, float]] = ByteLRU(
+            "remembered credentials", budget, max_entries=max_entries
+        )
+
+    @property
+    def held_bytes(self) -> int:
+        return self._entries.held_bytes
 
     def get(self, key: Hashable, version: str) -> V | None:
-        entry = self._entries.get(key)  # a dict read is atomic; writers hold the lock
+        entry = self._entries.peek(key)
         if entry is None:
             return None
         value, stored_version, stored_at, expires_at = entry
@@ -94,10 +105,8 @@ class ProcessMemory(Generic[V]):
         return value
 
     def put(self, key: Hashable, value: V, version: str, *, expires_at: float = float("inf")) -> None:
-        with self._lock:
-            if key not in self._entries and len(self._entries) >= self.max_entries:
-                self._entries.pop(next(iter(self._entries)))
-            self._entries[key] = (value, version, time.monotonic(), expires_at)
+        size = rough_size(value) + rough_size(key) + len(version)
+        self._entries.put(key, (value, version, time.monotonic(), expires_at), size)
 
     def remembered(
         self,

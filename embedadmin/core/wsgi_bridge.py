@@ -122,6 +122,23 @@ def _no_write(_data: bytes) -> None:
     raise RuntimeError("The write() callable of WSGI is not supported; return an iterable instead")
 
 
+URI_TOO_LONG = "Request line too long: the path and query string may hold at most {limit} bytes"
+HEADERS_TOO_LARGE = "Request headers too large: at most {limit} bytes of header names and values"
+
+
+def refuse_oversized(scope: dict[str, Any], max_target_bytes: int, max_header_bytes: int) -> tuple[int, str] | None:
+    """The status and message refusing a request whose target or headers exceed the limits, else None."""
+    raw_path = scope.get("raw_path") or scope["path"].encode("utf8")
+    if len(raw_path) + 1 + len(scope.get("query_string", b"")) > max_target_bytes:
+        return 414, URI_TOO_LONG.format(limit=max_target_bytes)
+    size = 0
+    for name, value in scope.get("headers", ()):
+        size += len(name) + len(value) + 4  # ": " and CRLF, as on the wire
+    if size > max_header_bytes:
+        return 431, HEADERS_TOO_LARGE.format(limit=max_header_bytes)
+    return None
+
+
 def build_environ(scope: dict[str, Any], body: bytes) -> dict[str, Any]:
     """The WSGI environ (PEP 3333) for an ASGI HTTP scope and its whole body."""
     script_name = scope.get("root_path", "").encode("utf8").decode("latin1")
@@ -165,8 +182,10 @@ class WSGIBridge:
 
     Request bodies above ``max_body_bytes`` are refused with a JSON 413 before the application runs
     (a body is held in memory; the application may enforce smaller limits, as Django's
-    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` of 2.5 MB does). ``release`` is called in the application's thread
-    when a response outlives the hand-off (see the module docstring).
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` of 2.5 MB does). Before any of that, a request target (path and query
+    string) longer than ``max_target_bytes`` is refused with a JSON 414, and headers larger than
+    ``max_header_bytes`` together (names and values) with a JSON 431. ``release`` is called in the
+    application's thread when a response outlives the hand-off (see the module docstring).
     """
 
     def __init__(
@@ -177,9 +196,13 @@ class WSGIBridge:
         max_body_bytes: int = 4 * 1024 * 1024,
         buffer_bytes: int = 256 * 1024,
         release: Callable[[], None] | None = None,
+        max_target_bytes: int = 48 * 1024,
+        max_header_bytes: int = 32 * 1024,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.max_target_bytes = max_target_bytes
+        self.max_header_bytes = max_header_bytes
         self.buffer_bytes = buffer_bytes
         self.release = release
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="wsgi")
@@ -187,6 +210,10 @@ class WSGIBridge:
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
             raise RuntimeError(f"WSGIBridge serves HTTP only, not {scope['type']!r}")
+        refused = refuse_oversized(scope, self.max_target_bytes, self.max_header_bytes)
+        if refused is not None:
+            await _send_error(send, *refused)
+            return
         try:
             body = await self._read_body(scope, receive)
         except _Disconnected:
@@ -284,5 +311,7 @@ async def _send_error(send: Callable, status: int, message: str) -> None:
     """The ``{"error": ...}`` answer of a request the application never saw."""
     content = json.dumps(error_body(message)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]
+    if status in (414, 431):
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": content, "more_body": False})

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.dispatch import Signal
 
 from embedadmin.semantic.errors import ModelError, ModelProblem
@@ -69,6 +70,7 @@ class _Entry:
     version: ModelVersion = field(default_factory=lambda: ModelVersion(None, None))
     dashboards: str | None = None  # content hash of the dashboards files at the last look ("" when none)
     notify: bool = False  # the last look found dashboards files to apply
+    used_at: float = 0.0  # monotonic time of the last ``get`` that checked it (which model to drop first)
 
     def fresh(self, interval: float) -> bool:
         """Whether the files were checked less than ``interval`` seconds ago."""
@@ -76,10 +78,13 @@ class _Entry:
 
 
 class ModelRegistry:
-    """The per-process cache of compiled models."""
+    """The per-process cache of compiled models: at most ``max_models`` (by default ``LIMITS["MAX_MODELS"]``), the
+    one least recently checked dropped to make room for another directory's (compiled again if asked for)."""
 
-    def __init__(self, check_interval: float = DEFAULT_CHECK_INTERVAL) -> None:
+    def __init__(self, check_interval: float = DEFAULT_CHECK_INTERVAL, *, max_models: int | None = None) -> None:
         self.check_interval = check_interval
+        limits = getattr(settings, "LIMITS", None)
+        self.max_models = max_models if max_models is not None else limits["MAX_MODELS"] if limits else 256
         self._entries: dict[tuple[str, str], _Entry] = {}
         # The entry each directory as given resolved to at its last check: while that check is fresh,
         # ``get`` skips ``Path.resolve()`` (a system call per path component); once it is due, the
@@ -98,6 +103,9 @@ class ModelRegistry:
         root = Path(directory).resolve()
         with self._lock:
             entry = self._resolved[given] = self._entries.setdefault((str(root), dialect), _Entry())
+            entry.used_at = time.monotonic()
+            if len(self._entries) > self.max_models:
+                self._drop_least_used()
         with entry.lock:
             notify = False
             if not entry.fresh(interval):
@@ -111,6 +119,16 @@ class ModelRegistry:
     def _fresh(self, given: tuple[str, str], interval: float) -> ModelVersion | None:
         entry = self._resolved.get(given)  # a dict read is atomic; writers hold the lock
         return entry.version if entry is not None and entry.fresh(interval) else None
+
+    def _drop_least_used(self) -> None:
+        """Forget the model least recently checked, and every directory name that resolved to it."""
+        key = min(self._entries, key=lambda k: self._entries[k].used_at)
+        dropped = self._entries.pop(key)
+        for given in [g for g, e in self._resolved.items() if e is dropped]:
+            del self._resolved[given]
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def clear(self) -> None:
         with self._lock:

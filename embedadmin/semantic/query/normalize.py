@@ -86,12 +86,53 @@ def invalid(message: str) -> QueryError:
     return QueryError(f"Invalid query format: {message}")
 
 
+MAX_FILTER_VALUES = 10_000
+MAX_QUERY_MEMBERS = 1_000
+
+
 @dataclass(frozen=True)
 class Limits:
-    """Row limits: Cube's ``CUBEJS_DB_QUERY_DEFAULT_LIMIT`` and ``CUBEJS_DB_QUERY_LIMIT``."""
+    """Row limits (Cube's ``CUBEJS_DB_QUERY_DEFAULT_LIMIT`` and ``CUBEJS_DB_QUERY_LIMIT``) and size limits: filter
+    values and members in one request (``LIMITS["MAX_FILTER_VALUES"]`` and ``["MAX_QUERY_MEMBERS"]``)."""
 
     default: int = DEFAULT_LIMIT
     maximum: int = MAX_LIMIT
+    filter_values: int = MAX_FILTER_VALUES
+    members: int = MAX_QUERY_MEMBERS
+
+
+def check_query_size(items: list[Any], limits: Limits) -> None:
+    """Refuse (400) a request whose queries together name more filter values or members than ``limits`` allow,
+    before any of it is normalized: a statement binds each value as a parameter (PostgreSQL takes 65,535 at
+    most), and each member costs planning time. Counts what the raw queries hold, whatever their shape."""
+    values = members = 0
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        for key in ("measures", "dimensions", "segments", "timeDimensions"):
+            given = item.get(key)
+            if isinstance(given, list | Mapping):
+                members += len(given)
+        order = item.get("order")
+        if isinstance(order, list | Mapping):
+            members += len(order)
+        pending = [item.get("filters")]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, list):
+                pending.extend(node)
+            elif isinstance(node, Mapping):
+                members += 1
+                given = node.get("values")
+                if isinstance(given, list):
+                    values += len(given)
+                for group in ("and", "or"):
+                    if isinstance(node.get(group), list):
+                        pending.append(node[group])
+    if values > limits.filter_values:
+        raise invalid(f"a request may hold at most {limits.filter_values} filter values (this one holds {values})")
+    if members > limits.members:
+        raise invalid(f"a request may name at most {limits.members} members (this one names {members})")
 
 
 class _Normalizer:
@@ -140,6 +181,7 @@ def normalize_query(
     """Validate one query object and return it normalized; raises QueryError / QueryLimitError."""
     if not isinstance(query, Mapping):
         raise invalid('"value" must be of type object')
+    check_query_size([query], limits)
     for key in query:
         if key not in QUERY_KEYS:
             raise invalid(f'"{key}" is not allowed')

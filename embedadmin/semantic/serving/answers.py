@@ -20,18 +20,18 @@ import functools
 import hashlib
 import json
 import math
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from django.conf import settings
+
+from embedadmin.core.memory import ByteLRU
 from embedadmin.semantic.query.dates import format_local, local_now, resolve_timezone, start_of
 
 MAX_ANSWER_BYTES = 256 * 1024
-MAX_KEPT_BYTES = 32 * 1024 * 1024
 MAX_SHAPES = 10_000
 
 TimeShape = tuple[str, tuple[str, ...]]
@@ -59,37 +59,33 @@ class _Kept:
 
 
 class AnswerMemory:
-    """Answers kept by this process, the least recently given dropped first beyond ``max_bytes``."""
+    """Answers kept by this process, the least recently given dropped first beyond ``max_bytes`` (by default
+    ``LIMITS["ANSWER_MEMORY_BYTES"]``); an answer's size is its body's length. What an answer holds beyond its
+    body (its key, a few result keys: under a KiB) is bounded by keeping at most one answer per KiB of budget."""
 
-    def __init__(self, *, max_bytes: int = MAX_KEPT_BYTES, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
-        self.max_bytes = max_bytes
+    def __init__(self, *, max_bytes: int | None = None, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
+        self.max_bytes = settings.LIMITS["ANSWER_MEMORY_BYTES"] if max_bytes is None else max_bytes
         self.max_answer_bytes = max_answer_bytes
-        self._kept: OrderedDict[Hashable, _Kept] = OrderedDict()
-        self._size = 0
-        self._lock = threading.Lock()
+        self._kept: ByteLRU[Hashable, _Kept] = ByteLRU(
+            "kept answers", self.max_bytes, max_entries=max(64, self.max_bytes // 1024), overhead=0
+        )
+
+    @property
+    def held_bytes(self) -> int:
+        return self._kept.held_bytes
 
     def get(self, key: Hashable, runner: Stamps) -> bytes | None:
         """The answer kept under ``key`` if every result it was made of is still current."""
-        kept = self._kept.get(key)
+        kept = self._kept.peek(key)
         if kept is None or not _current(kept.uses, runner):
             return None
-        with self._lock:
-            if key in self._kept:
-                self._kept.move_to_end(key)
+        self._kept.get(key)  # marks it used
         return kept.body
 
     def keep(self, key: Hashable, body: bytes, uses: tuple[ResultUse, ...]) -> None:
         if len(body) > self.max_answer_bytes:
             return
-        with self._lock:
-            previous = self._kept.pop(key, None)
-            if previous is not None:
-                self._size -= len(previous.body)
-            self._kept[key] = _Kept(body, uses)
-            self._size += len(body)
-            while self._size > self.max_bytes:
-                _, dropped = self._kept.popitem(last=False)
-                self._size -= len(dropped.body)
+        self._kept.put(key, _Kept(body, uses), len(body))
 
 
 def _current(uses: tuple[ResultUse, ...], runner: Stamps) -> bool:
@@ -101,21 +97,21 @@ def _current(uses: tuple[ResultUse, ...], runner: Stamps) -> bool:
 
 
 class RequestShapes:
-    """What each raw request's relative dates depend on (:func:`time_shape`), remembered by its digest."""
+    """What each raw request's relative dates depend on (:func:`time_shape`), remembered by its digest (at most
+    ``max_entries``, the least recently used dropped first)."""
 
     def __init__(self, max_entries: int = MAX_SHAPES) -> None:
         self.max_entries = max_entries
-        self._shapes: dict[str, TimeShape | None] = {}
-        self._lock = threading.Lock()
+        self._shapes: ByteLRU[str, tuple[TimeShape | None]] = ByteLRU(
+            "request time shapes", max_entries * 1024, max_entries=max_entries
+        )
 
     def get(self, digest: str, params: Callable[[], dict[str, Any]]) -> TimeShape | None:
-        if digest in self._shapes:
-            return self._shapes[digest]
+        found = self._shapes.get(digest)
+        if found is not None:
+            return found[0]
         shape = time_shape(params())
-        with self._lock:
-            if len(self._shapes) >= self.max_entries:
-                self._shapes.pop(next(iter(self._shapes)))
-            self._shapes[digest] = shape
+        self._shapes.put(digest, (shape,), len(digest) + 100 * (1 + len(shape[1]) if shape else 1))
         return shape
 
 

@@ -22,8 +22,6 @@ file was meant to add) names the file, line and member at fault too.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +32,7 @@ from django.conf import settings
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.selectors import deployment_data_source_url
 from embedadmin.core.errors import ApiError
+from embedadmin.core.memory import ByteLRU
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.cubesql.plan import CubeSqlPlan, cubesql_plan
 from embedadmin.semantic.errors import ModelError, QueryError
@@ -48,7 +47,7 @@ from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult
 from embedadmin.semantic.sql.planning import LoadPlan, QueryOutcome, parse_query_param, plan_queries
 from embedadmin.semantic.sql.planning import refresh_interval as result_refresh_interval
 
-META_JSON_CACHE_SIZE = 64
+META_JSON_CACHE_SIZE = 1024
 
 
 class DataSourceFailure(ApiError):
@@ -99,7 +98,12 @@ def served_model(*, deployment: Deployment) -> ServedModel:
 
 def _limits() -> Limits:
     semantic = settings.SEMANTIC
-    return Limits(default=semantic["DEFAULT_QUERY_LIMIT"], maximum=semantic["MAX_QUERY_LIMIT"])
+    return Limits(
+        default=semantic["DEFAULT_QUERY_LIMIT"],
+        maximum=semantic["MAX_QUERY_LIMIT"],
+        filter_values=settings.LIMITS["MAX_FILTER_VALUES"],
+        members=settings.LIMITS["MAX_QUERY_MEMBERS"],
+    )
 
 
 def _plan(served: ServedModel, ctx: QueryContext, query: Any) -> LoadPlan:
@@ -117,28 +121,24 @@ def semantic_meta(
     return meta(served.model, ctx, extended=extended, only_views=only_views)
 
 
-_meta_json: OrderedDict[tuple[str, bool, bool], bytes] = OrderedDict()
-_meta_json_lock = threading.Lock()
+_meta_json: ByteLRU[tuple[str, bool, bool], bytes] = ByteLRU(
+    "meta bodies", settings.LIMITS["META_JSON_CACHE_BYTES"], max_entries=META_JSON_CACHE_SIZE
+)
 
 
 def semantic_meta_json(
     *, deployment: Deployment, ctx: QueryContext, extended: bool = False, only_views: bool = False
 ) -> bytes:
     """:func:`semantic_meta` encoded as JSON. The encoding of a large model costs far more than building its
-    body, so it is remembered: the body's ``compilerId`` names the model version and the members this caller
-    may see, so equal ids (with the same options) mean equal bodies."""
+    body, so it is remembered (``LIMITS["META_JSON_CACHE_BYTES"]``): the body's ``compilerId`` names the model
+    version and the members this caller may see, so equal ids (with the same options) mean equal bodies."""
     body = semantic_meta(deployment=deployment, ctx=ctx, extended=extended, only_views=only_views)
     key = (body["compilerId"], extended, only_views)
-    with _meta_json_lock:
-        encoded = _meta_json.get(key)
-        if encoded is not None:
-            _meta_json.move_to_end(key)
-            return encoded
+    encoded = _meta_json.get(key)
+    if encoded is not None:
+        return encoded
     encoded = json_bytes(body)
-    with _meta_json_lock:
-        _meta_json[key] = encoded
-        if len(_meta_json) > META_JSON_CACHE_SIZE:
-            _meta_json.popitem(last=False)
+    _meta_json.put(key, encoded, len(encoded))
     return encoded
 
 

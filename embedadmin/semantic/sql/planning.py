@@ -7,20 +7,27 @@ a per-model cache, and a query that differs from a known one only in its filter 
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+
 from embedadmin.core.fields import loads_json
+from embedadmin.core.memory import ByteLRU
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.modeling.intervals import parse_interval
 from embedadmin.semantic.modeling.model import CompiledModel
 from embedadmin.semantic.query.dates import local_now, resolve_timezone
-from embedadmin.semantic.query.normalize import Limits, compare_date_range_queries, normalize_query
+from embedadmin.semantic.query.normalize import (
+    Limits,
+    check_query_size,
+    compare_date_range_queries,
+    normalize_query,
+)
 from embedadmin.semantic.query.normalized import NormalizedQuery
 from embedadmin.semantic.sql.builder import CompiledQuery, compile_query
 from embedadmin.semantic.sql.shapes import covers, rebind, same_statement, shape_of
@@ -28,9 +35,7 @@ from embedadmin.semantic.sql.shapes import covers, rebind, same_statement, shape
 REGULAR = "regularQuery"
 COMPARE_DATE_RANGE = "compareDateRangeQuery"
 BLENDING = "blendingQuery"
-_CACHE_SIZE = 2048
 DEFAULT_REFRESH_SECONDS = 10
-_cache_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ def plan_queries(
     items = raw if isinstance(raw, list) else [raw]
     if not items:
         raise QueryError('Invalid query format: "value" must contain at least 1 items')
+    check_query_size(items, limits)
     normalized = [
         normalize_query(model, item, ctx, now=now, default_timezone=default_timezone, limits=limits) for item in items
     ]
@@ -126,53 +132,75 @@ def _check_blending(queries: list[NormalizedQuery]) -> None:
 
 @dataclass(frozen=True)
 class _Shape:
-    """A shape's statement (see :mod:`.shapes`) and the exact key of the query it was compiled for;
-    ``trusted`` once a rebinding reproduced a full compile. ``template`` None: a rebinding did not, or could
-    not (:func:`.shapes.covers`), so the shape is always compiled."""
+    """What is kept for a query shape (see :mod:`.shapes`): the statement compiled for one query of that shape and
+    the digest of that query (given again as is when the same query comes back). ``trusted`` once a rebinding
+    reproduced a full compile of another query of the shape: its other queries are then rebound, not compiled.
+    ``rebindable`` False when a rebinding did not, or could not (:func:`.shapes.covers`): the shape's queries are
+    then always compiled, and only the latest is kept."""
 
-    template: CompiledQuery | None
-    query_key: str = ""
+    compiled: CompiledQuery
+    query_digest: bytes
     trusted: bool = False
+    rebindable: bool = True
+
+
+def _statement_size(compiled: CompiledQuery, shape_key: str) -> int:
+    """A rough size of what a kept shape holds: its key, its statement's text, and its query's and parameters'
+    values (each value counted by its text plus a Python object's overhead)."""
+    values = sum(len(value) if isinstance(value, str) else 8 for value in compiled.params)
+    return (
+        len(shape_key) * 2
+        + len(compiled.sql) * 2
+        + len(compiled.total_sql or "")
+        + values * 2
+        + 120 * (len(compiled.params) + len(compiled.origins))
+    )
+
+
+_compiled: ByteLRU[tuple[object, str, int, str], _Shape] = ByteLRU(
+    "compiled queries", getattr(settings, "LIMITS", {}).get("COMPILED_QUERY_CACHE_BYTES", 32 * 1024 * 1024)
+)
+
+
+def compiled_cache() -> ByteLRU[tuple[object, str, int, str], _Shape]:
+    """The process's compiled-query cache (tests and drills read its byte total)."""
+    return _compiled
 
 
 def compile_cached(
     model: CompiledModel, query: NormalizedQuery, ctx: QueryContext, *, now: datetime | None = None
 ) -> CompiledQuery:
-    """:func:`compile_query`, remembered per model version (keyed by query, caller where policies apply,
-    and the current year, which custom granularities without an origin depend on); a query that differs
-    from a known one only in its filter values is rebound rather than compiled (:mod:`.shapes`)."""
+    """:func:`compile_query`, remembered per model version and query *shape* (the query but for its filter
+    values; with the caller where policies apply, and the current year, which custom granularities without an
+    origin depend on), in one cache of the process bounded in bytes (``LIMITS["COMPILED_QUERY_CACHE_BYTES"]``):
+    queries differing only in their filter values share one entry. A query of a trusted shape is rebound rather
+    than compiled (:mod:`.shapes`); the query a shape was compiled for is given its statement again."""
     governed = model.caches.get("governed")
     if governed is None:
         governed = model.caches["governed"] = any(e.access_policies is not None for e in model.entities.values())
+    token = model.caches.get("token")
+    if token is None:
+        token = model.caches.setdefault("token", object())  # this model version, for keys of a process-wide cache
     year = local_now(now, resolve_timezone(query.timezone)).year
     caller = ctx.identity if governed else ""
-    key = (repr(query), caller, year)
-    with _cache_lock:
-        cache: OrderedDict[tuple[str, str, int], CompiledQuery] = model.caches.setdefault("compiled", OrderedDict())
-        found = cache.get(key)
-        if found is not None:
-            cache.move_to_end(key)
-            return found
-    shape_key = (repr(shape_of(query)), caller, year)
-    with _cache_lock:
-        shapes: OrderedDict[tuple[str, str, int], _Shape] = model.caches.setdefault("shapes", OrderedDict())
-        shape = shapes.get(shape_key)
-        if shape is not None:
-            shapes.move_to_end(shape_key)
-    if shape is not None and shape.trusted:
-        assert shape.template is not None
-        compiled = rebind(shape.template, query)
+    shape_repr = repr(shape_of(query))
+    key = (token, caller, year, shape_repr)
+    digest = hashlib.blake2b(repr(query).encode("utf-8", "surrogatepass"), digest_size=20).digest()
+    shape = _compiled.get(key)
+    if shape is not None:
+        if shape.query_digest == digest:
+            return shape.compiled
+        if shape.trusted:
+            return rebind(shape.compiled, query)
+    compiled = compile_query(model, query, ctx, now=now)
+    if shape is None:
+        shape = _Shape(compiled, digest, rebindable=covers(compiled))
+    elif shape.rebindable:
+        if same_statement(rebind(shape.compiled, query), compiled):
+            shape = _Shape(shape.compiled, shape.query_digest, trusted=True)
+        else:
+            shape = _Shape(compiled, digest, rebindable=False)
     else:
-        compiled = compile_query(model, query, ctx, now=now)
-        if shape is None:
-            shape = _Shape(compiled, key[0]) if covers(compiled) else _Shape(None)
-        elif shape.template is not None and shape.query_key != key[0]:
-            trusted = same_statement(rebind(shape.template, query), compiled)
-            shape = _Shape(shape.template, shape.query_key, trusted=True) if trusted else _Shape(None)
-    with _cache_lock:
-        cache[key] = compiled
-        shapes[shape_key] = shape
-        for memory in (cache, shapes):
-            if len(memory) > _CACHE_SIZE:
-                memory.popitem(last=False)
+        shape = _Shape(compiled, digest, rebindable=False)  # never rebound: keep the latest for its repeats
+    _compiled.put(key, shape, _statement_size(shape.compiled, shape_repr))
     return compiled

@@ -9,10 +9,11 @@ A query of a known shape is then :func:`rebind` of the statement compiled for an
 the same text, with each recorded parameter bound again from the new query's values by the same function
 (``filters.bound_value``).
 
-``api.compile_cached`` trusts a shape only after the rebinding has reproduced a full compile of a second
+``planning.compile_cached`` trusts a shape only after the rebinding has reproduced a full compile of a second
 query of that shape with other values exactly (text, parameters and their types, columns); a shape that
-ever differs is never rebound. The cache is per model version, keyed like the exact one (caller where
-policies apply, and the year).
+ever differs is never rebound. The cache is keyed by shape alone (with the model version, the caller where
+policies apply, and the year), so queries differing only in their values share one entry; it is bounded in
+bytes (``LIMITS["COMPILED_QUERY_CACHE_BYTES"]``).
 """
 
 from __future__ import annotations
