@@ -2,13 +2,16 @@
 
 A response never runs the agent: it tails the thread's event log. It subscribes to the thread's
 channel first, then reads what the run already logged (so a resubscribe replays the run from its
-start), then follows notifications; a gap in the sequence, or a quiet interval, sends it back to the
-log. The ``__state__`` marker is filled with the thread's messages as it goes out. It holds no
-transaction or lock: each database read is a short autocommit query in a worker thread.
+start), then follows notifications; a gap in the sequence, a quiet interval, or the bus being away
+(Redis down: the subscription says so every ``FALLBACK_POLL_SECONDS``) sends it back to the log, so a
+stream outlives Redis and never sends a frame twice. The ``__state__`` marker is filled with the thread's
+messages as it goes out. It holds no transaction or lock: each database read is a short autocommit query
+in a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
@@ -22,9 +25,11 @@ from embedadmin.chat.models import Run
 from embedadmin.chat.runtime import releasing_connection
 from embedadmin.chat.selectors import LoggedFrame
 from embedadmin.chat.services import StreamPlan
+from embedadmin.chat.services.runs import terminal_frames
 
 # How long a response waits for a notification before it looks at the log (and the run's health).
 POLL_SECONDS = 2.0
+CHAT_GONE_MESSAGE = "This chat no longer exists (its user expired); start a new chat"
 T = TypeVar("T")
 
 
@@ -48,32 +53,69 @@ def _run_alive(*, run_id: int, thread_id: int) -> bool:
     return True
 
 
+def _closed(seen: list[events.Frame]) -> list[events.Frame]:
+    """The messages of the frames a response sent, none left in process."""
+    return [{**message, "isInProcess": False} for message in events.consolidate(seen)]
+
+
+def closing_frames(*, next_seq: int, seen: list[events.Frame]) -> list[events.Frame]:
+    """The frames that end a response whose run vanished with its thread (the user expired): those of a
+    failed run, the ``__state__`` holding the messages this response saw, none of them left in process."""
+    frames = []
+    for _, frame in terminal_frames(first_seq=next_seq, outcome=Run.Status.FAILED, error_message=CHAT_GONE_MESSAGE):
+        if frame.get("id") == events.STATE_ID:
+            frame = events.state(sort=frame["sort"], messages=_closed(seen))
+        frames.append(frame)
+    return frames
+
+
 async def tail_run(*, thread_id: int, run_id: int, from_seq: int, bus: EventBus) -> AsyncIterator[events.Frame]:
-    """The frames of one run from ``from_seq`` to its ``__usage__`` frame."""
+    """The frames of one run from ``from_seq`` to its ``__usage__`` frame.
+
+    Frames come from notifications while they arrive in sequence, from the log otherwise: after a gap, a
+    quiet ``POLL_SECONDS``, or at once while the bus is away (its subscription then answers every
+    ``FALLBACK_POLL_SECONDS``). Each frame goes out once, in ``seq`` order, whichever way it came. A run
+    that is gone (its thread deleted with its user) ends the response with the closing frames of a
+    failed run.
+    """
+    loop = asyncio.get_running_loop()
     last = from_seq - 1
+    seen: list[events.Frame] = []
     async with bus.subscribe(thread_channel(thread_id)) as subscription:
         pending: list[LoggedFrame] = await _db(selectors.run_frames_after, run_id=run_id, after_seq=last)
+        checked_at = loop.time()
         while True:
             for logged in pending:
                 if logged.seq != last + 1:
                     continue
                 last = logged.seq
+                checked_at = loop.time()
                 message = logged.message
                 if message.get("id") == events.STATE_ID:
                     messages = await _db(selectors.thread_messages, thread_id=thread_id, before_seq=logged.seq)
-                    message = events.state(sort=message["sort"], messages=messages)
+                    # None at all: the thread went (its user expired) after the run's end was logged.
+                    message = events.state(sort=message["sort"], messages=messages or _closed(seen))
+                elif events.is_conversation_message(message):
+                    seen.append(message)
                 yield message
                 if message.get("id") == events.USAGE_ID:
                     return
             note = await subscription.get(timeout=POLL_SECONDS)
-            if note is not None and (note.get("kind") != "event" or note.get("run") != run_id):
-                pending = []
+            if note is not None and (note.get("kind") != "event" or note.get("run") != run_id or note["seq"] <= last):
+                pending = []  # an abort, another run's frame, or a frame already sent
             elif note is not None and note["seq"] == last + 1:
                 pending = [LoggedFrame(seq=note["seq"], message=note["message"])]
             else:
                 pending = await _db(selectors.run_frames_after, run_id=run_id, after_seq=last)
-                if note is None and not pending and not await _db(_run_alive, run_id=run_id, thread_id=thread_id):
-                    return
+                if not pending and loop.time() - checked_at >= POLL_SECONDS:
+                    checked_at = loop.time()
+                    if not await _db(_run_alive, run_id=run_id, thread_id=thread_id):
+                        # Ended meanwhile (its last frames are logged now) or gone with its thread.
+                        pending = await _db(selectors.run_frames_after, run_id=run_id, after_seq=last)
+                        if not pending:
+                            for frame in closing_frames(next_seq=last + 1, seen=seen):
+                                yield frame
+                            return
 
 
 async def plan_stream(plan: StreamPlan, *, bus: EventBus) -> AsyncIterator[bytes]:

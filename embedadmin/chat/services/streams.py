@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from embedadmin.chat import selectors
@@ -76,6 +77,16 @@ def chat_stream_open(
     the same ``messageId`` is re-attached to), which ``runtime`` executes.
     """
     bus = bus or bus_for_settings()
+    # One transaction: a new thread, the run and the user's message are accepted together or not at all, so
+    # a request that fails leaves nothing behind. The runtime is handed the run once it is committed (and runs
+    # it whether or not the bus is up: the bus never raises).
+    with transaction.atomic():
+        return _stream_open(agent=agent, user=user, request=request, runtime=runtime, bus=bus)
+
+
+def _stream_open(
+    *, agent: Agent, user: ChatUser, request: StreamRequest, runtime: RunSubmitter, bus: EventBus
+) -> StreamPlan:
     if request.chat_id is None:
         if request.input is None:
             raise BadRequest("input is required when chatId is omitted")

@@ -4,6 +4,7 @@ expiry of ephemeral users and the recount of both user caps."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,9 @@ from embedadmin.accounts.models import Account
 from embedadmin.accounts.services import NON_EPHEMERAL_CHAT_USERS, quota_recount, quota_release, quota_reserve
 from embedadmin.chat import selectors
 from embedadmin.chat.authentication import ChatCredential
-from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser
+from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
+from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser, Run
+from embedadmin.chat.services.runs import HEARTBEAT_SECONDS, STALE_AFTER
 from embedadmin.core.errors import BadRequest, Conflict
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
@@ -26,6 +29,11 @@ if TYPE_CHECKING:
 
 DEFAULT_EPHEMERAL_TTL_SECONDS = 7 * 24 * 3600
 EXPIRE_BATCH_SIZE = 500
+# How long the expiry waits for the running runs of expiring users to stop: an abort reaches a run at once
+# through the bus, or at its next heartbeat when the bus is away. Then a moment for their streams to read
+# the closing frames before the log goes with the threads.
+EXPIRY_RUNS_GRACE_SECONDS = HEARTBEAT_SECONDS + 1.0
+EXPIRY_STREAMS_GRACE_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -177,6 +185,7 @@ def chat_user_upsert(*, account: Account, identity: ChatIdentity, now: dt.dateti
         )
         # An ephemeral user has an expiry (chat_user_ephemeral_has_expiry).
         if user is not None and user.is_ephemeral and user.expires_at is not None and user.expires_at <= now:
+            _runs_stop(Q(thread__owner_id=user.pk), wait_seconds=0)
             ChatUser.objects.filter(pk=user.pk, is_ephemeral=True, expires_at__lte=now).delete()
             user = None
         if user is None:
@@ -233,10 +242,13 @@ def abort_requester(
 def chat_users_expire(*, now: dt.datetime | None = None, batch_size: int = EXPIRE_BATCH_SIZE) -> int:
     """Delete ephemeral chat users past their expiry, with their threads, in batches; returns how many.
 
-    Each batch locks its rows with ``SKIP LOCKED``, so two workers running at once share the work
-    instead of waiting on (or deadlocking over) the same users; running it again deletes nothing more.
+    Runs still streaming for those users are aborted first, and given a moment to end (their streams end
+    with an aborted run's closing frames) before their log goes. Each batch locks its rows with ``SKIP
+    LOCKED``, so two workers running at once share the work instead of waiting on (or deadlocking over) the
+    same users; running it again deletes nothing more.
     """
     now = now or timezone.now()
+    _runs_stop(Q(thread__owner__is_ephemeral=True, thread__owner__expires_at__lte=now))
     deleted = 0
     while True:
         with transaction.atomic():
@@ -250,6 +262,34 @@ def chat_users_expire(*, now: dt.datetime | None = None, batch_size: int = EXPIR
                 return deleted
             ChatUser.objects.filter(pk__in=ids).delete()
         deleted += len(ids)
+
+
+def _runs_stop(
+    owners: Q,
+    *,
+    wait_seconds: float = EXPIRY_RUNS_GRACE_SECONDS,
+    bus: EventBus | None = None,
+) -> None:
+    """Abort the running runs of the threads ``owners`` selects (recorded on the run and published, as an
+    abort request is), then wait up to ``wait_seconds`` for those whose process is alive to end."""
+    running = list(Run.objects.filter(owners, status=Run.Status.RUNNING).values_list("pk", "thread_id", "heartbeat_at"))
+    if not running:
+        return
+    Run.objects.filter(pk__in=[run_id for run_id, _, _ in running], status=Run.Status.RUNNING).update(
+        abort_requested=True
+    )
+    bus = bus or bus_for_settings()
+    for run_id, thread_id, _ in running:
+        bus.publish(thread_channel(thread_id), {"kind": "abort", "run": run_id})
+    if wait_seconds <= 0:
+        return
+    alive_since = timezone.now() - STALE_AFTER
+    live = [run_id for run_id, _, heartbeat_at in running if heartbeat_at >= alive_since]
+    deadline = time.monotonic() + wait_seconds
+    while live and time.monotonic() < deadline:
+        time.sleep(0.05)
+        live = list(Run.objects.filter(pk__in=live, status=Run.Status.RUNNING).values_list("pk", flat=True))
+    time.sleep(EXPIRY_STREAMS_GRACE_SECONDS)
 
 
 def user_counts_reconcile(*, account: Account, day: dt.date | None = None) -> AccountUsageDay:
