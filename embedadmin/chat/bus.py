@@ -165,7 +165,8 @@ class _RedisSubscription:
         if self._down_since is None:
             self._down_since = now
             self._bus.subscriptions_fell_back += 1
-            logger.warning("chat bus: %s %s; tailing the database log until Redis is back", why, self._channel)
+            # INFO: one line per subscription; the publisher's WARNING says once per process that Redis is away.
+            logger.info("chat bus: %s %s; tailing the database log until Redis is back", why, self._channel)
 
     async def _drop(self, now: float) -> None:
         pubsub, client = self._pubsub, self._client
@@ -190,7 +191,7 @@ class _RedisSubscription:
                         self._bus.fallback_seconds += fallback
                         self._down_since = None
                         self._grace_until = loop.time() + GRACE_SECONDS
-                        logger.warning(
+                        logger.info(
                             "chat bus: %s is back on Redis after %.2f s on the database log", self._channel, fallback
                         )
                         return None  # what was published meanwhile is only in the log: read it
@@ -214,8 +215,10 @@ class _RedisSubscription:
             await _close_quietly(self._pubsub, self._client)
         self._pubsub = self._client = None
         if self._down_since is not None:
-            self._bus.fallback_seconds += asyncio.get_running_loop().time() - self._down_since
+            fallback = asyncio.get_running_loop().time() - self._down_since
+            self._bus.fallback_seconds += fallback
             self._down_since = None
+            logger.info("chat bus: %s ended after %.2f s on the database log", self._channel, fallback)
 
 
 async def _close_quietly(pubsub: aioredis.client.PubSub, client: aioredis.Redis) -> None:
