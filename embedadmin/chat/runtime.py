@@ -5,7 +5,9 @@ pool thread (:meth:`ChatRuntime.execute`). A run depends only on its row, the da
 another process could execute it as well.
 
 A :class:`RunExecution` drives the agent's provider, logs every frame to the thread's event log (and
-publishes it), keeps a heartbeat, and ends the run with its terminal frames. An abort (published on the
+publishes it), keeps a heartbeat (the run's lease: renewed every ``heartbeat_seconds`` from a thread of its
+own, so a busy event loop or a slow frame write never lets it lapse), and ends the run with its terminal
+frames. An abort (published on the
 thread's channel, and recorded on the run for the heartbeat to see) cancels the provider at once, even
 in the middle of a slow tool call, and keeps what was produced.
 """
@@ -13,12 +15,14 @@ in the middle of a slow tool call, and keeps what was produced.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
@@ -75,6 +79,7 @@ class RunExecution:
         self.heartbeat_seconds = heartbeat_seconds
         self.cancel = CancelToken()
         self.lost = False  # someone else ended the run (stale recovery): write nothing more
+        self._beating = threading.Event()  # set when the heartbeat must stop
         self._next_seq = run.first_seq + 1
         self._sorts: dict[str, int] = {}
         self._tool_calls = 0
@@ -181,16 +186,23 @@ class RunExecution:
             ),
         )
 
-    async def _heartbeat(self) -> None:
-        """Keep the run alive in the database; notice an abort recorded there, or that the run was ended."""
+    def _heartbeat(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On a thread of its own: renew the run's lease every ``heartbeat_seconds`` until the run ends; notice an
+        abort recorded on the run, or that someone else ended it (it was taken for dead), and cancel the run."""
         while True:
-            state = await self._db(services.run_heartbeat, run=self.run)
+            try:
+                state = releasing_connection(services.run_heartbeat, run=self.run)
+            except Exception:
+                logger.warning("Chat run %s could not renew its heartbeat", self.run.pk, exc_info=True)
+                state = False
             if state is None:
                 self.lost = True
             if state is not False:
-                self.cancel.cancel()
+                with contextlib.suppress(RuntimeError):  # the run's loop is closed: it ended meanwhile
+                    loop.call_soon_threadsafe(self.cancel.cancel)
                 return
-            await asyncio.sleep(self.heartbeat_seconds)
+            if self._beating.wait(self.heartbeat_seconds):
+                return
 
     async def _watch(self, subscription) -> None:
         """Cancel on an abort published for this run."""
@@ -201,9 +213,16 @@ class RunExecution:
                 return
 
     async def execute(self) -> None:
+        heartbeat = threading.Thread(
+            target=self._heartbeat,
+            args=(asyncio.get_running_loop(),),
+            name=f"chat-run-{self.run.pk}-heartbeat",
+            daemon=True,
+        )
+        heartbeat.start()
         try:
             async with self.bus.subscribe(thread_channel(self.run.thread_id)) as subscription:
-                helpers = [asyncio.create_task(self._watch(subscription)), asyncio.create_task(self._heartbeat())]
+                helpers = [asyncio.create_task(self._watch(subscription))]
                 work = asyncio.create_task(self._produce())
                 stop = asyncio.create_task(self.cancel.wait())
                 try:
@@ -216,6 +235,7 @@ class RunExecution:
                     await asyncio.gather(work, stop, *helpers, return_exceptions=True)
             await self._end(work)
         finally:
+            self._beating.set()
             # Waits for a database call still running (a cancelled one runs to its end) before the thread goes.
             await self._db(lambda: None)
             self._db_thread.shutdown(wait=False)
@@ -272,7 +292,9 @@ class ChatRuntime:
     """Executes runs in a pool of threads of this process.
 
     ``provider_for`` and ``tools_for`` pick what a run's agent uses; they are attributes so that a
-    process (or a test) can plug in others.
+    process (or a test) can plug in others. A run waiting for a thread of the pool is this process's too: its
+    heartbeat is renewed with the others' queued here (one statement every ``heartbeat_seconds``), so a busy
+    process's queue is never taken for dead.
     """
 
     def __init__(
@@ -291,13 +313,34 @@ class ChatRuntime:
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="chat-run")
         self._pending: set[Future] = set()
         self._pending_lock = threading.Lock()
+        self._queued: set[int] = set()  # runs submitted whose execution has not started
+        self._queue_beat: threading.Thread | None = None
 
     def submit(self, run_id: int, *, after: threading.Event | None = None) -> None:
         """Execute a run in the pool; with ``after``, once it is set (or ``START_GATE_SECONDS`` passed)."""
+        with self._pending_lock:
+            self._queued.add(run_id)
+            if self._queue_beat is None or not self._queue_beat.is_alive():
+                self._queue_beat = threading.Thread(target=self._beat_queued, name="chat-run-queue", daemon=True)
+                self._queue_beat.start()
         future = self._pool.submit(self._execute_after, run_id, after)
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
+
+    def _beat_queued(self) -> None:
+        """Renew the heartbeat of the runs waiting in the pool's queue while there are any."""
+        while True:
+            time.sleep(self.heartbeat_seconds)
+            with self._pending_lock:
+                queued = list(self._queued)
+                if not queued:
+                    self._queue_beat = None
+                    return
+            try:
+                releasing_connection(services.runs_heartbeat_queued, run_ids=queued)
+            except Exception:
+                logger.warning("Queued chat runs could not renew their heartbeat", exc_info=True)
 
     def _done(self, future: Future) -> None:
         with self._pending_lock:
@@ -313,7 +356,11 @@ class ChatRuntime:
     def _execute_after(self, run_id: int, after: threading.Event | None) -> None:
         if after is not None:
             after.wait(START_GATE_SECONDS)
-        self.execute(run_id)
+        try:
+            self.execute(run_id)
+        finally:
+            with self._pending_lock:
+                self._queued.discard(run_id)
 
     def execute(self, run_id: int) -> None:
         """Execute one run to its end (in the calling thread); does nothing if it is not ours to run."""

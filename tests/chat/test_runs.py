@@ -149,7 +149,7 @@ def _stranded_run(chat, *, age_seconds: int) -> tuple[str, Run]:
 
 
 def test_a_run_with_a_fresh_heartbeat_still_blocks_the_thread(chat):
-    chat_id, run = _stranded_run(chat, age_seconds=5)
+    chat_id, run = _stranded_run(chat, age_seconds=1)
 
     result = chat.stream({"input": "hi", "chatId": chat_id, "sessionSettings": SESSION})
 

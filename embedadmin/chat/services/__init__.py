@@ -18,6 +18,7 @@ from embedadmin.chat.services.runs import (
     run_heartbeat,
     run_start,
     runs_fail_stale,
+    runs_heartbeat_queued,
 )
 from embedadmin.chat.services.streams import StreamRequest, chat_abort, chat_stream_open, thread_create
 from embedadmin.chat.services.users import (
@@ -53,6 +54,7 @@ __all__ = [
     "run_heartbeat",
     "run_start",
     "runs_fail_stale",
+    "runs_heartbeat_queued",
     "thread_create",
     "user_counts_reconcile",
 ]

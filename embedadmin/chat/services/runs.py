@@ -1,6 +1,12 @@
 """Runs and the thread's event log: start a run, log its frames, claim it for execution, keep its
 heartbeat, end it, and fail the runs whose process died.
 
+A running run is a lease: the process executing it renews ``heartbeat_at`` every ``HEARTBEAT_SECONDS``
+(``settings.CHAT_RUN_HEARTBEAT_SECONDS``), and a run whose heartbeat is older than ``STALE_AFTER``
+(``settings.CHAT_RUN_STALE_SECONDS``) lost its process: the next message, a resubscribe, a response tailing it
+or the beat task fails it, and its thread takes messages again. A failed run's messages still in process (the
+answer it was writing, a tool call without a result) are closed before its error frame.
+
 Locks are short: starting or ending a run locks its thread row for the few statements that decide the
 thread's state (one running run, dense ``seq``); nothing is held while a response streams.
 """
@@ -8,12 +14,14 @@ thread's state (one running run, dense ``seq``); nothing is held while a respons
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -24,8 +32,8 @@ from embedadmin.core.errors import BadRequest, Conflict
 from embedadmin.core.prepared import PreparedInsert, PreparedQuery
 
 # A running run refreshes its heartbeat this often; one silent for STALE_AFTER lost its process.
-HEARTBEAT_SECONDS = 5.0
-STALE_AFTER = dt.timedelta(seconds=30)
+HEARTBEAT_SECONDS: float = settings.CHAT_RUN_HEARTBEAT_SECONDS
+STALE_AFTER = dt.timedelta(seconds=settings.CHAT_RUN_STALE_SECONDS)
 STREAMING_IN_PROGRESS = "Streaming for thread is in progress"
 RUN_LOST_MESSAGE = "The agent stopped unexpectedly; send the message again"
 
@@ -168,19 +176,38 @@ def _run_end_locked(
     usage: dict[str, Any] | None = None,
 ) -> bool:
     """End a running run and log its terminal frames; the thread row must be locked by the caller.
-    False when the run was no longer running (someone else ended it)."""
+    False when the run was no longer running (someone else ended it). A failed run's messages left in process
+    are closed first (:func:`closing_frames`)."""
     ended = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(status=outcome, finished_at=now)
     if not ended:
         return False
-    frames = terminal_frames(
-        first_seq=selectors.thread_last_seq(thread_id=run.thread_id) + 1,
-        outcome=outcome,
-        error_message=error_message,
-        usage=usage,
-    )
+    next_seq = selectors.thread_last_seq(thread_id=run.thread_id) + 1
+    frames = []
+    if outcome == Run.Status.FAILED:
+        logged = selectors.run_frames_after(run_id=run.pk, after_seq=run.first_seq - 1)
+        closing = closing_frames([frame.message for frame in logged], error_message=error_message)
+        frames = [(next_seq + index, frame) for index, frame in enumerate(closing)]
+        next_seq += len(frames)
+    frames += terminal_frames(first_seq=next_seq, outcome=outcome, error_message=error_message, usage=usage)
     _log_frames(run=run, frames=frames)
     transaction.on_commit(lambda: _publish(bus, run.thread_id, run.pk, frames))
     return True
+
+
+def closing_frames(logged: Sequence[dict[str, Any]], *, error_message: str) -> list[dict[str, Any]]:
+    """The frames that close the messages a run left in process (``logged`` are its frames): the answer it
+    was writing, as far as it got, and each tool call without a result, answered with ``error_message``."""
+    frames = []
+    for message in events.consolidate(logged):
+        if not message.get("isInProcess"):
+            continue
+        call = message.get("toolCall")
+        if call is not None:
+            result = json.dumps({"error": error_message or "The tool call did not finish"})
+            frames.append({**message, "toolCall": {**call, "result": result}, "isInProcess": False})
+        else:
+            frames.append({**message, "isDelta": False, "isInProcess": False})
+    return frames
 
 
 def run_end(
@@ -252,6 +279,13 @@ def run_heartbeat(*, run: Run, now: dt.datetime | None = None) -> bool | None:
     if not alive:
         return None
     return Run.objects.filter(pk=run.pk).values_list("abort_requested", flat=True).first()
+
+
+def runs_heartbeat_queued(*, run_ids: Sequence[int], now: dt.datetime | None = None) -> int:
+    """Refresh the heartbeat of runs a process has queued for execution (not claimed yet); returns how many."""
+    return Run.objects.filter(pk__in=list(run_ids), status=Run.Status.RUNNING, worker="").update(
+        heartbeat_at=now or timezone.now()
+    )
 
 
 def _generated_message_id(thread: Thread) -> str:
