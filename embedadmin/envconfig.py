@@ -122,8 +122,15 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
         else:
             raise ImproperlyConfigured(f"DATABASE_URL: prepare_threshold={threshold!r} is not a number or 'none'")
         server_binding = options.pop("server_side_binding", "true").strip().lower() not in {"0", "false", "off", "no"}
+        pool_timeout = options.pop("pool_timeout", "10")
+        try:
+            pool_timeout_s = float(pool_timeout)
+        except ValueError:
+            raise ImproperlyConfigured(f"DATABASE_URL: pool_timeout={pool_timeout!r} is not a number") from None
         config: dict = {
-            "ENGINE": "django.db.backends.postgresql",
+            # Django's backend with a pool that checks each connection before handing it out and sweeps the
+            # dead ones after a PostgreSQL restart (embedadmin/core/postgresql, core/pgpool.py).
+            "ENGINE": "embedadmin.core.postgresql",
             "NAME": name,
             "USER": unquote(parts.username or ""),
             "PASSWORD": unquote(parts.password or ""),
@@ -131,8 +138,10 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
             "PORT": str(parts.port or ""),
             # Connections come from psycopg's pool; Django's persistent connections stay off.
             "CONN_MAX_AGE": 0,
+            "CONN_HEALTH_CHECKS": True,
             "OPTIONS": {
-                "pool": {"min_size": 1, "max_size": pool_size, "timeout": 10},
+                # ``timeout``: how long a request waits for a connection (with the database down, before its 503).
+                "pool": {"min_size": 1, "max_size": pool_size, "timeout": pool_timeout_s},
                 "server_side_binding": server_binding,
                 "prepare_threshold": prepare_threshold if server_binding else None,
             },

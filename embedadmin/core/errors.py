@@ -10,12 +10,17 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
-from django.db import DataError
+from django.db import DataError, InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
+from embedadmin.core.pgpool import is_unavailable_error, unavailable_reason
+
 logger = logging.getLogger(__name__)
+
+# What a 503 tells the client to wait before it retries: a restarted PostgreSQL is back within seconds.
+RETRY_AFTER_SECONDS = 5
 
 
 class ApiError(Exception):
@@ -91,9 +96,27 @@ def flatten_validation_detail(detail: Any, prefix: str = "") -> list[str]:
     return [f"{prefix}: {text}" if prefix else text]
 
 
+DATABASE_UNAVAILABLE = "Service unavailable: the database cannot be reached; retry later"
+
+
+def database_unavailable(exc: BaseException) -> str | None:
+    """Why the application database could not serve, when ``exc`` says it is down or unreachable (Django's
+    ``OperationalError``/``InterfaceError``, psycopg's own errors and pool timeouts); None for anything else.
+
+    Every ``OperationalError`` counts: besides a lost connection or a pool timeout, PostgreSQL raises it for a
+    deadlock, a cancelled statement or a lock it could not take, all of which a retry may get past too.
+    """
+    cause = exc.__cause__ if isinstance(exc, OperationalError | InterfaceError) and exc.__cause__ else exc
+    if isinstance(exc, OperationalError | InterfaceError) or is_unavailable_error(cause):
+        return unavailable_reason(cause)
+    return None
+
+
 def client_error(exc: BaseException) -> tuple[int, str] | None:
     """Status and message for an exception the request caused, wherever it was raised (a DRF view, a
-    plain Django view, reading the body); None when it is a fault of the server."""
+    plain Django view, reading the body); None when it is a fault of the server. A database that cannot be
+    reached is a 503 (:func:`database_unavailable`, logged here): the client should retry, see
+    :func:`retry_headers`."""
     if isinstance(exc, ApiError):
         return exc.status, exc.message
     if isinstance(exc, Http404):
@@ -114,7 +137,16 @@ def client_error(exc: BaseException) -> tuple[int, str] | None:
         # the atomic block it failed in has rolled back. Logged, as it means a validation is missing.
         logger.warning("Database refused a value: %s", exc)
         return 400, "Invalid request: a value is not acceptable"
+    reason = database_unavailable(exc)
+    if reason is not None:
+        logger.warning("Database unavailable (%s): %s", reason, exc)
+        return 503, DATABASE_UNAVAILABLE
     return None
+
+
+def retry_headers(status: int) -> dict[str, str]:
+    """``Retry-After`` for a 503, nothing for any other status."""
+    return {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else {}
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
@@ -131,17 +163,24 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         wait = getattr(exc, "wait", None)
         if wait:
             headers["Retry-After"] = str(int(wait))
+        elif exc.status_code == 503:
+            headers.update(retry_headers(503))
         return Response(error_body(str(exc.detail)), status=exc.status_code, headers=headers)
     known = client_error(exc)
     if known is not None:
         status, message = known
-        return Response(error_body(message), status=status)
+        return Response(error_body(message), status=status, headers=retry_headers(status))
     logger.exception("Unhandled error in API view", exc_info=exc)
     return Response(error_body("Internal server error"), status=500)
 
 
 def json_error(message: str, status: int, *, path: str = "") -> JsonResponse:
-    """An error response outside DRF views; SCIM paths get the SCIM error shape and media type."""
+    """An error response outside DRF views; SCIM paths get the SCIM error shape and media type. A 503 carries
+    ``Retry-After``."""
     if path.startswith(SCIM_PATH_PREFIX):
-        return JsonResponse(scim_error_body(status, message), status=status, content_type=SCIM_MEDIA_TYPE)
-    return JsonResponse(error_body(message), status=status)
+        response = JsonResponse(scim_error_body(status, message), status=status, content_type=SCIM_MEDIA_TYPE)
+    else:
+        response = JsonResponse(error_body(message), status=status)
+    for name, value in retry_headers(status).items():
+        response[name] = value
+    return response

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 from django.conf import settings
 from django.contrib.auth import middleware as django_auth
@@ -10,6 +11,8 @@ from django.contrib.messages import middleware as django_messages
 from django.contrib.messages.storage import default_storage
 from django.contrib.sessions import middleware as django_sessions
 from django.core.exceptions import SuspiciousOperation
+from django.core.signals import got_request_exception
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.middleware import clickjacking as django_clickjacking
 from django.middleware import common as django_common
@@ -19,7 +22,7 @@ from django.utils.deprecation import MiddlewareMixin
 from django.utils.functional import SimpleLazyObject, empty
 from whitenoise.middleware import WhiteNoiseMiddleware
 
-from embedadmin.core.errors import client_error, json_error
+from embedadmin.core.errors import DATABASE_UNAVAILABLE, client_error, database_unavailable, json_error, retry_headers
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +56,10 @@ class ApiErrorMiddleware(MiddlewareMixin):
     It is the outermost middleware, so that its ``process_response`` also sees what the others answer
     themselves (Django's 400 page for a ``Host`` header that ``ALLOWED_HOSTS`` refuses).
 
+    A database that cannot be reached is a 503 with ``Retry-After`` wherever it surfaces: in a view (DRF's
+    handler and :meth:`process_exception` map it), in another middleware (Django turns that into a 500 page,
+    which :func:`_note_unavailable` marked), or in a view that renders its own 503 without the header.
+
     Built on ``MiddlewareMixin`` so it runs natively in both sync and async mode: under ASGI a
     sync-only middleware makes Django hop threads around it on every request.
     """
@@ -68,6 +75,12 @@ class ApiErrorMiddleware(MiddlewareMixin):
         return None
 
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if response.status_code == 500 and getattr(request, _UNAVAILABLE_MARK, None) and is_api_path(request.path):
+            # A middleware met the database down; Django rendered it as its 500 page.
+            response = json_error(DATABASE_UNAVAILABLE, 503, path=request.path)
+        if response.status_code == 503 and not response.has_header("Retry-After") and is_api_path(request.path):
+            for name, value in retry_headers(503).items():
+                response[name] = value
         if (
             response.status_code >= 400
             and is_api_path(request.path)
@@ -93,6 +106,18 @@ class ApiErrorMiddleware(MiddlewareMixin):
         return json_error("Internal server error", 500, path=request.path)
 
 
+_UNAVAILABLE_MARK = "_embedadmin_database_unavailable"
+
+
+@receiver(got_request_exception, dispatch_uid="embedadmin.core.middleware.note_unavailable")
+def _note_unavailable(sender: object, request: HttpRequest | None = None, **kwargs: object) -> None:
+    """Django sends this, inside its ``except`` block, for an exception it is about to render as its 500 page:
+    remember on the request when it was the database being down, for :class:`ApiErrorMiddleware`."""
+    exc = sys.exc_info()[1]
+    if request is not None and exc is not None and database_unavailable(exc) is not None:
+        setattr(request, _UNAVAILABLE_MARK, True)
+
+
 def _status_message(status: int) -> str:
     return {
         400: "Bad request",
@@ -101,6 +126,7 @@ def _status_message(status: int) -> str:
         404: "Not found",
         405: "Method not allowed",
         413: "Request body too large",
+        503: "Service unavailable; retry later",
     }.get(status, "Internal server error" if status >= 500 else "Request failed")
 
 

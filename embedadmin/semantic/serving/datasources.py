@@ -13,9 +13,22 @@ module, with messages that are safe to show to API callers.
   queries; a timeout interrupts the query (and retires its cursor). A file that is replaced on disk (a
   regenerated demo) is reopened.
 - ``postgresql://user:password@host:port/db`` (``postgres://`` too). Query options ``pool_min_size``
-  and ``pool_max_size`` size the connection pool (one per URL); any other option goes to libpq.
+  and ``pool_max_size`` size the connection pool (one per URL), ``pool_timeout`` (seconds, default 10) bounds
+  the wait for a connection (a server that is down answers 503 after it); any other option goes to libpq.
   Every query runs in a read-only transaction with ``statement_timeout`` set for it, as a prepared
-  statement, so it cannot smuggle a second command (such as ``COMMIT; DROP ...``).
+  statement, so it cannot smuggle a second command (such as ``COMMIT; DROP ...``). The pool checks a
+  connection before it hands it out (:class:`~embedadmin.core.pgpool.CheckedConnectionPool`): after the
+  server restarts, no query meets a dead connection; a connection that breaks during a query is discarded,
+  never handed to the next one.
+
+Errors: :class:`DataSourceUnavailable` when the source cannot be reached (a PostgreSQL server down, restarting
+or out of connections): the API answers 503 with ``Retry-After``. A DuckDB file that is not there is a
+configuration fault, a :class:`DataSourceError` (500), as is any SQL error.
+:class:`QueryTimeout` and :class:`QueryCancelled` for a statement stopped by its timeout or by its
+:class:`CancelScope`; :class:`DataSourceError` for the rest (the source refused the SQL).
+
+Cancelling: pass ``cancel=CancelScope()`` to ``execute`` and call ``scope.cancel()`` from any thread (a chat
+abort): the statement running is interrupted in the database itself, within a second.
 """
 
 from __future__ import annotations
@@ -25,7 +38,8 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -36,6 +50,7 @@ import psycopg
 import psycopg_pool
 from django.conf import settings
 
+from embedadmin.core.pgpool import CheckedConnectionPool, is_unavailable_error, unavailable_reason
 from embedadmin.semantic.errors import DataSourceError, QueryTimeout
 
 logger = logging.getLogger(__name__)
@@ -105,12 +120,117 @@ class QueryResult:
     rows: list[tuple[Any, ...]]
 
 
+class DataSourceUnavailable(DataSourceError):
+    """The data source cannot be reached right now (server down or restarting, no connection free in time); the
+    same query is expected to work later. ``str()`` is safe to show to an API caller."""
+
+
+class QueryCancelled(DataSourceError):
+    """The query was stopped because its :class:`CancelScope` was cancelled."""
+
+    def __init__(self, message: str = "Query was cancelled") -> None:
+        super().__init__(message)
+
+
+class CancelScope:
+    """Cancels the data-source statements run under it, from any thread.
+
+    ::
+
+        scope = CancelScope()
+        # the thread that runs the query (or a thread it hands the query to):
+        source.execute(sql, params, timeout_s=30, cancel=scope)  # raises QueryCancelled once cancelled
+        # any other thread, say the one that handles an abort:
+        scope.cancel()
+
+    ``cancel()`` returns at once; the statement running under the scope then is stopped in the database
+    (PostgreSQL: a cancel request, ``connection.cancel_safe()``; DuckDB: ``connection.interrupt()``), sent from a
+    helper thread, and its ``execute`` raises :class:`QueryCancelled` within a second. A statement that starts
+    after ``cancel()`` is not run at all. One scope may cover any number of statements, one after the other
+    or at once; cancelling twice does nothing more. The connection stays usable: PostgreSQL's goes back to its
+    pool, DuckDB's thread cursor is replaced.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._actions: dict[int, Callable[[], None]] = {}
+        self._ids = itertools.count()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Stop every statement running under the scope, and any started later. Never blocks."""
+        with self._lock:
+            if self._cancelled:
+                return
+            self._cancelled = True
+            actions = list(self._actions.values())
+            self._actions.clear()
+        if actions:
+            threading.Thread(target=_run_actions, args=(actions,), name="datasource-cancel", daemon=True).start()
+
+    def _register(self, action: Callable[[], None]) -> int | None:
+        """Run ``action`` on cancel; None (not registered) when the scope is already cancelled."""
+        with self._lock:
+            if self._cancelled:
+                return None
+            key = next(self._ids)
+            self._actions[key] = action
+            return key
+
+    def _unregister(self, key: int) -> None:
+        with self._lock:
+            self._actions.pop(key, None)
+
+
+def _run_actions(actions: list[Callable[[], None]]) -> None:
+    for action in actions:
+        try:
+            action()
+        except Exception:
+            logger.warning("cancelling a data source query failed", exc_info=True)
+
+
+@contextmanager
+def _cancellable(cancel: CancelScope | None, interrupt: Callable[[], None]) -> Iterator[threading.Event]:
+    """Within the block, ``cancel.cancel()`` calls ``interrupt`` (once, never after the block ends: the
+    connection may run another query by then); the event yielded says whether it did. Raises
+    :class:`QueryCancelled` without entering the block when the scope is already cancelled."""
+    fired = threading.Event()
+    if cancel is None:
+        yield fired
+        return
+    guard = threading.Lock()
+    live = True
+
+    def action() -> None:
+        with guard:
+            if live:
+                fired.set()
+                interrupt()
+
+    key = cancel._register(action)
+    if key is None:
+        raise QueryCancelled()
+    try:
+        yield fired
+    finally:
+        cancel._unregister(key)
+        with guard:  # waits for an interrupt being sent: none lands on this connection's next query
+            live = False
+
+
 class DataSource(Protocol):
     """What the semantic layer needs of a database."""
 
     dialect: Dialect
 
-    def execute(self, sql: str, params: Sequence[Any], *, timeout_s: float) -> QueryResult: ...
+    def execute(
+        self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
+    ) -> QueryResult: ...
 
     def close(self) -> None: ...
 
@@ -267,7 +387,9 @@ class DuckDBSource:
         self._local.cursor = None
         mine.cursor.close()
 
-    def execute(self, sql: str, params: Sequence[Any], *, timeout_s: float) -> QueryResult:
+    def execute(
+        self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
+    ) -> QueryResult:
         mine = self._cursor()
         token = object()
         timed_out = threading.Event()
@@ -278,24 +400,35 @@ class DuckDBSource:
                     timed_out.set()
                     mine.cursor.interrupt()
 
+        def cancel_query() -> None:
+            with mine.lock:
+                if mine.running is token:
+                    mine.cursor.interrupt()
+
         with mine.lock:
             mine.running = token
         alarm = _watchdog.call_later(timeout_s, interrupt)
+        cancelled = threading.Event()
         try:
-            mine.cursor.execute(sql, list(params))
-            description = mine.cursor.description or []
-            rows = mine.cursor.fetchall()
+            with _cancellable(cancel, cancel_query) as cancelled:
+                mine.cursor.execute(sql, list(params))
+                description = mine.cursor.description or []
+                rows = mine.cursor.fetchall()
         except duckdb.InterruptException:
             if timed_out.is_set():
                 raise QueryTimeout(timeout_s) from None
+            if cancelled.is_set():
+                raise QueryCancelled() from None
             raise DataSourceError("Query was interrupted") from None
         except duckdb.Error as exc:
+            if cancelled.is_set():  # an interrupt that landed between the statement and its rows
+                raise QueryCancelled() from None
             raise DataSourceError(_first_line(str(exc))) from None
         finally:
             _watchdog.cancel(alarm)
             with mine.lock:
                 mine.running = None
-            if timed_out.is_set():
+            if timed_out.is_set() or cancelled.is_set():
                 # An interrupt may land after its query ended: this cursor is not used again.
                 self._discard(mine)
         return QueryResult(
@@ -323,7 +456,8 @@ class PostgresSource:
     dialect: Dialect = "postgres"
 
     def __init__(self, conninfo: str, *, min_size: int = 1, max_size: int = 10, pool_timeout_s: float = 10.0) -> None:
-        self._pool = psycopg_pool.ConnectionPool(
+        # Each connection is checked before use, and one found dead sweeps the others (a restarted server).
+        self._pool = CheckedConnectionPool(
             conninfo,
             min_size=min_size,
             max_size=max_size,
@@ -341,23 +475,49 @@ class PostgresSource:
         # Transactions this connection begins are READ ONLY.
         connection.read_only = True
 
-    def execute(self, sql: str, params: Sequence[Any], *, timeout_s: float) -> QueryResult:
+    def execute(
+        self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
+    ) -> QueryResult:
         timeout_ms = max(1, round(timeout_s * 1000))
+        cancelled = threading.Event()
         try:
-            with self._pool.connection() as connection, connection.transaction(), connection.cursor() as cursor:
-                cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
-                # A prepared statement holds exactly one command and binds parameters server-side.
-                cursor.execute(sql, list(params), prepare=True)
-                description = cursor.description or []
-                rows = cursor.fetchall()
-                types = [value_type(column.type_display) for column in description]
+            with self._pool.connection() as connection:
+
+                def cancel_query() -> None:
+                    # A cancel request on its own connection to the server; the query then fails with QueryCanceled.
+                    connection.cancel_safe(timeout=5.0)
+
+                # The transaction ends (rolled back after a cancel) before the connection goes back to the pool.
+                with (
+                    _cancellable(cancel, cancel_query) as cancelled,
+                    connection.transaction(),
+                    connection.cursor() as cursor,
+                ):
+                    cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
+                    # A prepared statement holds exactly one command and binds parameters server-side.
+                    cursor.execute(sql, list(params), prepare=True)
+                    description = cursor.description or []
+                    rows = cursor.fetchall()
+                    types = [value_type(column.type_display) for column in description]
         except psycopg.errors.QueryCanceled:
+            if cancelled.is_set():
+                raise QueryCancelled() from None
             raise QueryTimeout(timeout_s) from None
-        except psycopg_pool.PoolTimeout:
-            raise DataSourceError("Data source is busy: no connection became free in time") from None
+        except psycopg_pool.PoolTimeout as exc:
+            if exc.__cause__ is not None:  # no connection could be made (CheckedConnectionPool names the error)
+                logger.warning("PostgreSQL data source unavailable: %s", exc)
+                raise DataSourceUnavailable("Data source is unavailable") from None
+            raise DataSourceUnavailable("Data source is busy: no connection became free in time") from None
         except psycopg.OperationalError as exc:
-            logger.warning("PostgreSQL data source unavailable: %s", exc)
+            if cancelled.is_set():
+                raise QueryCancelled() from None
+            logger.warning("PostgreSQL data source unavailable (%s): %s", unavailable_reason(exc), exc)
+            if is_unavailable_error(exc):
+                raise DataSourceUnavailable("Data source is unavailable") from None
             raise DataSourceError("Data source is unavailable") from None
+        except psycopg.InterfaceError as exc:  # a connection closed under the query
+            logger.warning("PostgreSQL data source unavailable (%s): %s", unavailable_reason(exc), exc)
+            raise DataSourceUnavailable("Data source is unavailable") from None
         except psycopg.Error as exc:
             primary = exc.diag.message_primary if exc.diag else None
             raise DataSourceError(primary or "Query failed") from None
@@ -389,10 +549,14 @@ def _postgres_source(url: str) -> PostgresSource:
         max_size = int(options.pop("pool_max_size", "10"))
     except ValueError:
         raise DataSourceError("pool_min_size and pool_max_size must be integers") from None
+    try:
+        pool_timeout_s = float(options.pop("pool_timeout", "10"))
+    except ValueError:
+        raise DataSourceError("pool_timeout must be a number of seconds") from None
     if not 0 <= min_size <= max_size or max_size < 1:
         raise DataSourceError("Pool sizes must satisfy 0 <= pool_min_size <= pool_max_size, pool_max_size >= 1")
     conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(options), ""))
-    return PostgresSource(conninfo, min_size=min_size, max_size=max_size)
+    return PostgresSource(conninfo, min_size=min_size, max_size=max_size, pool_timeout_s=pool_timeout_s)
 
 
 # URL scheme -> how to open it, and the SQL dialect it speaks.

@@ -8,7 +8,7 @@ call the rest the same way::
     body = semantic_load(deployment=deployment, ctx=ctx, query={"measures": ["orders.count"]}, query_type="multi")
 
 Each raises an :class:`~embedadmin.core.errors.ApiError` (``ModelError``/``QueryError``/``QueryLimitError`` 400,
-:class:`DataSourceFailure` 500) or, from :func:`semantic_load` (and
+:class:`DataSourceFailure` 500, 503 when the data source cannot be reached) or, from :func:`semantic_load` (and
 :func:`semantic_cubesql` called with ``throw_continue_wait=True``),
 :class:`~embedadmin.semantic.serving.cache.ContinueWait`
 when the query outlives ``SEMANTIC["CONTINUE_WAIT_SECONDS"]`` (repeat the call: it re-attaches to the running
@@ -43,7 +43,14 @@ from embedadmin.semantic.results.meta import meta
 from embedadmin.semantic.results.responses import dry_run_response, load_response, sql_response
 from embedadmin.semantic.serving.answers import AnswerMemory, RequestShapes, ResultUse, request_digest, time_key
 from embedadmin.semantic.serving.cache import CachedResult, CacheMode, ContinueWait, query_runner, result_cache_key
-from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult, dialect_of, get_data_source
+from embedadmin.semantic.serving.datasources import (
+    CancelScope,
+    DataSourceError,
+    DataSourceUnavailable,
+    QueryResult,
+    dialect_of,
+    get_data_source,
+)
 from embedadmin.semantic.sql.planning import LoadPlan, QueryOutcome, parse_query_param, plan_queries
 from embedadmin.semantic.sql.planning import refresh_interval as result_refresh_interval
 
@@ -54,6 +61,12 @@ class DataSourceFailure(ApiError):
     """The data source could not answer (unreachable, timed out, refused the SQL): 500 with its safe message."""
 
     status = 500
+
+
+class DataSourceUnavailableFailure(DataSourceFailure):
+    """The data source cannot be reached right now (down, restarting, out of connections): 503, retry later."""
+
+    status = 503
 
 
 @dataclass(frozen=True)
@@ -182,14 +195,17 @@ def semantic_load(
     query: Any,
     query_type: str | None = None,
     cache: str | None = None,
+    cancel: CancelScope | None = None,
 ) -> dict[str, Any]:
     """``/v1/load``: run ``query`` (an object, an array or a JSON string of either) for ``ctx``.
 
     ``query_type="multi"`` answers Cube's multi envelope (what ``@cubejs-client/core`` always asks for);
     ``cache`` is Cube's cache mode. Raises ``ContinueWait`` when the query is still running after the wait.
+    ``cancel.cancel()`` stops its statements in the data source (:class:`~.datasources.CancelScope`).
     """
     return answer_load(
-        plan_load(served=served_model(deployment=deployment), ctx=ctx, query=query, query_type=query_type, cache=cache)
+        plan_load(served=served_model(deployment=deployment), ctx=ctx, query=query, query_type=query_type, cache=cache),
+        cancel=cancel,
     ).body
 
 
@@ -273,12 +289,12 @@ def plan_load(
     return LoadWork(served=served, plan=plan, mode=mode, multi=query_type == "multi", reads=tuple(reads))
 
 
-def answer_load(work: LoadWork) -> LoadAnswer:
+def answer_load(work: LoadWork, *, cancel: CancelScope | None = None) -> LoadAnswer:
     """The answer to ``work``, its results read through the result cache on this thread."""
     outcomes = []
     used: list[ResultUse] = []
     reusable = work.mode is not CacheMode.NO_CACHE
-    pairs = iter([(read, _cached_rows(work.served, read, work.mode)) for read in work.reads])
+    pairs = iter([(read, _cached_rows(work.served, read, work.mode, cancel)) for read in work.reads])
     for compiled in work.plan.queries:
         mine = [next(pairs), *([next(pairs)] if compiled.total_sql else [])]  # the rows, then the total
         for read, run in mine:
@@ -319,6 +335,7 @@ def semantic_cubesql(
     timezone: str = "UTC",
     cache: str | None = None,
     throw_continue_wait: bool = False,
+    cancel: CancelScope | None = None,
 ) -> CubeSqlResult:
     """``/v1/cubesql`` (and the chat tool ``serviceSqlApi``): run one semantic SQL statement for ``ctx``.
 
@@ -339,7 +356,7 @@ def semantic_cubesql(
     )
     while True:
         try:
-            cached = _cached_rows(served, read, mode)
+            cached = _cached_rows(served, read, mode, cancel)
             break
         except ContinueWait:
             if throw_continue_wait:
@@ -352,12 +369,18 @@ def _result_read(served: ServedModel, sql: str, params: tuple[Any, ...], identit
     return ResultRead(key=key, sql=sql, params=params, every=every)
 
 
-def _cached_rows(served: ServedModel, read: ResultRead, mode: CacheMode) -> CachedResult:
-    """``read``'s rows through the result cache: run on the data source when the cache has no fresh copy."""
+def _cached_rows(
+    served: ServedModel, read: ResultRead, mode: CacheMode, cancel: CancelScope | None = None
+) -> CachedResult:
+    """``read``'s rows through the result cache: run on the data source when the cache has no fresh copy
+    (stopped there by ``cancel``). A data source that cannot be reached is a 503."""
     timeout_s = settings.SEMANTIC["QUERY_TIMEOUT_SECONDS"]
 
     def run() -> QueryResult:
-        return get_data_source(served.source_url).execute(read.sql, read.params, timeout_s=timeout_s)
+        source = get_data_source(served.source_url)
+        if cancel is None:
+            return source.execute(read.sql, read.params, timeout_s=timeout_s)
+        return source.execute(read.sql, read.params, timeout_s=timeout_s, cancel=cancel)
 
     try:
         return query_runner().load(
@@ -368,6 +391,8 @@ def _cached_rows(served: ServedModel, read: ResultRead, mode: CacheMode) -> Cach
             job_timeout_s=timeout_s,
             mode=mode,
         )
+    except DataSourceUnavailable as exc:
+        raise DataSourceUnavailableFailure(str(exc)) from None
     except DataSourceError as exc:
         raise DataSourceFailure(str(exc)) from None
 
