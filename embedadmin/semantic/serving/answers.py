@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
+from embedadmin.core.fields import loads_json
 from embedadmin.core.memory import ByteLRU
 from embedadmin.semantic.query.dates import format_local, local_now, resolve_timezone, start_of
 
@@ -125,8 +126,8 @@ def time_shape(params: dict[str, Any]) -> TimeShape | None:
     time zones; None when the query cannot be read that way (it is then answered but not kept)."""
     query = params.get("query")
     try:
-        items = json.loads(query) if isinstance(query, str) else query
-    except ValueError:
+        items = loads_json(query) if isinstance(query, str) else query
+    except ValueError:  # (nesting beyond the limit included): the query answers the error
         return None
     items = items if isinstance(items, list) else [items]
     if not all(isinstance(item, dict) for item in items):
