@@ -188,7 +188,7 @@ def _assert_503(response: Any, *, scim: bool = False) -> dict[str, Any]:
     assert response["Retry-After"] == str(RETRY_AFTER_SECONDS)
     assert response["Content-Type"].startswith("application/scim+json" if scim else "application/json")
     body = response.json()
-    assert "retry later" in body["error"]
+    assert "retry later" in (body["detail"] if scim else body["error"])  # SCIM's error shape says it in "detail"
     return body
 
 
