@@ -38,6 +38,7 @@ urlpatterns = [
     path("api/v1/", include("embedadmin.chat.urls")),
     path("api/v1/", include(platform_v1)),
     path("api/scim/v2/", include(scim_v2)),
+    path("scim/v2/", include(scim_v2)),
     path("admin/", panel_site.urls),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     # Last: the Core Data API answers a JSON 404 for any other path under its prefixes.

@@ -202,3 +202,28 @@ class RevokedToken(models.Model):
 
     def __str__(self) -> str:
         return f"revoked {self.jti}"
+
+
+class InternalUserProfile(models.Model):
+    """What SCIM keeps of an internal user beyond the Django user: the identity provider's ``externalId``, the
+    case-folded ``userName`` that makes user names unique without regard to case, and the rest of the SCIM
+    resource (``name``, ``emails``, the enterprise extension...) as the identity provider last wrote it.
+
+    The Django user stays authoritative for what the product uses (``username``, ``email``, ``first_name``,
+    ``last_name``, ``is_active``); ``resource`` holds the attributes nothing else reads.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="scim_profile")
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="internal_user_profiles")
+    user_name_key = models.CharField(max_length=150, unique=True)
+    external_id = models.CharField(max_length=255, blank=True, default="")
+    display_name = models.CharField(max_length=255, blank=True, default="")
+    resource = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["account_id", "user_id"]
+        indexes = [models.Index(fields=["account", "external_id"], name="internal_profile_external_id")]
+
+    def __str__(self) -> str:
+        return f"profile of user #{self.user_id}"

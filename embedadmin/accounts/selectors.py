@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from django.contrib.auth import get_user_model
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from embedadmin.accounts.models import (
     Account,
@@ -216,3 +216,31 @@ def internal_users_of(*, account: Account) -> QuerySet[User]:
 def tenant_settings_of(*, account: Account) -> TenantSettings:
     """The account's tenant settings and user counts (every account has one row)."""
     return TenantSettings.objects.get(account=account)
+
+
+def internal_user_of(*, account: Account, user_id: str | int) -> User:
+    """The account's internal user whose id (or its decimal text, as SCIM and the Platform API give it) is
+    ``user_id``, with its membership and profile; 404 for any other id, another account's user included."""
+    text = str(user_id)
+    user = None
+    if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_BIGINT:
+        user = internal_users_of(account=account).select_related("scim_profile").filter(pk=int(text)).first()
+    if user is None:
+        raise NotFound(f"User {text} not found")
+    return user
+
+
+@dataclass(frozen=True)
+class InternalUsersPage:
+    """One page of internal users: ``total`` match, ``users`` are those of the page (with membership and profile)."""
+
+    total: int
+    users: list[User]
+
+
+def internal_users_page(*, account: Account, query: Q, start_index: int, count: int) -> InternalUsersPage:
+    """The page of the account's internal users matching ``query`` from the 1-based ``start_index``, in id order."""
+    users = internal_users_of(account=account).filter(query).select_related("scim_profile").distinct()
+    total = users.count()
+    offset = min(start_index - 1, total)
+    return InternalUsersPage(total=total, users=list(users.order_by("pk")[offset : offset + count]))

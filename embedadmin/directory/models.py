@@ -86,6 +86,10 @@ class Group(TimestampedModel):
     )
     name = models.CharField(max_length=255)
     description = models.TextField(blank=True, default="")
+    # The identity provider's id of a group it provisioned through SCIM (RFC 7643 externalId).
+    external_id = models.CharField(max_length=255, blank=True, default="")
+    # The label the identity provider gave each internal member (user id -> SCIM members[].display), if any.
+    member_displays = models.JSONField(default=dict, blank=True)
     external_members = models.ManyToManyField(ExternalUser, through="GroupMembership", related_name="groups")
     internal_members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="directory_groups")
 
@@ -155,6 +159,23 @@ class AttributeValue(models.Model):
     class Meta:
         ordering = ["user_id", "definition_id"]
         constraints = [models.UniqueConstraint(fields=["user", "definition"], name="attribute_value_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.definition_id}={self.value!r}"
+
+
+class InternalAttributeValue(models.Model):
+    """The value of one tenant-wide attribute for one internal user (written through SCIM's
+    ``urn:cube:params:1.0:UserAttribute``), stored as JSON of the definition's type like :class:`AttributeValue`."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="attribute_values")
+    definition = models.ForeignKey(AttributeDefinition, on_delete=models.CASCADE, related_name="internal_values")
+    value = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["user_id", "definition_id"]
+        constraints = [models.UniqueConstraint(fields=["user", "definition"], name="internal_attribute_value_unique")]
 
     def __str__(self) -> str:
         return f"{self.definition_id}={self.value!r}"

@@ -19,6 +19,7 @@ from embedadmin.directory.models import (
     ExternalUser,
     Group,
     GroupMembership,
+    InternalAttributeValue,
 )
 from embedadmin.directory.values import default_value_parse
 
@@ -290,3 +291,38 @@ def scim_group(*, account: Account, group_id: str) -> Group:
 def group_internal_members(*, group: Group) -> list[User]:
     """A group's internal (IdP-managed) users, its SCIM members (already read for a group from ``scim_groups``)."""
     return list(group.internal_members.all())
+
+
+def scim_groups_matching(*, account: Account, query: Q, start_index: int, count: int) -> ScimGroupsPage:
+    """The page of the account's tenant-wide groups matching ``query`` (a SCIM filter's) from the 1-based
+    ``start_index``, in id order, with their internal members."""
+    groups = Group.objects.filter(account=account, embed_tenant__isnull=True).filter(query).distinct()
+    total = groups.count()
+    offset = min(start_index - 1, total)
+    page = groups.order_by("id").prefetch_related("internal_members")[offset : offset + count]
+    return ScimGroupsPage(total=total, groups=list(page))
+
+
+def internal_users_groups(*, account: Account, user_ids: Sequence[int]) -> dict[int, list[Group]]:
+    """The tenant-wide groups of each of these internal users (SCIM's read-only ``groups``), by user id."""
+    found: dict[int, list[Group]] = {user_id: [] for user_id in user_ids}
+    through = Group.internal_members.through
+    rows = (
+        through.objects.filter(user_id__in=user_ids, group__account=account, group__embed_tenant__isnull=True)
+        .select_related("group")
+        .order_by("group_id")
+    )
+    for row in rows:
+        found[row.user_id].append(row.group)
+    return found
+
+
+def internal_users_attribute_values(*, account: Account, user_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The tenant-wide attribute values stored for each of these internal users (no defaults), by user id."""
+    found: dict[int, dict[str, Any]] = {user_id: {} for user_id in user_ids}
+    rows = InternalAttributeValue.objects.filter(
+        user_id__in=user_ids, definition__account=account, definition__embed_tenant__isnull=True
+    ).values_list("user_id", "definition__name", "value")
+    for user_id, name, value in rows.order_by("user_id", "definition__name"):
+        found[user_id][name] = value
+    return found

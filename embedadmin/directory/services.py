@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
@@ -26,6 +27,7 @@ from embedadmin.directory.models import (
     ExternalUser,
     Group,
     GroupMembership,
+    InternalAttributeValue,
 )
 from embedadmin.directory.values import ATTRIBUTE_TYPES, default_value_parse, value_matches_type
 
@@ -225,7 +227,10 @@ def attribute_definition_update(*, definition: AttributeDefinition, changes: dic
 def attribute_definition_delete(*, definition: AttributeDefinition) -> None:
     """Delete a definition that no user has a value for; otherwise refuse (values would vanish silently)."""
     with transaction.atomic():
-        holders = AttributeValue.objects.filter(definition=definition).count()
+        holders = (
+            AttributeValue.objects.filter(definition=definition).count()
+            + InternalAttributeValue.objects.filter(definition=definition).count()
+        )
         if holders:
             raise BadRequest(
                 f"User attribute {definition.name!r} still has values for {holders} user(s); clear them first"
@@ -417,3 +422,70 @@ def external_user_count_reconcile(*, account: Account) -> int:
     return quota_recount(
         account_id=account.pk, quota=EXTERNAL_USERS, count=ExternalUser.objects.filter(account=account).count
     )
+
+
+# --- internal users (SCIM) ------------------------------------------------------------------------------
+
+
+def internal_user_attributes_set(*, account: Account, user_id: int, values: dict[str, Any]) -> None:
+    """Make an internal user's tenant-wide attribute values exactly ``values`` (name -> value; a name left out
+    or ``None`` is cleared), each checked against its definition's type by the rule every attribute value
+    follows (``values.value_matches_type``). An unknown name is 400. Runs in the caller's transaction."""
+    definitions = selectors.attribute_definitions_in_scope(account=account, embed_tenant=None)
+    unknown = sorted(set(values) - set(definitions))
+    if unknown:
+        raise BadRequest(f"User attributes not found: {', '.join(unknown)}")
+    checked = attribute_values_check(definitions=definitions, values=list(values.items()))
+    kept = {d.pk: v for d, v in checked if v is not None}
+    InternalAttributeValue.objects.filter(user_id=user_id).exclude(definition_id__in=kept).delete()
+    for definition_id, value in sorted(kept.items()):
+        InternalAttributeValue.objects.update_or_create(
+            user_id=user_id, definition_id=definition_id, defaults={"value": value}
+        )
+
+
+def scim_group_save(
+    *,
+    group: Group,
+    name: str | None = None,
+    external_id: str | None = None,
+    member_ids: Sequence[int] | None = None,
+    member_displays: dict[int, str] | None = None,
+) -> Group:
+    """Rename a tenant-wide group, set its ``externalId`` and make its internal members exactly ``member_ids``
+    (``None`` keeps each). Members must be internal users of the group's account (400 otherwise). Runs in the
+    caller's transaction, or its own."""
+    with transaction.atomic():
+        fields = []
+        if name is not None and name.strip() != group.name:
+            name = name.strip()
+            if not name or name.startswith("system:"):
+                raise BadRequest("displayName must not be empty nor start with 'system:'")
+            group.name = name
+            fields.append("name")
+        if external_id is not None and external_id != group.external_id:
+            group.external_id = external_id
+            fields.append("external_id")
+        try:
+            with transaction.atomic():
+                group.save(update_fields=[*fields, "updated_at"])
+        except IntegrityError:
+            raise Conflict(f"A group named {group.name!r} already exists") from None
+        if member_ids is not None:
+            wanted = set(member_ids)
+            found = set(
+                get_user_model()
+                .objects.filter(pk__in=wanted, membership__account_id=group.account_id)
+                .values_list("pk", flat=True)
+            )
+            missing = sorted(wanted - found)
+            if missing:
+                raise BadRequest(f"members: no user {', '.join(map(str, missing))} in this account")
+            group.internal_members.set(sorted(wanted))
+            displays = {str(k): v for k, v in (member_displays or {}).items() if k in wanted and v}
+            if displays != group.member_displays:
+                group.member_displays = displays
+                group.save(update_fields=["member_displays"])
+        if "name" in fields:
+            selectors.catalog_version(group.account_id).bump()
+    return group

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from embedadmin.accounts.models import Account, Deployment, TenantSettings
@@ -355,3 +355,26 @@ def session_revoke(*, caller: ApiKeyCaller, session_id: str) -> None:
         if exchanged_at is not None:
             token_expiry = exchanged_at + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
             deployment_token_revoke(deployment=session.deployment, jti=str(session.public_id), expires_at=token_expiry)
+
+
+def internal_user_sessions_revoke(*, user_id: int) -> int:
+    """Revoke every live embed session minted for an internal user (``internalId``), and the embed token of each
+    one already exchanged: a deactivated or deleted user can neither redeem a session nor use its token. Runs in
+    the caller's transaction (the user's deactivation). Returns how many sessions were revoked."""
+    now = timezone.now()
+    ttl = dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
+    live = EmbedSession.objects.select_for_update(of=("self",)).filter(
+        internal_user_id=user_id, revoked_at__isnull=True
+    )
+    sessions = list(
+        live.filter(models.Q(expires_at__gt=now) | models.Q(exchanged_at__gt=now - ttl))
+        .select_related("deployment")
+        .order_by("pk")
+    )
+    for session in sessions:
+        if session.exchanged_at is not None and session.exchanged_at + ttl > now:
+            deployment_token_revoke(
+                deployment=session.deployment, jti=str(session.public_id), expires_at=session.exchanged_at + ttl
+            )
+    EmbedSession.objects.filter(pk__in=[s.pk for s in sessions]).update(revoked_at=now)
+    return len(sessions)

@@ -1,6 +1,7 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from embedadmin.platform import content, scim, views
+from embedadmin.platform import content, views
+from embedadmin.platform.scim import views as scim
 
 _DEPLOYMENT = "deployments/<int:deployment_id>"
 _WORKBOOK = f"{_DEPLOYMENT}/workbooks/<int:workbook_id>"
@@ -11,6 +12,8 @@ api_v1 = [
     path("user-attributes", views.UserAttributeListView.as_view()),
     path("user-attributes/<int:attribute_id>", views.UserAttributeDetailView.as_view()),
     path("users", views.UserListView.as_view()),
+    path("users/<str:user_id>", views.UserDetailView.as_view()),
+    path("users/<str:user_id>/deactivate", views.UserDeactivateView.as_view()),
     path("deployments", views.DeploymentListView.as_view()),
     path("deployments/", views.DeploymentListView.as_view()),
     # Workspace content (embedadmin/platform/content.py)
@@ -30,6 +33,17 @@ api_v1 = [
 ]
 
 scim_v2 = [
+    path("ServiceProviderConfig", scim.ServiceProviderConfigView.as_view()),
+    path("ResourceTypes", scim.ResourceTypeListView.as_view()),
+    path("ResourceTypes/<str:type_id>", scim.ResourceTypeDetailView.as_view()),
+    path("Schemas", scim.SchemaListView.as_view()),
+    path("Schemas/<str:schema_id>", scim.SchemaDetailView.as_view()),
+    path(".search", scim.RootSearchView.as_view()),
+    path("Users", scim.ScimUserListView.as_view()),
+    path("Users/.search", scim.ScimUserSearchView.as_view()),
+    path("Users/<str:user_id>", scim.ScimUserDetailView.as_view()),
     path("Groups", scim.ScimGroupListView.as_view()),
+    path("Groups/.search", scim.ScimGroupSearchView.as_view()),
     path("Groups/<str:group_id>", scim.ScimGroupDetailView.as_view()),
+    re_path(r"^(?P<rest>.*)$", scim.NotFoundView.as_view()),
 ]

@@ -23,6 +23,7 @@ from embedadmin.directory.contracts import (
     attribute_definition_item,
 )
 from embedadmin.directory.models import AttributeDefinition
+from embedadmin.platform import users as user_lifecycle
 
 
 class PlatformView(APIView):
@@ -183,6 +184,66 @@ class UserListView(PlatformView):
             is_admin=data["isAdmin"],
         )
         return Response(internal_user_item(user), status=201)
+
+
+class InternalUserUpdateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
+    """``PATCH /api/v1/users/{id}``: email, the role (``role`` admin|member, or ``isAdmin``) and ``isActive``."""
+
+    email = StrictEmailField(required=False, allow_blank=True, max_length=254)
+    isAdmin = StrictBooleanField(required=False)
+    role = serializers.ChoiceField(choices=["admin", "member"], required=False)
+    isActive = StrictBooleanField(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "role" in attrs and "isAdmin" in attrs and (attrs["role"] == "admin") != attrs["isAdmin"]:
+            raise serializers.ValidationError("role and isAdmin disagree")
+        return attrs
+
+
+def internal_user_detail(user) -> dict[str, Any]:
+    return {**internal_user_item(user), "role": "admin" if user.membership.is_admin else "member"}
+
+
+class UserDetailView(PlatformView):
+    """``/api/v1/users/{id}``: get, update (email, role, active) and delete an internal user, through the same
+    services as SCIM (a deactivation revokes the user's sessions, tokens and keys at once)."""
+
+    def _user(self, request: PlatformRequest, user_id: str):
+        return accounts_selectors.internal_user_of(account=request.user.account, user_id=user_id)
+
+    def get(self, request: PlatformRequest, user_id: str) -> Response:
+        return Response(internal_user_detail(self._user(request, user_id)))
+
+    def patch(self, request: PlatformRequest, user_id: str) -> Response:
+        user = self._user(request, user_id)
+        serializer = InternalUserUpdateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        is_admin = data.get("isAdmin", data["role"] == "admin" if "role" in data else None)
+        user_lifecycle.internal_user_save(
+            account=request.user.account,
+            user=user,
+            changes=accounts.InternalUserChanges(
+                email=data.get("email"), is_admin=is_admin, is_active=data.get("isActive")
+            ),
+        )
+        return Response(internal_user_detail(self._user(request, user_id)))
+
+    put = patch
+
+    def delete(self, request: PlatformRequest, user_id: str) -> Response:
+        user_lifecycle.internal_user_remove(user=self._user(request, user_id))
+        return Response(status=204)
+
+
+class UserDeactivateView(PlatformView):
+    """``POST /api/v1/users/{id}/deactivate``: the same as ``PATCH {"isActive": false}``."""
+
+    def post(self, request: PlatformRequest, user_id: str) -> Response:
+        user = accounts_selectors.internal_user_of(account=request.user.account, user_id=user_id)
+        user_lifecycle.internal_user_deactivate(account=request.user.account, user=user)
+        user = accounts_selectors.internal_user_of(account=request.user.account, user_id=user_id)
+        return Response(internal_user_detail(user))
 
 
 class DeploymentListView(PlatformView):

@@ -16,7 +16,9 @@ SCIM_JSON = "application/scim+json"
 
 
 def _scim_error(status: int, detail: str, scim_type: str | None = None) -> dict:
-    body = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": detail, "error": detail}
+    body = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": detail}
+    if status == 401:  # a credential refusal carries the ``error`` key every API's does
+        body["error"] = detail
     if scim_type:
         body["scimType"] = scim_type
     return body
@@ -24,18 +26,20 @@ def _scim_error(status: int, detail: str, scim_type: str | None = None) -> dict:
 
 def _resource(group: Group, members: list[dict] | None = None) -> dict:
     location = f"http://testserver{SCIM_GROUPS_URL}/{group.pk}"
-    return {
+    resource = {
         "schemas": [GROUP_SCHEMA],
         "id": str(group.pk),
         "displayName": group.name,
-        "members": members or [],
         "meta": {
             "resourceType": "Group",
-            "created": group.created_at.isoformat(),
-            "lastModified": group.updated_at.isoformat(),
+            "created": group.created_at.isoformat().replace("+00:00", "Z"),
+            "lastModified": group.updated_at.isoformat().replace("+00:00", "Z"),
             "location": location,
         },
     }
+    if members:
+        resource["members"] = [{**m, "$ref": f"http://testserver/api/scim/v2/Users/{m['value']}"} for m in members]
+    return resource
 
 
 def _create(api, cast, name: str):
@@ -92,18 +96,22 @@ def test_a_duplicate_display_name_is_409_with_the_scim_error_and_writes_nothing(
 
 
 @pytest.mark.parametrize(
-    ("body", "message"),
+    ("body", "message", "scim_type"),
     [
-        ({"schemas": [GROUP_SCHEMA]}, "displayName is required"),
-        ({"displayName": ""}, "displayName is required"),
-        ({"displayName": "   "}, "displayName is required"),
-        ({"displayName": 5}, "displayName is required"),
-        ({"displayName": ["sales"]}, "displayName is required"),
-        ([{"displayName": "sales"}], "displayName is required"),
-        ({"displayName": "g" * 256}, "displayName must be at most 255 characters, without NUL"),
+        ({"schemas": [GROUP_SCHEMA]}, "Field 'displayName' is required but value is missing, null or empty", None),
+        ({"schemas": [GROUP_SCHEMA], "displayName": ""}, "Group name must not be empty", None),
+        ({"schemas": [GROUP_SCHEMA], "displayName": "   "}, "Group name must not be empty", None),
+        ({"schemas": [GROUP_SCHEMA], "displayName": 5}, "Input should be a valid string: displayName", None),
+        ({"schemas": [GROUP_SCHEMA], "displayName": ["a"]}, "Input should be a valid string: displayName", None),
+        ([{"displayName": "sales"}], "The body must be a JSON object", "invalidSyntax"),
+        (
+            {"schemas": [GROUP_SCHEMA], "displayName": "g" * 256},
+            "displayName must be at most 255 characters, without NUL",
+            None,
+        ),
     ],
 )
-def test_an_invalid_group_is_400_invalid_value(api, acme, body, message):
+def test_an_invalid_group_is_400_invalid_value(api, acme, body, message, scim_type):
     # given
     before = db_rows()
 
@@ -112,7 +120,7 @@ def test_an_invalid_group_is_400_invalid_value(api, acme, body, message):
 
     # then
     assert response.status_code == 400
-    assert response.json() == _scim_error(400, message, "invalidValue")
+    assert response.json() == _scim_error(400, message, scim_type or "invalidValue")
     assert db_rows() == before
 
 
@@ -122,7 +130,7 @@ def test_a_reserved_system_name_is_400(api, acme):
 
     # then
     assert response.status_code == 400
-    assert response.json() == _scim_error(400, "Group names starting with 'system:' are reserved")
+    assert response.json() == _scim_error(400, "Group names starting with 'system:' are reserved", "invalidValue")
 
 
 def test_list_returns_a_list_response_of_the_tenant_wide_groups_only(api, acme, globex):
@@ -186,7 +194,7 @@ def test_a_non_integer_paging_parameter_is_400(api, acme, query):
     # then
     name = query.split("=")[0]
     assert response.status_code == 400
-    assert response.json() == _scim_error(400, f"{name} must be an integer")
+    assert response.json() == _scim_error(400, f"{name} must be an integer", "invalidValue")
 
 
 @pytest.mark.parametrize(
@@ -194,7 +202,10 @@ def test_a_non_integer_paging_parameter_is_400(api, acme, query):
     [
         ('displayName eq "support"', ["support"]),
         ('displayName  EQ  "support"', ["support"]),
-        ('displayName eq "Support"', []),
+        ('displayName eq "Support"', ["support"]),  # caseExact false (RFC 7643 4.2)
+        ('displayName co "s"', ["sales", "support", 'say "hi"']),
+        ('displayName sw "sa" or displayName ew "\\"hi\\""', ["sales", 'say "hi"']),
+        ('not (displayName eq "sales")', ["support", 'say "hi"']),
         ('displayName eq "say \\"hi\\""', ['say "hi"']),
         ('displayName eq "nobody"', []),
     ],
@@ -212,14 +223,21 @@ def test_list_filters_by_display_name(api, acme, expression, picked):
     assert (body["totalResults"], [r["displayName"] for r in body["Resources"]]) == (len(picked), picked)
 
 
-@pytest.mark.parametrize("expression", ['displayName co "s"', "id eq 1", 'displayName eq "unterminated'])
-def test_an_unsupported_filter_is_400_invalid_filter(api, acme, expression):
+@pytest.mark.parametrize(
+    ("expression", "detail"),
+    [
+        ('description eq "x"', "Filtering on 'description' is not supported"),
+        ("id eq 1", "value 1 is not valid for attribute 'urn:ietf:params:scim:schemas:core:2.0:Group:id'"),
+        ('displayName eq "unterminated', "invalid syntax at column 16"),
+    ],
+)
+def test_an_unsupported_filter_is_400_invalid_filter(api, acme, expression, detail):
     # when
     response = api.get(SCIM_GROUPS_URL, {"filter": expression}, **acme.platform_headers)
 
     # then
     assert response.status_code == 400
-    assert response.json() == _scim_error(400, "Only 'displayName eq \"...\"' filters are supported", "invalidFilter")
+    assert response.json() == _scim_error(400, detail, "invalidFilter")
 
 
 def test_get_one_returns_the_resource_with_its_internal_members(api, acme):
@@ -281,7 +299,7 @@ def test_delete_of_a_group_external_viewers_belong_to_is_400_and_keeps_everythin
 
     # then: the external viewer blocks it (internal members go with a SCIM delete, so they are not counted)
     assert response.status_code == 400
-    assert response.json() == _scim_error(400, "Group 'sales' still has 1 member(s); remove them first")
+    assert response.json() == _scim_error(400, "Group 'sales' still has 1 member(s); remove them first", "invalidValue")
     assert db_rows() == before
 
     # when: the viewer's memberships are cleared

@@ -1,0 +1,485 @@
+"""SCIM 2.0 endpoints at ``/api/scim/v2`` and ``/scim/v2``: Users, Groups and the discovery endpoints.
+
+Bodies are read and written with ``scim2-models`` (validation by mutability and requiredness, PATCH application,
+``attributes``/``excludedAttributes``) under the tolerant policy of ``resources.POLICY``; every error is a SCIM
+Error with its ``scimType``. A PATCH is applied to the stored resource and written back as a whole, in one
+transaction: all its operations or none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from pydantic import ValidationError
+from rest_framework import exceptions as drf_exceptions
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from scim2_models import (
+    Context,
+    Error,
+    PatchOp,
+    ResponseParameters,
+    SCIMException,
+    SearchRequest,
+)
+from scim2_models import Group as ScimGroup
+
+from embedadmin.accounts import selectors as accounts_selectors
+from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest, PlatformTokenAuthentication
+from embedadmin.accounts.models import Account, InternalUserProfile
+from embedadmin.accounts.services import internal_user_profile
+from embedadmin.core.errors import SCIM_MEDIA_TYPE, ApiError, scim_error_body
+from embedadmin.core.parsers import JSONBodyParser, ScimJSONParser
+from embedadmin.directory import selectors as directory_selectors
+from embedadmin.directory import services as directory
+from embedadmin.directory.models import Group
+from embedadmin.platform import users as user_lifecycle
+from embedadmin.platform.scim import resources
+from embedadmin.platform.scim.filters import GROUP_COLUMNS, USER_COLUMNS, filter_query
+
+_SCIM_TYPE_OF_STATUS = {409: "uniqueness"}
+GROUP_NAME_MAX_LENGTH = 255  # directory.Group.name
+
+
+def scim_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(data, status=status, content_type=SCIM_MEDIA_TYPE, headers=headers)
+
+
+def scim_error(status: int, detail: str, scim_type: str | None = None, headers: dict | None = None) -> Response:
+    """An RFC 7644 3.12 Error, exactly: strict clients (scim2-models) refuse any other member, so the ``error``
+    key the other APIs carry is left out, except on a 401, which the credential checks of every API share."""
+    body = scim_error_body(status, detail, scim_type)
+    if status != 401:  # a credential refusal reads like every API's (tests/accounts/test_credentials.py)
+        body.pop("error", None)
+    return scim_response(body, status=status, headers=headers)
+
+
+def _validation_error(exc: ValidationError) -> Response:
+    errors = Error.from_validation_errors(exc)
+    first = errors[0] if errors else Error(status=400, detail=str(exc))
+    status = int(first.status or 400)
+    return scim_error(status, first.detail or "Invalid request", first.scim_type or "invalidValue")
+
+
+class ScimView(APIView):
+    """Base of the SCIM endpoints: platform-token auth, the account's service, and SCIM errors for everything."""
+
+    authentication_classes = [PlatformTokenAuthentication]
+    permission_classes = [IsPlatformCaller]
+    parser_classes = [ScimJSONParser, JSONBodyParser]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, SCIMException):
+            error = exc.to_error()
+            return scim_error(int(error.status or 400), error.detail or "Invalid request", error.scim_type)
+        if isinstance(exc, ValidationError):
+            return _validation_error(exc)
+        if isinstance(exc, ApiError):
+            scim_type = _SCIM_TYPE_OF_STATUS.get(exc.status) or ("invalidValue" if exc.status == 400 else None)
+            return scim_error(exc.status, exc.message, scim_type)
+        if isinstance(exc, drf_exceptions.ParseError):
+            return scim_error(400, str(exc.detail), "invalidSyntax")
+        response = super().handle_exception(exc)
+        data = response.data
+        detail = data.get("error") or data.get("detail") if isinstance(data, dict) else None
+        headers = {k: response[k] for k in ("WWW-Authenticate", "Allow") if response.has_header(k)}
+        return scim_error(response.status_code, str(detail or "Request failed"), headers=headers)
+
+    def account(self) -> Account:
+        request: PlatformRequest = self.request  # type: ignore[assignment]
+        return request.user.account
+
+    def base(self) -> str:
+        """The absolute URL of the SCIM root the request came through (``/api/scim/v2`` or ``/scim/v2``)."""
+        path = self.request.path
+        root = path[: path.index("/v2/") + 3] if "/v2/" in path else path.rstrip("/")
+        return self.request.build_absolute_uri(root)
+
+    def service(self) -> resources.UserService:
+        definitions = directory_selectors.attribute_definitions_of(account=self.account(), embed_tenant=None)
+        return resources.user_service(definitions)
+
+    def body(self) -> dict[str, Any]:
+        data = self.request.data
+        if not isinstance(data, dict):
+            raise SCIMExceptionSyntax(detail="The body must be a JSON object")
+        return dict(data)
+
+    def response_parameters(self, source: dict[str, Any] | None = None) -> ResponseParameters[Any]:
+        """``attributes`` and ``excludedAttributes`` of the query (or of a search body)."""
+        params: dict[str, Any] = {}
+        for key in ("attributes", "excludedAttributes"):
+            raw = (source or {}).get(key) if source is not None else self.request.query_params.get(key)
+            if raw:
+                params[key] = raw if isinstance(raw, list) else [a.strip() for a in str(raw).split(",") if a.strip()]
+        with resources.POLICY:
+            return ResponseParameters.model_validate(params)
+
+
+class SCIMExceptionSyntax(SCIMException):
+    """A body that is not the JSON object an endpoint takes (400 ``invalidSyntax``)."""
+
+    status = 400
+    scim_type = "invalidSyntax"
+
+
+def _paging(raw: dict[str, Any]) -> tuple[int, int]:
+    """``startIndex`` (1-based; below 1 reads as 1) and ``count`` (negative reads as 0; at most MAX_RESULTS)."""
+
+    def number(name: str, default: int) -> int:
+        value = raw.get(name)
+        if value is None or value == "":
+            return default
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise SCIMExceptionValue(detail=f"{name} must be an integer") from None
+
+    start = max(number("startIndex", 1), 1)
+    count = min(max(number("count", 100), 0), resources.MAX_RESULTS)
+    return start, count
+
+
+def _list_response(resources_: list[dict[str, Any]], total: int, start: int) -> dict[str, Any]:
+    return {
+        "schemas": [resources.LIST_SCHEMA],
+        "totalResults": total,
+        "startIndex": start,
+        "itemsPerPage": len(resources_),
+        "Resources": resources_,
+    }
+
+
+# --- users --------------------------------------------------------------------------------------------------
+
+
+class _UserMixin(ScimView):
+    def user_payloads(self, users: list[Any]) -> list[dict[str, Any]]:
+        account, base = self.account(), self.base()
+        ids = [u.pk for u in users]
+        groups = directory_selectors.internal_users_groups(account=account, user_ids=ids)
+        values = directory_selectors.internal_users_attribute_values(account=account, user_ids=ids)
+        payloads = []
+        for user in users:
+            profile = _profile_of(user)
+            payloads.append(
+                resources.user_payload(
+                    user=user, profile=profile, groups=groups[user.pk], attribute_values=values[user.pk], base=base
+                )
+            )
+        return payloads
+
+    def user_dump(self, payload: dict[str, Any], params: ResponseParameters[Any] | None = None) -> dict[str, Any]:
+        model = self.service().user_model
+        with resources.POLICY:
+            resource = model.model_validate(payload, scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+            return resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=params)
+
+    def list_users(self, query_source: dict[str, Any]) -> Response:
+        service = self.service()
+        raw_filter = query_source.get("filter")
+        query = Q()
+        if raw_filter:
+            with resources.POLICY:
+                query = filter_query(str(raw_filter), model=service.user_model, columns=USER_COLUMNS)
+        start, count = _paging(query_source)
+        params = self.response_parameters(query_source if self.request.method == "POST" else None)
+        page = accounts_selectors.internal_users_page(
+            account=self.account(), query=query, start_index=start, count=count
+        )
+        dumped = [self.user_dump(p, params) for p in self.user_payloads(page.users)]
+        return scim_response(_list_response(dumped, page.total, start))
+
+    def write_user(self, *, user: Any, body: dict[str, Any], creating: bool, active_removed: bool = False) -> Any:
+        model = self.service().user_model
+        context = Context.RESOURCE_CREATION_REQUEST if creating else Context.RESOURCE_REPLACEMENT_REQUEST
+        with resources.POLICY:
+            resource = model.model_validate(resources.normalized_user_body(body), scim_ctx=context)
+        write = resources.user_write(
+            resource, keep_active=True if user is None else user.is_active, active_removed=active_removed
+        )
+        return user_lifecycle.internal_user_save(
+            account=self.account(), user=user, changes=write.changes, attribute_values=write.attribute_values
+        )
+
+
+def _profile_of(user: Any) -> InternalUserProfile:
+    try:
+        profile: InternalUserProfile = user.scim_profile
+    except InternalUserProfile.DoesNotExist:
+        profile = internal_user_profile(user=user)
+    return profile
+
+
+class ScimUserListView(_UserMixin):
+    def get(self, request: PlatformRequest) -> Response:
+        return self.list_users(dict(request.query_params.items()))
+
+    def post(self, request: PlatformRequest) -> Response:
+        user = self.write_user(user=None, body=self.body(), creating=True)
+        payload = self.user_payloads([user])[0]
+        return scim_response(self.user_dump(payload), status=201, headers={"Location": payload["meta"]["location"]})
+
+
+class ScimUserSearchView(_UserMixin):
+    def post(self, request: PlatformRequest) -> Response:
+        body = self.body()
+        with resources.POLICY:
+            SearchRequest.model_validate(body)  # the shape of a SearchRequest (RFC 7644 3.4.3)
+        return self.list_users(body)
+
+
+class ScimUserDetailView(_UserMixin):
+    def _user(self, user_id: str) -> Any:
+        return accounts_selectors.internal_user_of(account=self.account(), user_id=user_id)
+
+    def _answer(self, user: Any) -> Response:
+        user = self._user(str(user.pk))
+        return scim_response(self.user_dump(self.user_payloads([user])[0], self.response_parameters()))
+
+    def get(self, request: PlatformRequest, user_id: str) -> Response:
+        return self._answer(self._user(user_id))
+
+    def put(self, request: PlatformRequest, user_id: str) -> Response:
+        with transaction.atomic():
+            user = self.write_user(user=self._user(user_id), body=self.body(), creating=False)
+        return self._answer(user)
+
+    def patch(self, request: PlatformRequest, user_id: str) -> Response:
+        service = self.service()
+        body = self.body()
+        with transaction.atomic(), resources.POLICY:
+            user = self._user(user_id)
+            current = service.user_model.model_validate(self.user_payloads([user])[0], scim_ctx=None)
+            patch_model: Any = PatchOp.__class_getitem__(service.user_model)  # the account's model is built at run time
+            operation = patch_model.model_validate(_normalized_patch(body), scim_ctx=Context.RESOURCE_PATCH_REQUEST)
+            operation.patch(current)
+            patched = current.model_dump(scim_ctx=Context.DEFAULT)
+            for key in ("id", "meta", "groups"):
+                patched.pop(key, None)
+            self.write_user(user=user, body=patched, creating=False, active_removed="active" not in patched)
+        return self._answer(user)
+
+    def delete(self, request: PlatformRequest, user_id: str) -> Response:
+        user_lifecycle.internal_user_remove(user=self._user(user_id))
+        return Response(status=204)
+
+
+def _normalized_patch(body: dict[str, Any]) -> dict[str, Any]:
+    """A PatchOp as Okta and Entra send it, made readable: ``Operations`` under any case, a path or value key
+    ``urn:cube:params:1.0:UserAttribute:<name>`` as its extension's, string booleans are read by the models."""
+    operations = next((v for k, v in body.items() if k.casefold() == "operations"), None)
+    if not isinstance(operations, list):
+        return body
+    fixed = []
+    for operation in operations:
+        if isinstance(operation, dict) and isinstance(operation.get("value"), dict):
+            operation = {**operation, "value": resources.normalized_user_body(operation["value"])}
+            operation["value"].pop("schemas", None)
+        fixed.append(operation)
+    return {**{k: v for k, v in body.items() if k.casefold() != "operations"}, "Operations": fixed}
+
+
+# --- groups -------------------------------------------------------------------------------------------------
+
+
+class _GroupMixin(ScimView):
+    def group_payload(self, group: Group) -> dict[str, Any]:
+        return resources.group_payload(
+            group=group, members=directory_selectors.group_internal_members(group=group), base=self.base()
+        )
+
+    def group_dump(self, payload: dict[str, Any], params: ResponseParameters[Any] | None = None) -> dict[str, Any]:
+        with resources.POLICY:
+            resource = ScimGroup.model_validate(payload, scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+            return resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=params)
+
+    def list_groups(self, query_source: dict[str, Any]) -> Response:
+        raw_filter = query_source.get("filter")
+        query = Q()
+        if raw_filter:
+            with resources.POLICY:
+                query = filter_query(str(raw_filter), model=ScimGroup, columns=GROUP_COLUMNS)
+        start, count = _paging(query_source)
+        params = self.response_parameters(query_source if self.request.method == "POST" else None)
+        page = directory_selectors.scim_groups_matching(
+            account=self.account(), query=query, start_index=start, count=count
+        )
+        dumped = [self.group_dump(self.group_payload(g), params) for g in page.groups]
+        return scim_response(_list_response(dumped, page.total, start))
+
+    def write_group(self, *, group: Group | None, body: dict[str, Any], creating: bool) -> Group:
+        context = Context.RESOURCE_CREATION_REQUEST if creating else Context.RESOURCE_REPLACEMENT_REQUEST
+        with resources.POLICY:
+            resource = ScimGroup.model_validate(body, scim_ctx=context)
+        name = str(resource.display_name or "")
+        if len(name.strip()) > GROUP_NAME_MAX_LENGTH or "\x00" in name:
+            raise SCIMExceptionValue(
+                detail=f"displayName must be at most {GROUP_NAME_MAX_LENGTH} characters, without NUL"
+            )
+        member_ids = []
+        displays: dict[int, str] = {}
+        for member in resource.members or []:
+            if member.type not in (None, "User"):
+                raise SCIMExceptionValue(detail="members: only users can be members of a group")
+            value = str(member.value or "")
+            if not (value.isascii() and value.isdigit() and len(value) <= 19):
+                raise SCIMExceptionValue(detail=f"members: no user {value} in this account")
+            member_ids.append(int(value))
+            if member.display:
+                displays[int(value)] = member.display
+        with transaction.atomic():
+            if group is None:
+                group = directory.group_create(
+                    account=self.account(), embed_tenant=None, name=str(resource.display_name or "")
+                )
+            return directory.scim_group_save(
+                group=group,
+                name=resource.display_name,
+                external_id=resource.external_id or "",
+                member_ids=member_ids,
+                member_displays=displays,
+            )
+
+
+class SCIMExceptionValue(SCIMException):
+    """A value the service cannot store (400 ``invalidValue``)."""
+
+    status = 400
+    scim_type = "invalidValue"
+
+
+class ScimGroupListView(_GroupMixin):
+    def get(self, request: PlatformRequest) -> Response:
+        return self.list_groups(dict(request.query_params.items()))
+
+    def post(self, request: PlatformRequest) -> Response:
+        group = self.write_group(group=None, body=self.body(), creating=True)
+        payload = self.group_payload(group)
+        return scim_response(self.group_dump(payload), status=201, headers={"Location": payload["meta"]["location"]})
+
+
+class ScimGroupSearchView(_GroupMixin):
+    def post(self, request: PlatformRequest) -> Response:
+        body = self.body()
+        with resources.POLICY:
+            SearchRequest.model_validate(body)
+        return self.list_groups(body)
+
+
+class ScimGroupDetailView(_GroupMixin):
+    def _group(self, group_id: str) -> Group:
+        return directory_selectors.scim_group(account=self.account(), group_id=group_id)
+
+    def _answer(self, group: Group) -> Response:
+        group = self._group(str(group.pk))
+        return scim_response(self.group_dump(self.group_payload(group), self.response_parameters()))
+
+    def get(self, request: PlatformRequest, group_id: str) -> Response:
+        return self._answer(self._group(group_id))
+
+    def put(self, request: PlatformRequest, group_id: str) -> Response:
+        return self._answer(self.write_group(group=self._group(group_id), body=self.body(), creating=False))
+
+    def patch(self, request: PlatformRequest, group_id: str) -> Response:
+        body = self.body()
+        with transaction.atomic(), resources.POLICY:
+            group = self._group(group_id)
+            current = ScimGroup.model_validate(self.group_payload(group), scim_ctx=None)
+            operation = PatchOp[ScimGroup].model_validate(
+                _normalized_patch(body), scim_ctx=Context.RESOURCE_PATCH_REQUEST
+            )
+            operation.patch(current)
+            patched = current.model_dump(scim_ctx=Context.DEFAULT)
+            for key in ("id", "meta"):
+                patched.pop(key, None)
+            group = self.write_group(group=group, body=patched, creating=False)
+        return self._answer(group)
+
+    def delete(self, request: PlatformRequest, group_id: str) -> Response:
+        directory.group_delete(group=self._group(group_id), with_internal_members=True)
+        return Response(status=204)
+
+
+# --- discovery ----------------------------------------------------------------------------------------------
+
+
+def _with_meta(data: dict[str, Any], resource_type: str, location: str) -> dict[str, Any]:
+    return {**data, "meta": {"resourceType": resource_type, "location": location}}
+
+
+class ServiceProviderConfigView(ScimView):
+    def get(self, request: Request) -> Response:
+        data = resources.SERVICE_PROVIDER_CONFIG.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+        return scim_response(_with_meta(data, "ServiceProviderConfig", f"{self.base()}/ServiceProviderConfig"))
+
+
+class ResourceTypeListView(ScimView):
+    def items(self) -> list[dict[str, Any]]:
+        return [
+            _with_meta(
+                rt.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE),
+                "ResourceType",
+                f"{self.base()}/ResourceTypes/{rt.id}",
+            )
+            for rt in self.service().resource_types
+        ]
+
+    def get(self, request: Request) -> Response:
+        items = self.items()
+        return scim_response(_list_response(items, len(items), 1))
+
+
+class ResourceTypeDetailView(ResourceTypeListView):
+    def get(self, request: Request, type_id: str) -> Response:  # type: ignore[override]
+        for item in self.items():
+            if item["id"] == type_id:
+                return scim_response(item)
+        return scim_error(404, f"Resource type {type_id} not found")
+
+
+class SchemaListView(ScimView):
+    def items(self) -> list[dict[str, Any]]:
+        return [
+            _with_meta(
+                schema.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE),
+                "Schema",
+                f"{self.base()}/Schemas/{schema.id}",
+            )
+            for schema in self.service().schemas
+        ]
+
+    def get(self, request: Request) -> Response:
+        items = self.items()
+        return scim_response(_list_response(items, len(items), 1))
+
+
+class SchemaDetailView(SchemaListView):
+    def get(self, request: Request, schema_id: str) -> Response:  # type: ignore[override]
+        for item in self.items():
+            if item["id"] == schema_id:
+                return scim_response(item)
+        return scim_error(404, f"Schema {schema_id} not found")
+
+
+class RootSearchView(ScimView):
+    """``POST /.search`` over every resource type at once: not offered (RFC 7644 3.4.3 makes it optional)."""
+
+    def post(self, request: Request) -> Response:
+        return scim_error(501, "Searching several resource types at once is not supported; use /Users/.search")
+
+
+class NotFoundView(ScimView):
+    """Any other path under the SCIM root: a SCIM 404 (an unknown endpoint is no resource)."""
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("rest", None)
+        return super().dispatch(request, *args, **kwargs)
+
+    def get(self, request: Request) -> Response:
+        return scim_error(404, f"No SCIM endpoint at {request.path}")
+
+    post = put = patch = delete = get
