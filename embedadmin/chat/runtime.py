@@ -9,7 +9,8 @@ publishes it), keeps a heartbeat (the run's lease: renewed every ``heartbeat_sec
 own, so a busy event loop or a slow frame write never lets it lapse), and ends the run with its terminal
 frames. An abort (published on the
 thread's channel, and recorded on the run for the heartbeat to see) cancels the provider at once, even
-in the middle of a slow tool call, and keeps what was produced.
+in the middle of a slow tool call, and keeps what was produced; the statement a tool call is running in the data
+source is cancelled with it (the run's :class:`~embedadmin.semantic.serving.datasources.CancelScope`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from embedadmin.core.errors import ApiError
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.query.dates import canonical_timezone
+from embedadmin.semantic.serving.datasources import CancelScope
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +80,7 @@ class RunExecution:
         self.tools = tools
         self.heartbeat_seconds = heartbeat_seconds
         self.cancel = CancelToken()
+        self.statements = CancelScope()  # the data-source statements of the run's tool calls and lookups
         self.lost = False  # someone else ended the run (stale recovery): write nothing more
         self._beating = threading.Event()  # set when the heartbeat must stop
         self._next_seq = run.first_seq + 1
@@ -98,6 +101,7 @@ class RunExecution:
             ),
             branch_name=context.get("branchName", ""),
             is_default_branch=context.get("isDefaultBranch", True),
+            cancel=self.statements,
         )
 
     async def _db(self, function: Callable[..., T], **kwargs: Any) -> T:
@@ -227,6 +231,8 @@ class RunExecution:
                 stop = asyncio.create_task(self.cancel.wait())
                 try:
                     await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+                    if self.cancel.cancelled:
+                        self.statements.cancel()  # at once: the tool call's thread is not waited for
                 finally:
                     for task in [*helpers, stop]:
                         task.cancel()

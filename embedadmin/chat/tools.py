@@ -21,6 +21,7 @@ from embedadmin.chat.vocabulary import content_stems, local_name, relevance, sql
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.serving.datasources import CancelScope
 from embedadmin.semantic.serving.services import semantic_cubesql, semantic_meta
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ class ToolContext:
     is_default_branch: bool = True
     # The deployment once read (tools.py ``_deployment``): a run's tool calls and value lookups share it.
     found: dict[str, Deployment] = field(default_factory=dict, compare=False, repr=False)
+    # The run's: cancelled when it is aborted, which stops the statement its queries are running in the data source.
+    cancel: CancelScope | None = field(default=None, compare=False, repr=False)
 
 
 ToolFunction = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
@@ -248,7 +251,9 @@ def service_sql_api(context: ToolContext, arguments: dict[str, Any]) -> dict[str
     query_title = _string_argument(arguments, "queryTitle")
     given_spec = _string_argument(arguments, "vegaSpec")
     timezone = _string_argument(arguments, "timezone") or "UTC"
-    result = semantic_cubesql(deployment=_deployment(context), ctx=context.query_context, sql=sql, timezone=timezone)
+    result = semantic_cubesql(
+        deployment=_deployment(context), ctx=context.query_context, sql=sql, timezone=timezone, cancel=context.cancel
+    )
     rows = list(cubesql_rows(result.plan, result.rows))
     schema = [{"name": c.name, "column_type": c.column_type} for c in result.plan.columns]
     return {
@@ -278,7 +283,9 @@ def dimension_values(context: ToolContext, cube: str, dimension: str, candidates
     patterns = " OR ".join(f"{column} ILIKE {sql_string(f'%{value}%')}" for value in sorted(wanted))
     sql = f"SELECT {column} FROM {cube} WHERE {patterns} GROUP BY 1 LIMIT {MAX_LOOKED_UP}"  # noqa: S608 (semantic SQL)
     try:
-        result = semantic_cubesql(deployment=_deployment(context), ctx=context.query_context, sql=sql)
+        result = semantic_cubesql(
+            deployment=_deployment(context), ctx=context.query_context, sql=sql, cancel=context.cancel
+        )
     except ApiError:
         return []
     rows = cubesql_rows(result.plan, result.rows)

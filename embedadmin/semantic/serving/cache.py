@@ -8,6 +8,10 @@ A job shared between processes carries a lease (``lease:<job id>``, ``lease_s`` 
 ``renew_s`` while the job runs or waits to run: a request waiting on another process's job that finds the lease
 gone (the owner died) takes the job over, running the query itself as the job's new owner, so an identical query
 is never left waiting for the registration of a dead process to expire.
+
+A job whose statement was cancelled (its starter's :class:`~.datasources.CancelScope`: a chat run aborted) ends
+for its starter only: its cancellation is not published as the job's outcome and its lease is dropped, so the other
+requests waiting on it take it over and get rows.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from django.core.cache import BaseCache
 from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.core.versions import thread_cache
-from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult
+from embedadmin.semantic.serving.datasources import DataSourceError, QueryCancelled, QueryResult
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +150,12 @@ class QueryRunner:
         except Exception:
             logger.warning("result cache unavailable (add): running the query without a job registry")
             return True
+
+    def _delete(self, key: str) -> None:
+        try:
+            self._backend().delete(f"{self._namespace}:{key}")
+        except Exception:
+            logger.warning("result cache unavailable (delete)", exc_info=True)
 
     def _get_many(self, keys: Sequence[str]) -> dict[str, Any] | None:
         """The values of ``keys`` the cache holds (one round trip); None when the cache is unavailable."""
@@ -331,6 +341,12 @@ class QueryRunner:
         outcome: _Outcome
         try:
             result = run()
+        except QueryCancelled as exc:
+            # Cancelled for its starter: not an outcome for the others. Its lease goes (renewed no more), so
+            # they take the job over.
+            self._forget(job_id)
+            self._delete(f"lease:{job_id}")
+            return ("error", exc)
         except Exception as exc:
             outcome = ("error", exc)
             try:
@@ -359,22 +375,28 @@ class QueryRunner:
         """The job that answered (``job_id``, or the one that took it over) and its outcome, or None when it
         is not there within ``wait_s``. The request that started the job holds its future (a job may end, and
         leave ``_local``, before its starter looks: with the cache down its outcome is nowhere else); another
-        request here attaches to the future while the job runs. A job of another process whose lease lapsed
-        is taken over, and the wait goes on for the job that replaced it."""
+        request here attaches to the future while the job runs. A job of another process whose lease lapsed,
+        or one its starter cancelled, is taken over, and the wait goes on for the job that replaced it."""
         deadline = time.monotonic() + wait_s
+        mine = future is not None
         while True:
             if future is None:
                 with self._local_lock:
                     future = self._local.get(job_id)
             if future is not None:
                 try:
-                    return job_id, future.result(timeout=max(0.0, deadline - time.monotonic()))
+                    ended = future.result(timeout=max(0.0, deadline - time.monotonic()))
                 except FutureTimeout:
                     return job_id, None
-            outcome = self._poll(job_id, deadline)
-            if outcome is not _LAPSED:
-                return job_id, outcome
+                if mine or not (ended[0] == "error" and isinstance(ended[1], QueryCancelled)):
+                    return job_id, ended
+            else:
+                polled = self._poll(job_id, deadline)
+                if polled is not _LAPSED:
+                    return job_id, polled
+            # Its owner died, or its starter cancelled it: this request runs it (or joins who does).
             job_id, future = self._take_over(key, job_id, run, job_timeout_s)
+            mine = future is not None
 
     def _poll(self, job_id: str, deadline: float) -> _Outcome | None:
         """Another process runs the job (or ran it): its outcome, once it appears in the cache; None at the
