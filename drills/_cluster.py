@@ -766,7 +766,7 @@ class Cluster:
             str(BIN / "gunicorn"),
             "embedadmin.asgi:application",
             "-k",
-            "uvicorn_worker.UvicornWorker",
+            "embedadmin.core.http_server.UvicornWorker",  # the product's worker class (JSON 414/431)
             "-w",
             str(self.workers),
             "-b",
