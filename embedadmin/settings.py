@@ -243,8 +243,8 @@ SEMANTIC: SemanticSettings = {
     "JWKS_TTL_SECONDS": env_int("JWKS_TTL_SECONDS", 300, minimum=1),
     # A query job shared between processes carries a lease its owner renews every JOB_RENEW_SECONDS; a request
     # waiting on it takes the job over once JOB_LEASE_SECONDS pass without a renewal (the owner died).
-    "JOB_LEASE_SECONDS": env_float("JOB_LEASE_SECONDS", 1.5),
-    "JOB_RENEW_SECONDS": env_float("JOB_RENEW_SECONDS", 0.5),
+    "JOB_LEASE_SECONDS": env_float("JOB_LEASE_SECONDS", 1.0),
+    "JOB_RENEW_SECONDS": env_float("JOB_RENEW_SECONDS", 0.25),
 }
 
 class LimitSettings(TypedDict):

@@ -100,8 +100,8 @@ class QueryRunner:
         job_margin_s: float = 30.0,
         poll_max_s: float = 0.05,
         namespace: str = "semantic",
-        lease_s: float = 1.5,
-        renew_s: float = 0.5,
+        lease_s: float = 1.0,
+        renew_s: float = 0.25,
     ) -> None:
         if not 0 < renew_s < lease_s:
             raise ValueError("a job's lease must outlast several renewals: 0 < renew_s < lease_s")
