@@ -16,9 +16,7 @@ SCIM_JSON = "application/scim+json"
 
 
 def _scim_error(status: int, detail: str, scim_type: str | None = None) -> dict:
-    body = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": detail}
-    if status == 401:  # a credential refusal carries the ``error`` key every API's does
-        body["error"] = detail
+    body = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": detail, "error": detail}
     if scim_type:
         body["scimType"] = scim_type
     return body
@@ -103,7 +101,7 @@ def test_a_duplicate_display_name_is_409_with_the_scim_error_and_writes_nothing(
         ({"schemas": [GROUP_SCHEMA], "displayName": "   "}, "Group name must not be empty", None),
         ({"schemas": [GROUP_SCHEMA], "displayName": 5}, "Input should be a valid string: displayName", None),
         ({"schemas": [GROUP_SCHEMA], "displayName": ["a"]}, "Input should be a valid string: displayName", None),
-        ([{"displayName": "sales"}], "The body must be a JSON object", "invalidSyntax"),
+        ([{"displayName": "sales"}], "Body must be a JSON object", "invalidSyntax"),
         (
             {"schemas": [GROUP_SCHEMA], "displayName": "g" * 256},
             "displayName must be at most 255 characters, without NUL",

@@ -49,12 +49,8 @@ def scim_response(data: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def scim_error(status: int, detail: str, scim_type: str | None = None, headers: dict | None = None) -> Response:
-    """An RFC 7644 3.12 Error, exactly: strict clients (scim2-models) refuse any other member, so the ``error``
-    key the other APIs carry is left out, except on a 401, which the credential checks of every API share."""
-    body = scim_error_body(status, detail, scim_type)
-    if status != 401:  # a credential refusal reads like every API's (tests/accounts/test_credentials.py)
-        body.pop("error", None)
-    return scim_response(body, status=status, headers=headers)
+    """An RFC 7644 3.12 Error, with the ``error`` key every API error of the product carries (STYLE 9)."""
+    return scim_response(scim_error_body(status, detail, scim_type), status=status, headers=headers)
 
 
 def _validation_error(exc: ValidationError) -> Response:
@@ -80,13 +76,12 @@ class ScimView(APIView):
         if isinstance(exc, ApiError):
             scim_type = _SCIM_TYPE_OF_STATUS.get(exc.status) or ("invalidValue" if exc.status == 400 else None)
             return scim_error(exc.status, exc.message, scim_type)
-        if isinstance(exc, drf_exceptions.ParseError):
-            return scim_error(400, str(exc.detail), "invalidSyntax")
-        response = super().handle_exception(exc)
+        response = super().handle_exception(exc)  # the product's handler: its messages, its status
         data = response.data
         detail = data.get("error") or data.get("detail") if isinstance(data, dict) else None
         headers = {k: response[k] for k in ("WWW-Authenticate", "Allow") if response.has_header(k)}
-        return scim_error(response.status_code, str(detail or "Request failed"), headers=headers)
+        scim_type = "invalidSyntax" if isinstance(exc, drf_exceptions.ParseError) else None
+        return scim_error(response.status_code, str(detail or "Request failed"), scim_type, headers=headers)
 
     def account(self) -> Account:
         request: PlatformRequest = self.request  # type: ignore[assignment]
@@ -105,7 +100,7 @@ class ScimView(APIView):
     def body(self) -> dict[str, Any]:
         data = self.request.data
         if not isinstance(data, dict):
-            raise SCIMExceptionSyntax(detail="The body must be a JSON object")
+            raise SCIMExceptionSyntax(detail="Body must be a JSON object")
         return dict(data)
 
     def response_parameters(self, source: dict[str, Any] | None = None) -> ResponseParameters[Any]:
@@ -480,6 +475,6 @@ class NotFoundView(ScimView):
         return super().dispatch(request, *args, **kwargs)
 
     def get(self, request: Request) -> Response:
-        return scim_error(404, f"No SCIM endpoint at {request.path}")
+        return scim_error(404, "Not found")
 
     post = put = patch = delete = get
