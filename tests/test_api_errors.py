@@ -137,7 +137,7 @@ def _not_an_object_message(endpoint: Endpoint, type_name: str) -> str:
     if endpoint.path == TENANT_SETTINGS_URL:
         return "Body must be a JSON object"
     if endpoint.scim:
-        return "displayName is required"
+        return "Body must be a JSON object"
     return f"Invalid data. Expected a dictionary, but got {type_name}."
 
 
@@ -291,7 +291,7 @@ def test_an_unknown_api_url_is_a_json_404(api, acme, path, method):
 
 def test_an_unknown_scim_url_is_a_scim_404(api, acme):
     # when
-    response = api.get("/api/scim/v2/Users", **acme.platform_headers)
+    response = api.get("/api/scim/v2/Nowhere", **acme.platform_headers)
 
     # then
     assert response["Content-Type"] == "application/scim+json"
@@ -317,7 +317,7 @@ def test_an_unknown_scim_url_is_a_scim_404(api, acme):
         ("delete", USERS_URL, "platform"),
         ("post", "/api/v1/deployments/", "platform"),
         ("patch", SCIM_GROUPS_URL, "platform"),
-        ("put", SCIM_GROUPS_URL + "/1", "platform"),
+        ("delete", SCIM_GROUPS_URL, "platform"),
     ],
 )
 def test_a_wrong_method_is_a_json_405(api, acme, method, path, auth):
