@@ -247,6 +247,7 @@ SEMANTIC: SemanticSettings = {
     "JOB_RENEW_SECONDS": env_float("JOB_RENEW_SECONDS", 0.25),
 }
 
+
 class LimitSettings(TypedDict):
     """The keys of ``LIMITS`` and their types: input limits and in-process memory budgets (docs/api-notes.md)."""
 
