@@ -422,18 +422,20 @@ def test_a_second_process_reattaches_to_the_job_of_the_first(redis_prefix, tmp_p
     assert owner_output == "done\n"
 
 
-def test_the_job_of_a_process_that_died_is_taken_over_after_its_timeout(redis_prefix, tmp_path):
-    owner = start_owner(redis_prefix, tmp_path / "never-opened", job_timeout_s=1)
+def test_the_job_of_a_process_that_died_is_taken_over_when_its_lease_lapses(redis_prefix, tmp_path):
+    owner = start_owner(redis_prefix, tmp_path / "never-opened", job_timeout_s=30)
     owner.send_signal(signal.SIGKILL)
     owner.wait(timeout=10)
+    killed_at = time.monotonic()
     here = QueryRunner(cache=redis_backend(redis_prefix), workers=2)
     query = Query()
 
-    with pytest.raises(ContinueWait):
-        load(here, query, wait_s=0.3)  # the dead process's job is still registered
-    time.sleep(2.2)  # its registration (timeout 1 s + margin 1 s) lapses
-    answer = load(here, query, wait_s=5)
+    # The dead owner stops renewing its lease (SEMANTIC JOB_LEASE_SECONDS, 1 s): the waiting request takes the job
+    # over and runs the query itself, long before the job's own timeout (30 s).
+    answer = load(here, query, wait_s=10)
+    took = time.monotonic() - killed_at
     here.shutdown()
 
     assert (answer.result, answer.from_cache) == (rows(1), False)
     assert query.calls == 1
+    assert took < 5
