@@ -41,6 +41,32 @@ from embedadmin.semantic.serving.datasources import DataSourceError, QueryCancel
 
 logger = logging.getLogger(__name__)
 
+# While the cache (Redis) is down every request meets it: its traceback is logged once per interval per process,
+# the rest counted, so an outage is visible without flooding the log (the product keeps answering without it).
+_UNAVAILABLE_LOG_INTERVAL_S = 30.0
+_unavailable_lock = threading.Lock()
+_unavailable_state = {"logged_at": -_UNAVAILABLE_LOG_INTERVAL_S, "since": 0}
+
+
+def _cache_unavailable(operation: str, consequence: str = "") -> None:
+    now = time.monotonic()
+    with _unavailable_lock:
+        due = now - _unavailable_state["logged_at"] >= _UNAVAILABLE_LOG_INTERVAL_S
+        skipped = _unavailable_state["since"]
+        if due:
+            _unavailable_state["logged_at"], _unavailable_state["since"] = now, 0
+        else:
+            _unavailable_state["since"] = skipped + 1
+    if due:
+        suffix = f": {consequence}" if consequence else ""
+        logger.warning(
+            "result cache unavailable (%s)%s; %d more failures since the last report",
+            operation,
+            suffix,
+            skipped,
+            exc_info=True,
+        )
+
 
 class CacheMode(enum.StrEnum):
     """Cube's ``cache`` request parameter."""
@@ -128,41 +154,41 @@ class QueryRunner:
         try:
             return self._backend().get(f"{self._namespace}:{key}")
         except Exception:
-            logger.warning("result cache unavailable (get)", exc_info=True)
+            _cache_unavailable("get")
             return None
 
     def _set(self, key: str, value: Any, timeout: float) -> None:
         try:
             self._backend().set(f"{self._namespace}:{key}", value, _seconds(timeout))
         except Exception:
-            logger.warning("result cache unavailable (set)", exc_info=True)
+            _cache_unavailable("set")
 
     def _has(self, key: str) -> bool:
         try:
             return bool(self._backend().has_key(f"{self._namespace}:{key}"))
         except Exception:
-            logger.warning("result cache unavailable (has_key)", exc_info=True)
+            _cache_unavailable("has_key")
             return False
 
     def _add(self, key: str, value: Any, timeout: float) -> bool:
         try:
             return bool(self._backend().add(f"{self._namespace}:{key}", value, _seconds(timeout)))
         except Exception:
-            logger.warning("result cache unavailable (add): running the query without a job registry")
+            _cache_unavailable("add", "running the query without a job registry")
             return True
 
     def _delete(self, key: str) -> None:
         try:
             self._backend().delete(f"{self._namespace}:{key}")
         except Exception:
-            logger.warning("result cache unavailable (delete)", exc_info=True)
+            _cache_unavailable("delete")
 
     def _get_many(self, keys: Sequence[str]) -> dict[str, Any] | None:
         """The values of ``keys`` the cache holds (one round trip); None when the cache is unavailable."""
         try:
             found = self._backend().get_many([f"{self._namespace}:{key}" for key in keys])
         except Exception:
-            logger.warning("result cache unavailable (get_many)", exc_info=True)
+            _cache_unavailable("get_many")
             return None
         return {key: found[f"{self._namespace}:{key}"] for key in keys if f"{self._namespace}:{key}" in found}
 
@@ -170,7 +196,7 @@ class QueryRunner:
         try:
             self._backend().set_many({f"{self._namespace}:{k}": v for k, v in values.items()}, _seconds(timeout))
         except Exception:
-            logger.warning("result cache unavailable (set_many)", exc_info=True)
+            _cache_unavailable("set_many")
 
     def stamps(self, keys: Sequence[str]) -> dict[str, float]:
         """When the latest result of each query ``key`` was read from its data source (one cache round trip);
@@ -179,7 +205,7 @@ class QueryRunner:
         try:
             found = self._backend().get_many(list(names))
         except Exception:
-            logger.warning("result cache unavailable (get_many)", exc_info=True)
+            _cache_unavailable("get_many")
             return {}
         return {names[name]: stamp for name, stamp in found.items()}
 
@@ -203,7 +229,7 @@ class QueryRunner:
             else:  # local memory keeps fractional timeouts
                 backend.set_many(dict.fromkeys(names, 1), self.lease_s)
         except Exception:
-            logger.warning("result cache unavailable (lease)", exc_info=True)
+            _cache_unavailable("lease")
 
     def _ensure_renewer(self) -> None:
         """Start the thread renewing the leases of this process's jobs (again after a fork, which leaves it behind)."""
