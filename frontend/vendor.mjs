@@ -15,6 +15,12 @@ const builds = {
   "vega-lite": "build/vega-lite.min.js",
   "vega-interpreter": "build/vega-interpreter.min.js",
   "vega-embed": "build/vega-embed.min.js",
+  // The API reference at /api/docs (global: SwaggerUIBundle)
+  "swagger-ui-dist": "swagger-ui-bundle.js",
+};
+// package -> its stylesheet, copied as static/vendor/<package>.min.css
+const styles = {
+  "swagger-ui-dist": "swagger-ui.css",
 };
 
 mkdirSync(target, { recursive: true });
@@ -39,5 +45,13 @@ for (const [name, build] of Object.entries(builds)) {
     ? readFileSync(join(here, "node_modules", name, license), "utf8").trim()
     : `License: ${meta.license} (the package ships no LICENSE file; see ${meta.repository?.url || meta.homepage || "its repository"})`;
   notices.push(`${name}@${meta.version}\n\n${text}\n`);
+}
+for (const [name, sheet] of Object.entries(styles)) {
+  const meta = JSON.parse(readFileSync(join(here, "node_modules", name, "package.json"), "utf8"));
+  let css = readFileSync(join(here, "node_modules", name, sheet), "utf8");
+  css = css.replace(/\n?\/\*# sourceMappingURL=\S+\s*\*\/\s*$/, "\n");
+  const banner = `/*! ${name}@${meta.version} (${meta.license}) from the npm registry, pinned in frontend/package.json; refreshed by make vendor */\n`;
+  writeFileSync(join(target, `${name}.min.css`), banner + css);
+  console.log(`static/vendor/${name}.min.css  ${name}@${meta.version}`);
 }
 writeFileSync(join(target, "THIRD_PARTY_LICENSES.txt"), notices.join("\n" + "-".repeat(72) + "\n\n"));

@@ -1,12 +1,13 @@
 from django.urls import path, re_path
 
-from embedadmin.platform import content, views
+from embedadmin.platform import content, openapi, views
 from embedadmin.platform.scim import views as scim
 
 _DEPLOYMENT = "deployments/<int:deployment_id>"
 _WORKBOOK = f"{_DEPLOYMENT}/workbooks/<int:workbook_id>"
 
 api_v1 = [
+    path("spec", openapi.SpecView.as_view()),
     path("tenant/settings", views.TenantSettingsView.as_view()),
     path("app-config", views.AppConfigView.as_view()),
     path("user-attributes", views.UserAttributeListView.as_view()),

@@ -15,7 +15,9 @@ BUILT_IN_VERSION = {
     "vega-lite": r'var n="([^"]+)"',
     "vega-embed": r'const \w+="(\d+\.\d+\.\d+)"',
 }
-MAJOR = {"vega": "5", "vega-lite": "5", "vega-embed": "6", "vega-interpreter": "1"}
+# Stylesheets make vendor copies besides the scripts (the API reference's).
+STYLESHEETS = {"swagger-ui-dist"}
+MAJOR = {"vega": "5", "vega-lite": "5", "vega-embed": "6", "vega-interpreter": "1", "swagger-ui-dist": "5"}
 
 
 def test_pins_are_exact_and_on_the_expected_majors():
@@ -47,3 +49,12 @@ def test_vendored_file_carries_the_pinned_version(name):
 def test_no_vendored_file_without_a_pin():
     shipped = {path.name.removesuffix(".min.js") for path in VENDOR.glob("*.js")}
     assert shipped == set(pins())
+
+
+@pytest.mark.parametrize("name", sorted(STYLESHEETS))
+def test_vendored_stylesheet_carries_the_pinned_version(name):
+    text = (VENDOR / f"{name}.min.css").read_text()
+    banner = re.match(r"/\*! ([\w-]+)@(\S+) ", text)
+    assert banner
+    assert banner.groups() == (name, pins()[name])
+    assert {path.name.removesuffix(".min.css") for path in VENDOR.glob("*.css")} == STYLESHEETS

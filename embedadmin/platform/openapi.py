@@ -1,0 +1,403 @@
+"""The OpenAPI document of every HTTP API (``GET /api/v1/spec``) and its browsable reference (``/api/docs``).
+
+The DRF views (Platform API, embedding, SCIM) are described by drf-spectacular from their code. The plain Django
+views (the Core Data API in ``semantic/serving/views.py``, the Chat API, the embed pages and the embed view/export
+endpoints) are not DRF views, so :func:`postprocess` merges an explicit fragment for each, written from their
+code and ``docs/core-data-api.md`` / ``docs/chat-api.md``; ``tests/test_openapi.py`` resolves every fragment path
+against the URLconf, so a route that moves fails the test instead of drifting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.views import SpectacularJSONAPIView
+
+# --- security schemes ---------------------------------------------------------------------------------------
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    target_class = "embedadmin.accounts.authentication.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "An account API key: `Authorization: Api-Key <key>`.",
+        }
+
+
+class PlatformTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "embedadmin.accounts.authentication.PlatformTokenAuthentication"
+    name = "PlatformToken"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A platform token: `Authorization: Bearer <platform token>`.",
+        }
+
+
+EMBED_TOKEN_SCHEME = {
+    "type": "apiKey",
+    "in": "header",
+    "name": "Authorization",
+    "description": "An embed token from `POST /api/v1/embed/session/token`: `Authorization: Embed-Token <token>`.",
+}
+EMBED_BEARER_SCHEME = {
+    "type": "http",
+    "scheme": "bearer",
+    "bearerFormat": "JWT",
+    "description": "An embed token as a bearer token (`GET /api/v1/embed/session/context`).",
+}
+CORE_JWT_SCHEME = {
+    "type": "apiKey",
+    "in": "header",
+    "name": "Authorization",
+    "description": (
+        "A deployment JWT (HS256 with a deployment API secret, or RS256/ES256 from its JWKS), raw or as "
+        "`Bearer <JWT>`; `X-Cube-Authorization` wins when both are sent."
+    ),
+}
+CHAT_SERVICE_TOKEN_SCHEME = {
+    "type": "apiKey",
+    "in": "header",
+    "name": "X-Service-Auth-Token",
+    "description": "A deployment JWT, when the deployment has chat token auth.",
+}
+
+# --- shared schemas -------------------------------------------------------------------------------------------
+
+ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
+SCIM_ERROR = {
+    "type": "object",
+    "properties": {
+        "schemas": {"type": "array", "items": {"type": "string"}},
+        "status": {"type": "string"},
+        "detail": {"type": "string"},
+        "scimType": {"type": "string"},
+    },
+    "required": ["schemas", "status"],
+}
+ANY_OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": True}
+# The statuses any API operation may answer besides its own: the shared error shape (embedadmin/core/errors.py).
+ERROR_STATUSES = {
+    "400": "Invalid input",
+    "401": "Missing or invalid credential",
+    "403": "The credential may not do this",
+    "404": "Not found (or not the caller's)",
+    "405": "Method not allowed",
+    "413": "Body too large",
+    "415": "Unsupported media type",
+    "429": "Too many requests",
+    "503": "Temporarily unavailable",
+}
+
+
+def _json(schema: dict[str, Any], media: str = "application/json") -> dict[str, Any]:
+    return {media: {"schema": schema}}
+
+
+def _errors(media: str = "application/json", schema: dict[str, Any] = ERROR) -> dict[str, Any]:
+    return {code: {"description": text, "content": _json(schema, media)} for code, text in ERROR_STATUSES.items()}
+
+
+# --- fragments of the plain Django views ----------------------------------------------------------------------
+
+CORE_QUERY_BODY = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "description": "A Cube query (object), an array of them, or one as a JSON string",
+            "oneOf": [{"type": "object"}, {"type": "array", "items": {"type": "object"}}, {"type": "string"}],
+        },
+        "queryType": {"type": "string", "enum": ["multi"]},
+        "cache": {"type": "string"},
+    },
+}
+CORE_QUERY_PARAMS = [
+    {"name": "query", "in": "query", "required": False, "schema": {"type": "string"}, "description": "JSON query"},
+    {"name": "queryType", "in": "query", "required": False, "schema": {"type": "string"}},
+    {"name": "cache", "in": "query", "required": False, "schema": {"type": "string"}},
+]
+CORE_SECURITY = [{"CoreJWT": []}]
+
+
+def _core_operation(summary: str, *, tag: str, body: bool, params: list[dict[str, Any]] | None = None) -> dict:
+    responses: dict[str, Any] = {"200": {"description": summary, "content": _json(ANY_OBJECT)}}
+    responses.update(_errors())
+    responses["500"] = {"description": "The data source failed (its safe message)", "content": _json(ERROR)}
+    operation: dict[str, Any] = {"tags": [tag], "summary": summary, "security": CORE_SECURITY, "responses": responses}
+    if body:
+        operation["requestBody"] = {"required": False, "content": _json(CORE_QUERY_BODY)}
+    if params:
+        operation["parameters"] = params
+    return operation
+
+
+def core_data_api_paths(prefix: str, *, tag: str) -> dict[str, dict[str, Any]]:
+    """``{base_path}/v1/...`` of ``docs/core-data-api.md`` under ``prefix`` (``""`` or ``/d/{deploymentId}``)."""
+    base = prefix + "/" + settings.CUBEJS_BASE_PATH.strip("/") + "/v1"
+    query = "query results (Cube /v1/load)"
+    meta_params = [
+        {"name": "extended", "in": "query", "required": False, "schema": {"type": "string"}},
+        {"name": "onlyViews", "in": "query", "required": False, "schema": {"type": "string"}},
+    ]
+    cubesql_body = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    cubesql = _core_operation("semantic SQL, answered in JSON lines", tag=tag, body=False)
+    cubesql["requestBody"] = {"required": True, "content": _json(cubesql_body)}
+    cubesql["responses"]["200"] = {
+        "description": 'JSON lines: a {"schema"} line, then {"data"} lines',
+        "content": {"application/json": {"schema": {"type": "string"}}},
+    }
+    paths = {
+        f"{base}/meta": {
+            "get": _core_operation("cubes and views the caller may see", tag=tag, body=False, params=meta_params)
+        },
+        f"{base}/load": {
+            "get": _core_operation(query, tag=tag, body=False, params=CORE_QUERY_PARAMS),
+            "post": _core_operation(query, tag=tag, body=True),
+        },
+        f"{base}/subscribe": {
+            "get": _core_operation(query, tag=tag, body=False, params=CORE_QUERY_PARAMS),
+            "post": _core_operation(query, tag=tag, body=True),
+        },
+        f"{base}/sql": {
+            "get": _core_operation("the SQL a query compiles to", tag=tag, body=False, params=CORE_QUERY_PARAMS),
+            "post": _core_operation("the SQL a query compiles to", tag=tag, body=True),
+        },
+        f"{base}/dry-run": {
+            "get": _core_operation("the normalized query, not run", tag=tag, body=False, params=CORE_QUERY_PARAMS),
+            "post": _core_operation("the normalized query, not run", tag=tag, body=True),
+        },
+        f"{base}/cubesql": {"post": cubesql},
+    }
+    if prefix:
+        parameter = {"name": "deploymentId", "in": "path", "required": True, "schema": {"type": "integer"}}
+        for item in paths.values():
+            for operation in item.values():
+                operation["parameters"] = [parameter, *operation.get("parameters", [])]
+    return paths
+
+
+def _path_params(*names: str) -> list[dict[str, Any]]:
+    return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in names]
+
+
+CHAT_BODY = {
+    "type": "object",
+    "description": "See docs/chat-api.md: chatId, messages, sessionSettings, dashboard context.",
+    "additionalProperties": True,
+}
+JSONRPC_ERROR = {
+    "type": "object",
+    "properties": {"jsonrpc": {"type": "string"}, "error": {"type": "object"}},
+    "required": ["error"],
+}
+
+
+def chat_paths() -> dict[str, dict[str, Any]]:
+    base = "/api/v1/public/{accountName}/agents/{agentId}/chat"
+    security: list[dict[str, list[str]]] = [{"ApiKey": []}, {"ChatServiceToken": []}, {"EmbedToken": []}]
+    params = _path_params("accountName", "agentId")
+    stream_responses = {
+        "200": {
+            "description": "The chat state as a stream of JSON lines, or a JSON-RPC error object (authentication)",
+            "content": {"application/json": {"schema": {}}},
+        },
+        **_errors(),
+    }
+    abort_responses = {
+        "204": {"description": "Aborted"},
+        "200": {"description": "A JSON-RPC error object (authentication)", "content": _json(JSONRPC_ERROR)},
+        **_errors(),
+    }
+    return {
+        f"{base}/stream-chat-state": {
+            "post": {
+                "tags": ["Chat API"],
+                "summary": "Ask the agent; the answer streams as JSON lines",
+                "parameters": params,
+                "security": security,
+                "requestBody": {"required": True, "content": _json(CHAT_BODY)},
+                "responses": stream_responses,
+            }
+        },
+        f"{base}/abort": {
+            "post": {
+                "tags": ["Chat API"],
+                "summary": "Abort the running answer of a chat",
+                "parameters": params,
+                "security": security,
+                "requestBody": {
+                    "required": True,
+                    "content": _json(
+                        {
+                            "type": "object",
+                            "properties": {"chatId": {"type": "string"}, "sessionSettings": {"type": "object"}},
+                            "required": ["chatId"],
+                        }
+                    ),
+                },
+                "responses": abort_responses,
+            }
+        },
+    }
+
+
+def embed_paths() -> dict[str, dict[str, Any]]:
+    html = {"text/html": {"schema": {"type": "string"}}}
+    page_responses = {
+        "200": {"description": "The embed page (HTML)", "content": html},
+        "400": {"description": "The error page (HTML)", "content": html},
+        "401": {"description": "The error page (HTML)", "content": html},
+        "403": {"description": "The error page (HTML)", "content": html},
+        "404": {"description": "The error page (HTML)", "content": html},
+    }
+    session = {"name": "session", "in": "query", "required": False, "schema": {"type": "string"}}
+    view_body = {
+        "type": "object",
+        "description": "The viewer's state: filters, drill-downs, filterUrlParameter (embedadmin/embedding/pages.py).",
+        "additionalProperties": True,
+    }
+    export_body = {
+        "type": "object",
+        "properties": {"widgetId": {"type": "string"}, "format": {"type": "string"}},
+        "required": ["widgetId"],
+        "additionalProperties": True,
+    }
+    view_responses = {"200": {"description": "The dashboard's widgets and their data", "content": _json(ANY_OBJECT)}}
+    view_responses.update(_errors())
+    export_responses = {
+        "200": {
+            "description": "The widget's rows (CSV or JSON)",
+            "content": {"text/csv": {"schema": {"type": "string"}}, "application/json": {"schema": ANY_OBJECT}},
+        },
+        **_errors(),
+    }
+    public_id = _path_params("publicId")
+    security = [{"EmbedToken": []}]
+    return {
+        "/embed/dashboard/{publicId}": {
+            "get": {
+                "tags": ["Embed pages"],
+                "summary": "The embedded dashboard page (HTML; the iframe's src)",
+                "parameters": [*public_id, session],
+                "responses": page_responses,
+            }
+        },
+        "/embed/chat": {
+            "get": {
+                "tags": ["Embed pages"],
+                "summary": "The embedded chat page (HTML; the iframe's src)",
+                "parameters": [
+                    session,
+                    {"name": "agent", "in": "query", "required": False, "schema": {"type": "string"}},
+                ],
+                "responses": page_responses,
+            }
+        },
+        "/api/v1/embed/dashboard/{publicId}/view": {
+            "post": {
+                "tags": ["Embedding"],
+                "summary": "The embedded dashboard's widgets and data for a viewer state",
+                "parameters": public_id,
+                "security": security,
+                "requestBody": {"required": False, "content": _json(view_body)},
+                "responses": view_responses,
+            }
+        },
+        "/api/v1/embed/dashboard/{publicId}/export": {
+            "post": {
+                "tags": ["Embedding"],
+                "summary": "Download one widget's rows",
+                "parameters": public_id,
+                "security": security,
+                "requestBody": {"required": True, "content": _json(export_body)},
+                "responses": export_responses,
+            }
+        },
+    }
+
+
+def fragment_paths() -> dict[str, dict[str, Any]]:
+    """Every path the hook adds, with the view each resolves to in the URLconf (tests/test_openapi.py)."""
+    return {
+        **core_data_api_paths("", tag="Core Data API"),
+        **core_data_api_paths("/d/{deploymentId}", tag="Core Data API (deployment in the path)"),
+        **chat_paths(),
+        **embed_paths(),
+    }
+
+
+# --- hooks ----------------------------------------------------------------------------------------------------
+
+
+def preprocess(endpoints: list[tuple[str, str, str, Any]], **_: Any) -> list[tuple[str, str, str, Any]]:
+    """Drops the aliases (``/scim/v2/`` mirrors ``/api/scim/v2/``; ``deployments/`` mirrors ``deployments``) and
+    SCIM's catch-all 404 view (a regex over any path, not an operation)."""
+    kept = []
+    for path, path_regex, method, callback in endpoints:
+        if path.startswith("/scim/v2/") or path == "/api/v1/deployments/" or "{rest}" in path:
+            continue
+        kept.append((path, path_regex, method, callback))
+    return kept
+
+
+def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """Adds the error responses every operation shares, the schemes DRF cannot see, and the fragments."""
+    for path, item in result.get("paths", {}).items():
+        scim = path.startswith("/api/scim/")
+        media = "application/scim+json" if scim else "application/json"
+        for operation in item.values():
+            responses = operation.setdefault("responses", {})
+            for code, response in list(responses.items()):
+                # A view without a serializer is inferred as "No response body": it answers a JSON object.
+                if code != "204" and "content" not in response:
+                    response["content"] = _json(ANY_OBJECT, media)
+            for code, response in _errors(media, SCIM_ERROR if scim else ERROR).items():
+                responses.setdefault(code, response)
+    for path, item in fragment_paths().items():
+        for method, operation in item.items():
+            words = "".join(ch if ch.isalnum() else "_" for ch in path.replace("{", "").replace("}", ""))
+            operation["operationId"] = f"{method}{words}".strip("_")
+        result["paths"][path] = item
+    schemes = result.setdefault("components", {}).setdefault("securitySchemes", {})
+    schemes.update(
+        {
+            "EmbedToken": EMBED_TOKEN_SCHEME,
+            "EmbedBearer": EMBED_BEARER_SCHEME,
+            "CoreJWT": CORE_JWT_SCHEME,
+            "ChatServiceToken": CHAT_SERVICE_TOKEN_SCHEME,
+        }
+    )
+    return result
+
+
+# --- views ----------------------------------------------------------------------------------------------------
+
+
+class SpecView(SpectacularJSONAPIView):
+    """``GET /api/v1/spec``: the OpenAPI document, generated per request from the code (public, like any docs)."""
+
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
+
+
+DOCS_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def docs_page(request: HttpRequest) -> HttpResponse:
+    """``GET /api/docs``: Swagger UI over ``/api/v1/spec``, every asset served by the product (static/vendor/)."""
+    response = render(request, "api_docs.html")
+    response["Content-Security-Policy"] = DOCS_CSP
+    return response
