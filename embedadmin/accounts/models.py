@@ -227,3 +227,49 @@ class InternalUserProfile(models.Model):
 
     def __str__(self) -> str:
         return f"profile of user #{self.user_id}"
+
+
+class DeploymentEnvVariable(models.Model):
+    """An environment variable of a deployment (Platform API ``/env-vars``), its value encrypted at rest like the
+    data source URL. Nothing in this install reads them yet: they are stored and answered, not applied."""
+
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="env_variables")
+    name = models.CharField(max_length=255)
+    encrypted_value = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["deployment_id", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["deployment", "name"], name="deployment_env_variable_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} of deployment #{self.deployment_id}"
+
+
+class IssuedToken(models.Model):
+    """A record of a Core Data API token the Platform API issued (never the token itself: its ``jti``, claims and
+    lifetime), so that an environment's tokens can be listed and a token revoked by its ``jti``."""
+
+    class Kind(models.TextChoices):
+        DEPLOYMENT = "deployment", "deployment"
+        ENVIRONMENT = "environment", "environment"
+        META_SYNC = "meta-sync", "meta-sync"
+
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="issued_tokens")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    environment = models.CharField(max_length=32, blank=True, default="")
+    jti = models.CharField(max_length=64, unique=True)
+    security_context = models.JSONField(default=dict, blank=True)
+    scopes = models.JSONField(default=list, blank=True)
+    issued_by = models.ForeignKey(PlatformToken, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} token {self.jti} of deployment #{self.deployment_id}"

@@ -8,12 +8,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
 
 from embedadmin.accounts.models import (
     Account,
     ApiKey,
     Deployment,
+    DeploymentEnvVariable,
     DeploymentSecret,
+    IssuedToken,
     PlatformToken,
     RevokedToken,
     TenantSettings,
@@ -244,3 +247,62 @@ def internal_users_page(*, account: Account, query: Q, start_index: int, count: 
     total = users.count()
     offset = min(start_index - 1, total)
     return InternalUsersPage(total=total, users=list(users.order_by("pk")[offset : offset + count]))
+
+
+def _id_of(text: str | int) -> int | None:
+    value = str(text)
+    if value.isascii() and value.isdigit() and len(value) <= 19 and int(value) <= MAX_BIGINT:
+        return int(value)
+    return None
+
+
+def deployment_of(*, account: Account, deployment_id: str | int) -> Deployment:
+    """The account's deployment ``deployment_id``; 404 for any other id, another account's included."""
+    pk = _id_of(deployment_id)
+    deployment = Deployment.objects.filter(account=account, pk=pk).first() if pk is not None else None
+    if deployment is None:
+        raise NotFound(f"Deployment {deployment_id} not found")
+    return deployment
+
+
+def env_variables_of(*, deployment: Deployment) -> QuerySet[DeploymentEnvVariable]:
+    """The deployment's env variables (values encrypted), for the caller to order and paginate."""
+    return DeploymentEnvVariable.objects.filter(deployment=deployment)
+
+
+def env_variable_value(*, variable: DeploymentEnvVariable) -> str:
+    """An env variable's value in clear."""
+    return credentials.decrypt_secret(variable.encrypted_value)
+
+
+def issued_tokens_of(*, deployment: Deployment, kind: str, environment: str) -> QuerySet[IssuedToken]:
+    """The records of the tokens issued for a deployment's environment that have not expired yet."""
+    return IssuedToken.objects.filter(
+        deployment=deployment, kind=kind, environment=environment, expires_at__gt=timezone.now()
+    )
+
+
+def api_keys_of(*, account: Account) -> QuerySet[ApiKey]:
+    """The account's API keys, revoked ones included, with their deployment scope."""
+    return ApiKey.objects.filter(account=account).prefetch_related("deployments")
+
+
+def api_key_of(*, account: Account, key_id: str | int) -> ApiKey:
+    pk = _id_of(key_id)
+    key = ApiKey.objects.filter(account=account, pk=pk).first() if pk is not None else None
+    if key is None:
+        raise NotFound(f"API key {key_id} not found")
+    return key
+
+
+def platform_tokens_of(*, account: Account) -> QuerySet[PlatformToken]:
+    """The account's platform tokens, revoked ones included."""
+    return PlatformToken.objects.filter(account=account)
+
+
+def platform_token_of(*, account: Account, token_id: str | int) -> PlatformToken:
+    pk = _id_of(token_id)
+    token = PlatformToken.objects.filter(account=account, pk=pk).first() if pk is not None else None
+    if token is None:
+        raise NotFound(f"Platform token {token_id} not found")
+    return token

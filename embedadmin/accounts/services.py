@@ -6,6 +6,7 @@ admin panel all call them.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
 import re
@@ -27,8 +28,10 @@ from embedadmin.accounts.models import (
     AccountMembership,
     ApiKey,
     Deployment,
+    DeploymentEnvVariable,
     DeploymentSecret,
     InternalUserProfile,
+    IssuedToken,
     PlatformToken,
     TenantSettings,
 )
@@ -568,3 +571,111 @@ def quota_recount(*, account_id: int, quota: Quota, count: Callable[[], int]) ->
             setattr(settings_row, quota.counter, actual)
             settings_row.save(update_fields=[quota.counter])
     return actual
+
+
+# --- deployments, their env variables and issued tokens (Platform API) ----------------------------------------
+
+
+def deployment_update(*, deployment: Deployment, name: str | None = None, slug: str | None = None) -> Deployment:
+    """Rename a deployment or change its slug (unique in the account, 409); ``None`` keeps a field."""
+    fields = [field for field, value in (("name", name), ("slug", slug)) if value is not None]
+    if not fields:
+        return deployment
+    with transaction.atomic():
+        deployment = Deployment.objects.select_for_update().get(pk=deployment.pk)
+        if name is not None:
+            deployment.name = name
+        if slug is not None:
+            deployment.slug = slug
+        _full_clean(deployment)
+        if (
+            slug is not None
+            and Deployment.objects.filter(account_id=deployment.account_id, slug=slug)
+            .exclude(pk=deployment.pk)
+            .exists()
+        ):
+            raise Conflict(f"Deployment slug {slug!r} is already used in this account")
+        try:
+            with transaction.atomic():
+                deployment.save(update_fields=[*fields, "updated_at"])
+        except IntegrityError:
+            raise Conflict(f"Deployment slug {slug!r} is already used in this account") from None
+        CREDENTIALS.bump()
+    return deployment
+
+
+def deployment_delete(*, deployment: Deployment) -> None:
+    """Delete a deployment and everything that belongs to it (cascades: its signing secrets, env variables, issued
+    token records, revoked tokens, workbooks, reports, folders, chat agents and their content). Its model directory
+    on disk is left as it is. Tokens it signed stop verifying at once (the CREDENTIALS version)."""
+    with transaction.atomic():
+        Deployment.objects.filter(pk=deployment.pk).delete()
+        CREDENTIALS.bump()
+
+
+ENV_VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENCRYPTED_PLACEHOLDER = "[ENCRYPTED]"
+MAX_ENV_VARIABLES = 500
+
+
+def env_variables_set(*, deployment: Deployment, variables: list[tuple[str, str]]) -> None:
+    """Upsert a deployment's env variables by name, all or nothing; variables not named keep their values.
+
+    Values are stored encrypted. ``[ENCRYPTED]`` (what a secret-looking value is answered as) is refused as a value:
+    resending a listing must not overwrite the secret with the placeholder. New names must match
+    ``^[A-Za-z_][A-Za-z0-9_]*$``; a stored name may be resent as it is."""
+    seen: set[str] = set()
+    with transaction.atomic():
+        stored = {
+            row.name: row for row in DeploymentEnvVariable.objects.select_for_update().filter(deployment=deployment)
+        }
+        for index, (name, value) in enumerate(variables):
+            if name in seen:
+                raise BadRequest(f"env_variables[{index}].name: {name!r} is given twice")
+            seen.add(name)
+            if name not in stored and not ENV_VARIABLE_NAME_RE.match(name):
+                raise BadRequest(f"env_variables[{index}].name: must match ^[A-Za-z_][A-Za-z0-9_]*$")
+            if value == ENCRYPTED_PLACEHOLDER:
+                raise BadRequest(f"env_variables[{index}].value: {ENCRYPTED_PLACEHOLDER} is not a value")
+        if len(set(stored) | seen) > MAX_ENV_VARIABLES:
+            raise BadRequest(f"A deployment has at most {MAX_ENV_VARIABLES} env variables")
+        for name, value in variables:
+            encrypted = credentials.encrypt_secret(value)
+            row = stored.get(name)
+            if row is None:
+                DeploymentEnvVariable.objects.create(deployment=deployment, name=name, encrypted_value=encrypted)
+            else:
+                row.encrypted_value = encrypted
+                row.save(update_fields=["encrypted_value", "updated_at"])
+
+
+def issued_token_record(
+    *,
+    deployment: Deployment,
+    kind: str,
+    jti: str,
+    created_at: datetime.datetime,
+    expires_at: datetime.datetime,
+    environment: str = "",
+    security_context: dict[str, Any] | None = None,
+    scopes: list[str] | None = None,
+    issued_by: PlatformToken | None = None,
+) -> IssuedToken:
+    """Record a token the Platform API issued: its ``jti``, claims and lifetime, never the token."""
+    return IssuedToken.objects.create(
+        deployment=deployment,
+        kind=kind,
+        environment=environment,
+        jti=jti,
+        security_context=security_context or {},
+        scopes=scopes or [],
+        issued_by=issued_by,
+        created_at=created_at,
+        expires_at=expires_at,
+    )
+
+
+def issued_tokens_purge(*, now: datetime.datetime | None = None) -> int:
+    """Forget the records of issued tokens that have expired."""
+    deleted, _ = IssuedToken.objects.filter(expires_at__lt=now or timezone.now()).delete()
+    return deleted

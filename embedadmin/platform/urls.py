@@ -1,13 +1,18 @@
 from django.urls import path, re_path
 
-from embedadmin.platform import content, openapi, views
+from embedadmin.platform import content, views
+from embedadmin.platform import deployments as deployment_views
 from embedadmin.platform.scim import views as scim
 
 _DEPLOYMENT = "deployments/<int:deployment_id>"
 _WORKBOOK = f"{_DEPLOYMENT}/workbooks/<int:workbook_id>"
 
+
+def _unpublished(resource: str):
+    return deployment_views.NotImplementedView.as_view(resource=resource)
+
+
 api_v1 = [
-    path("spec", openapi.SpecView.as_view()),
     path("tenant/settings", views.TenantSettingsView.as_view()),
     path("app-config", views.AppConfigView.as_view()),
     path("user-attributes", views.UserAttributeListView.as_view()),
@@ -17,6 +22,27 @@ api_v1 = [
     path("users/<str:user_id>/deactivate", views.UserDeactivateView.as_view()),
     path("deployments", views.DeploymentListView.as_view()),
     path("deployments/", views.DeploymentListView.as_view()),
+    # Deployments, environments, env variables, regions, keys and tokens (embedadmin/platform/deployments.py)
+    path(f"{_DEPLOYMENT}", deployment_views.DeploymentDetailView.as_view()),
+    path(f"{_DEPLOYMENT}/token", deployment_views.DeploymentTokenView.as_view()),
+    path(f"{_DEPLOYMENT}/environments", deployment_views.EnvironmentListView.as_view()),
+    path(f"{_DEPLOYMENT}/environments/<str:environment_id>/tokens", deployment_views.EnvironmentTokensView.as_view()),
+    path(
+        f"{_DEPLOYMENT}/environments/<str:environment_id>/tokens-for-meta-sync",
+        deployment_views.EnvironmentMetaSyncTokensView.as_view(),
+    ),
+    path(f"{_DEPLOYMENT}/env-vars", deployment_views.EnvVariablesView.as_view()),
+    path("regions", deployment_views.RegionListView.as_view()),
+    path("api-keys", deployment_views.ApiKeyListView.as_view()),
+    path("api-keys/<int:key_id>", deployment_views.ApiKeyDetailView.as_view()),
+    path("platform-tokens", deployment_views.PlatformTokenListView.as_view()),
+    path("platform-tokens/<int:token_id>", deployment_views.PlatformTokenDetailView.as_view()),
+    # Resources whose semantics Cube does not publish: 501 for any method and subpath
+    re_path(r"^oauth-integrations(/.*)?$", _unpublished("OAuth integrations")),
+    re_path(r"^user-oauth-tokens(/.*)?$", _unpublished("User OAuth tokens")),
+    re_path(r"^oidc-token-configs(/.*)?$", _unpublished("OIDC token configs")),
+    re_path(r"^github(/.*)?$", _unpublished("Repository hosting (GitHub)")),
+    re_path(r"^deployments/(?P<deployment_id>[0-9]+)/dbt-sync(/.*)?$", _unpublished("dbt sync")),
     # Workspace content (embedadmin/platform/content.py)
     path(f"{_DEPLOYMENT}/workbooks", content.WorkbookListView.as_view()),
     path(f"{_DEPLOYMENT}/workbooks/by-slug/<str:slug>", content.WorkbookBySlugView.as_view()),
@@ -31,6 +57,19 @@ api_v1 = [
     path(f"{_DEPLOYMENT}/folders/<int:folder_id>", content.FolderDetailView.as_view()),
     path(f"{_DEPLOYMENT}/folders/<int:folder_id>/ancestors", content.FolderAncestorsView.as_view()),
     path("embed/dashboard/<str:public_id>", content.EmbedDashboardView.as_view()),
+]
+
+# Build API v1 (/build/api/v1/): deployment creation and data model files (embedadmin/platform/deployments.py)
+build_v1 = [
+    path("deployments", deployment_views.DeploymentCreateView.as_view()),
+    path(f"{_DEPLOYMENT}/files", deployment_views.ModelFileListView.as_view()),
+    re_path(
+        r"^deployments/(?P<deployment_id>[0-9]+)/files/(?P<file_path>.+)$", deployment_views.ModelFileView.as_view()
+    ),
+    path(f"{_DEPLOYMENT}/data-model", deployment_views.DataModelUploadView.as_view()),
+    re_path(
+        r"^deployments/(?P<deployment_id>[0-9]+)/github/connect(/.*)?$", _unpublished("Repository hosting (GitHub)")
+    ),
 ]
 
 scim_v2 = [

@@ -1,0 +1,508 @@
+"""Platform API v1: deployments, their environments, tokens, env variables and data model; regions; API keys and
+platform tokens as resources; and the 501 of the resources whose semantics Cube does not publish.
+
+Thin adapters over ``embedadmin.accounts`` services and selectors (and :mod:`embedadmin.platform.data_model` for
+model uploads). Every lookup is scoped to the caller's account: another account's deployment, key or token is 404.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from rest_framework.response import Response
+
+from embedadmin.accounts import selectors
+from embedadmin.accounts import services as accounts
+from embedadmin.accounts.authentication import PlatformRequest
+from embedadmin.accounts.models import ApiKey, Deployment, IssuedToken, PlatformToken
+from embedadmin.accounts.tokens import deployment_token_sign
+from embedadmin.core.errors import BadRequest, NotFound
+from embedadmin.core.fields import contains_nul
+from embedadmin.core.pagination import decode_cursor, encode_cursor, paginate, parse_first
+from embedadmin.platform import data_model
+from embedadmin.platform.views import PlatformView
+
+PRODUCTION = "production"
+SECRET_NAME_PARTS = ("PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL")
+
+
+def _time(value: dt.datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _body(request: PlatformRequest, allowed: Sequence[str]) -> dict[str, Any]:
+    """The JSON object body, refusing unknown fields and NUL characters (400)."""
+    data = request.data
+    if not isinstance(data, dict):
+        raise BadRequest("Body must be a JSON object")
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise BadRequest(f"Unknown fields: {', '.join(map(str, unknown))}")
+    if contains_nul(data):
+        raise BadRequest("Body must not contain NUL characters")
+    return dict(data)
+
+
+def _int_in(body: Mapping[str, Any], name: str, low: int, high: int, default: int) -> int:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BadRequest(f"{name}: must be an integer between {low} and {high}")
+    return value
+
+
+def _text(body: Mapping[str, Any], name: str, *, max_length: int = 200, required: bool = False) -> str | None:
+    if name not in body:
+        if required:
+            raise BadRequest(f"{name}: this field is required")
+        return None
+    value = body[name]
+    if not isinstance(value, str) or not value.strip() or len(value) > max_length:
+        raise BadRequest(f"{name}: must be a non-empty string of at most {max_length} characters")
+    return value.strip()
+
+
+def page_of_list(
+    items: list[Any], *, params: Mapping[str, str], key: Callable[[Any], str], serialize: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """Cursor pagination (``first``, ``after``) over a list assembled in memory and sorted by the unique ``key``;
+    with Cube's deprecated ``data``: the whole list."""
+    first = parse_first(params.get("first"))
+    after = params.get("after")
+    ordered = sorted(items, key=key)
+    rest = ordered
+    if after:
+        (last,) = decode_cursor(after, types=(str,))
+        rest = [item for item in ordered if key(item) > last]
+    page = rest[:first]
+    return {
+        "items": [serialize(item) for item in page],
+        "data": [serialize(item) for item in ordered],
+        "pageInfo": {
+            "hasNextPage": len(rest) > first,
+            "endCursor": encode_cursor([key(page[-1])]) if page else None,
+        },
+    }
+
+
+# --- deployments ---------------------------------------------------------------------------------------------
+
+
+def deployment_item(deployment: Deployment) -> dict[str, Any]:
+    return {
+        "id": deployment.pk,
+        "name": deployment.name,
+        "slug": deployment.slug,
+        "createdAt": _time(deployment.created_at),
+        "updatedAt": _time(deployment.updated_at),
+    }
+
+
+def _deployment(request: PlatformRequest, deployment_id: Any) -> Deployment:
+    return selectors.deployment_of(account=request.user.account, deployment_id=deployment_id)
+
+
+class DeploymentCreateView(PlatformView):
+    """``POST /build/api/v1/deployments`` ``{name, slug?}``: a deployment with a new HS256 signing secret (as the
+    account bootstrap makes one). The slug defaults to one made from the name; the secret is not answered (it signs
+    the tokens ``POST /api/v1/deployments/{id}/token`` issues)."""
+
+    def post(self, request: PlatformRequest) -> Response:
+        body = _body(request, ("name", "slug"))
+        name = _text(body, "name", required=True)
+        assert name is not None
+        slug = _text(body, "slug", max_length=63) or data_model.slug_of(name)
+        deployment, _secret = accounts.deployment_create(account=request.user.account, name=name, slug=slug)
+        return Response(deployment_item(deployment), status=201)
+
+
+class DeploymentDetailView(PlatformView):
+    """``GET|PATCH|DELETE /api/v1/deployments/{id}``. DELETE removes the deployment **with all its content**
+    (cascade: workbooks, reports, folders, dashboards, chat agents, embed sessions, signing secrets, env variables,
+    issued-token records); tokens it signed stop verifying at once. Its model directory on disk is kept."""
+
+    def get(self, request: PlatformRequest, deployment_id: str) -> Response:
+        return Response(deployment_item(_deployment(request, deployment_id)))
+
+    def patch(self, request: PlatformRequest, deployment_id: str) -> Response:
+        deployment = _deployment(request, deployment_id)
+        body = _body(request, ("name", "slug"))
+        deployment = accounts.deployment_update(
+            deployment=deployment, name=_text(body, "name"), slug=_text(body, "slug", max_length=63)
+        )
+        return Response(deployment_item(deployment))
+
+    put = patch
+
+    def delete(self, request: PlatformRequest, deployment_id: str) -> Response:
+        accounts.deployment_delete(deployment=_deployment(request, deployment_id))
+        return Response(status=204)
+
+
+def deployment_token_claims(caller_token: PlatformToken) -> dict[str, Any]:
+    """The security context of a deployment token: the platform token that asked for it, and no groups (so no
+    group-gated access policy grants it anything a plain token would not get)."""
+    return {"sub": f"platform:{caller_token.prefix}", "groups": []}
+
+
+def _issue(
+    request: PlatformRequest,
+    deployment: Deployment,
+    *,
+    kind: str,
+    security_context: dict[str, Any],
+    expires_in: int,
+    environment: str = "",
+    scopes: list[str] | None = None,
+) -> tuple[str, IssuedToken]:
+    """Sign a Core Data API token for ``deployment`` with its newest secret and record it (not the token)."""
+    now = timezone.now().replace(microsecond=0)
+    expires_at = now + dt.timedelta(seconds=expires_in)
+    jti = uuid.uuid4().hex
+    token = deployment_token_sign(deployment=deployment, claims={**security_context, "jti": jti}, expires_at=expires_at)
+    record = accounts.issued_token_record(
+        deployment=deployment,
+        kind=kind,
+        environment=environment,
+        jti=jti,
+        security_context=security_context,
+        scopes=scopes,
+        issued_by=request.user.token,
+        created_at=now,
+        expires_at=expires_at,
+    )
+    return token, record
+
+
+class DeploymentTokenView(PlatformView):
+    """``POST /api/v1/deployments/{id}/token`` ``{expiresIn: 60..86400 (default 86400)}`` -> ``{cubeApiToken}``:
+    an HS256 Core Data API token with :func:`deployment_token_claims` as its security context."""
+
+    def post(self, request: PlatformRequest, deployment_id: str) -> Response:
+        deployment = _deployment(request, deployment_id)
+        body = _body(request, ("expiresIn",))
+        expires_in = _int_in(body, "expiresIn", 60, 86400, 86400)
+        token, _ = _issue(
+            request,
+            deployment,
+            kind=IssuedToken.Kind.DEPLOYMENT,
+            security_context=deployment_token_claims(request.user.token),
+            expires_in=expires_in,
+        )
+        return Response({"cubeApiToken": token})
+
+
+# --- environments --------------------------------------------------------------------------------------------
+
+
+def _environment(deployment: Deployment, environment_id: str) -> str:
+    if environment_id != PRODUCTION:
+        raise NotFound(f"Environment {environment_id} not found in deployment {deployment.pk}")
+    return environment_id
+
+
+class EnvironmentListView(PlatformView):
+    """``GET /api/v1/deployments/{id}/environments``: this install runs one environment per deployment,
+    ``production``, whose REST credentials are the deployment's Core Data API URL."""
+
+    def get(self, request: PlatformRequest, deployment_id: str) -> Response:
+        deployment = _deployment(request, deployment_id)
+        wanted = request.query_params.get("type")
+        if wanted is not None and wanted not in ("production", "staging", "development"):
+            raise BadRequest("type: must be production, staging or development")
+        url = request.build_absolute_uri(f"/d/{deployment.pk}{settings.CUBEJS_BASE_PATH}/v1")
+        environment = {
+            "id": PRODUCTION,
+            "type": PRODUCTION,
+            "branch": None,
+            "user": None,
+            "api_credentials": [
+                {"type": "rest", "version": "v1", "url": url, "host": None, "port": None, "database": None}
+            ],
+        }
+        items = [environment] if wanted in (None, PRODUCTION) else []
+        body = page_of_list(items, params=request.query_params, key=lambda e: e["id"], serialize=lambda e: e)
+        body["pagination"] = {"offset": 0, "limit": len(items), "total": len(items)}
+        return Response(body)
+
+
+def issued_token_item(record: IssuedToken) -> dict[str, Any]:
+    """A listed token: its claims and lifetime. ``token`` is null: a token is shown once, when it is issued."""
+    return {
+        "token": None,
+        "jti": record.jti,
+        "security_context": record.security_context,
+        "scopes": record.scopes,
+        "created_at": _time(record.created_at),
+        "expires_at": _time(record.expires_at),
+    }
+
+
+class EnvironmentTokensView(PlatformView):
+    """``GET|POST /api/v1/deployments/{id}/environments/{envId}/tokens`` (and ``.../tokens-for-meta-sync``).
+
+    POST ``{security_context* (object), expires_in 1..3600 (default 3600), scopes [string]}`` ->
+    ``{data: {token, security_context, created_at, expires_at}}``: a Core Data API token whose payload is the
+    security context, signed with the deployment's secret. The token is shown once; GET lists the unexpired tokens
+    issued (``token`` null). ``scopes`` are recorded and listed; the Core Data API does not restrict by them yet."""
+
+    kind = IssuedToken.Kind.ENVIRONMENT
+
+    def get(self, request: PlatformRequest, deployment_id: str, environment_id: str) -> Response:
+        deployment = _deployment(request, deployment_id)
+        environment = _environment(deployment, environment_id)
+        rows = selectors.issued_tokens_of(deployment=deployment, kind=self.kind, environment=environment)
+        page = paginate(rows, params=request.query_params, descending=True)
+        body = page.as_dict(issued_token_item)
+        body["data"] = body["items"]
+        body["pagination"] = {"offset": 0, "limit": len(body["items"]), "total": rows.count()}
+        return Response(body)
+
+    def post(self, request: PlatformRequest, deployment_id: str, environment_id: str) -> Response:
+        deployment = _deployment(request, deployment_id)
+        environment = _environment(deployment, environment_id)
+        body = _body(request, ("security_context", "expires_in", "scopes"))
+        context = body.get("security_context")
+        if not isinstance(context, dict):
+            raise BadRequest("security_context: must be a JSON object")
+        reserved = sorted(set(context) & {"exp", "iat", "nbf", "jti"})
+        if reserved:
+            raise BadRequest(f"security_context: {', '.join(reserved)} are set by the server")
+        expires_in = _int_in(body, "expires_in", 1, 3600, 3600)
+        scopes = body.get("scopes", [])
+        if not isinstance(scopes, list) or not all(isinstance(s, str) and 0 < len(s) <= 100 for s in scopes):
+            raise BadRequest("scopes: must be a list of strings")
+        token, record = _issue(
+            request,
+            deployment,
+            kind=self.kind,
+            environment=environment,
+            security_context=context,
+            expires_in=expires_in,
+            scopes=scopes,
+        )
+        return Response({"data": {**issued_token_item(record), "token": token}}, status=201)
+
+
+class EnvironmentMetaSyncTokensView(EnvironmentTokensView):
+    kind = IssuedToken.Kind.META_SYNC
+
+
+# --- env variables -------------------------------------------------------------------------------------------
+
+
+def env_variable_is_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(part in upper for part in SECRET_NAME_PARTS)
+
+
+class EnvVariablesView(PlatformView):
+    """``GET|PUT /api/v1/deployments/{id}/env-vars``: stored encrypted; values of names containing PASS, SECRET,
+    TOKEN, KEY or CREDENTIAL are answered ``[ENCRYPTED]``. PUT ``{env_variables: [{name, value}]}`` upserts by
+    name (others keep their values) and answers the list. Nothing in this install reads them yet."""
+
+    def _list(self, request: PlatformRequest, deployment: Deployment) -> Response:
+        rows = list(selectors.env_variables_of(deployment=deployment))
+
+        def item(row: Any) -> dict[str, str]:
+            if env_variable_is_secret(row.name):
+                return {"name": row.name, "value": accounts.ENCRYPTED_PLACEHOLDER}
+            return {"name": row.name, "value": selectors.env_variable_value(variable=row)}
+
+        return Response(page_of_list(rows, params=request.query_params, key=lambda r: r.name, serialize=item))
+
+    def get(self, request: PlatformRequest, deployment_id: str) -> Response:
+        return self._list(request, _deployment(request, deployment_id))
+
+    def put(self, request: PlatformRequest, deployment_id: str) -> Response:
+        deployment = _deployment(request, deployment_id)
+        body = _body(request, ("env_variables",))
+        given = body.get("env_variables")
+        if not isinstance(given, list):
+            raise BadRequest("env_variables: must be a list of {name, value}")
+        variables: list[tuple[str, str]] = []
+        for index, entry in enumerate(given):
+            if not isinstance(entry, dict) or set(entry) != {"name", "value"}:
+                raise BadRequest(f"env_variables[{index}]: must be an object {{name, value}}")
+            name, value = entry["name"], entry["value"]
+            if not isinstance(name, str) or not 0 < len(name) <= 255:
+                raise BadRequest(f"env_variables[{index}].name: must be a string of 1 to 255 characters")
+            if not isinstance(value, str) or len(value) > 32_768:
+                raise BadRequest(f"env_variables[{index}].value: must be a string of at most 32768 characters")
+            variables.append((name, value))
+        accounts.env_variables_set(deployment=deployment, variables=variables)
+        return self._list(request, deployment)
+
+    patch = put
+
+
+# --- regions -------------------------------------------------------------------------------------------------
+
+
+class RegionListView(PlatformView):
+    """``GET /api/v1/regions``: this install is one region, named by the ``PLATFORM_REGION`` setting
+    (default ``local``)."""
+
+    def get(self, request: PlatformRequest) -> Response:
+        name = getattr(settings, "PLATFORM_REGION", "local")
+        region = {
+            "id": name,
+            "name": name,
+            "title": name,
+            "provider": "self-hosted",
+            "isPublic": False,
+            "isDedicated": True,
+            "isHybrid": False,
+            "useAiEngineer": False,
+        }
+        return Response(page_of_list([region], params=request.query_params, key=lambda r: r["id"], serialize=dict))
+
+
+# --- data model ----------------------------------------------------------------------------------------------
+
+
+class ModelFileListView(PlatformView):
+    """``GET /build/api/v1/deployments/{id}/files``: the deployment's model files (YAML and Jinja), by path."""
+
+    def get(self, request: PlatformRequest, deployment_id: str) -> Response:
+        deployment = _deployment(request, deployment_id)
+        files = data_model.model_files_of(deployment)
+        return Response(page_of_list(files, params=request.query_params, key=lambda f: f.path, serialize=dict))
+
+
+class ModelFileView(PlatformView):
+    """``GET /build/api/v1/deployments/{id}/files/{path}``: one model file, ``{path, size, updatedAt, content}``."""
+
+    def get(self, request: PlatformRequest, deployment_id: str, file_path: str) -> Response:
+        deployment = _deployment(request, deployment_id)
+        return Response(data_model.model_file_read(deployment, file_path))
+
+
+class DataModelUploadView(PlatformView):
+    """``POST /build/api/v1/deployments/{id}/data-model``: JSON ``{files: [{path, content}], replace?}`` or a
+    multipart form whose file fields are named by their path. Compiled as a whole before anything is written
+    (400 with the compiler's ``file:line`` message when it fails); then swapped into the model directory at once."""
+
+    def post(self, request: PlatformRequest, deployment_id: str) -> Response:
+        deployment = _deployment(request, deployment_id)
+        files, replace = data_model.upload_of(request)
+        result = data_model.model_upload(deployment, files, replace=replace)
+        return Response(result)
+
+
+# --- API keys and platform tokens ----------------------------------------------------------------------------
+
+
+def api_key_item(key: ApiKey) -> dict[str, Any]:
+    return {
+        "id": key.pk,
+        "name": key.name,
+        "kind": key.kind,
+        "prefix": key.prefix,
+        "ownerId": key.owner_id,
+        "deploymentIds": sorted(d.pk for d in key.deployments.all()),
+        "createdAt": _time(key.created_at),
+        "revokedAt": _time(key.revoked_at),
+    }
+
+
+class ApiKeyListView(PlatformView):
+    """``GET|POST /api/v1/api-keys``. POST ``{name?, kind? admin|personal, ownerId? (personal), deploymentIds?}``
+    answers the key once in ``key``; a key with ``deploymentIds`` may act on those deployments only."""
+
+    def get(self, request: PlatformRequest) -> Response:
+        page = paginate(selectors.api_keys_of(account=request.user.account), params=request.query_params)
+        return Response(page.as_dict(api_key_item))
+
+    def post(self, request: PlatformRequest) -> Response:
+        body = _body(request, ("name", "kind", "ownerId", "deploymentIds"))
+        name = _text(body, "name") or ""
+        kind = body.get("kind", ApiKey.Kind.ADMIN)
+        if kind not in ApiKey.Kind.values:
+            raise BadRequest("kind: must be admin or personal")
+        owner = None
+        if kind == ApiKey.Kind.PERSONAL:
+            if "ownerId" not in body:
+                raise BadRequest("ownerId: a personal key needs its owner, an internal user of the account")
+            owner = selectors.internal_user_of(account=request.user.account, user_id=body["ownerId"])
+        elif "ownerId" in body:
+            raise BadRequest("ownerId: only a personal key has an owner")
+        ids = body.get("deploymentIds", [])
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise BadRequest("deploymentIds: must be a list of deployment ids")
+        for deployment_id in ids:
+            _deployment(request, deployment_id)
+        plaintext, key = accounts.api_key_create(
+            account=request.user.account, name=name, personal_owner=owner, deployment_ids=ids
+        )
+        return Response({**api_key_item(key), "key": plaintext}, status=201)
+
+
+class ApiKeyDetailView(PlatformView):
+    """``GET /api/v1/api-keys/{id}``; ``DELETE`` revokes the key (204; it stays listed with ``revokedAt``)."""
+
+    def get(self, request: PlatformRequest, key_id: str) -> Response:
+        return Response(api_key_item(selectors.api_key_of(account=request.user.account, key_id=key_id)))
+
+    def delete(self, request: PlatformRequest, key_id: str) -> Response:
+        accounts.api_key_revoke(key=selectors.api_key_of(account=request.user.account, key_id=key_id))
+        return Response(status=204)
+
+
+def platform_token_item(token: PlatformToken) -> dict[str, Any]:
+    return {
+        "id": token.pk,
+        "name": token.name,
+        "prefix": token.prefix,
+        "createdAt": _time(token.created_at),
+        "revokedAt": _time(token.revoked_at),
+    }
+
+
+class PlatformTokenListView(PlatformView):
+    """``GET|POST /api/v1/platform-tokens``; POST ``{name?}`` answers the token once in ``token``."""
+
+    def get(self, request: PlatformRequest) -> Response:
+        page = paginate(selectors.platform_tokens_of(account=request.user.account), params=request.query_params)
+        return Response(page.as_dict(platform_token_item))
+
+    def post(self, request: PlatformRequest) -> Response:
+        body = _body(request, ("name",))
+        plaintext, token = accounts.platform_token_create(account=request.user.account, name=_text(body, "name") or "")
+        return Response({**platform_token_item(token), "token": plaintext}, status=201)
+
+
+class PlatformTokenDetailView(PlatformView):
+    """``GET /api/v1/platform-tokens/{id}``; ``DELETE`` revokes it (204), the caller's own token included."""
+
+    def get(self, request: PlatformRequest, token_id: str) -> Response:
+        token = selectors.platform_token_of(account=request.user.account, token_id=token_id)
+        return Response(platform_token_item(token))
+
+    def delete(self, request: PlatformRequest, token_id: str) -> Response:
+        token = selectors.platform_token_of(account=request.user.account, token_id=token_id)
+        accounts.platform_token_revoke(token=token)
+        return Response(status=204)
+
+
+# --- resources whose semantics are not published ------------------------------------------------------------
+
+
+class NotImplementedView(PlatformView):
+    """501 for a resource Cube names but whose semantics it does not publish (``resource`` says which). A
+    deployment-scoped one answers 404 first for a deployment that is not the caller's."""
+
+    resource = ""
+
+    def _answer(self, request: PlatformRequest, *args: Any, **kwargs: Any) -> Response:
+        if "deployment_id" in kwargs:
+            _deployment(request, kwargs["deployment_id"])
+        message = f"{self.resource} is not implemented: its semantics are not published by Cube, so this install "
+        message += "does not guess them"
+        return Response({"error": message}, status=501)
+
+    get = post = put = patch = delete = head = options = _answer
