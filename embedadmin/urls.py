@@ -9,6 +9,7 @@ from embedadmin.chat.models import Agent
 from embedadmin.core import health
 from embedadmin.embedding import pages
 from embedadmin.panel.site import panel_site
+from embedadmin.platform.openapi import docs_page
 from embedadmin.platform.urls import api_v1 as platform_v1
 from embedadmin.platform.urls import build_v1 as platform_build_v1
 from embedadmin.platform.urls import scim_v2
@@ -34,6 +35,7 @@ urlpatterns = [
     path("readyz", health.readyz),
     path("embed/dashboard/<str:public_id>", pages.dashboard_page, _EMBED),
     path("embed/chat", pages.chat_page, _EMBED),
+    path("api/docs", docs_page),
     path("api/v1/api-keys/current", ApiKeyCurrentView.as_view()),
     path("api/v1/", include("embedadmin.embedding.urls")),
     path("api/v1/", include("embedadmin.chat.urls")),

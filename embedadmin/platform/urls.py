@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from embedadmin.platform import content, views
+from embedadmin.platform import content, openapi, views
 from embedadmin.platform import deployments as deployment_views
 from embedadmin.platform.scim import views as scim
 
@@ -13,6 +13,7 @@ def _unpublished(resource: str):
 
 
 api_v1 = [
+    path("spec", openapi.SpecView.as_view()),
     path("tenant/settings", views.TenantSettingsView.as_view()),
     path("app-config", views.AppConfigView.as_view()),
     path("user-attributes", views.UserAttributeListView.as_view()),
