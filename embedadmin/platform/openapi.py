@@ -126,7 +126,7 @@ CORE_QUERY_PARAMS = [
     {"name": "queryType", "in": "query", "required": False, "schema": {"type": "string"}},
     {"name": "cache", "in": "query", "required": False, "schema": {"type": "string"}},
 ]
-CORE_SECURITY = [{"CoreJWT": []}]
+CORE_SECURITY: list[dict[str, list[str]]] = [{"CoreJWT": []}]
 
 
 def _core_operation(summary: str, *, tag: str, body: bool, params: list[dict[str, Any]] | None = None) -> dict:
@@ -282,7 +282,7 @@ def embed_paths() -> dict[str, dict[str, Any]]:
         **_errors(),
     }
     public_id = _path_params("publicId")
-    security = [{"EmbedToken": []}]
+    security: list[dict[str, list[str]]] = [{"EmbedToken": []}]
     return {
         "/embed/dashboard/{publicId}": {
             "get": {
@@ -340,11 +340,14 @@ def fragment_paths() -> dict[str, dict[str, Any]]:
 
 
 def preprocess(endpoints: list[tuple[str, str, str, Any]], **_: Any) -> list[tuple[str, str, str, Any]]:
-    """Drops the aliases (``/scim/v2/`` mirrors ``/api/scim/v2/``; ``deployments/`` mirrors ``deployments``) and
-    SCIM's catch-all 404 view (a regex over any path, not an operation)."""
+    """Drops the aliases (``/scim/v2/`` mirrors ``/api/scim/v2/``; a trailing-slash twin of a path) and the
+    catch-all regex routes, which are not operations: SCIM's 404 for any other path (``{rest}``) and the 501s for
+    any method and subpath of an unpublished resource (an unnamed group, which drf-spectacular names ``{var}``)."""
+    paths = {path for path, *_ in endpoints}
     kept = []
     for path, path_regex, method, callback in endpoints:
-        if path.startswith("/scim/v2/") or path == "/api/v1/deployments/" or "{rest}" in path:
+        twin = path.endswith("/") and path.rstrip("/") in paths
+        if path.startswith("/scim/v2/") or twin or "{rest}" in path or "{var}" in path:
             continue
         kept.append((path, path_regex, method, callback))
     return kept
@@ -363,6 +366,12 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
                     response["content"] = _json(ANY_OBJECT, media)
             for code, response in _errors(media, SCIM_ERROR if scim else ERROR).items():
                 responses.setdefault(code, response)
+    root_search = result["paths"].get("/api/scim/v2/.search", {}).get("post")
+    if root_search:  # RFC 7644 3.4.3: optional; searched per type instead (docs/scim.md)
+        root_search["responses"]["501"] = {
+            "description": "Searching several resource types at once is not supported",
+            "content": _json(SCIM_ERROR, "application/scim+json"),
+        }
     for path, item in fragment_paths().items():
         for method, operation in item.items():
             words = "".join(ch if ch.isalnum() else "_" for ch in path.replace("{", "").replace("}", ""))
