@@ -326,3 +326,65 @@ def internal_users_attribute_values(*, account: Account, user_ids: Sequence[int]
     for user_id, name, value in rows.order_by("user_id", "definition__name"):
         found[user_id][name] = value
     return found
+
+
+# --- embed-tenant administration (Platform API) ------------------------------------------------------
+
+
+class TenantCounts(TypedDict):
+    """What :func:`embed_tenants_with_counts` annotates its tenants with."""
+
+    user_count: int
+
+
+def embed_tenants_with_counts(*, account: Account, search: str) -> QuerySet[WithAnnotations[EmbedTenant, TenantCounts]]:
+    """:func:`embed_tenants_of`, each tenant with the ``user_count`` of external users whose tenant it is."""
+    return embed_tenants_of(account=account, search=search).annotate(user_count=Count("users"))
+
+
+def embed_tenant_users(*, account: Account, embed_tenant: EmbedTenant) -> QuerySet[ExternalUser]:
+    """The external users whose (latest) embed tenant is ``embed_tenant``."""
+    return ExternalUser.objects.filter(account=account, embed_tenant=embed_tenant)
+
+
+def group_external_members(*, group: Group) -> QuerySet[ExternalUser]:
+    """A group's external members."""
+    return ExternalUser.objects.filter(account_id=group.account_id, memberships__group=group)
+
+
+def external_users_named(
+    *, account: Account, external_ids: Sequence[str], user_ids: Sequence[int]
+) -> list[ExternalUser]:
+    """The account's external users named by external id or id, every one of which must exist (400 naming the
+    missing ones otherwise; another account's user is missing)."""
+    found = list(
+        ExternalUser.objects.filter(account=account).filter(Q(external_id__in=external_ids) | Q(pk__in=user_ids))
+    )
+    missing = [e for e in dict.fromkeys(external_ids) if e not in {u.external_id for u in found}]
+    missing += [str(i) for i in dict.fromkeys(user_ids) if i not in {u.pk for u in found}]
+    if missing:
+        raise BadRequest(f"Embed users not found: {', '.join(missing)}")
+    return found
+
+
+def internal_user_attribute_values(*, account: Account, user_id: int) -> list[InternalAttributeValue]:
+    """An internal user's stored tenant-wide attribute values, with their definitions, by attribute name."""
+    return list(
+        InternalAttributeValue.objects.filter(
+            user_id=user_id, definition__account=account, definition__embed_tenant__isnull=True
+        )
+        .select_related("definition")
+        .order_by("definition__name", "definition_id")
+    )
+
+
+def attribute_definitions_filtered(
+    *, account: Account, name: str | None, attribute_type: str | None
+) -> QuerySet[AttributeDefinition]:
+    """The account's tenant-wide attribute definitions, of exactly ``name`` and of ``attribute_type`` when given."""
+    definitions = attribute_definitions_of(account=account, embed_tenant=None)
+    if name is not None:
+        definitions = definitions.filter(name=name)
+    if attribute_type is not None:
+        definitions = definitions.filter(type=attribute_type)
+    return definitions

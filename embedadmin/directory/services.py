@@ -16,7 +16,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from embedadmin.accounts.models import Account
-from embedadmin.accounts.services import EXTERNAL_USERS, quota_recount, quota_release
+from embedadmin.accounts.services import EXTERNAL_USERS, quota_recount, quota_release, quota_reserve
 from embedadmin.core.errors import BadRequest, Conflict, NotFound
 from embedadmin.core.writes import create_unique, db_column
 from embedadmin.directory import selectors
@@ -489,3 +489,141 @@ def scim_group_save(
         if "name" in fields:
             selectors.catalog_version(group.account_id).bump()
     return group
+
+
+# --- embed-tenant administration (Platform API, /api/v1/embed-tenants) ----------------------------------
+
+
+@dataclass(frozen=True)
+class EmbedUserInput:
+    """One embed user to provision (Cube's ``ProvisionEmbedUserInput``): ``groups`` are tenant-wide group names,
+    ``tenant_groups`` the embed tenant's own; None leaves the memberships of that scope as they are."""
+
+    external_id: str
+    email: str | None = None
+    groups: Sequence[str] | None = None
+    tenant_groups: Sequence[str] | None = None
+    profile: ProfileInput | None = None
+
+
+def embed_tenant_name_check(name: str) -> str:
+    """The canonical (lowercase) tenant name; a name in any other case is 400 (Cube: non-canonical case)."""
+    if name != name.lower():
+        raise BadRequest(f"Embed tenant name {name!r} is not canonical: use {name.lower()!r}")
+    return name
+
+
+def embed_tenant_delete(*, account: Account, name: str) -> bool:
+    """Delete an embed tenant with its groups, attribute definitions and the external users whose tenant it is
+    (their places under the cap are given back); idempotent: returns whether there was a tenant to delete."""
+    embed_tenant_name_check(name)
+    with transaction.atomic():
+        tenant = EmbedTenant.objects.select_for_update().filter(account=account, name=name).first()
+        if tenant is None:
+            return False
+        ExternalUser.objects.filter(account=account, embed_tenant=tenant).delete()
+        tenant.delete()
+        external_user_count_reconcile(account=account)
+    selectors.catalog_version(account.pk).bump()
+    return True
+
+
+def group_description_update(*, group: Group, description: str) -> Group:
+    """Change a group's description (the only mutable field of an embed-tenant group)."""
+    if description != group.description:
+        group.description = description
+        group.save(update_fields=["description", "updated_at"])
+        selectors.catalog_version(group.account_id).bump()
+    return group
+
+
+def group_external_members_add(*, group: Group, users: Sequence[ExternalUser]) -> tuple[int, int]:
+    """Add external users to a group; returns (added, already members)."""
+    wanted = {u.pk for u in users}
+    with transaction.atomic():
+        current = set(GroupMembership.objects.filter(group=group, user_id__in=wanted).values_list("user_id", flat=True))
+        new = sorted(wanted - current)
+        GroupMembership.objects.bulk_create(
+            [GroupMembership(group=group, user_id=uid) for uid in new], ignore_conflicts=True
+        )
+    return len(new), len(wanted) - len(new)
+
+
+def group_external_members_remove(*, group: Group, users: Sequence[ExternalUser]) -> tuple[int, int]:
+    """Remove external users from a group; returns (removed, not members)."""
+    wanted = {u.pk for u in users}
+    removed, _ = GroupMembership.objects.filter(group=group, user_id__in=wanted).delete()
+    return removed, len(wanted) - removed
+
+
+def embed_user_provision(
+    *, account: Account, embed_tenant: EmbedTenant, data: EmbedUserInput
+) -> tuple[ExternalUser, bool]:
+    """Create or update one external user of an embed tenant, in its own transaction: the one upsert of
+    :func:`external_user_upsert` and, for a new user, a place under the account cap (``quota_reserve``: 429
+    when the cap is reached, and nothing is written). Unknown group names are 400. Returns the user and whether
+    it was created.
+
+    An existing user is updated in place (its last login and session count are not touched); a new one is
+    inserted by the upsert and its ``last_session_at`` cleared, as it has not logged in yet."""
+    _check_tenant_of(account, embed_tenant)
+    groups = _groups_named(account=account, embed_tenant=None, names=data.groups)
+    tenant_groups = _groups_named(account=account, embed_tenant=embed_tenant, names=data.tenant_groups)
+    with transaction.atomic():
+        user = ExternalUser.objects.select_for_update().filter(account=account, external_id=data.external_id).first()
+        created = False
+        if user is not None:
+            fields = ["embed_tenant"]
+            user.embed_tenant = embed_tenant
+            if data.email is not None:
+                user.email = data.email
+                fields.append("email")
+            if data.profile is not None and data.profile.display_name is not None:
+                user.display_name = data.profile.display_name
+                fields.append("display_name")
+            if data.profile is not None and data.profile.picture is not None:
+                user.picture = data.profile.picture
+                fields.append("picture")
+            user.save(update_fields=[*fields, "updated_at"])
+        else:
+            user, created = external_user_upsert(
+                account=account,
+                external_id=data.external_id,
+                email=data.email,
+                profile=data.profile,
+                embed_tenant=embed_tenant,
+            )
+            if created:
+                ExternalUser.objects.filter(pk=user.pk).update(last_session_at=None)
+                user.last_session_at = None
+        if groups is not None:
+            external_user_groups_set(user=user, embed_tenant=None, groups=groups, user_is_new=created)
+        if tenant_groups is not None:
+            external_user_groups_set(user=user, embed_tenant=embed_tenant, groups=tenant_groups, user_is_new=created)
+        if created:
+            # Last before the commit, as generate-session does: the reservation locks the counter row until then.
+            quota_reserve(account_id=account.pk, quota=EXTERNAL_USERS)
+    return user, created
+
+
+def _groups_named(
+    *, account: Account, embed_tenant: EmbedTenant | None, names: Sequence[str] | None
+) -> list[Group] | None:
+    if names is None:
+        return None
+    found = selectors.groups_by_name(account=account, embed_tenant=embed_tenant, names=names)
+    return selectors.groups_resolve(groups=found, names=names)
+
+
+def internal_user_attribute_value_set(*, user_id: int, definition: AttributeDefinition, value: Any) -> None:
+    """Upsert one internal user's value of a tenant-wide attribute, checked against its type by the rule every
+    attribute value follows (``values.value_matches_type``); ``None`` clears it."""
+    [(checked, checked_value)] = attribute_values_check(
+        definitions={definition.name: definition}, values=[(definition.name, value)]
+    )
+    if checked_value is None:
+        InternalAttributeValue.objects.filter(user_id=user_id, definition=checked).delete()
+        return
+    InternalAttributeValue.objects.update_or_create(
+        user_id=user_id, definition=checked, defaults={"value": checked_value}
+    )

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from embedadmin.platform import content, openapi, views
+from embedadmin.platform import attributes, content, embed_tenants, openapi, views
 from embedadmin.platform import deployments as deployment_views
 from embedadmin.platform.scim import views as scim
 
@@ -12,12 +12,27 @@ def _unpublished(resource: str):
     return deployment_views.NotImplementedView.as_view(resource=resource)
 
 
+_TENANT = "embed-tenants/<str:tenant_name>"
+
 api_v1 = [
     path("spec", openapi.SpecView.as_view()),
     path("tenant/settings", views.TenantSettingsView.as_view()),
     path("app-config", views.AppConfigView.as_view()),
-    path("user-attributes", views.UserAttributeListView.as_view()),
-    path("user-attributes/<int:attribute_id>", views.UserAttributeDetailView.as_view()),
+    # User attributes, their values, embed tenants (embedadmin/platform/attributes.py, embed_tenants.py)
+    path("user-attributes", attributes.UserAttributeListView.as_view()),
+    path("user-attributes/<int:attribute_id>", attributes.UserAttributeDetailView.as_view()),
+    path("user-attribute-values", attributes.UserAttributeValueView.as_view()),
+    path("user-attribute-values/", attributes.UserAttributeValueView.as_view()),
+    path("user-attribute-values/<str:user_id>", attributes.UserAttributeValueListView.as_view()),
+    path("embed-tenants", embed_tenants.EmbedTenantListView.as_view()),
+    path(f"{_TENANT}", embed_tenants.EmbedTenantDetailView.as_view()),
+    path(f"{_TENANT}/groups", embed_tenants.EmbedTenantGroupListView.as_view()),
+    path(f"{_TENANT}/groups/<int:group_id>", embed_tenants.EmbedTenantGroupDetailView.as_view()),
+    path(f"{_TENANT}/groups/<int:group_id>/users", embed_tenants.EmbedTenantGroupUsersView.as_view()),
+    path(f"{_TENANT}/user", embed_tenants.EmbedTenantUserProvisionView.as_view()),
+    path(f"{_TENANT}/users", embed_tenants.EmbedTenantUsersView.as_view()),
+    path(f"{_TENANT}/user-attributes", embed_tenants.EmbedTenantAttributeListView.as_view()),
+    path(f"{_TENANT}/user-attributes/<int:attribute_id>", embed_tenants.EmbedTenantAttributeDetailView.as_view()),
     path("users", views.UserListView.as_view()),
     path("users/<str:user_id>", views.UserDetailView.as_view()),
     path("users/<str:user_id>/deactivate", views.UserDeactivateView.as_view()),

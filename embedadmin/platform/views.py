@@ -14,15 +14,6 @@ from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest
 from embedadmin.accounts.models import TenantSettings
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
-from embedadmin.directory import selectors as directory_selectors
-from embedadmin.directory import services as directory
-from embedadmin.directory.contracts import (
-    AttributeDefinitionSerializer,
-    attribute_definition_changes,
-    attribute_definition_input,
-    attribute_definition_item,
-)
-from embedadmin.directory.models import AttributeDefinition
 from embedadmin.platform import users as user_lifecycle
 
 
@@ -103,52 +94,6 @@ class AppConfigView(PlatformView):
                 "sheetsUi": {"showAppliedFilters": True},
             }
         )
-
-
-class AttributeDefinitionUpdateSerializer(AttributeDefinitionSerializer):
-    name = StrictCharField(max_length=255, required=False)
-    type = serializers.ChoiceField(choices=AttributeDefinition.Type.values, required=False)
-
-
-class UserAttributeListView(PlatformView):
-    def get(self, request: PlatformRequest) -> Response:
-        definitions = directory_selectors.attribute_definitions_of(account=request.user.account, embed_tenant=None)
-        page = paginate(definitions, params=request.query_params, order=("name", "id"), types=(str, int))
-        return Response(page.as_dict(attribute_definition_item))
-
-    def post(self, request: PlatformRequest) -> Response:
-        serializer = AttributeDefinitionSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        definition = directory.attribute_definition_create(
-            account=request.user.account,
-            embed_tenant=None,
-            data=attribute_definition_input(serializer.validated_data),
-        )
-        return Response(attribute_definition_item(definition), status=201)
-
-
-class UserAttributeDetailView(PlatformView):
-    def _definition(self, request: PlatformRequest, attribute_id: int) -> AttributeDefinition:
-        return directory_selectors.attribute_definition_of(
-            account=request.user.account, embed_tenant=None, attribute_id=attribute_id
-        )
-
-    def get(self, request: PlatformRequest, attribute_id: int) -> Response:
-        return Response(attribute_definition_item(self._definition(request, attribute_id)))
-
-    def patch(self, request: PlatformRequest, attribute_id: int) -> Response:
-        definition = self._definition(request, attribute_id)
-        serializer = AttributeDefinitionUpdateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        changes = attribute_definition_changes(serializer.validated_data)
-        definition = directory.attribute_definition_update(definition=definition, changes=changes)
-        return Response(attribute_definition_item(definition))
-
-    put = patch
-
-    def delete(self, request: PlatformRequest, attribute_id: int) -> Response:
-        directory.attribute_definition_delete(definition=self._definition(request, attribute_id))
-        return Response(status=204)
 
 
 class InternalUserSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

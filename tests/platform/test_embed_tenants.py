@@ -328,8 +328,8 @@ def _credential(cast, kind: str) -> dict[str, str]:
         key, row = accounts.api_key_create(account=cast.account)
         accounts.api_key_revoke(key=row)
         return {"HTTP_AUTHORIZATION": f"Api-Key {key}"}
-    if kind == "platform":
-        return cast.platform_headers
+    if kind == "basic":
+        return {"HTTP_AUTHORIZATION": "Basic dXNlcjpwdw=="}
     return {}
 
 
@@ -338,12 +338,13 @@ def _credential(cast, kind: str) -> dict[str, str]:
     [
         ("personal", 403, "This endpoint requires an admin API key; personal API keys are not allowed"),
         ("revoked", 401, "Invalid or revoked API key"),
-        ("platform", 401, "Authorization header must be 'Api-Key <credential>'"),
-        ("none", 401, "Missing Authorization header: expected 'Api-Key <credential>'"),
+        ("basic", 401, "Authorization header must be 'Api-Key <credential>'"),
+        ("none", 401, "Missing Authorization header: expected 'Bearer <token>' or 'Api-Key <key>'"),
     ],
 )
+# A platform token (Bearer) is accepted on these routes too: tests/platform/test_embed_tenants_api.py.
 @pytest.mark.parametrize(("method", "path"), ALL_ENDPOINTS)
-def test_only_an_admin_api_key_is_accepted(api, acme, kind, status, message, method, path):
+def test_only_an_admin_api_key_or_a_platform_token_is_accepted(api, acme, kind, status, message, method, path):
     # given
     define_in_tenant(api, acme, "tenant-one", groups=["g"], attributes=[("a", "string")])
     url = path.format(group=Group.objects.get().pk, attribute=AttributeDefinition.objects.get().pk)

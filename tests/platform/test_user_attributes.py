@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from embedadmin.directory.models import AttributeDefinition
-from tests.platform.support import USER_ATTRIBUTES_URL, db_rows, define_in_tenant, mint_ok, names, walk_pages
+from tests.platform.support import USER_ATTRIBUTES_URL, db_rows, define_in_tenant, mint_ok, names
 
 
 def _create(api, cast, **body):
@@ -127,10 +127,18 @@ def test_list_pages_through_the_tenant_wide_definitions_by_name(api, acme):
     define_in_tenant(api, acme, "tenant-one", attributes=[("zulu", "number")])
 
     # when
-    pages = walk_pages(api, USER_ATTRIBUTES_URL, first=2, headers=acme.platform_headers)
+    pages, after = [], ""
+    while True:
+        body = api.get(f"{USER_ATTRIBUTES_URL}?first=2{after}", **acme.platform_headers).json()
+        pages.append(body["items"])
+        if not body["pageInfo"]["hasNextPage"]:
+            break
+        after = f"&after={body['pageInfo']['endCursor']}"
 
-    # then
+    # then: Cube's shape, {items, data, count, pageInfo}, with data the items again and count all of them
     assert [names(page) for page in pages] == [["alpha", "bravo"], ["charlie", "delta"], ["echo"]]
+    assert set(body) == {"items", "data", "count", "pageInfo"}
+    assert (body["data"], body["count"]) == (body["items"], 5)
 
 
 def test_get_one_returns_the_definition(api, acme):
