@@ -43,11 +43,7 @@ EXCLUDED = {
 
 # Operations where schemathesis found a failure that is not fixed yet (listed in the report with the failure): the
 # run still calls them and still requires no 5xx, but the named check is not asserted for them until fixed.
-KNOWN_FAILURES: dict[tuple[str, str], set[str]] = {
-    # Answers 201; the spec (inferred by drf-spectacular: no extend_schema on the view yet) declares 200.
-    ("POST", "/api/v1/api-keys"): {"status_code_conformance"},
-    ("POST", "/api/v1/platform-tokens"): {"status_code_conformance"},
-}
+KNOWN_FAILURES: dict[tuple[str, str], set[str]] = {}
 # Answers that are 5xx by design, declared in the spec: the check named is not asserted for that operation only.
 BY_DESIGN: dict[tuple[str, str], set[str]] = {
     # RFC 7644 3.4.3 makes the root search optional; the server answers 501 and searches per type.

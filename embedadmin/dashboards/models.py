@@ -30,7 +30,9 @@ class Folder(TimestampedModel):
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="folders")
     deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="folders")
     name = models.CharField(max_length=255)
-    parent = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="children")
+    # CASCADE so that deleting a deployment (or account) takes its whole tree; deleting one folder that still has
+    # sub-folders is refused by services.folder_delete (400), as Cube does.
+    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="children")
     position = models.IntegerField(default=0)
 
     class Meta:

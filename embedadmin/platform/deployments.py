@@ -14,6 +14,8 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from embedadmin.accounts import selectors
@@ -418,6 +420,7 @@ class ApiKeyListView(PlatformView):
         page = paginate(selectors.api_keys_of(account=request.user.account), params=request.query_params)
         return Response(page.as_dict(api_key_item))
 
+    @extend_schema(responses={201: OpenApiTypes.OBJECT})  # created: the secret is in this answer only
     def post(self, request: PlatformRequest) -> Response:
         body = _body(request, ("name", "kind", "ownerId", "deploymentIds"))
         name = _text(body, "name") or ""
@@ -470,6 +473,7 @@ class PlatformTokenListView(PlatformView):
         page = paginate(selectors.platform_tokens_of(account=request.user.account), params=request.query_params)
         return Response(page.as_dict(platform_token_item))
 
+    @extend_schema(responses={201: OpenApiTypes.OBJECT})  # created: the secret is in this answer only
     def post(self, request: PlatformRequest) -> Response:
         body = _body(request, ("name",))
         plaintext, token = accounts.platform_token_create(account=request.user.account, name=_text(body, "name") or "")
@@ -505,4 +509,5 @@ class NotImplementedView(PlatformView):
         message += "does not guess them"
         return Response({"error": message}, status=501)
 
-    get = post = put = patch = delete = head = options = _answer
+    get = post = put = patch = delete = head = _answer
+    options = _answer  # type: ignore[assignment]  # DRF types options() with Request; ours narrows it

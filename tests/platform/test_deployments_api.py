@@ -169,3 +169,23 @@ def test_unpublished_resources_are_501(api, acme):
         response = getattr(api, method)(url, **acme.platform_headers)
         assert response.status_code == 501, (url, response.content)
         assert "is not implemented: its semantics are not published" in response.json()["error"]
+
+
+def test_deleting_a_deployment_removes_its_nested_folders_and_content(api, acme):
+    from embedadmin.dashboards import services as content
+    from embedadmin.dashboards.models import Folder, Workbook
+
+    created = api.post_json("/build/api/v1/deployments", {"name": "Scratch"}, **acme.platform_headers)
+    assert created.status_code in (200, 201), created.content
+    deployment = Deployment.objects.get(pk=created.json()["id"])
+    parent = content.folder_create(deployment=deployment, name="parent")
+    child = content.folder_create(deployment=deployment, name="child", parent=parent)
+    content.folder_create(deployment=deployment, name="grandchild", parent=child)
+    content.workbook_create(deployment=deployment, changes={"name": "In the child", "folder": child})
+
+    response = api.delete(f"/api/v1/deployments/{deployment.pk}", **acme.platform_headers)
+
+    assert response.status_code == 204
+    assert not Deployment.objects.filter(pk=deployment.pk).exists()
+    assert not Folder.objects.filter(deployment_id=deployment.pk).exists()
+    assert not Workbook.objects.filter(deployment_id=deployment.pk).exists()
