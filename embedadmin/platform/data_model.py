@@ -2,9 +2,10 @@
 
 An upload is applied to a copy of the model directory (hard links, so data files beside the model cost nothing),
 compiled there with the semantic compiler, and refused as a whole (400, the compiler's ``file:line`` message) when
-it fails. When it compiles, the copy is swapped in for the model directory (two renames in the same parent); the
-registry notices the change on its next look and serves the new model, and until then, and during the swap, it
-keeps serving the last good one (a directory that is briefly missing keeps the model it had).
+it fails. When it compiles, the copy is swapped in for the model directory (two renames in the same parent) and
+the registry of the uploading process looks again at once, so its next request serves the new model; other
+processes notice the change on their next look and until then, and during the swap, keep serving the last good
+one (a directory that is briefly missing keeps the model it had).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.compiler import compile_model
 from embedadmin.semantic.modeling.files import list_model_files, read_model_files
+from embedadmin.semantic.modeling.registry import load_model
 from embedadmin.semantic.serving.datasources import dialect_of
 
 UPLOAD_SUFFIXES = (".yml", ".yaml", ".jinja")
@@ -191,6 +193,9 @@ def model_upload(deployment: Deployment, files: dict[str, str], *, replace: bool
             os.rename(root, retired)
         os.rename(staged, root)
         shutil.rmtree(retired, ignore_errors=True)
+        # This process serves the new model from its next request (not after the registry's check interval);
+        # other processes notice the change on their next look.
+        load_model(deployment.model_dir, dialect=dialect, check_interval=0)
     except ModelError as exc:
         raise ModelError([_renamed(problem, root.name) for problem in exc.problems]) from None
     finally:

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from embedadmin.accounts import selectors
@@ -26,6 +27,7 @@ from embedadmin.accounts.tokens import deployment_token_sign
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.fields import contains_nul
 from embedadmin.core.pagination import decode_cursor, encode_cursor, paginate, parse_first
+from embedadmin.core.parsers import JSONBodyParser
 from embedadmin.platform import data_model
 from embedadmin.platform.views import PlatformView
 
@@ -388,6 +390,8 @@ class DataModelUploadView(PlatformView):
     """``POST /build/api/v1/deployments/{id}/data-model``: JSON ``{files: [{path, content}], replace?}`` or a
     multipart form whose file fields are named by their path. Compiled as a whole before anything is written
     (400 with the compiler's ``file:line`` message when it fails); then swapped into the model directory at once."""
+
+    parser_classes = [JSONBodyParser, MultiPartParser]
 
     def post(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = _deployment(request, deployment_id)
