@@ -290,3 +290,23 @@ def test_another_accounts_deployment_is_404_on_every_model_route(api, acme, glob
         assert response.json() == {"error": f"Deployment {target} not found"}
     assert _snapshot(model) == files_before
     assert db_rows() == rows_before
+
+
+def test_a_multipart_upload_with_replace_true_replaces_the_model(api, acme, model):
+    upload = SimpleUploadedFile("widgets.yml", WIDGETS.encode())
+    response = api.post(
+        f"{_base(acme)}/data-model", {"cubes/widgets.yml": upload, "replace": "true"}, **acme.platform_headers
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["entities"] == ["widgets"]
+    assert not (model / "cubes" / "orders.yml").exists()
+    assert _cubes(api, acme) == ["widgets"]
+
+
+def test_a_multipart_file_that_is_not_utf8_is_400_and_writes_nothing(api, acme, model):
+    before = _snapshot(model)
+    upload = SimpleUploadedFile("widgets.yml", b"cubes: \xff\xfe\n")
+    response = api.post(f"{_base(acme)}/data-model", {"cubes/widgets.yml": upload}, **acme.platform_headers)
+    assert response.status_code == 400, response.content
+    assert response.json() == {"error": "cubes/widgets.yml: must be UTF-8 text"}
+    assert _snapshot(model) == before
