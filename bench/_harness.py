@@ -108,7 +108,9 @@ async def _get_once(port: int, path: str) -> None:
 
 
 class Connection:
-    """One keep-alive HTTP/1.1 connection."""
+    """One keep-alive HTTP/1.1 connection (raw asyncio streams). ``request`` answers (status, body) and raises
+    when the connection fails; ``exchange`` also answers the headers. ``drills/_cluster.py`` builds its
+    failure-tolerant connection on this one."""
 
     def __init__(self, port: int) -> None:
         self.port = port
@@ -116,26 +118,33 @@ class Connection:
         self.writer: asyncio.StreamWriter | None = None
 
     async def request(self, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, bytes]:
+        status, _, payload = await self.exchange(method, path, headers, body)
+        return status, payload
+
+    async def exchange(
+        self, method: str, path: str, headers: dict[str, str], body: bytes = b""
+    ) -> tuple[int, dict[str, str], bytes]:
+        """Send one request and read its answer: status, headers (names lower-cased) and body (chunked or
+        not; an answer with neither a length nor chunks runs to the connection's end, which closes it)."""
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        assert self.reader is not None
         head = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}"]
         head += [f"{k}: {v}" for k, v in headers.items()]
         self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
         await self.writer.drain()
         status_line = await self.reader.readline()
+        if not status_line:
+            raise ConnectionResetError("connection closed before an answer")
         status = int(status_line.split()[1])
-        length = 0
-        chunked = False
+        answer_headers: dict[str, str] = {}
         while True:
             line = await self.reader.readline()
             if line in (b"\r\n", b""):
                 break
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-            elif name.lower() == "transfer-encoding" and "chunked" in value:
-                chunked = True
-        if chunked:
+            name, _, value = line.decode("latin-1").partition(":")
+            answer_headers[name.strip().lower()] = value.strip()
+        if "chunked" in answer_headers.get("transfer-encoding", ""):
             payload = b""
             while True:
                 size = int((await self.reader.readline()).strip(), 16)
@@ -143,12 +152,17 @@ class Connection:
                 if size == 0:
                     break
                 payload += chunk[:-2]
-            return status, payload
-        return status, await self.reader.readexactly(length)
+        elif "content-length" in answer_headers or status in (204, 304):
+            payload = await self.reader.readexactly(int(answer_headers.get("content-length", 0)))
+        else:
+            payload = await self.reader.read()
+            self.close()
+        return status, answer_headers, payload
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+        self.reader = self.writer = None
 
 
 def pct(values: list[float], q: float) -> float:

@@ -42,6 +42,8 @@ from typing import Any
 
 import jwt
 
+from bench import _harness
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
@@ -379,23 +381,21 @@ class Response:
         return True
 
 
-class Connection:
-    """One keep-alive HTTP/1.1 connection (raw asyncio streams: a load generator that leaves the CPU to the
-    servers). Reconnects after a failure; a request whose connection failed answers status 0."""
+class Connection(_harness.Connection):
+    """One keep-alive HTTP/1.1 connection (the benches' raw asyncio one: a load generator that leaves the CPU to
+    the servers), with a timeout. Reconnects after a failure; a request whose connection failed answers status 0."""
 
     def __init__(self, port: int, timeout: float = 30.0) -> None:
-        self.port = port
+        super().__init__(port)
         self.timeout = timeout
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
 
-    async def request(
+    async def request(  # type: ignore[override]  # a Response, never raises
         self, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b""
     ) -> Response:
         started = time.perf_counter()
         try:
             status, answer_headers, payload = await asyncio.wait_for(
-                self._request(method, path, headers or {}, body), self.timeout
+                self.exchange(method, path, headers or {}, body), self.timeout
             )
         except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
             self.close()
@@ -403,47 +403,6 @@ class Connection:
         if answer_headers.get("connection", "").lower() == "close":
             self.close()
         return Response(status, answer_headers, payload, time.perf_counter() - started)
-
-    async def _request(
-        self, method: str, path: str, headers: dict[str, str], body: bytes
-    ) -> tuple[int, dict[str, str], bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
-        assert self.reader is not None
-        head = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}"]
-        head += [f"{k}: {v}" for k, v in headers.items()]
-        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-        await self.writer.drain()
-        status_line = await self.reader.readline()
-        if not status_line:
-            raise ConnectionResetError("connection closed before an answer")
-        status = int(status_line.split()[1])
-        answer_headers: dict[str, str] = {}
-        while True:
-            line = await self.reader.readline()
-            if line in (b"\r\n", b""):
-                break
-            name, _, value = line.decode("latin-1").partition(":")
-            answer_headers[name.strip().lower()] = value.strip()
-        if "chunked" in answer_headers.get("transfer-encoding", ""):
-            payload = b""
-            while True:
-                size = int((await self.reader.readline()).strip(), 16)
-                chunk = await self.reader.readexactly(size + 2)
-                if size == 0:
-                    break
-                payload += chunk[:-2]
-        elif "content-length" in answer_headers:
-            payload = await self.reader.readexactly(int(answer_headers["content-length"]))
-        else:
-            payload = await self.reader.read()
-            self.close()
-        return status, answer_headers, payload
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
 
 
 def json_body(payload: Any) -> bytes:
