@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import redis
-from django.core.cache import BaseCache
-from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.semantic.serving.cache import CachedResult, CacheMode, ContinueWait, QueryRunner, result_cache_key
 from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult, QueryTimeout
+from tests.semantic.serving.cache_support import REDIS_URL, redis_backend, rows
 
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 REPO = Path(__file__).resolve().parents[3]
 KEY = result_cache_key(source="duckdb:///demo", sql="SELECT count(*) FROM orders", params=[], context="ctx")
 
@@ -46,30 +41,6 @@ class Query:
         if self.error is not None:
             raise self.error
         return rows(self.calls)
-
-
-def rows(n: int) -> QueryResult:
-    return QueryResult(columns=["n"], types=["integer"], rows=[(n,)])
-
-
-@pytest.fixture
-def redis_prefix() -> Iterator[str]:
-    prefix = f"test-cache-{uuid.uuid4().hex[:10]}"
-    yield prefix
-    client = redis.Redis.from_url(REDIS_URL)
-    for key in client.scan_iter(match=f"{prefix}:*"):
-        client.delete(key)
-
-
-def redis_backend(prefix: str) -> RedisCache:
-    return RedisCache(REDIS_URL, {"KEY_PREFIX": prefix})
-
-
-@pytest.fixture(params=["locmem", "redis"])
-def backend(request, redis_prefix) -> BaseCache:
-    if request.param == "locmem":
-        return LocMemCache(f"test-{uuid.uuid4().hex}", {})
-    return redis_backend(redis_prefix)
 
 
 @pytest.fixture
