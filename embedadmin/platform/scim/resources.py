@@ -41,8 +41,10 @@ from scim2_models import (
 )
 from scim2_models import Group as ScimGroup
 
-from embedadmin.accounts.models import InternalUserProfile
+from embedadmin.accounts.models import Account, InternalUserProfile
 from embedadmin.accounts.services import InternalUserChanges
+from embedadmin.core.versions import ProcessMemory
+from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory.models import AttributeDefinition, Group
 
 if TYPE_CHECKING:
@@ -167,6 +169,24 @@ def user_service(definitions: Iterable[AttributeDefinition]) -> UserService:
     signature = tuple(sorted((d.name, d.type, d.description or d.display_name or d.name) for d in definitions))
     scoped = [AttributeDefinition(name=n, type=t, description=d) for n, t, d in signature]
     return UserService(user_model=_user_model_for(signature), attribute_schema=attribute_schema(scoped))
+
+
+# Every SCIM request needs the account's service; building it reads and turns every tenant-wide definition into a
+# schema attribute (seconds at 10,000 definitions, docs/benchmarks.md), so the process remembers it under the
+# account's catalog version, which every change to a definition moves on.
+_REMEMBERED_SERVICES: ProcessMemory[UserService] = ProcessMemory(max_entries=256)
+
+
+def user_service_of(*, account: Account) -> UserService:
+    """The account's SCIM service, built from its tenant-wide attribute definitions as they are now."""
+    version = directory_selectors.catalog_version(account.pk).current()
+    service = _REMEMBERED_SERVICES.remembered(
+        account.pk,
+        version,
+        lambda: user_service(directory_selectors.attribute_definitions_of(account=account, embed_tenant=None)),
+    )
+    assert service is not None  # user_service always gives one
+    return service
 
 
 # --- users --------------------------------------------------------------------------------------------------

@@ -94,8 +94,7 @@ class ScimView(APIView):
         return self.request.build_absolute_uri(root)
 
     def service(self) -> resources.UserService:
-        definitions = directory_selectors.attribute_definitions_of(account=self.account(), embed_tenant=None)
-        return resources.user_service(definitions)
+        return resources.user_service_of(account=self.account())
 
     def body(self) -> dict[str, Any]:
         data = self.request.data
