@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import json
 import zoneinfo
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -34,11 +34,10 @@ from embedadmin.accounts.services import locale_check
 from embedadmin.core.errors import BadRequest
 from embedadmin.dashboards.models import ReportSnapshot
 from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.modeling.model import DATE_OPERATORS, VALUELESS_OPERATORS
 from embedadmin.semantic.serving.services import semantic_meta
 
 DATE_RANGE = "inDateRange"
-DATE_OPERATORS = frozenset({"inDateRange", "notInDateRange", "onTheDate", "beforeDate", "afterDate"})
-VALUELESS_OPERATORS = frozenset({"set", "notSet"})
 SHOW_FLAGS = ("showDashboardHeader", "showDashboardTitle", "showDashboardExportMenu")
 VALUES_QUERY_LIMIT = 500
 MAX_FILTER_VALUES = 1000
@@ -184,8 +183,12 @@ def _filter_value(control: Control, raw: Any) -> FilterValue | None:
 
 def default_state(config: dict[str, Any], *, timezone: str) -> ViewState:
     """The state a dashboard opens with: the controls' default values and grains."""
+    return _default_state(controls_of(config), timezone=timezone)
+
+
+def _default_state(controls: list[Control], *, timezone: str) -> ViewState:
     state = ViewState(timezone=timezone)
-    for control in controls_of(config):
+    for control in controls:
         if control.type == "FILTER" and control.config.get("defaultValue") is not None:
             value = _filter_value(control, control.config["defaultValue"])
             if value is not None:
@@ -218,6 +221,10 @@ MAX_FILTER_PARAMETER = 8192
 
 def apply_filter_parameter(config: dict[str, Any], state: ViewState, name: str, value: str) -> bool:
     """Apply one ``f_<member>=<JSON>`` to ``state``; False when no FILTER control takes it (then nothing changes)."""
+    return _apply_filter_parameter(controls_of(config), state, name, value)
+
+
+def _apply_filter_parameter(controls: list[Control], state: ViewState, name: str, value: str) -> bool:
     member = name[2:]
     if len(value) > MAX_FILTER_PARAMETER:
         return False  # unusable, like any other: ignored
@@ -229,7 +236,7 @@ def apply_filter_parameter(config: dict[str, Any], state: ViewState, name: str, 
         except (ValueError, RecursionError):
             return False
     applied = False
-    for control in controls_of(config):
+    for control in controls:
         if control.type == "FILTER" and control.member == member:
             parsed = _filter_value(control, raw)
             if parsed is not None:
@@ -242,11 +249,11 @@ def parse_url(config: dict[str, Any], params: Iterable[tuple[str, str]], *, time
     """Read a page URL's parameters (name, value pairs, decoded) against a dashboard config."""
     given = _first(params)
     url_timezone = usable_timezone(given.get("timezone"))
-    state = default_state(config, timezone=url_timezone or timezone)
     controls = controls_of(config)
+    state = _default_state(controls, timezone=url_timezone or timezone)
     for name, value in given.items():
         if name.startswith("f_"):
-            apply_filter_parameter(config, state, name, value)
+            _apply_filter_parameter(controls, state, name, value)
         elif name.startswith("tg_"):
             for control in controls:
                 if control.type == "TIME_GRAIN" and control.member == name[3:] and value in control.grains:
@@ -278,8 +285,9 @@ def state_from_body(config: dict[str, Any], body: Any, *, timezone: str) -> View
     zone = body.get("timezone", timezone)
     if usable_timezone(zone) is None:
         raise BadRequest("state.timezone: must be an IANA time zone name")
-    state = default_state(config, timezone=zone)
-    controls = {control.id: control for control in controls_of(config)}
+    all_controls = controls_of(config)
+    state = _default_state(all_controls, timezone=zone)
+    controls = {control.id: control for control in all_controls}
     for part, kind in (("filters", "FILTER"), ("grains", "TIME_GRAIN"), ("fields", "FIELD")):
         given = body.get(part, None)
         if given is None:
@@ -312,8 +320,12 @@ def state_from_body(config: dict[str, Any], body: Any, *, timezone: str) -> View
 
 def filter_url_parameters(config: dict[str, Any], state: ViewState) -> list[str]:
     """The inverse of the grammar: the ``f_...`` parameters that give ``state``'s filters (decoded, unescaped)."""
+    return _filter_url_parameters(controls_of(config), state)
+
+
+def _filter_url_parameters(controls: list[Control], state: ViewState) -> list[str]:
     parameters = []
-    for control in controls_of(config):
+    for control in controls:
         value = state.filters.get(control.id)
         if control.type != "FILTER" or value is None:
             continue
@@ -331,8 +343,17 @@ def _cube_of(member: str) -> str:
     return member.split(".", 1)[0]
 
 
+def _filter_items(filters: Any) -> Iterator[dict[str, Any]]:
+    """Every filter object of a query's ``filters``, at any depth of ``and``/``or``."""
+    for item in filters if isinstance(filters, list) else []:
+        if isinstance(item, dict):
+            yield item
+            yield from _filter_items(item.get("and"))
+            yield from _filter_items(item.get("or"))
+
+
 def query_members(query: dict[str, Any]) -> list[str]:
-    """Every member a Cube query names (measures, dimensions, segments, time dimensions, filters, order)."""
+    """Every member a Cube query names (measures, dimensions, segments, time dimensions, filters), once each."""
     names: list[str] = []
     for part in ("measures", "dimensions", "segments"):
         names += [m for m in query.get(part) or [] if isinstance(m, str)]
@@ -341,16 +362,7 @@ def query_members(query: dict[str, Any]) -> list[str]:
         for td in query.get("timeDimensions") or []
         if isinstance(td, dict) and isinstance(td.get("dimension"), str)
     ]
-
-    def walk_filters(filters: Any) -> None:
-        for item in filters if isinstance(filters, list) else []:
-            if isinstance(item, dict):
-                if isinstance(item.get("member"), str):
-                    names.append(item["member"])
-                walk_filters(item.get("and"))
-                walk_filters(item.get("or"))
-
-    walk_filters(query.get("filters"))
+    names += [item["member"] for item in _filter_items(query.get("filters")) if isinstance(item.get("member"), str)]
     return list(dict.fromkeys(names))
 
 
@@ -368,34 +380,27 @@ def _rename_in_query(query: dict[str, Any], old: str, new: str) -> None:
         query["order"] = [
             [new, *pair[1:]] if isinstance(pair, list) and pair and pair[0] == old else pair for pair in order
         ]
-
-    def walk_filters(filters: Any) -> None:
-        for item in filters if isinstance(filters, list) else []:
-            if isinstance(item, dict):
-                if item.get("member") == old:
-                    item["member"] = new
-                walk_filters(item.get("and"))
-                walk_filters(item.get("or"))
-
-    walk_filters(query.get("filters"))
+    for item in _filter_items(query.get("filters")):
+        if item.get("member") == old:
+            item["member"] = new
 
 
-def field_switches(config: dict[str, Any], state: ViewState) -> dict[str, str]:
+def _field_switches(controls: list[Control], state: ViewState) -> dict[str, str]:
     """Member -> member that the FIELD controls' state replaces."""
     switches = {}
-    for control in controls_of(config):
+    for control in controls:
         chosen = state.fields.get(control.id)
         if control.type == "FIELD" and chosen and chosen != control.member:
             switches[control.member] = chosen
     return switches
 
 
-def control_filters(config: dict[str, Any], state: ViewState) -> list[dict[str, Any]]:
+def _control_filters(controls: list[Control], state: ViewState) -> list[dict[str, Any]]:
     """The Cube filters the FILTER controls give for ``state``: what every tile on their cube or view is narrowed by,
     and what the dashboard's chat is told (the view's ``contextFilters``)."""
     return [
         {"member": control.member, "operator": value.operator, "values": list(value.values)}
-        for control in controls_of(config)
+        for control in controls
         if control.type == "FILTER" and (value := state.filters.get(control.id)) is not None
     ]
 
@@ -403,12 +408,25 @@ def control_filters(config: dict[str, Any], state: ViewState) -> list[dict[str, 
 def compose_query(config: dict[str, Any], query: dict[str, Any], state: ViewState) -> dict[str, Any]:
     """A tile's query for ``state``: the report's query, FIELD switches applied, the FILTER controls' values added
     as AND filters, the TIME_GRAIN controls' grains set on their time dimensions, and the viewer's time zone."""
+    controls = controls_of(config)
+    return _compose_query(controls, query, state, _field_switches(controls, state), _control_filters(controls, state))
+
+
+def _compose_query(
+    controls: list[Control],
+    query: dict[str, Any],
+    state: ViewState,
+    switches: Mapping[str, str],
+    filters: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """:func:`compose_query` with what is the same for every tile of a view read once: the controls, the FIELD
+    switches and the FILTER controls' filters."""
     composed = copy.deepcopy(query)
-    for old, new in field_switches(config, state).items():
+    for old, new in switches.items():
         _rename_in_query(composed, old, new)
     cubes = {_cube_of(member) for member in query_members(composed)}
-    added = [f for f in control_filters(config, state) if _cube_of(f["member"]) in cubes]
-    for control in controls_of(config):
+    added = copy.deepcopy([f for f in filters if _cube_of(f["member"]) in cubes])  # each tile its own
+    for control in controls:
         if _cube_of(control.member) not in cubes:
             continue
         if control.type == "TIME_GRAIN" and control.id in state.grains:
@@ -541,7 +559,9 @@ def compose_view(
     """The view of a published config for ``state``: controls, and each widget with its query, render-ready spec
     and member formats. ``snapshot_for(widget_config)`` gives a CHART's report snapshot; ``members`` is
     :func:`viewer_members`."""
-    switches = field_switches(config, state)
+    controls = controls_of(config)
+    switches = _field_switches(controls, state)
+    filters = _control_filters(controls, state)
     widgets = []
     for widget in _widgets(config):
         kind = widget.get("type")
@@ -558,9 +578,8 @@ def compose_view(
             if snapshot.kind == ReportSnapshot.Kind.TEXT:
                 item["text"] = snapshot.spec.get("text", "") if isinstance(snapshot.spec, dict) else ""
             else:
-                query = compose_query(
-                    config, snapshot.json_query if isinstance(snapshot.json_query, dict) else {}, state
-                )
+                report_query = snapshot.json_query if isinstance(snapshot.json_query, dict) else {}
+                query = _compose_query(controls, report_query, state, switches, filters)
                 spec = snapshot.spec if isinstance(snapshot.spec, dict) else {}
                 item["query"] = query
                 item["spec"] = _tile_settings(snapshot.kind, spec, query=query, switches=switches)
@@ -568,9 +587,9 @@ def compose_view(
             widgets.append(item)
     return {
         "state": state.as_dict(),
-        "filterUrlParameters": filter_url_parameters(config, state),
-        "contextFilters": control_filters(config, state),
-        "controls": [_control_item(control, members) for control in controls_of(config)],
+        "filterUrlParameters": _filter_url_parameters(controls, state),
+        "contextFilters": filters,
+        "controls": [_control_item(control, members) for control in controls],
         "widgets": widgets,
     }
 
