@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 
 from django.core.exceptions import ImproperlyConfigured
 
+from embedadmin.core.head_limits import DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_TARGET_BYTES
 from embedadmin.envconfig import (
     database_from_url,
     env_bool,
@@ -294,9 +295,9 @@ LIMITS: LimitSettings = {
     # Nesting of arrays and objects in a JSON body or a JSON query parameter.
     "MAX_JSON_DEPTH": env_int("MAX_JSON_DEPTH", 64, minimum=2),
     # The request target (path and query string), 414 beyond; below the 64 KiB httptools parses.
-    "MAX_REQUEST_LINE_BYTES": env_int("MAX_REQUEST_LINE_BYTES", 48 * 1024, minimum=1024),
+    "MAX_REQUEST_LINE_BYTES": env_int("MAX_REQUEST_LINE_BYTES", DEFAULT_MAX_TARGET_BYTES, minimum=1024),
     # All header names and values of a request together, 431 beyond.
-    "MAX_HEADER_BYTES": env_int("MAX_HEADER_BYTES", 32 * 1024, minimum=1024),
+    "MAX_HEADER_BYTES": env_int("MAX_HEADER_BYTES", DEFAULT_MAX_HEADER_BYTES, minimum=1024),
     # Compiled statements, one per query shape (values are rebound), across every model of the process.
     "COMPILED_QUERY_CACHE_BYTES": env_int("COMPILED_QUERY_CACHE_BYTES", 32 * 1024 * 1024, minimum=0),
     # /v1/load answers kept and given again byte for byte (ADR 0012).

@@ -8,7 +8,8 @@ protocol refuses, while the request head is still being read:
 - headers larger than ``LIMITS["MAX_HEADER_BYTES"]`` together with a JSON 431,
 
 and answers any other request the parser cannot read with a JSON 400 instead of plain text. The application
-enforces the same limits at its entry (:mod:`embedadmin.core.wsgi_bridge`), for any other server.
+enforces the same limits at its entry (:mod:`embedadmin.core.wsgi_bridge`), for any other server; both apply
+the one rule of :mod:`embedadmin.core.head_limits`.
 
 Serve with it: ``uvicorn embedadmin.asgi:application --http embedadmin.core.http_server:HttpToolsProtocol``, or
 under gunicorn ``-k embedadmin.core.http_server.UvicornWorker`` (``make run``, ``docker/Dockerfile`` and
@@ -28,8 +29,15 @@ from uvicorn.protocols.http.h11_impl import H11Protocol as _H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _HttpToolsProtocol
 from uvicorn_worker import UvicornWorker as _UvicornWorker  # type: ignore[import-untyped]
 
-DEFAULT_MAX_TARGET_BYTES = 48 * 1024
-DEFAULT_MAX_HEADER_BYTES = 32 * 1024
+from embedadmin.core.head_limits import (
+    DEFAULT_MAX_HEADER_BYTES,
+    DEFAULT_MAX_TARGET_BYTES,
+    HeadRefused,
+    check_headers,
+    check_target,
+    header_bytes,
+)
+
 H11_MAX_INCOMPLETE_EVENT_SIZE = 1024 * 1024
 INVALID_REQUEST = "Invalid HTTP request"
 
@@ -56,13 +64,6 @@ def json_refusal(status: int, message: str) -> bytes:
     return head.encode("latin1") + body
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
 class HttpToolsProtocol(_HttpToolsProtocol):
     """uvicorn's httptools protocol with the request-head limits of the module docstring."""
 
@@ -70,7 +71,7 @@ class HttpToolsProtocol(_HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._max_target, self._max_headers = _limits()
         self._header_bytes = 0
-        self._refusal: _Refused | None = None
+        self._refusal: HeadRefused | None = None
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -78,21 +79,21 @@ class HttpToolsProtocol(_HttpToolsProtocol):
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
-        if len(self.url) > self._max_target:
-            # Raised inside the parser's callback: httptools stops parsing and uvicorn answers a 400, which
-            # send_400_response turns into this refusal.
-            self._refusal = _Refused(
-                414, f"Request line too long: the path and query string may hold at most {self._max_target} bytes"
-            )
-            raise self._refusal
+        # Raised inside the parser's callback: httptools stops parsing and uvicorn answers a 400, which
+        # send_400_response turns into the refusal.
+        try:
+            check_target(len(self.url), self._max_target)
+        except HeadRefused as refused:
+            self._refusal = refused
+            raise
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._header_bytes += len(name) + len(value) + 4
-        if self._header_bytes > self._max_headers:
-            self._refusal = _Refused(
-                431, f"Request headers too large: at most {self._max_headers} bytes of header names and values"
-            )
-            raise self._refusal
+        self._header_bytes += header_bytes(name, value)
+        try:
+            check_headers(self._header_bytes, self._max_headers)
+        except HeadRefused as refused:
+            self._refusal = refused
+            raise
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:

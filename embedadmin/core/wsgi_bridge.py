@@ -33,6 +33,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 from embedadmin.core.errors import error_body
+from embedadmin.core.head_limits import (
+    DEFAULT_MAX_HEADER_BYTES,
+    DEFAULT_MAX_TARGET_BYTES,
+    HeadRefused,
+    check_headers,
+    check_target,
+    header_bytes,
+)
 
 if TYPE_CHECKING:
     from django.http import StreamingHttpResponse
@@ -122,20 +130,15 @@ def _no_write(_data: bytes) -> None:
     raise RuntimeError("The write() callable of WSGI is not supported; return an iterable instead")
 
 
-URI_TOO_LONG = "Request line too long: the path and query string may hold at most {limit} bytes"
-HEADERS_TOO_LARGE = "Request headers too large: at most {limit} bytes of header names and values"
-
-
 def refuse_oversized(scope: dict[str, Any], max_target_bytes: int, max_header_bytes: int) -> tuple[int, str] | None:
-    """The status and message refusing a request whose target or headers exceed the limits, else None."""
+    """The status and message refusing a request whose target or headers exceed the limits
+    (:mod:`embedadmin.core.head_limits`), else None."""
     raw_path = scope.get("raw_path") or scope["path"].encode("utf8")
-    if len(raw_path) + 1 + len(scope.get("query_string", b"")) > max_target_bytes:
-        return 414, URI_TOO_LONG.format(limit=max_target_bytes)
-    size = 0
-    for name, value in scope.get("headers", ()):
-        size += len(name) + len(value) + 4  # ": " and CRLF, as on the wire
-    if size > max_header_bytes:
-        return 431, HEADERS_TOO_LARGE.format(limit=max_header_bytes)
+    try:
+        check_target(len(raw_path) + 1 + len(scope.get("query_string", b"")), max_target_bytes)
+        check_headers(sum(header_bytes(name, value) for name, value in scope.get("headers", ())), max_header_bytes)
+    except HeadRefused as refused:
+        return refused.status, refused.message
     return None
 
 
@@ -196,8 +199,8 @@ class WSGIBridge:
         max_body_bytes: int = 4 * 1024 * 1024,
         buffer_bytes: int = 256 * 1024,
         release: Callable[[], None] | None = None,
-        max_target_bytes: int = 48 * 1024,
-        max_header_bytes: int = 32 * 1024,
+        max_target_bytes: int = DEFAULT_MAX_TARGET_BYTES,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
