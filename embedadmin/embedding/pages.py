@@ -137,24 +137,49 @@ def view_body(*, caller: EmbedCaller, embedded: EmbeddedDashboard, state: viewst
 # --- the pages -----------------------------------------------------------------------------------------------
 
 
+def _redeem(request: HttpRequest) -> tuple[services.ExchangedToken, EmbedCaller] | None:
+    """The page's ``session`` redeemed with the one exchange, and the viewer of its token; None when the session
+    is missing, used, expired or revoked (or, in the moment between, its deployment's secret was revoked)."""
+    session_id = _session_param(request)
+    if not session_id:
+        return None
+    try:
+        exchanged = services.session_exchange(session_id=session_id)
+        return exchanged, embed_token_verify(token=exchanged.token)
+    except (Unauthorized, TokenInvalid):
+        return None
+
+
+def _allowed_origins(account: TenantSettings | None) -> list[str]:
+    return list(account.embed_allowed_origins) if account else []
+
+
+def _session_bootstrap(
+    *, caller: EmbedCaller, exchanged: services.ExchangedToken, origins: list[str]
+) -> dict[str, Any]:
+    """What every embed page's bootstrap says of its session: the viewer's deployment, the token and its renewal."""
+    return {
+        "deploymentId": caller.deployment.pk,
+        "embedTenant": caller.embed.get("embedTenant"),
+        "token": exchanged.token,
+        "tokenExpiresAt": _iso(exchanged.expires_at),
+        "renewAt": _iso(services.renew_at(exchanged.expires_at)),
+        "coreApiBase": core_api_base(caller.deployment.pk),
+        "hostOrigins": origins,
+    }
+
+
 @require_GET
 def dashboard_page(request: HttpRequest, public_id: str, chat_endpoint: ChatEndpoint | None = None) -> HttpResponse:
     """``GET /embed/dashboard/{publicId}?session=``."""
-    session_id = _session_param(request)
-    try:
-        exchanged = services.session_exchange(session_id=session_id) if session_id else None
-    except Unauthorized:
-        exchanged = None
-    if exchanged is None:
+    redeemed = _redeem(request)
+    if redeemed is None:
         # The session is gone, so is its account: the dashboard's account says who may frame this answer.
         known = _account_settings(dashboard_account_id(public_id=public_id))
-        return _error_page(request, 401, *SESSION_EXPIRED, origins=known.embed_allowed_origins if known else [])
-    try:
-        caller = embed_token_verify(token=exchanged.token)
-    except TokenInvalid:  # just signed: only a secret revoked in between gets here
-        return _error_page(request, 401, *SESSION_EXPIRED, origins=[])
+        return _error_page(request, 401, *SESSION_EXPIRED, origins=_allowed_origins(known))
+    exchanged, caller = redeemed
     account = _account_settings(caller.deployment.account_id)
-    origins = list(account.embed_allowed_origins) if account else []
+    origins = _allowed_origins(account)
     try:
         embedded = embed_dashboard(claims=caller.claims, public_id=public_id)
     except Forbidden:
@@ -170,7 +195,7 @@ def dashboard_page(request: HttpRequest, public_id: str, chat_endpoint: ChatEndp
         caller=caller,
         embedded=embedded,
         exchanged=exchanged,
-        account=account,
+        origins=origins,
         chat_endpoint=chat_endpoint,
     )
     response = render(request, "embed/dashboard.html", {"bootstrap": bootstrap})
@@ -196,7 +221,7 @@ def dashboard_bootstrap(
     caller: EmbedCaller,
     embedded: EmbeddedDashboard,
     exchanged: services.ExchangedToken,
-    account: TenantSettings | None,
+    origins: list[str],
     chat_endpoint: ChatEndpoint | None,
 ) -> dict[str, Any]:
     """The bootstrap of a dashboard page (docs/dashboards.md): the token, its renewal, the resolved settings with
@@ -226,17 +251,11 @@ def dashboard_bootstrap(
         "publicId": dashboard.public_id,
         "title": config.get("title") or dashboard.title,
         "description": config.get("description") or dashboard.description,
-        "deploymentId": caller.deployment.pk,
-        "embedTenant": caller.embed.get("embedTenant"),
         "versionNumber": embedded.version.number,
-        "token": exchanged.token,
-        "tokenExpiresAt": _iso(exchanged.expires_at),
-        "renewAt": _iso(services.renew_at(exchanged.expires_at)),
-        "coreApiBase": core_api_base(caller.deployment.pk),
+        **_session_bootstrap(caller=caller, exchanged=exchanged, origins=origins),
         "endpoints": endpoints,
         "settings": resolved,
         "flags": url.flags,
-        "hostOrigins": list(account.embed_allowed_origins) if account else [],
         "grant": grant_sign(public_id=dashboard.public_id, caller_claims=caller.claims, flags=url.flags),
         "layout": config.get("layout") or {"cols": 12, "rowHeight": 80},
         "theme": config.get("theme") or {},
@@ -247,16 +266,11 @@ def dashboard_bootstrap(
 @require_GET
 def chat_page(request: HttpRequest, chat_endpoint: ChatEndpoint | None = None) -> HttpResponse:
     """``GET /embed/chat?sessionId=``: the standalone chat (not affected by ``showDashboardChat``)."""
-    session_id = _session_param(request)
-    try:
-        exchanged = services.session_exchange(session_id=session_id) if session_id else None
-        caller = embed_token_verify(token=exchanged.token) if exchanged else None
-    except (Unauthorized, TokenInvalid):
-        caller = None
-    if exchanged is None or caller is None:
+    redeemed = _redeem(request)
+    if redeemed is None:
         return _error_page(request, 401, *SESSION_EXPIRED, origins=[])
-    account = _account_settings(caller.deployment.account_id)
-    origins = list(account.embed_allowed_origins) if account else []
+    exchanged, caller = redeemed
+    origins = _allowed_origins(_account_settings(caller.deployment.account_id))
     if caller.settings.get("allowAi") is not True:
         return _error_page(
             request, 403, "AI chat is not available", "AI chat is not allowed for this embed session.", origins=origins
@@ -268,15 +282,9 @@ def chat_page(request: HttpRequest, chat_endpoint: ChatEndpoint | None = None) -
         )
     bootstrap = {
         "surface": "chat",
-        "deploymentId": caller.deployment.pk,
-        "embedTenant": caller.embed.get("embedTenant"),
-        "token": exchanged.token,
-        "tokenExpiresAt": _iso(exchanged.expires_at),
-        "renewAt": _iso(services.renew_at(exchanged.expires_at)),
-        "coreApiBase": core_api_base(caller.deployment.pk),
+        **_session_bootstrap(caller=caller, exchanged=exchanged, origins=origins),
         "endpoints": {**_endpoints(None), "chat": chat},
         "settings": caller.settings,
-        "hostOrigins": origins,
     }
     response = render(request, "embed/chat.html", {"bootstrap": bootstrap})
     return _page_headers(response, origins=origins)
