@@ -64,11 +64,10 @@ class GenerateSessionInput:
 
 @dataclass(frozen=True)
 class ExchangedToken:
-    """A redeemed session: the embed token, when it expires, and the claims it carries."""
+    """A redeemed session: the embed token and when it expires."""
 
     token: str
     expires_at: dt.datetime
-    claims: dict[str, Any]
 
 
 def _new_session_key() -> str:
@@ -103,6 +102,11 @@ def session_generate_for_key(*, caller: ApiKeyCaller, data: GenerateSessionInput
 
 def _session_expiry(now: dt.datetime) -> dt.datetime:
     return now + dt.timedelta(seconds=settings.EMBEDADMIN["SESSION_TTL_SECONDS"])
+
+
+def _token_expiry(exchanged_at: dt.datetime) -> dt.datetime:
+    """When the embed token of a session exchanged at ``exchanged_at`` expires (and its revocation may lapse)."""
+    return exchanged_at + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
 
 
 def session_generate(*, account: Account, deployment: Deployment, data: GenerateSessionInput) -> str:
@@ -246,13 +250,13 @@ def session_exchange(*, session_id: str) -> ExchangedToken:
         session = EmbedSession.objects.select_related("deployment", "embed_tenant", "account__tenant_settings").get(
             key_digest=digest
         )
-        expires_at = now + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
+        expires_at = _token_expiry(now)
         claims = embed_token_claims(session=session)
         # Sealed last, over every claim and the expiry the token is signed with (deployment_token_sign writes the
         # same integer): a holder of the deployment secret can change none of them.
         claims["embed"]["seal"] = embed_token_seal(payload={**claims, "exp": int(expires_at.timestamp())})
         token = deployment_token_sign(deployment=session.deployment, claims=claims, expires_at=expires_at)
-    return ExchangedToken(token=token, expires_at=expires_at, claims={**claims, "exp": int(expires_at.timestamp())})
+    return ExchangedToken(token=token, expires_at=expires_at)
 
 
 @dataclass(frozen=True)
@@ -353,8 +357,9 @@ def session_revoke(*, caller: ApiKeyCaller, session_id: str) -> None:
         # Re-read under the row lock the UPDATE took: an exchange that won the race is visible now.
         exchanged_at = EmbedSession.objects.filter(pk=session.pk).values_list("exchanged_at", flat=True).get()
         if exchanged_at is not None:
-            token_expiry = exchanged_at + dt.timedelta(seconds=settings.EMBEDADMIN["EMBED_TOKEN_TTL_SECONDS"])
-            deployment_token_revoke(deployment=session.deployment, jti=str(session.public_id), expires_at=token_expiry)
+            deployment_token_revoke(
+                deployment=session.deployment, jti=str(session.public_id), expires_at=_token_expiry(exchanged_at)
+            )
 
 
 def internal_user_sessions_revoke(*, user_id: int) -> int:
