@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from django.contrib.auth import get_user_model
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from embedadmin.accounts.models import (
@@ -224,13 +224,7 @@ def tenant_settings_of(*, account: Account) -> TenantSettings:
 def internal_user_of(*, account: Account, user_id: str | int) -> User:
     """The account's internal user whose id (or its decimal text, as SCIM and the Platform API give it) is
     ``user_id``, with its membership and profile; 404 for any other id, another account's user included."""
-    text = str(user_id)
-    user = None
-    if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_BIGINT:
-        user = internal_users_of(account=account).select_related("scim_profile").filter(pk=int(text)).first()
-    if user is None:
-        raise NotFound(f"User {text} not found")
-    return user
+    return _one_of(internal_users_of(account=account).select_related("scim_profile"), user_id, "User")
 
 
 @dataclass(frozen=True)
@@ -249,20 +243,24 @@ def internal_users_page(*, account: Account, query: Q, start_index: int, count: 
     return InternalUsersPage(total=total, users=list(users.order_by("pk")[offset : offset + count]))
 
 
-def _id_of(text: str | int) -> int | None:
-    value = str(text)
-    if value.isascii() and value.isdigit() and len(value) <= 19 and int(value) <= MAX_BIGINT:
-        return int(value)
-    return None
+_Row = TypeVar("_Row", bound=Model)
+
+
+def _one_of(rows: QuerySet[_Row], row_id: str | int, what: str) -> _Row:
+    """The row of ``rows`` whose id (or its decimal text, as URLs give it) is ``row_id``; 404 ("<what> <id> not
+    found") for any other id, one no row can have included (non-ASCII digits such as "²", beyond a bigint)."""
+    text = str(row_id)
+    row = None
+    if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_BIGINT:
+        row = rows.filter(pk=int(text)).first()
+    if row is None:
+        raise NotFound(f"{what} {text} not found")
+    return row
 
 
 def deployment_of(*, account: Account, deployment_id: str | int) -> Deployment:
     """The account's deployment ``deployment_id``; 404 for any other id, another account's included."""
-    pk = _id_of(deployment_id)
-    deployment = Deployment.objects.filter(account=account, pk=pk).first() if pk is not None else None
-    if deployment is None:
-        raise NotFound(f"Deployment {deployment_id} not found")
-    return deployment
+    return _one_of(Deployment.objects.filter(account=account), deployment_id, "Deployment")
 
 
 def env_variables_of(*, deployment: Deployment) -> QuerySet[DeploymentEnvVariable]:
@@ -288,11 +286,8 @@ def api_keys_of(*, account: Account) -> QuerySet[ApiKey]:
 
 
 def api_key_of(*, account: Account, key_id: str | int) -> ApiKey:
-    pk = _id_of(key_id)
-    key = ApiKey.objects.filter(account=account, pk=pk).first() if pk is not None else None
-    if key is None:
-        raise NotFound(f"API key {key_id} not found")
-    return key
+    """The account's API key ``key_id``; 404 for any other id."""
+    return _one_of(ApiKey.objects.filter(account=account), key_id, "API key")
 
 
 def platform_tokens_of(*, account: Account) -> QuerySet[PlatformToken]:
@@ -301,8 +296,5 @@ def platform_tokens_of(*, account: Account) -> QuerySet[PlatformToken]:
 
 
 def platform_token_of(*, account: Account, token_id: str | int) -> PlatformToken:
-    pk = _id_of(token_id)
-    token = PlatformToken.objects.filter(account=account, pk=pk).first() if pk is not None else None
-    if token is None:
-        raise NotFound(f"Platform token {token_id} not found")
-    return token
+    """The account's platform token ``token_id``; 404 for any other id."""
+    return _one_of(PlatformToken.objects.filter(account=account), token_id, "Platform token")
