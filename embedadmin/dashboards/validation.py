@@ -19,29 +19,9 @@ from embedadmin.core.errors import ApiError, BadRequest
 from embedadmin.core.fields import loads_json
 from embedadmin.semantic.modeling.model import CompiledModel, Dimension, Member, value_type
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
+from embedadmin.semantic.query.normalize import QUERY_KEYS
 from embedadmin.semantic.serving.services import served_model
 
-# The keys of a Cube REST query (the gateway's ``querySchema``).
-QUERY_KEYS = frozenset(
-    {
-        "measures",
-        "dimensions",
-        "filters",
-        "timeDimensions",
-        "segments",
-        "timezone",
-        "limit",
-        "offset",
-        "total",
-        "renewQuery",
-        "order",
-        "ungrouped",
-        "responseFormat",
-        "joinHints",
-        "cache",
-        "cacheMode",
-    }
-)
 VISUALIZATION_KINDS = ("vega", "table", "kpi", "text")
 # The one setting of each kind of visualization besides ``kind``.
 VISUALIZATION_SETTING = {"vega": "spec", "table": "columns", "kpi": "measure", "text": "text"}
@@ -282,13 +262,7 @@ def visualization_parse(*, meta: dict[str, Any], parsed: ParsedQuery | None) -> 
     kind = given.get("kind")
     if kind not in VISUALIZATION_KINDS:
         raise BadRequest(f"{where}.kind: must be one of {', '.join(VISUALIZATION_KINDS)}")
-    allowed = {
-        "vega": {"kind", "spec"},
-        "table": {"kind", "columns"},
-        "kpi": {"kind", "measure"},
-        "text": {"kind", "text"},
-    }
-    unknown = sorted(set(given) - allowed[kind])
+    unknown = sorted(set(given) - {"kind", VISUALIZATION_SETTING[kind]})
     if unknown:
         raise BadRequest(f"{where}: unknown keys for kind {kind}: {', '.join(unknown)}")
     selected = parsed.selected if parsed is not None else frozenset()
@@ -402,13 +376,15 @@ def _filter(ctx: DraftContext, config: dict[str, Any], where: str) -> None:
                     f"{where}: operator {operator!r} is not valid for {member.full_name!r} ({kind}); "
                     f"use {', '.join(allowed)}"
                 )
-    for key in ("label",):
-        if key in config and not isinstance(config[key], str):
-            raise BadRequest(f"{where}: config.{key} must be a string")
+    if "label" in config and not isinstance(config["label"], str):
+        raise BadRequest(f"{where}: config.label must be a string")
     if "multiple" in config and not isinstance(config["multiple"], bool):
         raise BadRequest(f"{where}: config.multiple must be a boolean")
-    visibility = config.get("visibility", "visible")
-    if visibility not in VISIBILITIES:
+    _visibility(config, where)
+
+
+def _visibility(config: dict[str, Any], where: str) -> None:
+    if config.get("visibility", "visible") not in VISIBILITIES:
         raise BadRequest(f"{where}: config.visibility must be one of {', '.join(VISIBILITIES)}")
 
 
@@ -420,14 +396,11 @@ def _time_grain(ctx: DraftContext, config: dict[str, Any], where: str) -> None:
     if not isinstance(grains, list) or not grains or not all(isinstance(g, str) for g in grains):
         raise BadRequest(f"{where}: config.grains must be a non-empty list of granularities")
     for grain in grains:
-        if grain not in PREDEFINED_GRANULARITIES and grain not in member.granularities:
-            raise BadRequest(f"{where}: {grain!r} is not a granularity of {member.full_name!r}")
+        _check_grain(member, grain, where)
     default = config.get("defaultGrain")
     if default is not None and default not in grains:
         raise BadRequest(f"{where}: config.defaultGrain {default!r} is not one of config.grains")
-    visibility = config.get("visibility", "visible")
-    if visibility not in VISIBILITIES:
-        raise BadRequest(f"{where}: config.visibility must be one of {', '.join(VISIBILITIES)}")
+    _visibility(config, where)
 
 
 def _field(ctx: DraftContext, config: dict[str, Any], where: str) -> None:
