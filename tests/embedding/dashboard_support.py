@@ -8,19 +8,15 @@ from typing import Any
 
 from embedadmin.dashboards.models import Dashboard, DashboardVersion, EmbedAccess, Report, ReportSnapshot, Workbook
 from embedadmin.directory.models import EmbedTenant
+from tests.dashboards.support import REVENUE_QUERY, REVENUE_VEGA
 
-REVENUE_QUERY = {
-    "measures": ["sales.total_amount"],
-    "timeDimensions": [{"dimension": "sales.created_at", "granularity": "month"}],
-}
 BY_COUNTRY_QUERY = {"measures": ["sales.total_amount"], "dimensions": ["sales.users_country"]}
-LINE_SPEC = {
-    "mark": "line",
-    "encoding": {
-        "x": {"field": "sales.created_at", "type": "temporal"},
-        "y": {"field": "sales.total_amount", "type": "quantitative"},
-    },
-}
+LINE_SPEC = REVENUE_VEGA["spec"]
+# Each report of the dashboard: name, query, and its visualization's kind and spec.
+REPORTS = [
+    ("Revenue by month", REVENUE_QUERY, "vega", LINE_SPEC),
+    ("Revenue by country", BY_COUNTRY_QUERY, "table", {}),
+]
 
 CONFIG: dict[str, Any] = {
     "title": "Sales overview",
@@ -92,12 +88,7 @@ def published_dashboard(
     account = cast.account
     workbook = Workbook.objects.create(account=account, deployment=deployment, name="Sales", slug=public_id.lower())
     reports = []
-    for index, (name, query, kind, spec) in enumerate(
-        [
-            ("Revenue by month", REVENUE_QUERY, "vega", LINE_SPEC),
-            ("Revenue by country", BY_COUNTRY_QUERY, "table", {}),
-        ]
-    ):
+    for index, (name, query, kind, spec) in enumerate(REPORTS):
         reports.append(
             Report.objects.create(
                 account=account,
@@ -124,9 +115,7 @@ def published_dashboard(
     )
     if dashboard.version_number:
         version = DashboardVersion.objects.create(dashboard=dashboard, number=1, config=config, fingerprint="f" * 64)
-        for report, (kind, spec, query) in zip(
-            reports, [("vega", LINE_SPEC, REVENUE_QUERY), ("table", {}, BY_COUNTRY_QUERY)], strict=True
-        ):
+        for report, (_name, query, kind, spec) in zip(reports, REPORTS, strict=True):
             ReportSnapshot.objects.create(
                 version=version,
                 report=report,
