@@ -1,4 +1,5 @@
-"""Shared benchmark plumbing: a PostgreSQL bench database, an ASGI server, and a lean load generator.
+"""Shared benchmark plumbing: a PostgreSQL bench database, an ASGI server, and a lean load generator. Its raw
+HTTP/1.1 client pieces (``Connection``, ``raw_request``) also serve the drills and the input-limit tests.
 
 The load generator speaks HTTP/1.1 with keep-alive over raw asyncio streams, on uvloop (installed with
 ``uvicorn[standard]``): on a 2-core machine a full-featured client library would eat the CPU the server
@@ -8,10 +9,12 @@ under test needs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -163,6 +166,42 @@ class Connection:
         if self.writer is not None:
             self.writer.close()
         self.reader = self.writer = None
+
+
+def raw_request(port: int, head: bytes, body: bytes = b"", timeout: float = 60.0) -> tuple[int, dict[str, str], bytes]:
+    """One request on a fresh connection, its answer read while it is sent (a server may answer, and stop reading,
+    before a large request is sent whole). Status 0 when nothing came back."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+
+        def send() -> None:
+            with contextlib.suppress(OSError):
+                sock.sendall(head + body)
+
+        sending = threading.Thread(target=send, daemon=True)
+        sending.start()
+        data = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                data += chunk
+                if _complete(data):
+                    break
+    head_part, _, payload = data.partition(b"\r\n\r\n")
+    if not head_part:
+        return 0, {}, b""
+    lines = head_part.decode("latin1").split("\r\n")
+    headers = {k.lower(): v for k, _, v in (line.partition(": ") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, payload
+
+
+def _complete(data: bytes) -> bool:
+    head, found, payload = data.partition(b"\r\n\r\n")
+    if not found:
+        return False
+    for line in head.decode("latin1").split("\r\n")[1:]:
+        name, _, value = line.partition(": ")
+        if name.lower() == "content-length":
+            return len(payload) >= int(value)
+    return False
 
 
 def pct(values: list[float], q: float) -> float:

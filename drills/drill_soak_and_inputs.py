@@ -10,14 +10,12 @@ The web server runs with the product's worker class (``embedadmin.core.http_serv
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
 import time
 from typing import Any
 from urllib.parse import quote
 
+from bench._harness import raw_request
 from drills import _cluster
 from drills._cluster import Cluster, ClusterFactory, Drill, load
 
@@ -49,42 +47,6 @@ def soak_query(i: int) -> dict[str, Any]:
         ],
         "limit": 1000,
     }
-
-
-def raw_request(port: int, head: bytes, body: bytes = b"", timeout: float = 60.0) -> tuple[int, dict[str, str], bytes]:
-    """One request on a fresh connection, its answer read while it is sent (a server may answer, and stop reading,
-    before a large request is sent whole). Status 0 when nothing came back."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-
-        def send() -> None:
-            with contextlib.suppress(OSError):
-                sock.sendall(head + body)
-
-        sending = threading.Thread(target=send, daemon=True)
-        sending.start()
-        data = b""
-        with contextlib.suppress(OSError):
-            while chunk := sock.recv(65536):
-                data += chunk
-                if _complete(data):
-                    break
-    head_part, _, payload = data.partition(b"\r\n\r\n")
-    if not head_part:
-        return 0, {}, b""
-    lines = head_part.decode("latin1").split("\r\n")
-    headers = {k.lower(): v for k, _, v in (line.partition(": ") for line in lines[1:])}
-    return int(lines[0].split()[1]), headers, payload
-
-
-def _complete(data: bytes) -> bool:
-    head, found, payload = data.partition(b"\r\n\r\n")
-    if not found:
-        return False
-    for line in head.decode("latin1").split("\r\n")[1:]:
-        name, _, value = line.partition(": ")
-        if name.lower() == "content-length":
-            return len(payload) >= int(value)
-    return False
 
 
 def _head(method: str, path: str, headers: dict[str, str], body: bytes) -> bytes:

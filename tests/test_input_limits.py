@@ -5,16 +5,14 @@ Django's test client for the APIs, and through the shipped server process for wh
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from bench._harness import raw_request
 from embedadmin.core.fields import loads_json
 from embedadmin.core.wsgi_bridge import refuse_oversized
 from tests.asgi_server import uvicorn_server
@@ -151,25 +149,10 @@ def test_the_asgi_entry_refuses_an_oversized_target_or_headers():
 
 
 def _raw(base: str, head: bytes, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
-    """Send one raw HTTP/1.1 request and read the answer while it is sent (a server may answer, and stop
-    reading, before a large request is sent whole); the status, headers and body of the answer."""
-    address = urlsplit(base)
-    with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
-
-        def send() -> None:
-            with contextlib.suppress(OSError):
-                sock.sendall(head + body)
-
-        sending = threading.Thread(target=send, daemon=True)
-        sending.start()
-        data = b""
-        with contextlib.suppress(ConnectionResetError):
-            while chunk := sock.recv(65536):
-                data += chunk
-    head_part, _, payload = data.partition(b"\r\n\r\n")
-    lines = head_part.decode("latin1").split("\r\n")
-    headers = dict(line.split(": ", 1) for line in lines[1:])
-    return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, payload
+    """Send one raw HTTP/1.1 request to the server at ``base``: the status, headers and body of the answer."""
+    port = urlsplit(base).port
+    assert port is not None
+    return raw_request(port, head, body, timeout=30)
 
 
 def _json_refusal(answer: tuple[int, dict[str, str], bytes], status: int) -> str:
