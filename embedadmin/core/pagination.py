@@ -1,7 +1,8 @@
 """Keyset (cursor) pagination: ``first`` and ``after`` in, ``items`` and ``pageInfo`` out.
 
 The cursor is the ordering key of the last item returned, base64-encoded JSON. Keyset pages stay
-stable while rows are inserted or deleted, and each page is one indexed range scan, not an OFFSET.
+stable while rows are inserted or deleted, and each page is one indexed range scan, not an OFFSET: the
+condition is a row-value comparison, which PostgreSQL turns into an index condition.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, QuerySet
+from django.db.models.fields.tuple_lookups import Tuple, TupleGreaterThan, TupleLessThan
 
 from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import MAX_BIGINT, loads_json
@@ -91,12 +93,10 @@ def paginate(
     qs = queryset.order_by(*[f"-{f}" if descending else f for f in order])
     if after:
         values = decode_cursor(after, types=types)
-        op = "lt" if descending else "gt"
-        condition = Q()
-        for i in range(len(order)):
-            step = Q(**{order[j]: values[j] for j in range(i)}) & Q(**{f"{order[i]}__{op}": values[i]})
-            condition |= step
-        qs = qs.filter(condition)
+        # A row-value comparison, (a, b) > (x, y): PostgreSQL seeks an index on the ordering key with it, where
+        # the equivalent a > x OR (a = x AND b > y) reads every earlier row (Django writes that on SQLite).
+        beyond = TupleLessThan if descending else TupleGreaterThan
+        qs = qs.filter(beyond(Tuple(*(F(field) for field in order)), tuple(values)))
     rows = list(qs[: first + 1])
     has_next = len(rows) > first
     rows = rows[:first]
