@@ -84,6 +84,21 @@ class PlatformTokenAuthentication(BaseAuthentication):
         return self.scheme
 
 
+class ApiKeyOrBearerAuthentication(BaseAuthentication):
+    """``Api-Key <admin key>`` (spec 4.3) or ``Bearer <platform token>``, chosen by the header's scheme."""
+
+    def authenticate(self, request: Request) -> tuple[ApiKeyCaller | PlatformCaller, None]:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            raise NotAuthenticated("Missing Authorization header: expected 'Bearer <token>' or 'Api-Key <key>'")
+        if header.strip().lower().startswith("bearer"):
+            return PlatformTokenAuthentication().authenticate(request)
+        return ApiKeyAuthentication().authenticate(request)
+
+    def authenticate_header(self, request: Request) -> str:
+        return "Bearer"
+
+
 class IsAdminApiKey(BasePermission):
     """Only admin keys; a personal key is refused with 403."""
 
@@ -91,6 +106,17 @@ class IsAdminApiKey(BasePermission):
 
     def has_permission(self, request: Request, view) -> bool:
         return isinstance(request.user, ApiKeyCaller) and request.user.is_admin
+
+
+class IsAdminApiKeyOrPlatformCaller(BasePermission):
+    """An admin API key (a personal key is refused with 403) or a platform token."""
+
+    message = IsAdminApiKey.message
+
+    def has_permission(self, request: Request, view) -> bool:
+        return isinstance(request.user, PlatformCaller) or (
+            isinstance(request.user, ApiKeyCaller) and request.user.is_admin
+        )
 
 
 class IsPlatformCaller(BasePermission):

@@ -15,14 +15,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rest_framework import serializers
-from rest_framework.authentication import BaseAuthentication
-from rest_framework.exceptions import NotAuthenticated
-from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from embedadmin.accounts.authentication import ApiKeyAuthentication, IsAdminApiKey, PlatformTokenAuthentication
+from embedadmin.accounts.authentication import ApiKeyOrBearerAuthentication, IsAdminApiKeyOrPlatformCaller
 from embedadmin.accounts.models import Account
 from embedadmin.accounts.selectors import ApiKeyCaller, PlatformCaller
 from embedadmin.core.errors import ApiError, LimitExceeded
@@ -41,30 +38,6 @@ if TYPE_CHECKING:
 
 MAX_BULK_USERS = 100
 MAX_GROUP_MEMBERS = 1000
-
-
-class ApiKeyOrBearerAuthentication(BaseAuthentication):
-    """``Api-Key <admin key>`` (spec 4.3) or ``Bearer <platform token>``, chosen by the header's scheme."""
-
-    def authenticate(self, request: Request) -> tuple[Any, None]:
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
-            raise NotAuthenticated("Missing Authorization header: expected 'Bearer <token>' or 'Api-Key <key>'")
-        if header.strip().lower().startswith("bearer"):
-            return PlatformTokenAuthentication().authenticate(request)
-        return ApiKeyAuthentication().authenticate(request)
-
-    def authenticate_header(self, request: Request) -> str:
-        return "Bearer"
-
-
-class IsAdminApiKeyOrPlatformCaller(BasePermission):
-    message = IsAdminApiKey.message
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        return isinstance(request.user, PlatformCaller) or (
-            isinstance(request.user, ApiKeyCaller) and request.user.is_admin
-        )
 
 
 class EmbedTenantView(APIView):
