@@ -113,19 +113,16 @@ def workbook_of(*, deployment: Deployment, workbook_id: int) -> Workbook:
     return workbook
 
 
-def workbook_by_slug(*, deployment: Deployment, slug: str) -> Workbook | None:
-    """The deployment's workbook with this (normalized) slug, or None."""
-    return Workbook.objects.filter(deployment=deployment, slug=slug).select_related("dashboard").first()
-
-
 def dashboard_of_workbook(*, workbook: Workbook) -> Dashboard | None:
     """The workbook's dashboard (created by its first publish), or None before that."""
     return Dashboard.objects.filter(workbook=workbook).first()
 
 
 def newest_version(*, dashboard: Dashboard) -> DashboardVersion | None:
-    """The dashboard's newest published version (what embeds render), or None."""
-    return DashboardVersion.objects.filter(dashboard=dashboard).order_by("-number").first()
+    """The dashboard's newest published version (what embeds render; ``version_number`` names it), or None."""
+    if not dashboard.version_number:
+        return None
+    return DashboardVersion.objects.filter(dashboard=dashboard, number=dashboard.version_number).first()
 
 
 # --- reports -----------------------------------------------------------------------------------------
@@ -160,11 +157,6 @@ def report_of(*, deployment: Deployment, report_id: int) -> Report:
 def report_in_deployment(*, deployment: Deployment, report_id: int) -> Report | None:
     """The deployment's report ``report_id``, or None."""
     return Report.objects.filter(deployment=deployment, pk=report_id).first() if _id_ok(report_id) else None
-
-
-def report_by_public_id(*, account: Account, public_id: str) -> Report | None:
-    """The account's report with this publicId (unique per account), in whichever deployment, or None."""
-    return Report.objects.filter(account=account, public_id=public_id).first()
 
 
 def reports_by_id(*, deployment: Deployment, report_ids: list[int]) -> dict[int, Report]:
@@ -202,14 +194,12 @@ def dashboard_by_public_id(
 
 def published_of(*, dashboard: Dashboard) -> PublishedDashboard | None:
     """The newest published version of ``dashboard`` with its snapshots; None when it was never published."""
-    version = newest_version(dashboard=dashboard)
-    if version is None:
-        return None
-    return PublishedDashboard(dashboard, version, list(version.snapshots.order_by("id")))
+    return published_of_many(dashboards=[dashboard]).get(dashboard.pk)
 
 
 def published_of_many(*, dashboards: list[Dashboard]) -> dict[int, PublishedDashboard]:
-    """:func:`published_of` for many dashboards in two queries (a page of workbooks), by dashboard id."""
+    """The newest published version (the one ``version_number`` names) of each of ``dashboards`` with its snapshots,
+    in two queries (a page of workbooks), by dashboard id; a dashboard never published is left out."""
     wanted = [d for d in dashboards if d.version_number > 0]
     if not wanted:
         return {}
