@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from urllib.parse import quote
 
 import httpx
+import psycopg
 from django.db import connection
 
 
@@ -40,6 +41,18 @@ def database_url_for_subprocess() -> str:
     host = quote(host, safe="") if host.startswith("/") else f"[{host}]" if ":" in host else host
     credentials = f"{quote(p['USER'], safe='')}:{quote(p['PASSWORD'], safe='')}"
     return f"postgresql://{credentials}@{host}:{p['PORT'] or 5432}/{p['NAME']}"
+
+
+def terminate_backends(application_name: str) -> int:
+    """Terminate every PostgreSQL backend of ``application_name`` (as a restart would), from a connection of its
+    own to the test database's server; how many there were."""
+    with psycopg.connect(database_url_for_subprocess(), autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = %s AND pid <> pg_backend_pid()",
+            [application_name],
+        ).fetchall()
+    return len(rows)
 
 
 @contextmanager

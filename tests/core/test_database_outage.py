@@ -22,30 +22,13 @@ from django.db.utils import load_backend
 from embedadmin.core.errors import RETRY_AFTER_SECONDS
 from embedadmin.core.pgpool import CheckedConnectionPool, is_unavailable_error, unavailable_reason
 from embedadmin.envconfig import database_from_url
+from tests.asgi_server import database_url_for_subprocess, terminate_backends
 
 pytestmark = pytest.mark.usefixtures("on_postgres")
 
 
-def _admin_conninfo() -> str:
-    d = connections[DEFAULT_DB_ALIAS].settings_dict
-    return psycopg.conninfo.make_conninfo(
-        dbname=d["NAME"], user=d["USER"], password=d["PASSWORD"], host=d["HOST"], port=d["PORT"] or "5432"
-    )
-
-
-def terminate(application_name: str) -> int:
-    """Terminate every backend of ``application_name``, from a connection of its own; how many there were."""
-    with psycopg.connect(_admin_conninfo(), autocommit=True) as admin:
-        rows = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE application_name = %s AND pid <> pg_backend_pid()",
-            [application_name],
-        ).fetchall()
-    return len(rows)
-
-
 def backends(application_name: str) -> int:
-    with psycopg.connect(_admin_conninfo(), autocommit=True) as admin:
+    with psycopg.connect(database_url_for_subprocess(), autocommit=True) as admin:
         row = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [application_name])
         return int(row.fetchone()[0])  # type: ignore[index]
 
@@ -119,7 +102,7 @@ def test_after_every_backend_is_terminated_the_next_queries_all_succeed_at_once(
         assert _select_one(wrapper) == 1
         _hold_connections(wrapper, 6)
         assert backends(name) >= 6
-        assert terminate(name) >= 6  # every idle connection of the pool is now dead, as after a restart
+        assert terminate_backends(name) >= 6  # every idle connection of the pool is now dead, as after a restart
 
         started = time.monotonic()
         results = [_select_one(wrapper) for _ in range(10)]
@@ -142,7 +125,7 @@ def test_requests_after_the_backends_are_terminated_all_answer(api, transactiona
         for url in urls:
             assert api.get(url, **acme.platform_headers).status_code == 200, url
         _hold_connections(wrapper, 4)
-        assert terminate(name) >= 4
+        assert terminate_backends(name) >= 4
 
         statuses = [api.get(url, **acme.platform_headers).status_code for _ in range(5) for url in urls]
 
@@ -154,7 +137,7 @@ def test_a_connection_broken_mid_request_does_not_poison_the_next_one(api, trans
     name = f"ea-mid-{uuid.uuid4().hex[:8]}"
     with app_database(pooled_wrapper(alias=name)) as wrapper:
         wrapper.ensure_connection()  # the request's connection, taken from the pool
-        terminate(name)  # the server drops it while the "request" holds it
+        terminate_backends(name)  # the server drops it while the "request" holds it
         with pytest.raises(OperationalError), wrapper.cursor() as cursor:
             cursor.execute("SELECT 1")
         wrapper.close_if_unusable_or_obsolete()  # what Django does at the end of every request
@@ -237,7 +220,7 @@ def test_readyz_is_ready_again_and_stays_ready_once_the_database_is_back(api, db
     with app_database(pooled_wrapper(alias=name)) as wrapper:
         assert api.get("/readyz").status_code == 200
         _hold_connections(wrapper, 5)
-        terminate(name)
+        terminate_backends(name)
 
         statuses = [api.get("/readyz").status_code for _ in range(20)]
 
@@ -253,7 +236,7 @@ def test_unavailable_errors_are_told_from_refused_statements():
     assert is_unavailable_error(refused.value)
     assert unavailable_reason(refused.value) == "connection refused"
 
-    with psycopg.connect(_admin_conninfo(), autocommit=True) as conn:
+    with psycopg.connect(database_url_for_subprocess(), autocommit=True) as conn:
         with pytest.raises(psycopg.errors.QueryCanceled) as cancelled:
             conn.execute("SET statement_timeout = 10; SELECT pg_sleep(1)")
         with pytest.raises(psycopg.errors.DivisionByZero) as bad_sql:

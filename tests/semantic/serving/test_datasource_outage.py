@@ -10,7 +10,6 @@ import time
 import uuid
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 
 from embedadmin.accounts.services import deployment_configure
@@ -22,18 +21,10 @@ from embedadmin.semantic.serving.datasources import (
     close_data_sources,
     get_data_source,
 )
+from tests.asgi_server import terminate_backends
 from tests.semantic.http_support import DEMO_MODEL, CoreApi, fresh_semantic_state  # noqa: F401
 
 POSTGRES_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://embedadmin:embedadmin@127.0.0.1:5432/embedadmin")
-
-
-def terminate(name: str) -> int:
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        return len(
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", [name]
-            ).fetchall()
-        )
 
 
 @pytest.fixture
@@ -64,7 +55,7 @@ def _fill(pg: DataSource, count: int) -> None:
 
 def test_after_every_pooled_backend_is_terminated_the_next_queries_all_succeed(pg, pg_name):
     _fill(pg, 5)
-    assert terminate(pg_name) >= 5
+    assert terminate_backends(pg_name) >= 5
 
     started = time.monotonic()
     results = [pg.execute("SELECT $1::int", [n], timeout_s=5).rows for n in range(10)]
@@ -85,7 +76,7 @@ def test_a_query_whose_connection_dies_under_it_fails_unavailable_and_poisons_no
     thread = threading.Thread(target=run)
     thread.start()
     time.sleep(0.5)
-    terminate(pg_name)
+    terminate_backends(pg_name)
     thread.join(5)
 
     assert len(errors) == 1, errors
