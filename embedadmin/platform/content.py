@@ -199,13 +199,6 @@ def _workbook(deployment: Deployment, workbook_id: int | None) -> Workbook | Non
         raise BadRequest(f"workbookId: workbook {workbook_id} not found in this deployment") from None
 
 
-class ContentView(PlatformView):
-    """A view under ``/deployments/{deploymentId}``: the deployment is the caller's account's or 404."""
-
-    def deployment(self, request: PlatformRequest, deployment_id: int) -> Deployment:
-        return selectors.deployment_of(account=request.user.account, deployment_id=deployment_id)
-
-
 # --- workbooks ---------------------------------------------------------------------------------------
 
 
@@ -232,7 +225,7 @@ def _workbook_changes(deployment: Deployment, data: Mapping[str, Any]) -> dict[s
     return changes
 
 
-class WorkbookListView(ContentView):
+class WorkbookListView(PlatformView):
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         params = request.query_params
@@ -254,7 +247,7 @@ class WorkbookListView(ContentView):
         return Response(_workbook_answer(workbook.pk, deployment), status=201)
 
 
-class WorkbookDetailView(ContentView):
+class WorkbookDetailView(PlatformView):
     def get(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         return Response(_workbook_answer(workbook_id, self.deployment(request, deployment_id)))
 
@@ -271,7 +264,7 @@ class WorkbookDetailView(ContentView):
         return Response(status=204)
 
 
-class WorkbookBySlugView(ContentView):
+class WorkbookBySlugView(PlatformView):
     def put(self, request: PlatformRequest, deployment_id: int, slug: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         data = _validated(WorkbookCreateSerializer, request)
@@ -285,7 +278,7 @@ class WorkbookDashboardSerializer(RejectUnknownFieldsMixin, serializers.Serializ
     dashboardDraft = JsonObjectField()
 
 
-class WorkbookDashboardView(ContentView):
+class WorkbookDashboardView(PlatformView):
     def put(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
@@ -304,7 +297,7 @@ class PublishSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     allowEmbed = StrictBooleanField(required=False)
 
 
-class WorkbookPublishView(ContentView):
+class WorkbookPublishView(PlatformView):
     def post(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
@@ -328,7 +321,7 @@ class EmbedAccessSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     allowEmbed = StrictBooleanField(required=False)
 
 
-class WorkbookEmbedAccessView(ContentView):
+class WorkbookEmbedAccessView(PlatformView):
     def get(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         workbook = selectors.workbook_of(deployment=self.deployment(request, deployment_id), workbook_id=workbook_id)
         return Response(embed_access_item(selectors.embed_access_of(workbook=workbook)))
@@ -385,7 +378,7 @@ def _report_fields(deployment: Deployment, data: Mapping[str, Any]) -> dict[str,
     return fields
 
 
-class ReportListView(ContentView):
+class ReportListView(PlatformView):
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         params = request.query_params
@@ -409,7 +402,7 @@ class ReportListView(ContentView):
         return Response(report_item(report), status=201)
 
 
-class ReportDetailView(ContentView):
+class ReportDetailView(PlatformView):
     def get(self, request: PlatformRequest, deployment_id: int, report_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         return Response(report_item(selectors.report_of(deployment=deployment, report_id=report_id)))
@@ -427,7 +420,7 @@ class ReportDetailView(ContentView):
         return Response(status=204)
 
 
-class ReportByPublicIdView(ContentView):
+class ReportByPublicIdView(PlatformView):
     def put(self, request: PlatformRequest, deployment_id: int, public_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         data = _validated(ReportSerializer, request)
@@ -454,7 +447,7 @@ class FolderUpdateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     position = StrictIntegerField(required=False, min_value=-(2**31), max_value=2**31 - 1)
 
 
-class FolderListView(ContentView):
+class FolderListView(PlatformView):
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         parent_id = _id_param(request.query_params, "parentId")
@@ -475,7 +468,7 @@ class FolderListView(ContentView):
         return Response(folder_item(folder), status=201)
 
 
-class FolderDetailView(ContentView):
+class FolderDetailView(PlatformView):
     def get(self, request: PlatformRequest, deployment_id: int, folder_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         return Response(folder_item(selectors.folder_of(deployment=deployment, folder_id=folder_id)))
@@ -492,7 +485,7 @@ class FolderDetailView(ContentView):
         return Response(status=204)
 
 
-class FolderAncestorsView(ContentView):
+class FolderAncestorsView(PlatformView):
     def get(self, request: PlatformRequest, deployment_id: int, folder_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         folder = selectors.folder_of(deployment=deployment, folder_id=folder_id)

@@ -106,10 +106,6 @@ def deployment_item(deployment: Deployment) -> dict[str, Any]:
     }
 
 
-def _deployment(request: PlatformRequest, deployment_id: Any) -> Deployment:
-    return selectors.deployment_of(account=request.user.account, deployment_id=deployment_id)
-
-
 class DeploymentCreateView(PlatformView):
     """``POST /build/api/v1/deployments`` ``{name, slug?}``: a deployment with a new HS256 signing secret (as the
     account bootstrap makes one). The slug defaults to one made from the name; the secret is not answered (it signs
@@ -130,10 +126,10 @@ class DeploymentDetailView(PlatformView):
     issued-token records); tokens it signed stop verifying at once. Its model directory on disk is kept."""
 
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
-        return Response(deployment_item(_deployment(request, deployment_id)))
+        return Response(deployment_item(self.deployment(request, deployment_id)))
 
     def patch(self, request: PlatformRequest, deployment_id: str) -> Response:
-        deployment = _deployment(request, deployment_id)
+        deployment = self.deployment(request, deployment_id)
         body = _body(request, ("name", "slug"))
         deployment = accounts.deployment_update(
             deployment=deployment, name=_text(body, "name"), slug=_text(body, "slug", max_length=63)
@@ -143,7 +139,7 @@ class DeploymentDetailView(PlatformView):
     put = patch
 
     def delete(self, request: PlatformRequest, deployment_id: str) -> Response:
-        accounts.deployment_delete(deployment=_deployment(request, deployment_id))
+        accounts.deployment_delete(deployment=self.deployment(request, deployment_id))
         return Response(status=204)
 
 
@@ -187,7 +183,7 @@ class DeploymentTokenView(PlatformView):
     an HS256 Core Data API token with :func:`deployment_token_claims` as its security context."""
 
     def post(self, request: PlatformRequest, deployment_id: str) -> Response:
-        deployment = _deployment(request, deployment_id)
+        deployment = self.deployment(request, deployment_id)
         body = _body(request, ("expiresIn",))
         expires_in = _int_in(body, "expiresIn", 60, 86400, 86400)
         token, _ = _issue(
@@ -214,7 +210,7 @@ class EnvironmentListView(PlatformView):
     ``production``, whose REST credentials are the deployment's Core Data API URL."""
 
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
-        deployment = _deployment(request, deployment_id)
+        deployment = self.deployment(request, deployment_id)
         wanted = request.query_params.get("type")
         if wanted is not None and wanted not in ("production", "staging", "development"):
             raise BadRequest("type: must be production, staging or development")
@@ -257,7 +253,7 @@ class EnvironmentTokensView(PlatformView):
     kind = IssuedToken.Kind.ENVIRONMENT
 
     def get(self, request: PlatformRequest, deployment_id: str, environment_id: str) -> Response:
-        deployment = _deployment(request, deployment_id)
+        deployment = self.deployment(request, deployment_id)
         environment = _environment(deployment, environment_id)
         rows = selectors.issued_tokens_of(deployment=deployment, kind=self.kind, environment=environment)
         page = paginate(rows, params=request.query_params, descending=True)
@@ -267,7 +263,7 @@ class EnvironmentTokensView(PlatformView):
         return Response(body)
 
     def post(self, request: PlatformRequest, deployment_id: str, environment_id: str) -> Response:
-        deployment = _deployment(request, deployment_id)
+        deployment = self.deployment(request, deployment_id)
         environment = _environment(deployment, environment_id)
         body = _body(request, ("security_context", "expires_in", "scopes"))
         context = body.get("security_context")
@@ -320,10 +316,10 @@ class EnvVariablesView(PlatformView):
         return Response(page_of_list(rows, params=request.query_params, key=lambda r: r.name, serialize=item))
 
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
-        return self._list(request, _deployment(request, deployment_id))
+        return self._list(request, self.deployment(request, deployment_id))
 
     def put(self, request: PlatformRequest, deployment_id: str) -> Response:
-        deployment = _deployment(request, deployment_id)
+        deployment = self.deployment(request, deployment_id)
         body = _body(request, ("env_variables",))
         given = body.get("env_variables")
         if not isinstance(given, list):
@@ -373,7 +369,7 @@ class ModelFileListView(PlatformView):
     """``GET /build/api/v1/deployments/{id}/files``: the deployment's model files (YAML and Jinja), by path."""
 
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
-        deployment = _deployment(request, deployment_id)
+        deployment = self.deployment(request, deployment_id)
         files = data_model.model_files_of(deployment)
         return Response(page_of_list(files, params=request.query_params, key=lambda f: f.path, serialize=dict))
 
@@ -382,7 +378,7 @@ class ModelFileView(PlatformView):
     """``GET /build/api/v1/deployments/{id}/files/{path}``: one model file, ``{path, size, updatedAt, content}``."""
 
     def get(self, request: PlatformRequest, deployment_id: str, file_path: str) -> Response:
-        deployment = _deployment(request, deployment_id)
+        deployment = self.deployment(request, deployment_id)
         return Response(data_model.model_file_read(deployment, file_path))
 
 
@@ -394,7 +390,7 @@ class DataModelUploadView(PlatformView):
     parser_classes = [JSONBodyParser, MultiPartParser]
 
     def post(self, request: PlatformRequest, deployment_id: str) -> Response:
-        deployment = _deployment(request, deployment_id)
+        deployment = self.deployment(request, deployment_id)
         files, replace = data_model.upload_of(request)
         result = data_model.model_upload(deployment, files, replace=replace)
         return Response(result)
@@ -442,7 +438,7 @@ class ApiKeyListView(PlatformView):
         if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
             raise BadRequest("deploymentIds: must be a list of deployment ids")
         for deployment_id in ids:
-            _deployment(request, deployment_id)
+            self.deployment(request, deployment_id)
         plaintext, key = accounts.api_key_create(
             account=request.user.account, name=name, personal_owner=owner, deployment_ids=ids
         )
@@ -508,7 +504,7 @@ class NotImplementedView(PlatformView):
 
     def _answer(self, request: PlatformRequest, *args: Any, **kwargs: Any) -> Response:
         if "deployment_id" in kwargs:
-            _deployment(request, kwargs["deployment_id"])
+            self.deployment(request, kwargs["deployment_id"])
         message = f"{self.resource} is not implemented: its semantics are not published by Cube, so this install "
         message += "does not guess them"
         return Response({"error": message}, status=501)

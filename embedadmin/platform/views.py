@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest, PlatformTokenAuthentication
-from embedadmin.accounts.models import TenantSettings
+from embedadmin.accounts.models import Deployment, TenantSettings
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
 from embedadmin.platform import users as user_lifecycle
@@ -20,6 +20,10 @@ from embedadmin.platform import users as user_lifecycle
 class PlatformView(APIView):
     authentication_classes = [PlatformTokenAuthentication]
     permission_classes = [IsPlatformCaller]
+
+    def deployment(self, request: PlatformRequest, deployment_id: str | int) -> Deployment:
+        """The caller's account's deployment ``deployment_id`` (a route's or a body's); 404 for any other."""
+        return accounts_selectors.deployment_of(account=request.user.account, deployment_id=deployment_id)
 
 
 def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
