@@ -113,14 +113,9 @@
 
       function showText(text) {
         K.clear(answer);
-        String(text)
-          .split(/\n\s*\n/)
-          .filter(function (p) {
-            return p.trim();
-          })
-          .forEach(function (paragraph) {
-            answer.appendChild(h("p", paragraph.trim()));
-          });
+        K.paragraphs(text).forEach(function (paragraph) {
+          answer.appendChild(h("p", paragraph));
+        });
         scrollDown();
       }
 
@@ -232,10 +227,7 @@
       var item = {};
       names.forEach(function (name, index) {
         var value = Array.isArray(row) ? row[index] : row && row[name];
-        if (NUMERIC_COLUMNS[schema[index].column_type] && value !== null && value !== undefined && value !== "") {
-          value = Number(value);
-        }
-        item["c" + index] = value;
+        item["c" + index] = NUMERIC_COLUMNS[schema[index].column_type] ? K.numeric(value) : value;
       });
       return item;
     });
@@ -256,30 +248,13 @@
   }
 
   function stream(options, body, onFrame) {
-    return fetch(options.endpoint, {
+    return K.request(options.endpoint, {
       method: "POST",
-      credentials: "omit",
-      cache: "no-store",
-      headers: {
-        Authorization: options.session.embedAuth(),
-        "Content-Type": "application/json",
-        Accept: "application/x-ndjson, application/json",
-      },
-      body: JSON.stringify(body),
-    }).then(function (response) {
-      if (!response.ok) {
-        return response.text().then(function (text) {
-          var message = text;
-          try {
-            var parsed = JSON.parse(text);
-            message = parsed.error || parsed.message || text;
-            if (typeof message !== "string") message = JSON.stringify(message);
-          } catch (ignored) {
-            /* plain text */
-          }
-          throw new K.HttpError(response.status, message || "HTTP " + response.status);
-        });
-      }
+      headers: { Authorization: options.session.embedAuth(), Accept: "application/x-ndjson, application/json" },
+      body: body,
+      raw: true,
+    }).then(function (answer) {
+      var response = answer.response;
       var decoder = new TextDecoder();
       var buffer = "";
       function lines(final) {
@@ -330,7 +305,7 @@
     try {
       boot = K.readBootstrap();
     } catch (error) {
-      root.appendChild(h("section.embed-error-box", { role: "alert" }, h("h1", "This chat could not start"), h("p", error.message)));
+      root.appendChild(K.errorBox("This chat could not start", error.message));
       return;
     }
     boot.surface = "chat";
@@ -365,7 +340,7 @@
     host.emit("view", { surface: "chat", path: window.location.pathname, title: boot.title || "Chat" });
     var endpoint = boot.endpoints && boot.endpoints.chat;
     if (!endpoint || settings.allowAi === false) {
-      root.appendChild(h("section.embed-error-box", { role: "alert" }, h("h1", "Chat is not available"), h("p", "This session does not include AI chat.")));
+      root.appendChild(K.errorBox("Chat is not available", "This session does not include AI chat."));
       return;
     }
     mount({

@@ -659,6 +659,27 @@
     return (String(text || "export").replace(/[^\w\- ]+/g, "").trim().replace(/\s+/g, "-") || "export").slice(0, 80);
   }
 
+  /** A number that came as a string (Cube and the SQL API send them so) as a number; null, undefined and "" as
+   * they are. */
+  function numeric(value) {
+    return value === null || value === undefined || value === "" ? value : Number(value);
+  }
+
+  /** Text split at blank lines into trimmed, non-empty paragraphs. */
+  function paragraphs(text) {
+    return String(text)
+      .split(/\n\s*\n/)
+      .map(function (p) {
+        return p.trim();
+      })
+      .filter(Boolean);
+  }
+
+  /** The box a page shows in place of its content when it cannot start. */
+  function errorBox(title, message) {
+    return h("section.embed-error-box", { role: "alert" }, h("h1", title), h("p", message));
+  }
+
   /** "sales.total_amount" -> "Total amount": the fallback title of a member. */
   function memberTitle(name) {
     var local = String(name).split(".").pop().replace(/_/g, " ");
@@ -690,5 +711,8 @@
     csvRecordCount: csvRecordCount,
     safeFilename: safeFilename,
     memberTitle: memberTitle,
+    numeric: numeric,
+    paragraphs: paragraphs,
+    errorBox: errorBox,
   };
 })();

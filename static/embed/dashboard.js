@@ -71,7 +71,7 @@
 
   function showFatal(title, message) {
     K.clear(root);
-    root.appendChild(h("section.embed-error-box", { role: "alert" }, h("h1", title), h("p", message)));
+    root.appendChild(K.errorBox(title, message));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -638,7 +638,7 @@
     return (tile.result.data || []).map(function (row) {
       var copy = Object.assign({}, row);
       numeric.forEach(function (name) {
-        if (copy[name] !== null && copy[name] !== undefined && copy[name] !== "") copy[name] = Number(copy[name]);
+        copy[name] = K.numeric(copy[name]);
       });
       return copy;
     });
@@ -795,16 +795,9 @@
 
   function renderText(tile) {
     K.clear(tile.body);
-    var text = String(tile.widget.text || (tile.widget.config && tile.widget.config.text) || "");
-    text
-      .split(/\n\s*\n/)
-      .map(function (p) {
-        return p.trim();
-      })
-      .filter(Boolean)
-      .forEach(function (paragraph) {
-        tile.body.appendChild(h("p.text-paragraph", paragraph));
-      });
+    K.paragraphs(tile.widget.text || (tile.widget.config && tile.widget.config.text) || "").forEach(function (paragraph) {
+      tile.body.appendChild(h("p.text-paragraph", paragraph));
+    });
   }
 
   function rerenderCharts() {
@@ -860,26 +853,14 @@
 
   function exportCsv(tile) {
     var widget = tile.widget;
-    fetch(boot.endpoints.export, {
+    K.request(boot.endpoints.export, {
       method: "POST",
-      credentials: "omit",
-      cache: "no-store",
-      headers: { Authorization: session.embedAuth(), "Content-Type": "application/json", Accept: "text/csv" },
-      body: JSON.stringify({ grant: boot.grant, state: view.state || {}, widgetId: widget.id, format: "csv" }),
+      headers: { Authorization: session.embedAuth(), Accept: "text/csv" },
+      body: { grant: boot.grant, state: view.state || {}, widgetId: widget.id, format: "csv" },
+      raw: true,
     })
-      .then(function (response) {
-        if (!response.ok) {
-          return response.text().then(function (text) {
-            var message = text;
-            try {
-              var parsed = JSON.parse(text);
-              message = parsed.error || parsed.message || text;
-            } catch (ignored) {
-              /* plain text */
-            }
-            throw new K.HttpError(response.status, message || "Export failed (" + response.status + ")");
-          });
-        }
+      .then(function (answer) {
+        var response = answer.response;
         return response.text().then(function (text) {
           var header = response.headers.get("X-Row-Count");
           var rowCount = header !== null && header !== "" && !isNaN(Number(header)) ? Number(header) : K.csvRecordCount(text);
