@@ -22,9 +22,13 @@ from django.conf import settings
 from django.core.cache import BaseCache, caches
 from django.db import transaction
 
+from embedadmin.core.logs import ThrottledWarning
 from embedadmin.core.memory import ByteLRU, rough_size
 
 logger = logging.getLogger(__name__)
+
+# Every request reads a version: while the cache is down, once per interval is enough to say so.
+_unreadable = ThrottledWarning(logger)
 
 V = TypeVar("V")
 
@@ -57,7 +61,7 @@ class SharedVersion:
                 backend.add(self.key, uuid.uuid4().hex, None)
                 value = backend.get(self.key)
         except Exception:
-            logger.warning("cache unavailable: reading %s afresh", self.key, exc_info=True)
+            _unreadable.warn("cache unavailable: reading %s afresh", self.key)
             value = None
         return value if isinstance(value, str) else uuid.uuid4().hex
 

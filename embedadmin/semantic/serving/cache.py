@@ -36,6 +36,7 @@ from django.conf import settings
 from django.core.cache import BaseCache
 from django.core.cache.backends.redis import RedisCache
 
+from embedadmin.core.logs import ThrottledWarning
 from embedadmin.core.versions import thread_cache
 from embedadmin.semantic.serving.datasources import DataSourceError, QueryCancelled, QueryResult
 
@@ -43,29 +44,12 @@ logger = logging.getLogger(__name__)
 
 # While the cache (Redis) is down every request meets it: its traceback is logged once per interval per process,
 # the rest counted, so an outage is visible without flooding the log (the product keeps answering without it).
-_UNAVAILABLE_LOG_INTERVAL_S = 30.0
-_unavailable_lock = threading.Lock()
-_unavailable_state = {"logged_at": -_UNAVAILABLE_LOG_INTERVAL_S, "since": 0}
+_unavailable = ThrottledWarning(logger, 30.0)
 
 
 def _cache_unavailable(operation: str, consequence: str = "") -> None:
-    now = time.monotonic()
-    with _unavailable_lock:
-        due = now - _unavailable_state["logged_at"] >= _UNAVAILABLE_LOG_INTERVAL_S
-        skipped = _unavailable_state["since"]
-        if due:
-            _unavailable_state["logged_at"], _unavailable_state["since"] = now, 0
-        else:
-            _unavailable_state["since"] = skipped + 1
-    if due:
-        suffix = f": {consequence}" if consequence else ""
-        logger.warning(
-            "result cache unavailable (%s)%s; %d more failures since the last report",
-            operation,
-            suffix,
-            skipped,
-            exc_info=True,
-        )
+    suffix = f": {consequence}" if consequence else ""
+    _unavailable.warn("result cache unavailable (%s)%s", operation, suffix)
 
 
 class CacheMode(enum.StrEnum):

@@ -415,14 +415,15 @@ def test_the_job_of_a_process_that_died_is_taken_over_when_its_lease_lapses(redi
 def test_an_unavailable_cache_is_reported_once_per_interval_not_per_request(monkeypatch, caplog):
     from embedadmin.semantic.serving import cache as cache_module
 
-    monkeypatch.setattr(cache_module, "_unavailable_state", {"logged_at": -1e9, "since": 0})
+    monkeypatch.setattr(cache_module._unavailable, "logged_at", -1e9)
+    monkeypatch.setattr(cache_module._unavailable, "since", 0)
     with caplog.at_level("WARNING", logger=cache_module.logger.name):
         for _ in range(500):  # every request of an outage meets the cache
             cache_module._cache_unavailable("get")
     reports = [r for r in caplog.records if "result cache unavailable" in r.getMessage()]
     assert len(reports) == 1
     # The next report, once the interval passed, says how many it did not log.
-    monkeypatch.setitem(cache_module._unavailable_state, "logged_at", -1e9)
+    monkeypatch.setattr(cache_module._unavailable, "logged_at", -1e9)
     with caplog.at_level("WARNING", logger=cache_module.logger.name):
         cache_module._cache_unavailable("set")
     assert "499 more failures since the last report" in caplog.records[-1].getMessage()
