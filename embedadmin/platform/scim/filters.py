@@ -143,6 +143,8 @@ def _value(name: str, column: Column, value: Any) -> Any:
         if not isinstance(parsed, dt.datetime):
             raise InvalidFilterException(detail=f"{name!r} compares with a date-time such as 2024-01-01T00:00:00Z")
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
-    # An id: our ids are decimal; any other string matches no resource (-1 is no row's id).
+    # An id: our ids are decimal; any other string matches no resource (-1 is no row's id). The length is tested
+    # before int(), which refuses more than 4,300 digits with a ValueError (a 500).
     text = str(value)
-    return int(text) if text.isascii() and text.isdigit() and int(text) <= MAX_BIGINT else -1
+    is_id = text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_BIGINT
+    return int(text) if is_id else -1
