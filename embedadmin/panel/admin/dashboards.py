@@ -303,7 +303,7 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
         posted = request.POST if request.method == "POST" else None
         form = EmbedAccessForm(posted if posted and "access" in posted else None, embed_tenants=tenants)
         if posted is not None:
-            done = self._embed_access_change(request, workbook, form)
+            done = self._embed_access_change(request, workbook, form, tenants)
             if done:
                 return HttpResponseRedirect(request.path)
         state = dashboards_selectors.embed_access_of(workbook=workbook)
@@ -317,8 +317,11 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
         }
         return TemplateResponse(request, "panel/embed_access.html", context)
 
-    def _embed_access_change(self, request: HttpRequest, workbook: Workbook, form: EmbedAccessForm) -> bool:
-        """Apply a POST of the embed access page; whether it was applied (else the form shows why not)."""
+    def _embed_access_change(
+        self, request: HttpRequest, workbook: Workbook, form: EmbedAccessForm, tenants: QuerySet[EmbedTenant]
+    ) -> bool:
+        """Apply a POST of the embed access page (``tenants``: the embed tenants the viewer may name); whether it
+        was applied (else the form shows why not)."""
         change: dict[str, Any]
         if "allow_embed" in request.POST:
             change = {"allow_embed": request.POST["allow_embed"] == "true"}
@@ -327,8 +330,7 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
             if value == "all":
                 change = {"all_embed_users": True, "action": "none"}
             else:
-                tenant = tenancy.restrict(EmbedTenant.objects.filter(account_id=workbook.account_id), request)
-                found = tenant.filter(pk=int(value)).first() if value.isascii() and value.isdigit() else None
+                found = tenants.filter(pk=int(value)).first() if value.isascii() and value.isdigit() else None
                 if found is None:
                     self.message_user(request, "No such embed tenant.", messages.ERROR)
                     return False
