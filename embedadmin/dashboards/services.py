@@ -158,7 +158,7 @@ def folder_delete(*, folder: Folder) -> None:
 # --- workbooks ---------------------------------------------------------------------------------------
 
 
-def _workbook_changes(workbook_or_deployment: Deployment, changes: Mapping[str, Any]) -> dict[str, Any]:
+def _workbook_changes(deployment: Deployment, changes: Mapping[str, Any]) -> dict[str, Any]:
     _unknown(changes, WORKBOOK_FIELDS)
     out = dict(changes)
     if "name" in out:
@@ -168,7 +168,7 @@ def _workbook_changes(workbook_or_deployment: Deployment, changes: Mapping[str, 
     if out.get("slug") is not None:
         out["slug"] = slug_normalize(out["slug"])
     if "folder" in out:
-        _same_deployment(workbook_or_deployment, out["folder"], "Folder")
+        _same_deployment(deployment, out["folder"], "Folder")
     return out
 
 
@@ -388,8 +388,9 @@ def _digest(value: Any) -> str:
 
 
 def _snapshot_of(report: Report, ctx: DraftContext) -> dict[str, Any]:
+    # ctx.deployment is the report's (reports_by_id read it there): report.deployment would be a query per report.
     parsed, visualization = report_content(
-        deployment=report.deployment, json_query=report.json_query, meta=report.meta, ctx=ctx
+        deployment=ctx.deployment, json_query=report.json_query, meta=report.meta, ctx=ctx
     )
     return {
         "report_public_id": report.public_id,
