@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import uvloop
@@ -400,7 +401,7 @@ def run_rate(
     )
 
 
-def json_body(payload: dict) -> bytes:
+def json_body(payload: Any) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode()
 
 

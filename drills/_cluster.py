@@ -405,8 +405,7 @@ class Connection(_harness.Connection):
         return Response(status, answer_headers, payload, time.perf_counter() - started)
 
 
-def json_body(payload: Any) -> bytes:
-    return json.dumps(payload, separators=(",", ":")).encode()
+json_body = _harness.json_body  # the compact JSON body of a request
 
 
 Request = tuple[str, str, dict[str, str], bytes]  # method, path, headers, body
