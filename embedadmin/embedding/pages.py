@@ -124,13 +124,18 @@ def grant_verify(*, grant: Any, public_id: str, caller: EmbedCaller) -> dict[str
     return {key: value is True for key, value in body["f"].items()}
 
 
+def _dashboard_config(embedded: EmbeddedDashboard) -> dict[str, Any]:
+    """The published version's dashboard config (an empty one when it is not an object)."""
+    return embedded.version.config if isinstance(embedded.version.config, dict) else {}
+
+
 def view_body(*, caller: EmbedCaller, embedded: EmbeddedDashboard, state: viewstate.ViewState) -> dict[str, Any]:
     """The view of ``embedded`` for ``state``, with the member formats the viewer may see."""
     try:
         members = viewstate.viewer_members(deployment=caller.deployment, ctx=caller.ctx)
     except ApiError:
         members = {}  # a model that does not serve: the tiles say so themselves when they load
-    config = embedded.version.config if isinstance(embedded.version.config, dict) else {}
+    config = _dashboard_config(embedded)
     return viewstate.compose_view(config=config, snapshot_for=embedded.snapshot_for, state=state, members=members)
 
 
@@ -227,7 +232,7 @@ def dashboard_bootstrap(
     """The bootstrap of a dashboard page (docs/dashboards.md): the token, its renewal, the resolved settings with
     the URL's overrides, the signed grant, and the initial view."""
     dashboard = embedded.dashboard
-    config = embedded.version.config if isinstance(embedded.version.config, dict) else {}
+    config = _dashboard_config(embedded)
     resolved = dict(caller.settings)
     url = viewstate.parse_url(
         config,
@@ -342,7 +347,7 @@ def dashboard_view(request: HttpRequest, public_id: str) -> HttpResponse:
     _check_keys(body, {"grant", "state", "filterUrlParameter", "timezone"})
     embedded = embed_dashboard(claims=caller.claims, public_id=public_id)
     flags = grant_verify(grant=body.get("grant"), public_id=public_id, caller=caller)
-    config = embedded.version.config if isinstance(embedded.version.config, dict) else {}
+    config = _dashboard_config(embedded)
     state = _state(body, caller=caller, config=config)
     view = view_body(caller=caller, embedded=embedded, state=state)
     # A fresh grant for the token in hand, so a page renewed in place keeps one that outlives its first token.
@@ -392,7 +397,7 @@ def dashboard_export(request: HttpRequest, public_id: str) -> HttpResponse:
         raise Forbidden("Export is not allowed for this embed (allowExport=true is not set)")
     if account is None or account.restrict_data_download:
         raise Forbidden("Data downloads are restricted for this account")
-    config = embedded.version.config if isinstance(embedded.version.config, dict) else {}
+    config = _dashboard_config(embedded)
     view = viewstate.compose_view(
         config=config,
         snapshot_for=embedded.snapshot_for,

@@ -108,8 +108,8 @@ class GenerateSessionSerializer(RejectUnknownFieldsMixin, serializers.Serializer
         return attrs
 
 
-def input_from(data: Mapping[str, Any]) -> GenerateSessionInput:
-    """The service's input from validated data (the serializer's, or the fast path's, which is equal)."""
+def _session_input(data: Mapping[str, Any]) -> GenerateSessionInput:
+    """The service's input from the serializer's validated data."""
     external_id = data.get("externalId")
     profile = data.get("userProfile")
     return GenerateSessionInput(
@@ -143,4 +143,4 @@ def generate_session_input(data: Any) -> GenerateSessionInput:
     """Parse a generate-session body (its ``ValidationError`` becomes the 400)."""
     serializer = GenerateSessionSerializer(data=data)
     serializer.is_valid(raise_exception=True)
-    return input_from(serializer.validated_data)
+    return _session_input(serializer.validated_data)
