@@ -19,38 +19,31 @@ by ``--clients`` concurrent keep-alive clients, on a second account with 3 tenan
 User schema. Rates and p50/p90 latencies, against the closed-loop rate of the no-op ``GET /livez`` over the same
 number of clients in the same run.
 
-    .venv/bin/python bench/platform.py    # [--rounds 200] [--deep 100] [--scim-users 1000] [--clients 4] [--json]
+    .venv/bin/python bench/platform_api.py    # [--rounds 200] [--deep 100] [--scim-users 1000] [--clients 4] [--json]
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
 import sys
-from pathlib import Path
+import time
+from typing import Any
 
-# This file's name is the standard library's ``platform``: take its folder off the path (where Python put it) so
-# that ``import platform`` elsewhere (uuid, psycopg...) gets the real one, then import the harness by its path.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import time  # noqa: E402
-from typing import Any  # noqa: E402
-
-import psycopg  # noqa: E402
-import uvloop  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("_harness", _HERE / "_harness.py")
-assert _spec is not None
-assert _spec.loader is not None
-_harness = importlib.util.module_from_spec(_spec)
-sys.modules["_harness"] = _harness
-_spec.loader.exec_module(_harness)
-Connection, StealMonitor, bench_database_url = _harness.Connection, _harness.StealMonitor, _harness.bench_database_url
-json_body, manage, pct, run_load = _harness.json_body, _harness.manage, _harness.pct, _harness.run_load
-server_env, start_server = _harness.server_env, _harness.start_server
+import psycopg
+import uvloop
+from _harness import (
+    Connection,
+    StealMonitor,
+    bench_database_url,
+    json_body,
+    manage,
+    pct,
+    run_load,
+    server_env,
+    start_server,
+)
 
 # Run by ``manage shell -c`` with the bench env; its parameters come in BENCH_SEED (JSON), its answer is the line
 # after the SEED marker.
