@@ -8,6 +8,7 @@ transaction: all its operations or none.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.db import transaction
@@ -93,7 +94,9 @@ class ScimView(APIView):
         root = path[: path.index("/v2/") + 3] if "/v2/" in path else path.rstrip("/")
         return self.request.build_absolute_uri(root)
 
+    @functools.cached_property
     def service(self) -> resources.UserService:
+        """The account's SCIM service, read once per request (a list dumps up to 500 users with its model)."""
         return resources.user_service_of(account=self.account())
 
     def body(self) -> dict[str, Any]:
@@ -167,13 +170,13 @@ class _UserMixin(ScimView):
         return payloads
 
     def user_dump(self, payload: dict[str, Any], params: ResponseParameters[Any] | None = None) -> dict[str, Any]:
-        model = self.service().user_model
+        model = self.service.user_model
         with resources.POLICY:
             resource = model.model_validate(payload, scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
             return resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=params)
 
     def list_users(self, query_source: dict[str, Any]) -> Response:
-        service = self.service()
+        service = self.service
         raw_filter = query_source.get("filter")
         query = Q()
         if raw_filter:
@@ -188,7 +191,7 @@ class _UserMixin(ScimView):
         return scim_response(_list_response(dumped, page.total, start))
 
     def write_user(self, *, user: Any, body: dict[str, Any], creating: bool, active_removed: bool = False) -> Any:
-        model = self.service().user_model
+        model = self.service.user_model
         context = Context.RESOURCE_CREATION_REQUEST if creating else Context.RESOURCE_REPLACEMENT_REQUEST
         with resources.POLICY:
             resource = model.model_validate(resources.normalized_user_body(body), scim_ctx=context)
@@ -243,7 +246,7 @@ class ScimUserDetailView(_UserMixin):
         return self._answer(user)
 
     def patch(self, request: PlatformRequest, user_id: str) -> Response:
-        service = self.service()
+        service = self.service
         body = self.body()
         with transaction.atomic(), resources.POLICY:
             user = self._user(user_id)
@@ -419,7 +422,7 @@ class ResourceTypeListView(ScimView):
                 "ResourceType",
                 f"{self.base()}/ResourceTypes/{rt.id}",
             )
-            for rt in self.service().resource_types
+            for rt in self.service.resource_types
         ]
 
     def get(self, request: Request) -> Response:
@@ -443,7 +446,7 @@ class SchemaListView(ScimView):
                 "Schema",
                 f"{self.base()}/Schemas/{schema.id}",
             )
-            for schema in self.service().schemas
+            for schema in self.service.schemas
         ]
 
     def get(self, request: Request) -> Response:
