@@ -88,7 +88,6 @@ class ProcessMemory(Generic[V]):
     def __init__(
         self, *, max_entries: int = 10_000, max_age_s: float | None = None, max_bytes: int | None = None
     ) -> None:
-        self.max_entries = max_entries
         self.max_age_s = settings.EMBEDADMIN["CREDENTIAL_MEMORY_SECONDS"] if max_age_s is None else max_age_s
         budget = settings.LIMITS["PROCESS_MEMORY_BYTES"] if max_bytes is None else max_bytes
         self._entries: ByteLRU[Hashable, tuple[V, str, float, float]] = ByteLRU(

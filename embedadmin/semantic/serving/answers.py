@@ -65,10 +65,10 @@ class AnswerMemory:
     body (its key, a few result keys: under a KiB) is bounded by keeping at most one answer per KiB of budget."""
 
     def __init__(self, *, max_bytes: int | None = None, max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
-        self.max_bytes = settings.LIMITS["ANSWER_MEMORY_BYTES"] if max_bytes is None else max_bytes
+        budget = settings.LIMITS["ANSWER_MEMORY_BYTES"] if max_bytes is None else max_bytes
         self.max_answer_bytes = max_answer_bytes
         self._kept: ByteLRU[Hashable, _Kept] = ByteLRU(
-            "kept answers", self.max_bytes, max_entries=max(64, self.max_bytes // 1024), overhead=0
+            "kept answers", budget, max_entries=max(64, budget // 1024), overhead=0
         )
 
     @property
@@ -102,7 +102,6 @@ class RequestShapes:
     ``max_entries``, the least recently used dropped first)."""
 
     def __init__(self, max_entries: int = MAX_SHAPES) -> None:
-        self.max_entries = max_entries
         self._shapes: ByteLRU[str, tuple[TimeShape | None]] = ByteLRU(
             "request time shapes", max_entries * 1024, max_entries=max_entries
         )
