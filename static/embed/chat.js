@@ -331,12 +331,7 @@
       session.renew(payload.sessionId);
     });
     host.observeSize(root);
-    host.emit("ready", {
-      embedTenant: boot.embedTenant || null,
-      deploymentId: boot.deploymentId === undefined ? null : boot.deploymentId,
-      mode: "signed",
-      surface: "chat",
-    });
+    host.ready(boot);
     host.emit("view", { surface: "chat", path: window.location.pathname, title: boot.title || "Chat" });
     var endpoint = boot.endpoints && boot.endpoints.chat;
     if (!endpoint || settings.allowAi === false) {

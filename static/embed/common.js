@@ -309,6 +309,17 @@
     if (this.origin) window.parent.postMessage(message, this.origin);
   };
 
+  /** `ready`: the page's viewer as its bootstrap names them, with the surface's own keys (`extra`). */
+  Host.prototype.ready = function (bootstrap, extra) {
+    var payload = {
+      embedTenant: bootstrap.embedTenant || null,
+      deploymentId: bootstrap.deploymentId === undefined ? null : bootstrap.deploymentId,
+      mode: "signed",
+      surface: this.surface,
+    };
+    this.emit("ready", Object.assign(payload, extra || {}));
+  };
+
   Host.prototype.error = function (message, name, context, fatal) {
     this.emit("error", { message: message, name: name || "Error", context: context || "embed", fatal: !!fatal });
   };

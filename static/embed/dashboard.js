@@ -53,13 +53,7 @@
     }
     bindActions();
     host.observeSize(root);
-    host.emit("ready", {
-      embedTenant: boot.embedTenant || null,
-      deploymentId: boot.deploymentId === undefined ? null : boot.deploymentId,
-      mode: "signed",
-      surface: "dashboard",
-      publicId: boot.publicId,
-    });
+    host.ready(boot, { publicId: boot.publicId });
     host.emit("view", { surface: "dashboard", path: window.location.pathname, publicId: boot.publicId, title: boot.title });
     view = boot.view || { state: {}, controls: [], widgets: [] };
     renderFrame();
