@@ -27,7 +27,7 @@ from embedadmin.directory.contracts import (
     attribute_definition_item,
 )
 from embedadmin.directory.models import AttributeDefinition
-from embedadmin.platform.views import PlatformView
+from embedadmin.platform.views import PlatformView, json_object
 
 
 class AttributeDefinitionUpdateSerializer(AttributeDefinitionSerializer):
@@ -141,9 +141,7 @@ class UserAttributeValueView(PlatformView):
     type-checked by the rule every attribute value follows; ``null`` clears it."""
 
     def post(self, request: PlatformRequest) -> Response:
-        if not isinstance(request.data, dict):
-            raise serializers.ValidationError("Body must be a JSON object")
-        serializer = UserAttributeValueSerializer(data=request.data)
+        serializer = UserAttributeValueSerializer(data=json_object(request.data))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         account = request.user.account

@@ -30,6 +30,7 @@ from embedadmin.directory import services as directory
 from embedadmin.directory.contracts import attribute_definition_item
 from embedadmin.directory.models import EmbedTenant, ExternalUser, Group
 from embedadmin.embedding.serializers import UserProfileSerializer
+from embedadmin.platform.views import json_object
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -60,12 +61,6 @@ class EmbedTenantView(APIView):
         return directory_selectors.group_in_embed_tenant(
             account=self.account(request), embed_tenant=tenant, group_id=group_id
         )
-
-
-def _object(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise serializers.ValidationError("Body must be a JSON object")
-    return data
 
 
 def _iso(value: Any) -> str | None:
@@ -152,7 +147,7 @@ class EmbedTenantGroupListView(EmbedTenantView):
 
     def post(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
-        serializer = GroupCreateSerializer(data=_object(request.data))
+        serializer = GroupCreateSerializer(data=json_object(request.data))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         group = directory.group_create(
@@ -182,7 +177,7 @@ class EmbedTenantGroupDetailView(EmbedTenantView):
 
     def patch(self, request: Request, tenant_name: str, group_id: int) -> Response:
         group = self.group(request, tenant_name, group_id)
-        serializer = GroupUpdateSerializer(data=_object(request.data))
+        serializer = GroupUpdateSerializer(data=json_object(request.data))
         serializer.is_valid(raise_exception=True)
         directory.group_description_update(group=group, description=serializer.validated_data["description"])
         return Response(self._item(request, tenant_name, group_id))
@@ -215,7 +210,7 @@ class EmbedTenantGroupUsersView(EmbedTenantView):
         return Response(page.as_dict(embed_user_item))
 
     def _members(self, request: Request) -> list[ExternalUser]:
-        serializer = MembersSerializer(data=_object(request.data))
+        serializer = MembersSerializer(data=json_object(request.data))
         serializer.is_valid(raise_exception=True)
         members = serializer.validated_data["members"]
         return directory_selectors.external_users_named(
@@ -271,7 +266,7 @@ class EmbedTenantUserProvisionView(EmbedTenantView):
 
     def post(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
-        serializer = ProvisionEmbedUserSerializer(data=_object(request.data))
+        serializer = ProvisionEmbedUserSerializer(data=json_object(request.data))
         serializer.is_valid(raise_exception=True)
         user, created = directory.embed_user_provision(
             account=self.account(request), embed_tenant=tenant, data=provision_input(serializer.validated_data)
@@ -295,7 +290,7 @@ class EmbedTenantUsersView(EmbedTenantView):
         error: {status, message}}]}``. 200 when any succeeded (or none hit the cap), 429 when every user failed
         and at least one of them on the user cap."""
         tenant = self.tenant(request, tenant_name)
-        serializer = BulkProvisionSerializer(data=_object(request.data))
+        serializer = BulkProvisionSerializer(data=json_object(request.data))
         serializer.is_valid(raise_exception=True)
         account = self.account(request)
         succeeded: list[dict[str, Any]] = []

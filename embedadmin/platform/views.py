@@ -26,6 +26,13 @@ class PlatformView(APIView):
         return accounts_selectors.deployment_of(account=request.user.account, deployment_id=deployment_id)
 
 
+def json_object(data: Any) -> dict[str, Any]:
+    """A request body that must be a JSON object: 400 for an array, a scalar or nothing."""
+    if not isinstance(data, dict):
+        raise serializers.ValidationError("Body must be a JSON object")
+    return data
+
+
 def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
     return {
         "useCreatorMode": row.use_creator_mode,
@@ -48,9 +55,8 @@ class TenantSettingsView(PlatformView):
         return Response(tenant_settings_item(accounts_selectors.tenant_settings_of(account=request.user.account)))
 
     def patch(self, request: PlatformRequest) -> Response:
-        if not isinstance(request.data, dict):
-            raise serializers.ValidationError("Body must be a JSON object")
-        row = accounts.tenant_settings_update(account=request.user.account, changes=dict(request.data))
+        changes = dict(json_object(request.data))
+        row = accounts.tenant_settings_update(account=request.user.account, changes=changes)
         return Response(tenant_settings_item(row))
 
 
