@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import copy
 import json
-import zoneinfo
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.accounts.services import locale_check
+from embedadmin.accounts.services import locale_check, timezone_check
 from embedadmin.core.errors import BadRequest
 from embedadmin.dashboards.models import ReportSnapshot
 from embedadmin.semantic.context import QueryContext
@@ -137,14 +136,12 @@ class ViewState:
 
 
 def usable_timezone(value: Any) -> str | None:
-    """``value`` when it is an IANA time zone name, else None."""
-    if not isinstance(value, str) or not value or len(value) > 64:
-        return None
+    """``value`` when it is an IANA time zone name, else None (the check of a session's time zone, whose zone list is
+    read once per process: ``available_timezones`` walks the tz database on every call)."""
     try:
-        zoneinfo.ZoneInfo(value)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return timezone_check(value)
+    except BadRequest:
         return None
-    return value if value in zoneinfo.available_timezones() else None
 
 
 def usable_locale(value: Any) -> str | None:
