@@ -36,14 +36,6 @@ def _id_ok(value: int) -> bool:
 # --- deployments -------------------------------------------------------------------------------------
 
 
-def deployment_of(*, account: Account, deployment_id: int) -> Deployment:
-    """The account's deployment ``deployment_id``; 404 when the account has none by that id."""
-    deployment = Deployment.objects.filter(account=account, pk=deployment_id).first() if _id_ok(deployment_id) else None
-    if deployment is None:
-        raise NotFound(f"Deployment {deployment_id} not found")
-    return deployment
-
-
 def deployments_with_model_dir(*, model_dir: str) -> list[Deployment]:
     """Every deployment (of any account) serving the model directory ``model_dir``, in id order."""
     return list(Deployment.objects.filter(model_dir=model_dir).order_by("pk"))
