@@ -319,6 +319,13 @@ def rss_kb(pid: int) -> int:
     raise ProcessLookupError(pid)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used, seconds (fields 14 and 15 of ``/proc/<pid>/stat``)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": field 3 is fields[0]
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class Service:
     """A process we started (gunicorn master, Celery worker, Celery beat) in a session of its own."""
@@ -436,6 +443,18 @@ class LoadResult:
     def non_json_failures(self) -> int:
         """Failures whose answer was not a JSON body (a plain-text error page, or no answer at all)."""
         return sum(1 for failure in self.failures if not failure["json"])
+
+    @classmethod
+    def merge(cls, results: list[LoadResult]) -> LoadResult:
+        """Several loads' results as one (their statuses, failures and latencies together)."""
+        merged = cls(
+            " + ".join(r.label for r in results), sum(r.total for r in results), sum(r.seconds for r in results)
+        )
+        for r in results:
+            merged.statuses.update(r.statuses)
+            merged.failures.extend(r.failures)
+            merged.latencies_ms.extend(r.latencies_ms)
+        return merged
 
     def p(self, q: float) -> float:
         ordered = sorted(self.latencies_ms)
@@ -844,6 +863,14 @@ class Cluster:
         for pid in self.worker_pids():
             with contextlib.suppress(OSError, ProcessLookupError):
                 out[pid] = rss_kb(pid)
+        return out
+
+    def worker_cpu_seconds(self) -> dict[int, float]:
+        """Each live web worker's CPU time so far, seconds (which workers served a load, and how much)."""
+        out = {}
+        for pid in self.worker_pids():
+            with contextlib.suppress(OSError, ProcessLookupError):
+                out[pid] = cpu_seconds(pid)
         return out
 
     def log(self, name: str = "gunicorn") -> str:
