@@ -349,6 +349,20 @@ def _filter_items(filters: Any) -> Iterator[dict[str, Any]]:
             yield from _filter_items(item.get("or"))
 
 
+# The keys a Cube filter object names its member with: ``member``, or the older ``dimension`` (the semantic layer
+# takes either, one of them; embedadmin.semantic.query.normalize._filter).
+_FILTER_MEMBER_KEYS = ("member", "dimension")
+
+
+def _filter_member(item: dict[str, Any]) -> str | None:
+    """The member a filter object names, under ``member`` or ``dimension``; None for an ``and``/``or`` group."""
+    for key in _FILTER_MEMBER_KEYS:
+        name = item.get(key)
+        if isinstance(name, str):
+            return name
+    return None
+
+
 def query_members(query: dict[str, Any]) -> list[str]:
     """Every member a Cube query names (measures, dimensions, segments, time dimensions, filters), once each."""
     names: list[str] = []
@@ -359,7 +373,7 @@ def query_members(query: dict[str, Any]) -> list[str]:
         for td in query.get("timeDimensions") or []
         if isinstance(td, dict) and isinstance(td.get("dimension"), str)
     ]
-    names += [item["member"] for item in _filter_items(query.get("filters")) if isinstance(item.get("member"), str)]
+    names += [name for item in _filter_items(query.get("filters")) if (name := _filter_member(item)) is not None]
     return list(dict.fromkeys(names))
 
 
@@ -378,8 +392,9 @@ def _rename_in_query(query: dict[str, Any], old: str, new: str) -> None:
             [new, *pair[1:]] if isinstance(pair, list) and pair and pair[0] == old else pair for pair in order
         ]
     for item in _filter_items(query.get("filters")):
-        if item.get("member") == old:
-            item["member"] = new
+        for key in _FILTER_MEMBER_KEYS:  # the key the report wrote is kept
+            if item.get(key) == old:
+                item[key] = new
 
 
 def _field_switches(controls: list[Control], state: ViewState) -> dict[str, str]:

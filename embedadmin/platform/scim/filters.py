@@ -119,9 +119,15 @@ def _comparison(node: Comparison, columns: dict[str, Column], prefix: str) -> Q:
             return Q(**{f"{column.field}__{lookups[op]}": value})
         if op == "ne":
             return ~Q(**{f"{column.field}__{lookups['eq']}": value})
+    elif column.kind == "id" and op in ("eq", "ne"):
+        # An id that is no number is no resource's: eq matches nothing (-1 is no row's id), ne everything.
+        query = Q(**{column.field: -1 if value is None else value})
+        return query if op == "eq" else ~query
     elif op in ("eq", "ne"):
         query = Q(**{column.field: value}) if value is not None else Q(**{f"{column.field}__isnull": True})
         return query if op == "eq" else ~query
+    if column.kind == "id" and op in _ORDER_LOOKUPS and value is None:
+        raise InvalidFilterException(detail=f'{name!r} is ordered by number: compare it with a decimal id such as "42"')
     if op in _ORDER_LOOKUPS and column.kind in ("text", "exact", "datetime", "id"):
         return Q(**{f"{column.field}__{_ORDER_LOOKUPS[op]}": value})
     raise InvalidFilterException(detail=f"The operator {op!r} does not apply to {name!r}")
@@ -143,8 +149,23 @@ def _value(name: str, column: Column, value: Any) -> Any:
         if not isinstance(parsed, dt.datetime):
             raise InvalidFilterException(detail=f"{name!r} compares with a date-time such as 2024-01-01T00:00:00Z")
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
-    # An id: our ids are decimal; any other string matches no resource (-1 is no row's id). The length is tested
-    # before int(), which refuses more than 4,300 digits with a ValueError (a 500).
-    text = str(value)
-    is_id = text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_BIGINT
-    return int(text) if is_id else -1
+    return _id_number(value)
+
+
+def _id_number(value: Any) -> int | None:
+    """An id's value as a number for the database: a decimal integer (sign and leading zeros allowed), clamped to
+    ``-1 .. MAX_BIGINT + 1``, or ``None`` when it is no number (another string, ``null``).
+
+    Every id we store lies in ``0 .. MAX_BIGINT``, and for those the clamped number compares (``eq gt ge lt le``)
+    as the written one does: ``-1`` is below all of them, ``MAX_BIGINT + 1`` above all of them (Django answers a
+    bound beyond an integer column's range as no row or every row, without asking the database). The digits are
+    counted before ``int()``, which refuses more than 4,300 digits with a ValueError (a 500)."""
+    text = value if isinstance(value, str) else ""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    significant = digits.lstrip("0")
+    number = int(significant or "0") if len(significant) <= 19 else MAX_BIGINT + 1
+    if text.startswith("-"):
+        number = -number
+    return max(-1, min(number, MAX_BIGINT + 1))
