@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "django_celery_results",
     "embedadmin.core",
     "embedadmin.accounts",
+    "embedadmin.audit",
     "embedadmin.directory",
     "embedadmin.embedding",
     "embedadmin.semantic",
@@ -196,6 +197,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "chat-fail-stale-runs": {"task": "chat.fail_stale_runs", "schedule": 2.0},
     "chat-reconcile-user-counts": {"task": "chat.reconcile_user_counts", "schedule": 3600.0},
     "accounts-purge-revoked-tokens": {"task": "accounts.purge_revoked_tokens", "schedule": 3600.0},
+    "accounts-purge-issued-tokens": {"task": "accounts.purge_issued_tokens", "schedule": 3600.0},
+    "audit-purge-entries": {"task": "audit.entries_purge", "schedule": 24 * 3600.0},
 }
 
 
@@ -211,6 +214,7 @@ class ProductSettings(TypedDict):
     ENCRYPTION_KEY: str
     EMBED_RENEW_LEAD_SECONDS: int
     EMBED_EXPORT_MAX_ROWS: int
+    AUDIT_RETENTION_DAYS: int
 
 
 class SemanticSettings(TypedDict):
@@ -247,6 +251,8 @@ EMBEDADMIN: ProductSettings = {
     "EMBED_RENEW_LEAD_SECONDS": env_int("EMBED_RENEW_LEAD_SECONDS", 3600, minimum=0),
     # The most rows a CSV export of an embedded dashboard's tile holds.
     "EMBED_EXPORT_MAX_ROWS": env_int("EMBED_EXPORT_MAX_ROWS", 50_000, minimum=1),
+    # How long audit log entries are kept; a daily task drops older ones (embedadmin/audit/tasks.py).
+    "AUDIT_RETENTION_DAYS": env_int("AUDIT_RETENTION_DAYS", 365, minimum=1),
 }
 
 # Core Data API (the semantic layer). See docs/configuration.md.

@@ -16,6 +16,8 @@ from embedadmin.accounts.models import Account, Deployment, TenantSettings
 from embedadmin.accounts.selectors import ApiKeyCaller, deployment_for_key
 from embedadmin.accounts.services import EXTERNAL_USERS, quota_reserve
 from embedadmin.accounts.tokens import deployment_token_revoke, deployment_token_sign
+from embedadmin.audit.models import DailyUsage
+from embedadmin.audit.services import usage_count
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from embedadmin.core.prepared import PreparedInsert
@@ -218,8 +220,9 @@ def session_generate(*, account: Account, deployment: Deployment, data: Generate
             claims=claims,
             expires_at=_session_expiry(now),
         )
+        # Last before the commit (the counter rows stay locked until then), always in this order.
+        usage_count(account_id=account.pk, kind=DailyUsage.Kind.SESSIONS)
         if created:
-            # Last before the commit: the reservation holds the account's counter row lock until then.
             quota_reserve(account_id=account.pk, quota=EXTERNAL_USERS)
     return session_key
 

@@ -11,13 +11,16 @@ from rest_framework.views import APIView
 
 from embedadmin.accounts.authentication import ApiKeyAuthentication, ApiKeyRequest, IsAdminApiKey
 from embedadmin.accounts.tokens import TokenInvalid
+from embedadmin.audit.edge import AuditedView
+from embedadmin.core import credentials
 from embedadmin.core.errors import Unauthorized
 from embedadmin.dashboards.access import embed_token_verify
 from embedadmin.embedding import services
 from embedadmin.embedding.serializers import SessionIdSerializer, generate_session_input
 
 
-class AdminApiKeyView(APIView):
+class AdminApiKeyView(AuditedView):
+    audit_via = "embed_api"
     """Base for endpoints that require an admin ``Api-Key``; ``request.user`` is the caller."""
 
     authentication_classes = [ApiKeyAuthentication]
@@ -25,14 +28,18 @@ class AdminApiKeyView(APIView):
 
 
 class GenerateSessionView(AdminApiKeyView):
+    audit_exempt = {"POST": "sessions are counted per day (audit.DailyUsage), not logged one by one"}
+
     def post(self, request: ApiKeyRequest) -> Response:
         data = generate_session_input(request.data)
         session_id = services.session_generate_for_key(caller=request.user, data=data)
         return Response({"sessionId": session_id})
 
 
-class SessionTokenView(APIView):
+class SessionTokenView(AuditedView):
+    audit_via = "embed_api"
     """Unauthenticated: the sessionId itself is the credential."""
+    audit_exempt = {"POST": "the embed page redeeming its own session: not an administrative change"}
 
     def post(self, request: Request) -> Response:
         serializer = SessionIdSerializer(data=request.data)
@@ -49,10 +56,16 @@ class SessionTokenView(APIView):
 
 
 class SessionRevokeView(AdminApiKeyView):
+    audit_resource = "embed_session"
+    audit_verbs = {"POST": "revoke"}
+
     def post(self, request: ApiKeyRequest) -> Response:
         serializer = SessionIdSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        services.session_revoke(caller=request.user, session_id=serializer.validated_data["sessionId"])
+        session_id = serializer.validated_data["sessionId"]
+        services.session_revoke(caller=request.user, session_id=session_id)
+        # The sessionId is a bearer secret: the entry names the session by the start of its stored digest.
+        self.audit_note(sessionDigest=credentials.digest(session_id)[:16])
         return Response(status=204)
 
 

@@ -13,6 +13,7 @@ message elsewhere, never as a server error.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -30,6 +31,8 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.text import capfirst
 
+from embedadmin.audit.edge import actor_of
+from embedadmin.audit.services import Change, entry_record
 from embedadmin.core.errors import ApiError
 from embedadmin.panel import tenancy
 
@@ -64,6 +67,37 @@ class Created:
     instance: Model
     secrets: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
+
+
+def resource_name(obj: Model) -> str:
+    """How the audit log names a model: ``ApiKey`` -> ``api_key``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(obj).__name__).lower()
+
+
+def audit_panel_change(
+    request: HttpRequest, obj: Model, verb: str, *, resource: str | None = None, details: dict[str, Any] | None = None
+) -> None:
+    """Record a change made in the panel in the audit log of ``obj``'s account, inside the change's transaction.
+    Django's add, change and delete pages reach it through the ``log_*`` hooks of :class:`PanelAdmin`; the
+    panel's own actions (revoke, rotate, publish, share) call it where they write."""
+    account_id = tenancy.account_id_of(obj)
+    if account_id is None:  # an install-level row (a superuser): no account's log holds it
+        return
+    _, actor = actor_of(request, via="panel")
+    resource = resource or resource_name(obj)
+    change = Change(action=f"{resource}.{verb}", resource_type=resource, resource_id=str(obj.pk), details=details or {})
+    entry_record(account_id=account_id, actor=actor, change=change)
+
+
+def _changed_fields(message: Any) -> list[str]:
+    """The field names of Django's change message (``[{"changed": {"fields": [...]}}, ...]``), never values."""
+    fields: list[str] = []
+    for part in message if isinstance(message, list) else []:
+        for kind in ("changed", "added", "deleted"):
+            described = part.get(kind) if isinstance(part, dict) else None
+            if isinstance(described, dict):
+                fields += [str(f) for f in described.get("fields", [])] or [str(described.get("name", kind))]
+    return fields
 
 
 def scoped_form(form_class: type[F], request: HttpRequest, *, service_error: str | None = None) -> type[F]:
@@ -240,10 +274,28 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
         self.delete_through_service(obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
-        # All or nothing: the first refusal rolls back the ones before it.
+        # All or nothing: the first refusal rolls back the ones before it (and their audit entries).
         with transaction.atomic():
             for obj in queryset:
+                audit_panel_change(request, obj, "delete")
                 self.delete_through_service(obj)
+
+    # --- the audit log: Django's admin log hooks write our entries instead of its LogEntry rows ---------------
+    # Django calls them inside the transaction of the add, change or delete page (changeform_view, delete_view),
+    # and ignores what they return (a LogEntry in its signature: we write none, hence the ignores).
+
+    def log_addition(self, request: HttpRequest, obj: Model, message: Any) -> None:  # type: ignore[override]
+        audit_panel_change(request, obj, "create")
+
+    def log_change(self, request: HttpRequest, obj: Model, message: Any) -> None:  # type: ignore[override]
+        audit_panel_change(request, obj, "update", details={"fields": _changed_fields(message)})
+
+    def log_deletions(self, request: HttpRequest, queryset: Any) -> None:  # type: ignore[override]
+        # The delete page calls this in its transaction, then delete_model; the "delete selected" action calls it
+        # outside any, then delete_queryset, which records each deletion in its own transaction (above).
+        if transaction.get_connection().in_atomic_block:
+            for obj in queryset:
+                audit_panel_change(request, obj, "delete")
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple:
         # The delete service decides what goes with an object; read-only related admins must not block it.

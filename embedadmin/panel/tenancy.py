@@ -29,6 +29,7 @@ from embedadmin.accounts.models import (
     PlatformToken,
     TenantSettings,
 )
+from embedadmin.audit.models import AuditEntry, DailyUsage
 from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser
 from embedadmin.dashboards.models import (
     Dashboard,
@@ -83,6 +84,8 @@ ACCOUNT_SCOPES: dict[type[Model], Callable[[Account], Q]] = {
     DashboardVersion: _via("dashboard__account"),
     ReportSnapshot: _via("version__dashboard__account"),
     EmbedAccess: _via("account"),
+    AuditEntry: _via("account"),
+    DailyUsage: _via("account"),
 }
 
 
@@ -115,6 +118,30 @@ def viewer_of(user: Any) -> PanelViewer:
         return PanelViewer(is_superuser=True, account=None)
     membership = AccountMembership.objects.select_related("account").filter(user=user, is_admin=True).first()
     return PanelViewer(is_superuser=False, account=membership.account if membership else None)
+
+
+def account_id_of(obj: Model) -> int | None:
+    """The account a row of a panel model belongs to (its audit log's); None for an install-level row (a superuser
+    without a membership)."""
+    if isinstance(obj, Account):
+        return obj.pk
+    if isinstance(obj, User):
+        return AccountMembership.objects.filter(user=obj).values_list("account_id", flat=True).first()
+    # The path to the account of every other model in ACCOUNT_SCOPES, by attribute.
+    for path in (
+        ("account_id",),
+        ("user", "account_id"),
+        ("dashboard", "account_id"),
+        ("version", "dashboard", "account_id"),
+    ):
+        value: Any = obj
+        for name in path:
+            value = getattr(value, name, None)
+            if value is None:
+                break
+        if isinstance(value, int):
+            return value
+    return None
 
 
 def scope_of(model: type[Model], account: Account) -> Q:

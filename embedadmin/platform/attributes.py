@@ -42,6 +42,8 @@ class UserAttributeListView(PlatformView):
     """``GET ?name&type&first&after`` -> ``{items, data, count, pageInfo}`` (``data`` is ``items`` again and
     ``count`` the number of definitions matching the filters, as Cube answers); ``POST`` creates (201)."""
 
+    audit_resource = "user_attribute"
+
     def get(self, request: PlatformRequest) -> Response:
         params = request.query_params
         attribute_type = params.get("type")
@@ -68,6 +70,8 @@ class UserAttributeListView(PlatformView):
 
 
 class UserAttributeDetailView(PlatformView):
+    audit_resource = "user_attribute"
+
     def _definition(self, request: PlatformRequest, attribute_id: int) -> AttributeDefinition:
         return directory_selectors.attribute_definition_of(
             account=request.user.account, embed_tenant=None, attribute_id=attribute_id
@@ -139,6 +143,9 @@ def attribute_value_item(user_id: int, definition: AttributeDefinition, value: A
 class UserAttributeValueView(PlatformView):
     """``POST /api/v1/user-attribute-values``: set (upsert) one internal user's value of a tenant-wide attribute,
     type-checked by the rule every attribute value follows; ``null`` clears it."""
+
+    audit_resource = "user_attribute_values"
+    audit_verbs = {"POST": "set"}
 
     def post(self, request: PlatformRequest) -> Response:
         serializer = UserAttributeValueSerializer(data=json_object(request.data))

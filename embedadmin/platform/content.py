@@ -226,6 +226,8 @@ def _workbook_changes(deployment: Deployment, data: Mapping[str, Any]) -> dict[s
 
 
 class WorkbookListView(PlatformView):
+    audit_resource = "workbook"
+
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         params = request.query_params
@@ -248,6 +250,8 @@ class WorkbookListView(PlatformView):
 
 
 class WorkbookDetailView(PlatformView):
+    audit_resource = "workbook"
+
     def get(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         return Response(_workbook_answer(workbook_id, self.deployment(request, deployment_id)))
 
@@ -265,6 +269,9 @@ class WorkbookDetailView(PlatformView):
 
 
 class WorkbookBySlugView(PlatformView):
+    audit_resource = "workbook"
+    audit_verbs = {"PUT": "upsert"}
+
     def put(self, request: PlatformRequest, deployment_id: int, slug: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         data = _validated(WorkbookCreateSerializer, request)
@@ -279,6 +286,10 @@ class WorkbookDashboardSerializer(RejectUnknownFieldsMixin, serializers.Serializ
 
 
 class WorkbookDashboardView(PlatformView):
+    audit_resource = "dashboard"
+    audit_verbs = {"PUT": "update"}
+    audit_id_kwarg = "workbook_id"
+
     def put(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
@@ -298,6 +309,9 @@ class PublishSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class WorkbookPublishView(PlatformView):
+    audit_resource = "workbook"
+    audit_verbs = {"POST": "publish"}
+
     def post(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
@@ -322,6 +336,10 @@ class EmbedAccessSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class WorkbookEmbedAccessView(PlatformView):
+    audit_resource = "embed_access"
+    audit_verbs = {"PUT": "update"}
+    audit_id_kwarg = "workbook_id"
+
     def get(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         workbook = selectors.workbook_of(deployment=self.deployment(request, deployment_id), workbook_id=workbook_id)
         return Response(embed_access_item(selectors.embed_access_of(workbook=workbook)))
@@ -379,6 +397,8 @@ def _report_fields(deployment: Deployment, data: Mapping[str, Any]) -> dict[str,
 
 
 class ReportListView(PlatformView):
+    audit_resource = "report"
+
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         params = request.query_params
@@ -403,6 +423,8 @@ class ReportListView(PlatformView):
 
 
 class ReportDetailView(PlatformView):
+    audit_resource = "report"
+
     def get(self, request: PlatformRequest, deployment_id: int, report_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         return Response(report_item(selectors.report_of(deployment=deployment, report_id=report_id)))
@@ -421,6 +443,9 @@ class ReportDetailView(PlatformView):
 
 
 class ReportByPublicIdView(PlatformView):
+    audit_resource = "report"
+    audit_verbs = {"PUT": "upsert"}
+
     def put(self, request: PlatformRequest, deployment_id: int, public_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         data = _validated(ReportSerializer, request)
@@ -448,6 +473,8 @@ class FolderUpdateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class FolderListView(PlatformView):
+    audit_resource = "folder"
+
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         parent_id = _id_param(request.query_params, "parentId")
@@ -469,6 +496,8 @@ class FolderListView(PlatformView):
 
 
 class FolderDetailView(PlatformView):
+    audit_resource = "folder"
+
     def get(self, request: PlatformRequest, deployment_id: int, folder_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         return Response(folder_item(selectors.folder_of(deployment=deployment, folder_id=folder_id)))
@@ -501,6 +530,9 @@ class EmbedDashboardSerializer(RejectUnknownFieldsMixin, serializers.Serializer)
 
 class EmbedDashboardView(PlatformView):
     """``GET`` the account's dashboard by publicId; ``PATCH {allowEmbed}`` turns signed embedding on or off."""
+
+    audit_resource = "embed_dashboard"
+    audit_verbs = {"PATCH": "update"}
 
     def _dashboard(self, request: PlatformRequest, public_id: str) -> Dashboard:
         dashboard = selectors.dashboard_by_public_id(public_id=public_id, account=request.user.account)

@@ -111,6 +111,9 @@ class DeploymentCreateView(PlatformView):
     account bootstrap makes one). The slug defaults to one made from the name; the secret is not answered (it signs
     the tokens ``POST /api/v1/deployments/{id}/token`` issues)."""
 
+    audit_via = "build_api"
+    audit_resource = "deployment"
+
     def post(self, request: PlatformRequest) -> Response:
         body = _body(request, ("name", "slug"))
         name = _text(body, "name", required=True)
@@ -124,6 +127,8 @@ class DeploymentDetailView(PlatformView):
     """``GET|PATCH|DELETE /api/v1/deployments/{id}``. DELETE removes the deployment **with all its content**
     (cascade: workbooks, reports, folders, dashboards, chat agents, embed sessions, signing secrets, env variables,
     issued-token records); tokens it signed stop verifying at once. Its model directory on disk is kept."""
+
+    audit_resource = "deployment"
 
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
         return Response(deployment_item(self.deployment(request, deployment_id)))
@@ -181,6 +186,10 @@ def _issue(
 class DeploymentTokenView(PlatformView):
     """``POST /api/v1/deployments/{id}/token`` ``{expiresIn: 60..86400 (default 86400)}`` -> ``{cubeApiToken}``:
     an HS256 Core Data API token with :func:`deployment_token_claims` as its security context."""
+
+    audit_resource = "deployment_token"
+    audit_verbs = {"POST": "issue"}
+    audit_id_kwarg = "deployment_id"
 
     def post(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
@@ -250,6 +259,10 @@ class EnvironmentTokensView(PlatformView):
     security context, signed with the deployment's secret. The token is shown once; GET lists the unexpired tokens
     issued (``token`` null). ``scopes`` are recorded and listed; the Core Data API does not restrict by them yet."""
 
+    audit_resource = "environment_token"
+    audit_verbs = {"POST": "issue"}
+    audit_id_kwarg = "environment_id"
+
     kind = IssuedToken.Kind.ENVIRONMENT
 
     def get(self, request: PlatformRequest, deployment_id: str, environment_id: str) -> Response:
@@ -304,6 +317,10 @@ class EnvVariablesView(PlatformView):
     """``GET|PUT /api/v1/deployments/{id}/env-vars``: stored encrypted; values of names containing PASS, SECRET,
     TOKEN, KEY or CREDENTIAL are answered ``[ENCRYPTED]``. PUT ``{env_variables: [{name, value}]}`` upserts by
     name (others keep their values) and answers the list. Nothing in this install reads them yet."""
+
+    audit_resource = "env_variables"
+    audit_verbs = {"PUT": "upsert"}
+    audit_id_kwarg = "deployment_id"
 
     def _list(self, request: PlatformRequest, deployment: Deployment) -> Response:
         rows = list(selectors.env_variables_of(deployment=deployment))
@@ -387,6 +404,11 @@ class DataModelUploadView(PlatformView):
     multipart form whose file fields are named by their path. Compiled as a whole before anything is written
     (400 with the compiler's ``file:line`` message when it fails); then swapped into the model directory at once."""
 
+    audit_via = "build_api"
+    audit_resource = "data_model"
+    audit_verbs = {"POST": "upload"}
+    audit_id_kwarg = "deployment_id"
+
     parser_classes = [JSONBodyParser, MultiPartParser]
 
     def post(self, request: PlatformRequest, deployment_id: str) -> Response:
@@ -415,6 +437,8 @@ def api_key_item(key: ApiKey) -> dict[str, Any]:
 class ApiKeyListView(PlatformView):
     """``GET|POST /api/v1/api-keys``. POST ``{name?, kind? admin|personal, ownerId? (personal), deploymentIds?}``
     answers the key once in ``key``; a key with ``deploymentIds`` may act on those deployments only."""
+
+    audit_resource = "api_key"
 
     def get(self, request: PlatformRequest) -> Response:
         page = paginate(selectors.api_keys_of(account=request.user.account), params=request.query_params)
@@ -448,6 +472,9 @@ class ApiKeyListView(PlatformView):
 class ApiKeyDetailView(PlatformView):
     """``GET /api/v1/api-keys/{id}``; ``DELETE`` revokes the key (204; it stays listed with ``revokedAt``)."""
 
+    audit_resource = "api_key"
+    audit_verbs = {"DELETE": "revoke"}
+
     def get(self, request: PlatformRequest, key_id: str) -> Response:
         return Response(api_key_item(selectors.api_key_of(account=request.user.account, key_id=key_id)))
 
@@ -469,6 +496,8 @@ def platform_token_item(token: PlatformToken) -> dict[str, Any]:
 class PlatformTokenListView(PlatformView):
     """``GET|POST /api/v1/platform-tokens``; POST ``{name?}`` answers the token once in ``token``."""
 
+    audit_resource = "platform_token"
+
     def get(self, request: PlatformRequest) -> Response:
         page = paginate(selectors.platform_tokens_of(account=request.user.account), params=request.query_params)
         return Response(page.as_dict(platform_token_item))
@@ -482,6 +511,9 @@ class PlatformTokenListView(PlatformView):
 
 class PlatformTokenDetailView(PlatformView):
     """``GET /api/v1/platform-tokens/{id}``; ``DELETE`` revokes it (204), the caller's own token included."""
+
+    audit_resource = "platform_token"
+    audit_verbs = {"DELETE": "revoke"}
 
     def get(self, request: PlatformRequest, token_id: str) -> Response:
         token = selectors.platform_token_of(account=request.user.account, token_id=token_id)
@@ -499,6 +531,8 @@ class PlatformTokenDetailView(PlatformView):
 class NotImplementedView(PlatformView):
     """501 for a resource Cube names but whose semantics it does not publish (``resource`` says which). A
     deployment-scoped one answers 404 first for a deployment that is not the caller's."""
+
+    audit_exempt = dict.fromkeys(("POST", "PUT", "PATCH", "DELETE"), "answers 501 and changes nothing")
 
     resource = ""
 

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from embedadmin.accounts.authentication import ApiKeyOrBearerAuthentication, IsAdminApiKeyOrPlatformCaller
 from embedadmin.accounts.models import Account
 from embedadmin.accounts.selectors import ApiKeyCaller, PlatformCaller
+from embedadmin.audit.edge import AuditedView
 from embedadmin.core.errors import ApiError, LimitExceeded
 from embedadmin.core.fields import MAX_BIGINT, RejectUnknownFieldsMixin, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
@@ -41,7 +41,7 @@ MAX_BULK_USERS = 100
 MAX_GROUP_MEMBERS = 1000
 
 
-class EmbedTenantView(APIView):
+class EmbedTenantView(AuditedView):
     authentication_classes = [ApiKeyOrBearerAuthentication]
     permission_classes = [IsAdminApiKeyOrPlatformCaller]
 
@@ -117,6 +117,8 @@ class EmbedTenantListView(EmbedTenantView):
 
 
 class EmbedTenantDetailView(EmbedTenantView):
+    audit_resource = "embed_tenant"
+
     def delete(self, request: Request, tenant_name: str) -> Response:
         """Cascade (groups, attribute definitions, the tenant's users); idempotent: an unknown tenant, another
         account's included, is 204 and nothing changes."""
@@ -137,6 +139,8 @@ class GroupUpdateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class EmbedTenantGroupListView(EmbedTenantView):
+    audit_resource = "embed_tenant_group"
+
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         groups = directory_selectors.embed_tenant_groups(account=self.account(request), embed_tenant=tenant)
@@ -163,6 +167,8 @@ class EmbedTenantGroupListView(EmbedTenantView):
 
 
 class EmbedTenantGroupDetailView(EmbedTenantView):
+    audit_resource = "embed_tenant_group"
+
     def _item(self, request: Request, tenant_name: str, group_id: int) -> dict[str, Any]:
         tenant = self.tenant(request, tenant_name)
         groups = directory_selectors.embed_tenant_groups(account=self.account(request), embed_tenant=tenant)
@@ -203,6 +209,10 @@ class MembersSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class EmbedTenantGroupUsersView(EmbedTenantView):
+    audit_resource = "embed_tenant_group_members"
+    audit_verbs = {"POST": "add", "DELETE": "remove"}
+    audit_id_kwarg = "group_id"
+
     def get(self, request: Request, tenant_name: str, group_id: int) -> Response:
         group = self.group(request, tenant_name, group_id)
         members = directory_selectors.group_external_members(group=group)
@@ -264,6 +274,9 @@ def provision_input(data: dict[str, Any]) -> directory.EmbedUserInput:
 class EmbedTenantUserProvisionView(EmbedTenantView):
     """``POST /{name}/user``: create (201) or update (200) one embed user; 429 at the account's user cap."""
 
+    audit_resource = "embed_user"
+    audit_verbs = {"POST": "provision"}
+
     def post(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         serializer = ProvisionEmbedUserSerializer(data=json_object(request.data))
@@ -279,6 +292,9 @@ class BulkProvisionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 
 
 class EmbedTenantUsersView(EmbedTenantView):
+    audit_resource = "embed_user"
+    audit_verbs = {"POST": "bulk_provision"}
+
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         users = directory_selectors.embed_tenant_users(account=self.account(request), embed_tenant=tenant)
@@ -344,6 +360,8 @@ class EmbedTenantAttributeListView(EmbedTenantView):
 
 
 class EmbedTenantAttributeDetailView(EmbedTenantView):
+    audit_resource = "embed_tenant_attribute"
+
     def delete(self, request: Request, tenant_name: str, attribute_id: int) -> Response:
         tenant = self.tenant(request, tenant_name)
         definition = directory_selectors.attribute_definition_of(

@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from embedadmin.platform import attributes, content, embed_tenants, openapi, views
+from embedadmin.platform import attributes, audit_log, content, embed_tenants, openapi, views
 from embedadmin.platform import deployments as deployment_views
 from embedadmin.platform.scim import views as scim
 
@@ -18,6 +18,9 @@ api_v1 = [
     path("spec", openapi.SpecView.as_view()),
     path("tenant/settings", views.TenantSettingsView.as_view()),
     path("app-config", views.AppConfigView.as_view()),
+    # The audit log and daily usage (embedadmin/platform/audit_log.py)
+    path("audit-log", audit_log.AuditLogView.as_view()),
+    path("usage", audit_log.UsageView.as_view()),
     # User attributes, their values, embed tenants (embedadmin/platform/attributes.py, embed_tenants.py)
     path("user-attributes", attributes.UserAttributeListView.as_view()),
     path("user-attributes/<int:attribute_id>", attributes.UserAttributeDetailView.as_view()),

@@ -6,18 +6,20 @@ from typing import Any
 
 from rest_framework import serializers
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest, PlatformTokenAuthentication
 from embedadmin.accounts.models import Deployment, TenantSettings
+from embedadmin.audit.edge import AuditedView
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
 from embedadmin.platform import users as user_lifecycle
 
 
-class PlatformView(APIView):
+class PlatformView(AuditedView):
+    """A Platform API view: a platform token's account; its writes audited (``audit_resource``)."""
+
     authentication_classes = [PlatformTokenAuthentication]
     permission_classes = [IsPlatformCaller]
 
@@ -51,6 +53,8 @@ def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
 
 
 class TenantSettingsView(PlatformView):
+    audit_resource = "tenant_settings"
+
     def get(self, request: PlatformRequest) -> Response:
         return Response(tenant_settings_item(accounts_selectors.tenant_settings_of(account=request.user.account)))
 
@@ -123,6 +127,8 @@ def internal_user_item(user) -> dict[str, Any]:
 
 
 class UserListView(PlatformView):
+    audit_resource = "user"
+
     def get(self, request: PlatformRequest) -> Response:
         users = accounts_selectors.internal_users_of(account=request.user.account)
         page = paginate(users, params=request.query_params)
@@ -163,6 +169,8 @@ class UserDetailView(PlatformView):
     """``/api/v1/users/{id}``: get, update (email, role, active) and delete an internal user, through the same
     services as SCIM (a deactivation revokes the user's sessions, tokens and keys at once)."""
 
+    audit_resource = "user"
+
     def _user(self, request: PlatformRequest, user_id: str):
         return accounts_selectors.internal_user_of(account=request.user.account, user_id=user_id)
 
@@ -193,6 +201,9 @@ class UserDetailView(PlatformView):
 
 class UserDeactivateView(PlatformView):
     """``POST /api/v1/users/{id}/deactivate``: the same as ``PATCH {"isActive": false}``."""
+
+    audit_resource = "user"
+    audit_verbs = {"POST": "deactivate"}
 
     def post(self, request: PlatformRequest, user_id: str) -> Response:
         user = accounts_selectors.internal_user_of(account=request.user.account, user_id=user_id)

@@ -155,7 +155,13 @@ def test_two_expiry_workers_at_once_delete_each_user_once(acme, chat, on_postgre
     for user in users[:10]:
         thread = services.thread_create(agent=chat.agent, owner=user, branch_name=None, is_default_branch=None)
         services.run_start(
-            thread=thread, question="q", message_id=None, query_context={}, bus=InProcessBus(), runtime=NoRuntime()
+            account_id=chat.agent.account_id,
+            thread=thread,
+            question="q",
+            message_id=None,
+            query_context={},
+            bus=InProcessBus(),
+            runtime=NoRuntime(),
         )
     assert ThreadEvent.objects.count() == 10  # each run's user echo
 

@@ -55,20 +55,39 @@ def statements(generate, cast, external_id: str) -> list[str]:
     return [query["sql"] for query in captured.captured_queries]
 
 
-def test_minting_for_an_existing_user_takes_six_round_trips(catalog, generate):
+def test_minting_for_an_existing_user_takes_seven_round_trips(catalog, generate):
     statements(generate, catalog, "warm-up")
     statements(generate, catalog, "ann")
 
     sent = statements(generate, catalog, "ann")
 
-    assert [s.split(" ")[0] for s in sent] == ["BEGIN", "INSERT", "SELECT", "INSERT", "INSERT", "COMMIT"], sent
+    assert [s.split(" ")[0] for s in sent] == ["BEGIN", "INSERT", "SELECT", "INSERT", "INSERT", "UPDATE", "COMMIT"], (
+        sent
+    )
 
 
-def test_minting_for_a_new_user_takes_seven_round_trips(catalog, generate):
+def test_minting_for_a_new_user_takes_eight_round_trips(catalog, generate):
     statements(generate, catalog, "warm-up")
 
     sent = statements(generate, catalog, "bob")
 
-    assert [s.split(" ")[0] for s in sent] == ["BEGIN", "INSERT", "INSERT", "INSERT", "INSERT", "UPDATE", "COMMIT"], (
-        sent
-    )
+    assert [s.split(" ")[0] for s in sent] == [
+        "BEGIN",
+        "INSERT",
+        "INSERT",
+        "INSERT",
+        "INSERT",
+        "UPDATE",
+        "UPDATE",
+        "COMMIT",
+    ], sent
+
+
+def test_the_days_sessions_counter_counts_each_mint_once(catalog, generate):
+    from embedadmin.audit.models import DailyUsage
+
+    for external_id in ("warm-up", "ann", "ann", "bob"):
+        statements(generate, catalog, external_id)
+
+    counters = DailyUsage.objects.filter(account=catalog.account, kind=DailyUsage.Kind.SESSIONS)
+    assert list(counters.values_list("count", flat=True)) == [4]

@@ -25,6 +25,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from embedadmin.audit.models import DailyUsage
+from embedadmin.audit.services import usage_count
 from embedadmin.chat import events, selectors
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
 from embedadmin.chat.models import Run, Thread, ThreadEvent
@@ -80,6 +82,7 @@ def _thread_lock(thread_id: int) -> bool:
 
 def run_start(
     *,
+    account_id: int,
     thread: Thread,
     question: str,
     message_id: str | None,
@@ -94,7 +97,8 @@ def run_start(
     streams) or replayed (once it ended) and nothing is written (the same ``messageId`` with another input or
     another ``context`` is a 400); another running run refuses
     the message (409 ``Streaming for thread is in progress``) unless its process died. Otherwise the run
-    and the user's message are logged, and the run is handed to ``runtime`` once committed.
+    and the user's message are logged, the message counted in the account's daily usage, and the run is handed to
+    ``runtime`` once committed.
     """
     now = timezone.now()
     context = context or {}
@@ -138,6 +142,7 @@ def run_start(
             runtime.submit(run.pk, after=first_line_sent)
 
         transaction.on_commit(publish_and_submit)
+        usage_count(account_id=account_id, kind=DailyUsage.Kind.CHAT_MESSAGES)  # last: its row is locked till commit
     return _plan_for_run(thread, run, first_line_sent)
 
 

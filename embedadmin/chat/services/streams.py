@@ -113,6 +113,7 @@ def _stream_open(
         "isDefaultBranch": thread.is_default_branch,
     }
     return run_start(
+        account_id=agent.account_id,
         thread=thread,
         question=request.input,
         message_id=request.message_id,

@@ -35,6 +35,7 @@ from embedadmin.panel.base import (
     PanelStackedInline,
     RevokedFilter,
     ShownOnce,
+    audit_panel_change,
     page_context,
     render_shown_once,
 )
@@ -275,6 +276,10 @@ class DeploymentAdmin(PanelAdmin):
     def rotate_secret(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
         with transaction.atomic():  # every deployment's new secret, or none (each is shown once, below)
             rotated = [(d, *accounts.deployment_secret_rotate(deployment=d)) for d in queryset.order_by("pk")]
+            for deployment, _secret, row in rotated:
+                audit_panel_change(
+                    request, deployment, "rotate", resource="deployment_secret", details={"secretId": row.pk}
+                )
         shown = ShownOnce(
             title="New signing secrets",
             secrets=tuple((f"Deployment {d.pk} ({d.name}) API secret #{row.pk}", secret) for d, secret, row in rotated),
@@ -306,7 +311,10 @@ class DeploymentAdmin(PanelAdmin):
                 keep = request.POST.get(f"keep_{deployment.pk}", "")
                 if not (keep.isascii() and keep.isdigit()):
                     raise BadRequest(f"Deployment {deployment.pk}: no secret to keep was named.")
-                revoked += accounts.deployment_secrets_revoke_older(deployment=deployment, keep_id=int(keep))
+                count = accounts.deployment_secrets_revoke_older(deployment=deployment, keep_id=int(keep))
+                details = {"keptSecretId": int(keep), "revoked": count}
+                audit_panel_change(request, deployment, "revoke_older", resource="deployment_secret", details=details)
+                revoked += count
         self.message_user(
             request,
             f"Revoked {revoked} older signing secret{'s' if revoked != 1 else ''}; the secret kept for each "
@@ -351,6 +359,7 @@ class CredentialAdmin(PanelAdmin):
             active = list(queryset.filter(revoked_at__isnull=True))
             for credential in active:
                 self.revoke_credential(credential)
+                audit_panel_change(request, credential, "revoke")
         noun = self.opts.verbose_name if len(active) == 1 else self.opts.verbose_name_plural
         self.message_user(request, f"Revoked {len(active)} {noun}.", messages.SUCCESS)
 

@@ -32,7 +32,13 @@ from embedadmin.directory.models import EmbedTenant, ExternalUser
 from embedadmin.directory.values import default_value_parse
 from embedadmin.embedding import services as embedding
 from embedadmin.panel import tenancy
-from embedadmin.panel.base import PanelAdmin, PanelReadOnlyInline, object_missing_redirect, page_context
+from embedadmin.panel.base import (
+    PanelAdmin,
+    PanelReadOnlyInline,
+    audit_panel_change,
+    object_missing_redirect,
+    page_context,
+)
 from embedadmin.panel.forms import EmbedAccessForm, PreviewViewerForm
 from embedadmin.panel.site import panel_site
 
@@ -228,7 +234,10 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
     # --- publish -------------------------------------------------------------------------------------------
 
     def _publish(self, request: HttpRequest, workbook: Workbook) -> Dashboard:
-        return dashboards.workbook_publish(workbook=workbook, published_by=request.user.get_username())
+        with transaction.atomic():
+            dashboard = dashboards.workbook_publish(workbook=workbook, published_by=request.user.get_username())
+            audit_panel_change(request, workbook, "publish", details={"version": dashboard.version_number})
+        return dashboard
 
     @admin.action(description="Publish the selected workbooks' drafts", permissions=["publish"])
     def publish_dashboards(self, request: HttpRequest, queryset: QuerySet) -> None:
@@ -242,6 +251,7 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
         with transaction.atomic():
             for workbook in queryset.order_by("pk"):
                 dashboards.embed_access_update(workbook=workbook, allow_embed=allow)
+                audit_panel_change(request, workbook, "update", resource="embed_access", details={"allowEmbed": allow})
         count = queryset.count()
         state = "allowed" if allow else "disallowed"
         self.message_user(request, f"Embedding {state} for {count} dashboard(s).", messages.SUCCESS)
@@ -344,7 +354,10 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
         else:
             return False
         try:
-            dashboards.embed_access_update(workbook=workbook, **change)
+            with transaction.atomic():
+                dashboards.embed_access_update(workbook=workbook, **change)
+                details = {"fields": sorted(change)}
+                audit_panel_change(request, workbook, "update", resource="embed_access", details=details)
         except ApiError as exc:
             self.message_user(request, exc.message, messages.ERROR)
             return False

@@ -9,7 +9,8 @@ transaction: all its operations or none.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from django.db import transaction
 from django.db.models import Q
@@ -17,7 +18,6 @@ from pydantic import ValidationError
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 from scim2_models import (
     Context,
     Error,
@@ -32,6 +32,7 @@ from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest, PlatformTokenAuthentication
 from embedadmin.accounts.models import Account, InternalUserProfile
 from embedadmin.accounts.services import internal_user_profile
+from embedadmin.audit.edge import AuditedView
 from embedadmin.core.errors import SCIM_MEDIA_TYPE, ApiError, scim_error_body
 from embedadmin.core.parsers import JSONBodyParser, ScimJSONParser
 from embedadmin.directory import selectors as directory_selectors
@@ -61,7 +62,12 @@ def _validation_error(exc: ValidationError) -> Response:
     return scim_error(status, first.detail or "Invalid request", first.scim_type or "invalidValue")
 
 
-class ScimView(APIView):
+# What SCIM's methods do to a resource (RFC 7644 3.3-3.6), as the audit log names it.
+SCIM_VERBS: Mapping[str, str] = {"POST": "create", "PUT": "replace", "PATCH": "update", "DELETE": "delete"}
+
+
+class ScimView(AuditedView):
+    audit_via = "scim"
     """Base of the SCIM endpoints: platform-token auth, the account's service, and SCIM errors for everything."""
 
     authentication_classes = [PlatformTokenAuthentication]
@@ -154,6 +160,9 @@ def _list_response(resources_: list[dict[str, Any]], total: int, start: int) -> 
 
 
 class _UserMixin(ScimView):
+    audit_resource = "scim_user"
+    audit_verbs = SCIM_VERBS
+
     def user_payloads(self, users: list[Any]) -> list[dict[str, Any]]:
         account, base = self.account(), self.base()
         ids = [u.pk for u in users]
@@ -222,6 +231,9 @@ class ScimUserListView(_UserMixin):
 
 
 class ScimUserSearchView(_UserMixin):
+    audit_exempt = {"POST": "a search (RFC 7644 3.4.3): reads only"}
+    audit_verbs: ClassVar[Mapping[str, str]] = {}
+
     def post(self, request: PlatformRequest) -> Response:
         body = self.body()
         with resources.POLICY:
@@ -284,6 +296,9 @@ def _normalized_patch(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class _GroupMixin(ScimView):
+    audit_resource = "scim_group"
+    audit_verbs = SCIM_VERBS
+
     def group_payload(self, group: Group) -> dict[str, Any]:
         return resources.group_payload(
             group=group, members=directory_selectors.group_internal_members(group=group), base=self.base()
@@ -360,6 +375,9 @@ class ScimGroupListView(_GroupMixin):
 
 
 class ScimGroupSearchView(_GroupMixin):
+    audit_exempt = {"POST": "a search (RFC 7644 3.4.3): reads only"}
+    audit_verbs: ClassVar[Mapping[str, str]] = {}
+
     def post(self, request: PlatformRequest) -> Response:
         body = self.body()
         with resources.POLICY:
@@ -464,6 +482,8 @@ class SchemaDetailView(SchemaListView):
 
 class RootSearchView(ScimView):
     """``POST /.search`` over every resource type at once: not offered (RFC 7644 3.4.3 makes it optional)."""
+
+    audit_exempt = {"POST": "a search (RFC 7644 3.4.3): reads only"}
 
     def post(self, request: Request) -> Response:
         return scim_error(501, "Searching several resource types at once is not supported; use /Users/.search")

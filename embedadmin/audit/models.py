@@ -1,0 +1,79 @@
+"""The audit log and the daily usage counters.
+
+An entry is written in the same transaction as the change it records (``services.entry_record`` refuses to run
+outside one), so a change that rolls back leaves no entry. Entries keep what they say in plain columns, not foreign
+keys to the actor or the resource: an entry must outlive the key that made the change and the row it changed.
+Nothing secret goes in: a credential is named by its id and public prefix, never by its value, and ``details``
+holds field names and counts, never the values sent.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from embedadmin.accounts.models import Account
+
+
+class AuditEntry(models.Model):
+    class ActorKind(models.TextChoices):
+        USER = "user", "Panel user"
+        API_KEY = "api_key", "API key"
+        PLATFORM_TOKEN = "platform_token", "Platform token"
+        SYSTEM = "system", "System"
+
+    id = models.BigAutoField(primary_key=True)
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="audit_entries")
+    occurred_at = models.DateTimeField(default=timezone.now)
+    # Who: the credential (kind, id, a label such as "ci (ak_3f9c…)") and the user it belongs to, if any.
+    actor_kind = models.CharField(max_length=16, choices=ActorKind.choices)
+    actor_id = models.CharField(max_length=64, blank=True, default="")
+    actor_label = models.CharField(max_length=300, blank=True, default="")
+    actor_owner = models.CharField(max_length=300, blank=True, default="")
+    # Through which door: platform_api, build_api, scim, embed_api, panel.
+    via = models.CharField(max_length=16)
+    # What: "deployment.update", "scim_user.delete", "api_key.revoke", ...
+    action = models.CharField(max_length=64)
+    resource_type = models.CharField(max_length=48)
+    resource_id = models.CharField(max_length=300, blank=True, default="")
+    details = models.JSONField(default=dict, blank=True)
+    # From where.
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=512, blank=True, default="")
+
+    class Meta:
+        verbose_name = "audit log entry"
+        verbose_name_plural = "audit log"
+        indexes = [
+            # The log's pages (newest first) and its filters, each within one account.
+            models.Index(fields=["account", "-id"], name="audit_account_id"),
+            models.Index(fields=["account", "occurred_at"], name="audit_account_time"),
+            models.Index(fields=["account", "action", "-id"], name="audit_account_action"),
+            models.Index(fields=["account", "resource_type", "resource_id"], name="audit_account_resource"),
+            models.Index(fields=["account", "actor_kind", "actor_id"], name="audit_account_actor"),
+            # The retention task's range.
+            models.Index(fields=["occurred_at"], name="audit_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.occurred_at:%Y-%m-%d %H:%M:%S} {self.action} {self.resource_id} by {self.actor_label}"
+
+
+class DailyUsage(models.Model):
+    """How many sessions were minted and chat messages sent in an account on a day (UTC): counted, not logged."""
+
+    class Kind(models.TextChoices):
+        SESSIONS = "sessions", "Sessions minted"
+        CHAT_MESSAGES = "chat_messages", "Chat messages"
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="daily_usage")
+    day = models.DateField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "daily usage"
+        constraints = [models.UniqueConstraint(fields=["account", "day", "kind"], name="daily_usage_once")]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.kind}: {self.count}"

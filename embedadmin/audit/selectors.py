@@ -1,0 +1,60 @@
+"""Reading the audit log and the daily usage counters, always within one account."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from embedadmin.accounts.models import Account
+from embedadmin.audit.models import AuditEntry, DailyUsage
+
+
+@dataclass(frozen=True)
+class EntryFilters:
+    since: dt.datetime | None = None  # occurred_at >= since
+    until: dt.datetime | None = None  # occurred_at < until
+    actor_kind: str | None = None
+    actor_id: str | None = None
+    action: str | None = None  # "deployment.update", or "deployment" for every deployment action
+    resource_type: str | None = None
+    resource_id: str | None = None
+    via: str | None = None
+
+
+def entries_of(*, account: Account, filters: EntryFilters) -> QuerySet[AuditEntry]:
+    """The account's entries that pass ``filters``; the caller orders and pages them (newest first, by id)."""
+    rows = AuditEntry.objects.filter(account=account)
+    if filters.since is not None:
+        rows = rows.filter(occurred_at__gte=filters.since)
+    if filters.until is not None:
+        rows = rows.filter(occurred_at__lt=filters.until)
+    if filters.actor_kind:
+        rows = rows.filter(actor_kind=filters.actor_kind)
+    if filters.actor_id:
+        rows = rows.filter(actor_id=filters.actor_id)
+    if filters.action:
+        rows = (
+            rows.filter(action=filters.action) if "." in filters.action else rows.filter(resource_type=filters.action)
+        )
+    if filters.resource_type:
+        rows = rows.filter(resource_type=filters.resource_type)
+    if filters.resource_id:
+        rows = rows.filter(resource_id=filters.resource_id)
+    if filters.via:
+        rows = rows.filter(via=filters.via)
+    return rows
+
+
+def daily_usage_of(*, account: Account, since: dt.date, until: dt.date) -> Mapping[dt.date, dict[str, int]]:
+    """Counts per day from ``since`` to ``until`` inclusive, every kind present (0 when nothing happened)."""
+    days: dict[dt.date, dict[str, int]] = {}
+    day = since
+    while day <= until:
+        days[day] = {kind: 0 for kind in DailyUsage.Kind.values}
+        day += dt.timedelta(days=1)
+    for row in DailyUsage.objects.filter(account=account, day__gte=since, day__lte=until).only("day", "kind", "count"):
+        days[row.day][row.kind] = row.count
+    return days

@@ -1,0 +1,93 @@
+"""Writing the audit log and the daily usage counters.
+
+``entry_record`` is the one way an entry is written: the Platform API, SCIM and embedding views reach it through
+:class:`embedadmin.audit.edge.AuditedView`, the panel through its admin hooks (``embedadmin.panel.base``). It must
+run inside the transaction of the change it records, so that the change and its entry commit or roll back together.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from embedadmin.audit.models import AuditEntry, DailyUsage
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who made a change and from where: the credential (never its value), its owner, the door and the client."""
+
+    kind: str  # AuditEntry.ActorKind
+    id: str
+    label: str
+    via: str
+    owner: str = ""
+    ip: str | None = None
+    user_agent: str = ""
+
+
+@dataclass(frozen=True)
+class Change:
+    """What changed: ``action`` is ``<resource_type>.<verb>``; ``details`` holds names and counts, never values."""
+
+    action: str
+    resource_type: str
+    resource_id: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def entry_record(*, account_id: int, actor: Actor, change: Change) -> AuditEntry:
+    """Record one change, in the transaction that makes it (refused outside one: an entry must not outlive a
+    change that rolled back, nor a change commit without its entry)."""
+    if not connection.in_atomic_block:
+        raise RuntimeError(f"audit entry {change.action!r} recorded outside the transaction of its change")
+    return AuditEntry.objects.create(
+        account_id=account_id,
+        actor_kind=actor.kind,
+        actor_id=actor.id[:64],
+        actor_label=actor.label[:300],
+        actor_owner=actor.owner[:300],
+        via=actor.via,
+        action=change.action[:64],
+        resource_type=change.resource_type[:48],
+        resource_id=str(change.resource_id)[:300],
+        details=change.details,
+        ip=actor.ip,
+        user_agent=actor.user_agent[:512],
+    )
+
+
+def usage_count(*, account_id: int, kind: str, amount: int = 1, day: dt.date | None = None) -> None:
+    """Add ``amount`` to an account's counter of ``kind`` for today (UTC). Called last in the transaction that does
+    the counted thing, so a rolled-back mint is not counted; the counter row stays locked until that commit. One
+    UPDATE once the day's row exists; the day's first call inserts it (in a savepoint: two first calls race, the
+    loser updates the winner's row)."""
+    day = day or timezone.now().date()
+    counter = DailyUsage.objects.filter(account_id=account_id, day=day, kind=kind)
+    if counter.update(count=F("count") + amount):
+        return
+    try:
+        with transaction.atomic():
+            DailyUsage.objects.create(account_id=account_id, day=day, kind=kind, count=amount)
+    except IntegrityError:
+        counter.update(count=F("count") + amount)
+
+
+def entries_purge(*, older_than: dt.datetime, batch: int = 5_000) -> int:
+    """Delete the entries that occurred before ``older_than``, ``batch`` rows per transaction; returns how many."""
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            ids = list(
+                AuditEntry.objects.filter(occurred_at__lt=older_than)
+                .order_by("occurred_at")
+                .values_list("id", flat=True)[:batch]
+            )
+            if not ids:
+                return deleted
+            deleted += AuditEntry.objects.filter(id__in=ids).delete()[0]

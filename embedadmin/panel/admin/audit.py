@@ -1,0 +1,61 @@
+"""The audit log and the daily usage counts, read-only, each account administrator seeing their account's."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+from embedadmin.audit.models import AuditEntry, DailyUsage
+from embedadmin.panel.base import PanelAdmin
+from embedadmin.panel.site import panel_site
+
+
+@admin.register(AuditEntry, site=panel_site)
+class AuditEntryAdmin(PanelAdmin):
+    list_display = ("occurred_at", "action", "resource", "actor", "via", "ip", "account")
+    list_filter = ("via", "actor_kind", "resource_type", "account", "occurred_at")
+    search_fields = ("action", "resource_id", "actor_label", "actor_owner", "ip")
+    list_select_related = ("account",)
+    date_hierarchy = "occurred_at"
+    ordering = ("-id",)
+    show_full_result_count = False  # a count(*) over the whole log on every page is not worth it
+    fields = (
+        "occurred_at",
+        "account",
+        "action",
+        "resource_type",
+        "resource_id",
+        "actor_kind",
+        "actor_id",
+        "actor_label",
+        "actor_owner",
+        "via",
+        "ip",
+        "user_agent",
+        "details_json",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="resource", ordering="resource_id")
+    def resource(self, obj: AuditEntry) -> str:
+        return f"{obj.resource_type} {obj.resource_id}".strip()
+
+    @admin.display(description="by", ordering="actor_label")
+    def actor(self, obj: AuditEntry) -> str:
+        owner = f" of {obj.actor_owner}" if obj.actor_owner else ""
+        return f"{obj.get_actor_kind_display()}: {obj.actor_label}{owner}"
+
+    @admin.display(description="details")
+    def details_json(self, obj: AuditEntry) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(obj.details, indent=2, sort_keys=True))
+
+
+@admin.register(DailyUsage, site=panel_site)
+class DailyUsageAdmin(PanelAdmin):
+    list_display = ("day", "kind", "count", "account")
+    list_filter = ("kind", "account")
+    list_select_related = ("account",)
+    date_hierarchy = "day"
+    ordering = ("-day", "kind")
