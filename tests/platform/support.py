@@ -118,3 +118,47 @@ def walk_pages(api: JsonClient, url: str, *, first: int, headers: dict[str, str]
 
 def names(items: Sequence[dict[str, Any]]) -> list[str]:
     return [item["name"] for item in items]
+
+
+# --- the isolation matrix's wider view (tests/test_isolation.py) ------------------------------------------
+
+BUILD_DEPLOYMENTS_URL = "/build/api/v1/deployments"
+API_KEYS_URL = "/api/v1/api-keys"
+PLATFORM_TOKENS_URL = "/api/v1/platform-tokens"
+REGIONS_URL = "/api/v1/regions"
+USER_ATTRIBUTE_VALUES_URL = "/api/v1/user-attribute-values"
+EMBED_DASHBOARD_URL = "/api/v1/embed/dashboard"
+SCIM_USERS_URL = "/api/scim/v2/Users"
+SCIM_USER_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:User"
+SCIM_GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
+SCIM_PATCH_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+SCIM_SEARCH_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:SearchRequest"
+
+
+def every_row(*, audit_of: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """:func:`db_rows` widened to every app of the product (workbooks, reports, folders, dashboards, chat, ...),
+    by table, in primary-key order.
+
+    The audit log (when the app is installed) counts only with the rows of the account ``audit_of``: a caller's
+    own audited request is entered in its own account's log even when the answer is the one a non-existent id
+    gets (an idempotent 204), so another account's log is no sign of a change it made elsewhere."""
+    models = [get_user_model()]
+    for config in apps.get_app_configs():
+        if config.name.startswith("embedadmin.") and config.label != "audit":
+            models.extend(config.get_models(include_auto_created=True))
+    rows = {model._meta.db_table: list(model.objects.order_by("pk").values()) for model in models}
+    if apps.is_installed("embedadmin.audit"):
+        for model in apps.get_app_config("audit").get_models():
+            if any(field.name == "account" for field in model._meta.fields):
+                mine = model.objects.filter(account_id=audit_of).order_by("pk")
+                rows[model._meta.db_table] = list(mine.values())
+    return rows
+
+
+def files_under(*roots: str) -> dict[str, bytes]:
+    """Every file under the directories ``roots`` with its content: equal before and after a call means no file
+    there was written, added or removed."""
+    from pathlib import Path
+
+    found = (path for root in roots for path in sorted(Path(root).rglob("*")))
+    return {path.as_posix(): path.read_bytes() for path in found if path.is_file()}
