@@ -293,7 +293,7 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
     def log_deletions(self, request: HttpRequest, queryset: Any) -> None:  # type: ignore[override]
         # The delete page calls this in its transaction, then delete_model; the "delete selected" action calls it
         # outside any, then delete_queryset, which records each deletion in its own transaction (above).
-        if transaction.get_connection().in_atomic_block:
+        if request.__dict__.get("_panel_delete_page"):
             for obj in queryset:
                 audit_panel_change(request, obj, "delete")
 
@@ -378,6 +378,7 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
         )
 
     def delete_view(self, request: HttpRequest, object_id: str, extra_context=None) -> HttpResponse:
+        request.__dict__["_panel_delete_page"] = True  # log_deletions records on this page (see there)
         return self._errors_as_messages(
             request, lambda: super(PanelAdmin, self).delete_view(request, object_id, extra_context)
         )

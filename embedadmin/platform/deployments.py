@@ -319,7 +319,7 @@ class EnvVariablesView(PlatformView):
     name (others keep their values) and answers the list. Nothing in this install reads them yet."""
 
     audit_resource = "env_variables"
-    audit_verbs = {"PUT": "upsert"}
+    audit_verbs = {"PUT": "upsert", "PATCH": "upsert"}
     audit_id_kwarg = "deployment_id"
 
     def _list(self, request: PlatformRequest, deployment: Deployment) -> Response:

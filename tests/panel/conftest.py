@@ -156,6 +156,8 @@ def admin_url(model_name: str, view: str = "changelist", obj: Model | None = Non
         "dashboard": "dashboards",
         "report": "dashboards",
         "folder": "dashboards",
+        "auditentry": "audit",
+        "dailyusage": "audit",
     }[model_name]
     base = f"/admin/{app}/{model_name}/"
     if view == "changelist":

@@ -492,6 +492,8 @@ class RootSearchView(ScimView):
 class NotFoundView(ScimView):
     """Any other path under the SCIM root: a SCIM 404 (an unknown endpoint is no resource)."""
 
+    audit_exempt = dict.fromkeys(("POST", "PUT", "PATCH", "DELETE"), "answers 404 and changes nothing")
+
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         kwargs.pop("rest", None)
         return super().dispatch(request, *args, **kwargs)
