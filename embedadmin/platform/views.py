@@ -14,7 +14,7 @@ from embedadmin.accounts.models import Deployment, TenantSettings
 from embedadmin.audit.edge import AuditedView
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
-from embedadmin.platform import users as user_lifecycle
+from embedadmin.embedding import internal_users as user_lifecycle
 
 
 class PlatformView(AuditedView):

@@ -210,6 +210,60 @@ def test_internal_user_is_created_through_the_service(acme_admin: Client, acme: 
     assert new_admin.get("/admin/").status_code == 200
 
 
+def _user_form(client: Client, user) -> dict:
+    """The panel's change form of ``user`` as it would be posted back unchanged (inline management forms too)."""
+    page = client.get(admin_url("user", "change", user))
+    data = {}
+    for name, value in page.context["adminform"].form.initial.items():
+        if value is None or name in ("password", "last_login", "date_joined"):
+            continue
+        if isinstance(value, bool):
+            if value:
+                data[name] = "on"
+        else:
+            data[name] = value
+    for formset in page.context["inline_admin_formsets"]:
+        management = formset.formset.management_form
+        data.update({management.add_prefix(k): v for k, v in management.initial.items()})
+        for form in formset.formset.forms:
+            data.update({form.add_prefix(k): v for k, v in form.initial.items() if v is not None and v is not False})
+            data.update({form.add_prefix(k): "on" for k, v in form.initial.items() if v is True})
+            data[form.add_prefix("id")] = form.instance.pk
+    return data
+
+
+def test_deactivating_a_user_in_the_panel_revokes_its_sessions_and_keys(acme_admin: Client, acme: Cast, api):
+    ann = accounts.internal_user_create(account=acme.account, username="ann", email="", is_admin=False)
+    _plaintext, key = accounts.api_key_create(account=acme.account, name="ann's", personal_owner=ann)
+    session = api.post_json(
+        GENERATE_URL, {"deploymentId": acme.deployment.pk, "internalId": "ann"}, **acme.api_key_headers
+    ).json()["sessionId"]
+    data = _user_form(acme_admin, ann)
+    data.pop("is_active")
+
+    response = acme_admin.post(admin_url("user", "change", ann), data)
+
+    assert response.status_code == 302, response.context["adminform"].form.errors if response.context else response
+    ann.refresh_from_db()
+    key.refresh_from_db()
+    assert ann.is_active is False
+    assert key.revoked_at is not None
+    assert api.post_json("/api/v1/embed/session/token", {"sessionId": session}).status_code == 401
+
+
+def test_renaming_a_user_onto_a_taken_name_in_another_case_is_refused(acme_admin: Client, acme: Cast):
+    accounts.internal_user_create(account=acme.account, username="Ann", email="", is_admin=False)
+    bob = accounts.internal_user_create(account=acme.account, username="bob", email="", is_admin=False)
+    data = {**_user_form(acme_admin, bob), "username": "ANN"}
+
+    response = acme_admin.post(admin_url("user", "change", bob), data)
+
+    assert response.status_code == 200
+    assert "already exists" in str(response.context["adminform"].form.non_field_errors())
+    bob.refresh_from_db()
+    assert bob.username == "bob"
+
+
 def test_group_is_created_through_the_service(acme_admin: Client, acme_rows: AccountRows):
     response = acme_admin.post(
         admin_url("group", "add"), {"name": "store managers", "embed_tenant": acme_rows.embed_tenant.pk}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -27,7 +27,9 @@ from embedadmin.accounts.models import (
     TenantSettings,
 )
 from embedadmin.accounts.selectors import data_source_url_redacted, deployment_data_source_url
+from embedadmin.accounts.services import InternalUserChanges
 from embedadmin.core.errors import BadRequest
+from embedadmin.embedding import internal_users
 from embedadmin.panel import tenancy
 from embedadmin.panel.base import (
     Created,
@@ -451,6 +453,10 @@ class MembershipInline(PanelStackedInline):
 
 
 # What an account administrator may edit of a user: no superuser flag, no Django permissions.
+# The user fields the internal-user lifecycle owns, and those of Django's own that the panel saves as they are.
+USER_LIFECYCLE_FIELDS = ("username", "email", "first_name", "last_name", "is_active")
+DJANGO_USER_FIELDS = ("is_staff", "is_superuser")
+
 ACCOUNT_ADMIN_USER_FIELDSETS = (
     (None, {"fields": ("username", "password")}),
     ("Personal info", {"fields": ("first_name", "last_name", "email")}),
@@ -503,8 +509,23 @@ class InternalUserAdmin(PanelAdmin, UserAdmin):
         return Created(user)
 
     def update_through_service(self, request: HttpRequest, obj: Model, form: BaseForm) -> None:
-        # Django's own user fields (name, email, active, staff, password hash); no service owns them yet.
-        obj.save()
+        """An account's user changes through the one lifecycle the Platform API and SCIM use (unique names without
+        regard to case; deactivating revokes sessions, tokens and personal keys at once). The fields only a
+        superuser sees (staff, superuser, permissions) and users of no account (operators) are saved as Django's."""
+        membership = AccountMembership.objects.select_related("account").filter(user_id=obj.pk).first()
+        owned = {f: form.cleaned_data[f] for f in USER_LIFECYCLE_FIELDS if f in form.changed_data}
+        others = [f for f in form.changed_data if f not in USER_LIFECYCLE_FIELDS and f in DJANGO_USER_FIELDS]
+        if membership is None:
+            obj.save()
+            return
+        with transaction.atomic():
+            user = internal_users.internal_user_save(
+                account=membership.account, user=cast(Any, obj), changes=InternalUserChanges(**owned)
+            )
+            if others:
+                for field in others:
+                    setattr(user, field, form.cleaned_data[field])
+                user.save(update_fields=others)
 
     @admin.display(description="account", ordering="membership__account__name")
     def account(self, obj: Any) -> str:

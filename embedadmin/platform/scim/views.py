@@ -38,7 +38,7 @@ from embedadmin.core.parsers import JSONBodyParser, ScimJSONParser
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.directory.models import Group
-from embedadmin.platform import users as user_lifecycle
+from embedadmin.embedding import internal_users as user_lifecycle
 from embedadmin.platform.scim import resources
 from embedadmin.platform.scim.filters import GROUP_COLUMNS, USER_COLUMNS, filter_query
 

@@ -1,9 +1,9 @@
-"""The lifecycle of internal users across the rooms that hold their state: the one write path SCIM and the
-Platform API's users admin both call.
+"""The lifecycle of internal users across the rooms that hold their state: the one write path SCIM, the
+Platform API's users admin and the panel's user pages call.
 
 A user's own rows are the accounts app's (``accounts.services.internal_user_*``), its attribute values the
-directory's, its embed sessions embedding's; this module is where they meet (the import layers let only an
-app above all three do it), each change in one transaction.
+directory's, its embed sessions embedding's; this module is where they meet (embedding is the lowest room the
+import layers let see all three), each change in one transaction.
 """
 
 from __future__ import annotations
