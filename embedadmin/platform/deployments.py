@@ -30,6 +30,7 @@ from embedadmin.core.pagination import decode_cursor, encode_cursor, paginate, p
 from embedadmin.core.parsers import JSONBodyParser
 from embedadmin.platform import data_model
 from embedadmin.platform.views import PlatformView
+from embedadmin.semantic.serving.auth import API_SCOPES_CLAIM
 
 PRODUCTION = "production"
 SECRET_NAME_PARTS = ("PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL")
@@ -168,7 +169,10 @@ def _issue(
     now = timezone.now().replace(microsecond=0)
     expires_at = now + dt.timedelta(seconds=expires_in)
     jti = uuid.uuid4().hex
-    token = deployment_token_sign(deployment=deployment, claims={**security_context, "jti": jti}, expires_at=expires_at)
+    claims = {**security_context, "jti": jti}
+    if kind == IssuedToken.Kind.META_SYNC:  # "scoped specifically to metadata endpoints": /v1/meta only
+        claims[API_SCOPES_CLAIM] = ["meta"]
+    token = deployment_token_sign(deployment=deployment, claims=claims, expires_at=expires_at)
     record = accounts.issued_token_record(
         deployment=deployment,
         kind=kind,
@@ -257,7 +261,8 @@ class EnvironmentTokensView(PlatformView):
     POST ``{security_context* (object), expires_in 1..3600 (default 3600), scopes [string]}`` ->
     ``{data: {token, security_context, created_at, expires_at}}``: a Core Data API token whose payload is the
     security context, signed with the deployment's secret. The token is shown once; GET lists the unexpired tokens
-    issued (``token`` null). ``scopes`` are recorded and listed; the Core Data API does not restrict by them yet."""
+    issued (``token`` null). ``scopes`` are recorded and listed; a meta-sync token may use ``/v1/meta`` only (its
+    ``embedadmin:apiScopes`` claim; other Core Data API endpoints answer 403 ``API scope is missing: data``)."""
 
     audit_resource = "environment_token"
     audit_verbs = {"POST": "issue"}

@@ -10,7 +10,12 @@ import pytest
 
 from embedadmin.accounts.models import IssuedToken
 from embedadmin.accounts.selectors import deployment_signing_secret
+from embedadmin.semantic.serving.auth import API_SCOPES_CLAIM
+from tests.dashboards import support as dashboards_support
 from tests.platform.support import db_rows
+
+fresh_models = dashboards_support.fresh_models
+modelled = dashboards_support.modelled
 
 KINDS = [("tokens", IssuedToken.Kind.ENVIRONMENT), ("tokens-for-meta-sync", IssuedToken.Kind.META_SYNC)]
 CONTEXT = {"sub": "user-7", "tenant_id": 42, "groups": ["sales"], "nested": {"region": "eu"}}
@@ -91,7 +96,8 @@ def test_a_token_is_shown_once_and_verifies_with_the_deployments_secret(api, acm
     assert {k: claims[k] for k in CONTEXT} == CONTEXT
     assert claims["jti"] == data["jti"]
     assert claims["exp"] == int(_time(data["expires_at"]).timestamp())
-    assert set(claims) == {*CONTEXT, "jti", "iat", "exp"}
+    restriction = {API_SCOPES_CLAIM} if kind == IssuedToken.Kind.META_SYNC else set()
+    assert set(claims) == {*CONTEXT, "jti", "iat", "exp", *restriction}
     with pytest.raises(jwt.InvalidSignatureError):
         jwt.decode(data["token"], "not-the-deployments-secret-but-long-enough", algorithms=["HS256"])
     record = IssuedToken.objects.get(jti=data["jti"])
@@ -219,3 +225,33 @@ def test_expired_tokens_are_not_listed(api, acme):
 def test_unauthenticated_is_401(api, acme):
     assert api.get(_tokens(acme, "tokens")).status_code == 401
     assert api.post_json(_tokens(acme, "tokens"), {"security_context": {}}).status_code == 401
+
+
+@pytest.mark.parametrize(("route", "data_allowed"), [("tokens", True), ("tokens-for-meta-sync", False)])
+def test_a_meta_sync_token_reads_the_metadata_only(api, modelled, route, data_allowed):
+    issued = api.post_json(_tokens(modelled, route), {"security_context": {"sub": "sync"}}, **modelled.platform_headers)
+    token = issued.json()["data"]["token"]
+    core = f"/d/{modelled.deployment.pk}/cubejs-api/v1"
+    query = '{"measures": ["orders.count"]}'
+
+    meta = api.get(f"{core}/meta", HTTP_AUTHORIZATION=token)
+    sql = api.get(f"{core}/sql", {"query": query}, HTTP_AUTHORIZATION=token)
+    load = api.get(f"{core}/load", {"query": query}, HTTP_AUTHORIZATION=token)
+
+    assert meta.status_code == 200, meta.content
+    assert "orders" in [cube["name"] for cube in meta.json()["cubes"]]
+    if data_allowed:
+        assert sql.status_code == 200, sql.content
+    else:
+        assert (sql.status_code, sql.json()) == (403, {"error": "API scope is missing: data"})
+        assert (load.status_code, load.json()) == (403, {"error": "API scope is missing: data"})
+
+
+def test_a_restriction_that_cannot_be_read_restricts_to_nothing(api, modelled):
+    secret = deployment_signing_secret(deployment=modelled.deployment)
+    now = int(dt.datetime.now(dt.UTC).timestamp())
+    token = jwt.encode({"sub": "x", "iat": now, "exp": now + 60, API_SCOPES_CLAIM: "meta"}, secret, algorithm="HS256")
+
+    meta = api.get(f"/d/{modelled.deployment.pk}/cubejs-api/v1/meta", HTTP_AUTHORIZATION=token)
+
+    assert (meta.status_code, meta.json()) == (403, {"error": "API scope is missing: meta"})

@@ -49,6 +49,12 @@ class PublicTokenInvalid(TokenInvalid):
     JWKS problems); any other :class:`TokenInvalid` is answered ``Invalid token``."""
 
 
+# A claim this install writes into the tokens it restricts to some of the Core Data API's scopes ("meta": /v1/meta;
+# "data": /v1/load, /v1/sql, /v1/dry-run, /v1/cubesql), as Cube's contextToApiScopes does by configuration. The
+# Platform API's meta-sync tokens carry ["meta"]; a token without the claim may use every scope.
+API_SCOPES_CLAIM = "embedadmin:apiScopes"
+
+
 @dataclass(frozen=True)
 class SecurityContext:
     """A verified caller: the whole token payload, plus the groups and user attributes it carries.
@@ -60,6 +66,8 @@ class SecurityContext:
     payload: dict[str, Any]
     groups: tuple[str, ...] = ()
     user_attributes: dict[str, Any] = field(default_factory=dict)
+    # The Core Data API scopes the token may use (API_SCOPES_CLAIM); None: every scope (any other token).
+    api_scopes: frozenset[str] | None = None
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> SecurityContext:
@@ -67,10 +75,14 @@ class SecurityContext:
         attributes = payload.get("userAttributes")
         if not (isinstance(groups, list) and all(isinstance(group, str) for group in groups)):
             groups = []
+        scopes = payload.get(API_SCOPES_CLAIM)
+        if API_SCOPES_CLAIM in payload and not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
+            scopes = []  # a restriction we cannot read restricts to nothing (fail closed)
         return cls(
             payload=payload,
             groups=tuple(groups),
             user_attributes=dict(attributes) if isinstance(attributes, dict) else {},
+            api_scopes=frozenset(scopes) if API_SCOPES_CLAIM in payload else None,
         )
 
 

@@ -71,8 +71,9 @@ def _error_response(exc: Exception) -> HttpResponse:
     return _json(service.json_bytes(error_body(message)), status)
 
 
-def core_api(*methods: str) -> Callable[[Handler], Callable[..., HttpResponse]]:
-    """Make ``handler(request, caller) -> body`` a Core Data API view answering ``methods``.
+def core_api(*methods: str, scope: str = "data") -> Callable[[Handler], Callable[..., HttpResponse]]:
+    """Make ``handler(request, caller) -> body`` a Core Data API view answering ``methods``, in API ``scope``
+    (a token restricted to other scopes is refused: 403).
 
     The view takes the optional ``deployment_id`` path argument (``/d/{id}{base_path}/...``).
     """
@@ -89,6 +90,7 @@ def core_api(*methods: str) -> Callable[[Handler], Callable[..., HttpResponse]]:
                 return _with_cors(response)
             try:
                 caller = core_api_caller(deployment_id=deployment_id, headers=request.headers)
+                caller.require_scope(scope)
                 response = _json(handler(request, caller))
             except ContinueWait:
                 response = _json(CONTINUE_WAIT)
@@ -124,7 +126,7 @@ def _string_param(params: dict[str, Any], name: str) -> str | None:
     return value
 
 
-@core_api("GET")
+@core_api("GET", scope="meta")
 def meta_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     """``GET /v1/meta`` (``?extended``, ``?onlyViews=true``)."""
     return service.semantic_meta_json(
