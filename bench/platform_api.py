@@ -2,16 +2,16 @@
 
 One account on a fresh PostgreSQL bench database, 2 web processes (gunicorn with uvicorn workers) sharing Redis.
 
-Lists: 10,000 rows of each of three resources are seeded in bulk by a Django script (``manage shell -c``; no
-management command): external users of one embed tenant, tenant-wide user attribute definitions, and workbooks of
-the deployment. The account's ``external_user_count`` is raised by the number inserted, as the product's upsert
-would have. For each list, the first page (``first=50``) and a deep page (page ``--deep``, reached by following
-``after`` cursors) are read through HTTP with a platform token, one request at a time after a warm-up, interleaved
-with the same statements run directly with psycopg on the bench database. The direct statements are the ones the
-view's own code issues for that page (captured by the seed script running the selector and
-``core.pagination.paginate`` under ``CaptureQueriesContext``: the keyset page query and, where the list answers a
-``count``, the count), so the ratio HTTP / direct is what the web tier (authentication, the request cycle,
-serialization) adds to the list's data work.
+Lists: 10,000 rows of each of four resources are seeded in bulk by a Django script (``manage shell -c``; no
+management command): external users of one embed tenant, tenant-wide user attribute definitions, workbooks of the
+deployment, and audit log entries (``GET /api/v1/audit-log``, newest first). The account's ``external_user_count``
+is raised by the number inserted, as the product's upsert would have. For each list, the first page (``first=50``)
+and a deep page (page ``--deep``, reached by following ``after`` cursors) are read through HTTP with a platform
+token, one request at a time after a warm-up, interleaved with the same statements run directly with psycopg on the
+bench database. The direct statements are the ones the view's own code issues for that page (captured by the seed
+script running the selector and ``core.pagination.paginate`` under ``CaptureQueriesContext``: the keyset page query
+and, where the list answers a ``count``, the count), so the ratio HTTP / direct is what the web tier
+(authentication, the request cycle, serialization) adds to the list's data work.
 
 SCIM: ``--scim-users`` users created (``POST /api/scim/v2/Users``) then deactivated (``PATCH`` ``active: false``)
 by ``--clients`` concurrent keep-alive clients, on a second account with 3 tenant-wide attribute definitions; then
@@ -53,6 +53,8 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 from embedadmin.accounts.models import Deployment, TenantSettings
+from embedadmin.audit import selectors as audit_selectors
+from embedadmin.audit.models import AuditEntry
 from embedadmin.core.pagination import paginate
 from embedadmin.dashboards import selectors as dashboard_selectors
 from embedadmin.dashboards.models import Workbook
@@ -83,6 +85,14 @@ with transaction.atomic():
         [Workbook(account=account, deployment=deployment, name=f"Workbook {i}", meta={"i": i}) for i in range(n)],
         batch_size=2000,
     )
+    AuditEntry.objects.bulk_create(
+        [AuditEntry(account=account, actor_kind="platform_token", actor_id="1", actor_label="bench (abcd…)",
+                    via="platform_api", action=("deployment.update", "api_key.create", "scim_user.update")[i % 3],
+                    resource_type=("deployment", "api_key", "scim_user")[i % 3], resource_id=str(i),
+                    details={"status": 200, "fields": ["name"]}, ip="203.0.113.7", user_agent="bench")
+         for i in range(n)],
+        batch_size=2000,
+    )
 connection.cursor().execute("ANALYZE")
 
 def users():
@@ -97,6 +107,10 @@ def workbooks():
     qs = dashboard_selectors.workbooks_of(deployment=deployment, folder_id=None, in_root=False)
     return qs, {}, True
 
+def audit_log():
+    qs = audit_selectors.entries_of(account=account, filters=audit_selectors.EntryFilters())
+    return qs, dict(descending=True), False
+
 def page_sql(make, params):
     qs, order, counted = make()
     with CaptureQueriesContext(connection) as captured:
@@ -109,7 +123,7 @@ def page_sql(make, params):
     return page, [q["sql"] for q in captured.captured_queries]
 
 lists = {}
-for key, make in (("users", users), ("attributes", attributes), ("workbooks", workbooks)):
+for key, make in (("users", users), ("attributes", attributes), ("workbooks", workbooks), ("audit_log", audit_log)):
     params = {"first": "50"}
     first_page, first_sql = page_sql(make, params)
     page = first_page
@@ -260,7 +274,7 @@ def main() -> None:
     seed_env = dict(env, BENCH_SEED=json.dumps({**created, "rows": args.rows, "deep": args.deep, "tenant": tenant}))
     seed = json.loads(manage(seed_env, "shell", "-c", SEED_SCRIPT).split("SEED\n", 1)[1])
     seed_seconds = time.perf_counter() - started
-    print(f"seeded 3 x {args.rows:,} rows in {seed_seconds:.1f} s")
+    print(f"seeded 4 x {args.rows:,} rows in {seed_seconds:.1f} s")
 
     platform = {"Authorization": f"Bearer {created['platformToken']}"}
     scim_headers = {**platform, "Content-Type": "application/scim+json"}
@@ -268,6 +282,7 @@ def main() -> None:
         "users": f"/api/v1/embed-tenants/{tenant}/users",
         "attributes": "/api/v1/user-attributes",
         "workbooks": f"/api/v1/deployments/{created['deploymentId']}/workbooks",
+        "audit_log": "/api/v1/audit-log",
     }
     cases: list[dict[str, Any]] = []
     for key, path in paths.items():
