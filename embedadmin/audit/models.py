@@ -43,7 +43,7 @@ class AuditEntry(models.Model):
 
     class Meta:
         verbose_name = "audit log entry"
-        verbose_name_plural = "audit log"
+        verbose_name_plural = "audit log entries"
         indexes = [
             # The log's pages (newest first) and its filters, each within one account.
             models.Index(fields=["account", "-id"], name="audit_account_id"),

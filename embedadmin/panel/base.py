@@ -89,6 +89,15 @@ def audit_panel_change(
     entry_record(account_id=account_id, actor=actor, change=change)
 
 
+# The resource types the HTTP APIs record for a panel model, besides the panel's own name (``resource_name``).
+AUDIT_ALIASES: dict[str, tuple[str, ...]] = {
+    "user": ("scim_user",),
+    "group": ("scim_group", "embed_tenant_group"),
+    "attribute_definition": ("user_attribute", "embed_tenant_attribute"),
+    "external_user": ("embed_user",),
+}
+
+
 def _changed_fields(message: Any) -> list[str]:
     """The field names of Django's change message (``[{"changed": {"fields": [...]}}, ...]``), never values."""
     fields: list[str] = []
@@ -283,6 +292,16 @@ class PanelAdmin(PanelAdminMixin, admin.ModelAdmin):
     # --- the audit log: Django's admin log hooks write our entries instead of its LogEntry rows ---------------
     # Django calls them inside the transaction of the add, change or delete page (changeform_view, delete_view),
     # and ignores what they return (a LogEntry in its signature: we write none, hence the ignores).
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> HttpResponse:
+        """An object's history is its entries in the audit log (Django's own log is not written)."""
+        obj = self.get_object(request, object_id)
+        if obj is None or not self.has_view_permission(request, obj):
+            return object_missing_redirect(self, request, object_id)
+        name = resource_name(obj)
+        types = ",".join((name, *AUDIT_ALIASES.get(name, ())))
+        url = reverse("admin:audit_auditentry_changelist")
+        return HttpResponseRedirect(f"{url}?resource_type__in={types}&resource_id={obj.pk}")
 
     def log_addition(self, request: HttpRequest, obj: Model, message: Any) -> None:  # type: ignore[override]
         audit_panel_change(request, obj, "create")

@@ -102,3 +102,22 @@ def test_the_delete_page_records_one_entry(acme_admin: Client, acme_rows: Accoun
 
     assert response.status_code == 302
     assert actions(acme_rows.cast) == [("group.delete", str(empty.pk))]
+
+
+def test_an_objects_history_is_its_audit_entries_from_every_door(acme_admin: Client, acme_rows: AccountRows, api):
+    attribute = acme_rows.attribute
+    cast = acme_rows.cast
+    api.patch_json(f"/api/v1/user-attributes/{attribute.pk}", {"description": "API"}, **cast.platform_headers)
+    url = admin_url("attributedefinition", "change", attribute)
+    form = acme_admin.get(url).context["adminform"].form
+    data = {name: value for name, value in form.initial.items() if value is not None}
+    acme_admin.post(url, {**data, "description": "panel"})
+    other = directory.group_create(account=cast.account, embed_tenant=None, name="unrelated")
+    acme_admin.post(admin_url("group", "delete", other), {"post": "yes"})
+
+    history = acme_admin.get(admin_url("attributedefinition", "history", attribute))
+
+    assert history.status_code == 302
+    page = acme_admin.get(history["Location"])
+    shown = [(e.action, e.resource_id) for e in page.context["cl"].result_list]
+    assert shown == [("attribute_definition.update", str(attribute.pk)), ("user_attribute.update", str(attribute.pk))]

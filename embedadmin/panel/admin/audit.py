@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.html import format_html
 
 from embedadmin.audit.models import AuditEntry, DailyUsage
@@ -14,7 +15,7 @@ from embedadmin.panel.site import panel_site
 
 @admin.register(AuditEntry, site=panel_site)
 class AuditEntryAdmin(PanelAdmin):
-    list_display = ("occurred_at", "action", "resource", "actor", "via", "ip", "account")
+    list_display = ("occurred_at", "action", "resource_id", "actor", "via", "ip", "account")
     list_filter = ("via", "actor_kind", "resource_type", "account", "occurred_at")
     search_fields = ("action", "resource_id", "actor_label", "actor_owner", "ip")
     list_select_related = ("account",)
@@ -38,14 +39,14 @@ class AuditEntryAdmin(PanelAdmin):
     )
     readonly_fields = fields
 
-    @admin.display(description="resource", ordering="resource_id")
-    def resource(self, obj: AuditEntry) -> str:
-        return f"{obj.resource_type} {obj.resource_id}".strip()
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        # An object's "History" link (PanelAdmin.history_view) filters by resource.
+        return lookup in ("resource_type__in", "resource_id") or super().lookup_allowed(lookup, value, request)
 
     @admin.display(description="by", ordering="actor_label")
     def actor(self, obj: AuditEntry) -> str:
         owner = f" of {obj.actor_owner}" if obj.actor_owner else ""
-        return f"{obj.get_actor_kind_display()}: {obj.actor_label}{owner}"
+        return f"{obj.actor_label}{owner}"
 
     @admin.display(description="details")
     def details_json(self, obj: AuditEntry) -> str:
