@@ -107,6 +107,18 @@ def attribute_definitions_in_scope(
     return {d.name: d for d in _DEFINITIONS.fetch(account.pk, _scope_id(embed_tenant))}
 
 
+def attribute_definitions_named(
+    *, account: Account, embed_tenant: EmbedTenant | None, names: Iterable[str]
+) -> dict[str, AttributeDefinition]:
+    """The definitions of one scope among ``names``, by name (those that exist): what a write naming a few
+    attributes reads, however many the account defines."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return {}
+    rows = AttributeDefinition.objects.filter(account=account, embed_tenant=embed_tenant, name__in=wanted)
+    return {d.name: d for d in rows}
+
+
 def external_user_group_ids(*, user: ExternalUser, embed_tenant: EmbedTenant | None) -> set[int]:
     """Ids of the user's groups in one scope."""
     return {m.group_id for m in _MEMBERSHIPS.fetch(user.pk, _scope_id(embed_tenant))}

@@ -431,7 +431,7 @@ def internal_user_attributes_set(*, account: Account, user_id: int, values: dict
     """Make an internal user's tenant-wide attribute values exactly ``values`` (name -> value; a name left out
     or ``None`` is cleared), each checked against its definition's type by the rule every attribute value
     follows (``values.value_matches_type``). An unknown name is 400. Runs in the caller's transaction."""
-    definitions = selectors.attribute_definitions_in_scope(account=account, embed_tenant=None)
+    definitions = selectors.attribute_definitions_named(account=account, embed_tenant=None, names=values)
     unknown = sorted(set(values) - set(definitions))
     if unknown:
         raise BadRequest(f"User attributes not found: {', '.join(unknown)}")
