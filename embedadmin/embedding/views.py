@@ -5,6 +5,8 @@ to both an admin ``Api-Key`` and a Platform API ``Bearer`` token."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,7 +18,22 @@ from embedadmin.core import credentials
 from embedadmin.core.errors import Unauthorized
 from embedadmin.dashboards.access import embed_token_verify
 from embedadmin.embedding import services
-from embedadmin.embedding.serializers import SessionIdSerializer, generate_session_input
+from embedadmin.embedding.serializers import GenerateSessionSerializer, SessionIdSerializer, generate_session_input
+
+# The OpenAPI description (GET /api/v1/spec): an error answer is the shared {"error"} body, which the spec's
+# postprocessing hook gives every error an operation declares (embedadmin/platform/openapi.py).
+_INVALID = OpenApiResponse(description="Invalid input: a field of the body (the message names it)")
+SESSION_ID = inline_serializer(
+    "SessionId", {"sessionId": serializers.CharField(help_text="Single use, valid for a few minutes")}
+)
+EMBED_TOKEN = inline_serializer(
+    "SessionToken",
+    {
+        "token": serializers.CharField(help_text="The embed token: Authorization: Embed-Token <token>"),
+        "expiresAt": serializers.DateTimeField(),
+        "renewAt": serializers.DateTimeField(help_text="When a page should mint a new session and swap the token"),
+    },
+)
 
 
 class AdminApiKeyView(AuditedView):
@@ -30,6 +47,19 @@ class AdminApiKeyView(AuditedView):
 class GenerateSessionView(AdminApiKeyView):
     audit_exempt = {"POST": "sessions are counted per day (audit.DailyUsage), not logged one by one"}
 
+    @extend_schema(
+        request=GenerateSessionSerializer,
+        responses={
+            200: SESSION_ID,
+            400: _INVALID,
+            403: OpenApiResponse(
+                description="A personal key, a key not allowed on the deployment, creatorMode without useCreatorMode"
+                ", or a deployment without an active signing secret"
+            ),
+            404: OpenApiResponse(description="No deployment with this id in the key's account"),
+            429: OpenApiResponse(description="The account's external-user cap is reached"),
+        },
+    )
     def post(self, request: ApiKeyRequest) -> Response:
         data = generate_session_input(request.data)
         session_id = services.session_generate_for_key(caller=request.user, data=data)
@@ -41,6 +71,15 @@ class SessionTokenView(AuditedView):
     """Unauthenticated: the sessionId itself is the credential."""
     audit_exempt = {"POST": "the embed page redeeming its own session: not an administrative change"}
 
+    @extend_schema(
+        request=SessionIdSerializer,
+        responses={
+            200: EMBED_TOKEN,
+            400: _INVALID,
+            401: OpenApiResponse(description="The session is invalid, expired, revoked or already used"),
+        },
+        auth=[],
+    )
     def post(self, request: Request) -> Response:
         serializer = SessionIdSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -59,6 +98,13 @@ class SessionRevokeView(AdminApiKeyView):
     audit_resource = "embed_session"
     audit_verbs = {"POST": "revoke"}
 
+    @extend_schema(
+        request=SessionIdSerializer,
+        responses={
+            204: OpenApiResponse(description="Revoked; also for a session unknown or of another account"),
+            400: _INVALID,
+        },
+    )
     def post(self, request: ApiKeyRequest) -> Response:
         serializer = SessionIdSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -74,6 +120,16 @@ class SessionContextView(APIView):
     forged token is 401 (verified as every embed endpoint verifies one: ``dashboards.access.embed_token_verify``);
     this is how an embed page checks its token is still good."""
 
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(
+                {"type": "object", "additionalProperties": True},
+                description="The token's claims: sub, the embed claim (groups, attributes, settings), exp...",
+            ),
+            401: OpenApiResponse(description="No Bearer embed token, or one revoked, expired or forged"),
+        },
+        auth=[{"EmbedBearer": []}],  # type: ignore[list-item]  # security requirements; typed as names
+    )
     def get(self, request: Request) -> Response:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         scheme, _, token = header.partition(" ")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -27,7 +28,21 @@ from embedadmin.directory.contracts import (
     attribute_definition_item,
 )
 from embedadmin.directory.models import AttributeDefinition
+from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, list_of, page_of
 from embedadmin.platform.views import PlatformView, json_object
+
+ATTRIBUTE_DEFINITION = inline_serializer(
+    "UserAttribute",
+    {
+        "id": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "type": serializers.ChoiceField(choices=AttributeDefinition.Type.values),
+        "displayName": serializers.CharField(allow_blank=True),
+        "defaultValue": serializers.CharField(allow_blank=True),
+        "description": serializers.CharField(allow_blank=True),
+    },
+)
+ATTRIBUTE_NOT_FOUND = error("No tenant-wide user attribute with this id in the caller's account")
 
 
 class AttributeDefinitionUpdateSerializer(AttributeDefinitionSerializer):
@@ -44,6 +59,18 @@ class UserAttributeListView(PlatformView):
 
     audit_resource = "user_attribute"
 
+    @extend_schema(
+        operation_id="user_attributes_list",
+        parameters=[
+            OpenApiParameter("name", str, description="Definitions whose name contains this text"),
+            OpenApiParameter("type", str, enum=AttributeDefinition.Type.values),
+            *PAGE_PARAMETERS,
+        ],
+        responses={
+            200: page_of("UserAttributePage", ATTRIBUTE_DEFINITION, data=True, count=True),
+            400: error("An unknown type, or an invalid page parameter"),
+        },
+    )
     def get(self, request: PlatformRequest) -> Response:
         params = request.query_params
         attribute_type = params.get("type")
@@ -58,6 +85,10 @@ class UserAttributeListView(PlatformView):
             {"items": body["items"], "data": body["items"], "count": definitions.count(), "pageInfo": body["pageInfo"]}
         )
 
+    @extend_schema(
+        request=AttributeDefinitionSerializer,
+        responses={201: ATTRIBUTE_DEFINITION, 400: INVALID, 409: error("A user attribute with this name exists")},
+    )
     def post(self, request: PlatformRequest) -> Response:
         serializer = AttributeDefinitionSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -77,9 +108,18 @@ class UserAttributeDetailView(PlatformView):
             account=request.user.account, embed_tenant=None, attribute_id=attribute_id
         )
 
+    @extend_schema(responses={200: ATTRIBUTE_DEFINITION, 404: ATTRIBUTE_NOT_FOUND})
     def get(self, request: PlatformRequest, attribute_id: int) -> Response:
         return Response(attribute_definition_item(self._definition(request, attribute_id)))
 
+    @extend_schema(
+        request=AttributeDefinitionUpdateSerializer,
+        responses={
+            200: ATTRIBUTE_DEFINITION,
+            400: error("Invalid input, or a changed name or type"),
+            404: ATTRIBUTE_NOT_FOUND,
+        },
+    )
     def patch(self, request: PlatformRequest, attribute_id: int) -> Response:
         definition = self._definition(request, attribute_id)
         serializer = AttributeDefinitionUpdateSerializer(data=request.data)
@@ -90,6 +130,9 @@ class UserAttributeDetailView(PlatformView):
 
     put = patch
 
+    @extend_schema(
+        responses={204: None, 400: error("Users still have values of this attribute"), 404: ATTRIBUTE_NOT_FOUND}
+    )
     def delete(self, request: PlatformRequest, attribute_id: int) -> Response:
         directory.attribute_definition_delete(definition=self._definition(request, attribute_id))
         return Response(status=204)
@@ -126,6 +169,21 @@ def formatted_value(value: Any) -> str | None:
     return str(value)
 
 
+ATTRIBUTE_VALUE = inline_serializer(
+    "UserAttributeValue",
+    {
+        "userId": serializers.IntegerField(),
+        "userAttributeId": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "type": serializers.ChoiceField(choices=AttributeDefinition.Type.values),
+        "value": serializers.JSONField(help_text="A value of the attribute's type; null: none"),
+        "formattedValue": serializers.CharField(allow_null=True),
+        "displayName": serializers.CharField(allow_blank=True),
+        "description": serializers.CharField(allow_blank=True),
+    },
+)
+
+
 def attribute_value_item(user_id: int, definition: AttributeDefinition, value: Any) -> dict[str, Any]:
     """Cube's ``UserAttributeValue`` (ids as integers in the output, as Cube answers)."""
     return {
@@ -147,6 +205,14 @@ class UserAttributeValueView(PlatformView):
     audit_resource = "user_attribute_values"
     audit_verbs = {"POST": "set"}
 
+    @extend_schema(
+        request=UserAttributeValueSerializer,
+        responses={
+            200: ATTRIBUTE_VALUE,
+            400: error("Invalid input, or a value not of the attribute's type"),
+            404: error("No such internal user or user attribute in the caller's account"),
+        },
+    )
     def post(self, request: PlatformRequest) -> Response:
         serializer = UserAttributeValueSerializer(data=json_object(request.data))
         serializer.is_valid(raise_exception=True)
@@ -167,6 +233,12 @@ class UserAttributeValueListView(PlatformView):
     """``GET /api/v1/user-attribute-values/{userId}``: the internal user's stored values, by attribute name (an
     array, no pagination, as Cube answers)."""
 
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(list_of(ATTRIBUTE_VALUE), description="The user's values"),
+            404: error("No internal user with this id in the caller's account"),
+        }
+    )
     def get(self, request: PlatformRequest, user_id: str) -> Response:
         account = request.user.account
         user = accounts_selectors.internal_user_of(account=account, user_id=user_id)

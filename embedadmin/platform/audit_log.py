@@ -10,7 +10,8 @@ from typing import Any
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.response import Response
 
 from embedadmin.accounts.authentication import PlatformRequest
@@ -19,6 +20,7 @@ from embedadmin.audit.models import AuditEntry, DailyUsage
 from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import has_lone_surrogate
 from embedadmin.core.pagination import paginate
+from embedadmin.platform.openapi import PAGE_PARAMETERS, error, page_of
 from embedadmin.platform.views import PlatformView
 
 MAX_USAGE_DAYS = 366
@@ -26,6 +28,47 @@ MAX_USAGE_DAYS = 366
 
 def _iso(value: dt.datetime) -> str:
     return value.isoformat().replace("+00:00", "Z")
+
+
+AUDIT_ENTRY = inline_serializer(
+    "AuditEntry",
+    {
+        "id": serializers.IntegerField(),
+        "occurredAt": serializers.DateTimeField(),
+        "actor": inline_serializer(
+            "AuditActor",
+            {
+                "kind": serializers.CharField(help_text=", ".join(AuditEntry.ActorKind.values)),
+                "id": serializers.CharField(allow_blank=True),
+                "label": serializers.CharField(allow_blank=True),
+                "owner": serializers.CharField(allow_null=True, help_text="A personal API key's user"),
+            },
+        ),
+        "via": serializers.CharField(),
+        "action": serializers.CharField(help_text='"api_key.revoke": the resource type and the verb'),
+        "resource": inline_serializer(
+            "AuditResource", {"type": serializers.CharField(), "id": serializers.CharField(allow_blank=True)}
+        ),
+        "details": serializers.DictField(help_text="Names and counts, never the values sent"),
+        "ip": serializers.CharField(allow_null=True),
+        "userAgent": serializers.CharField(allow_blank=True),
+    },
+)
+DAILY_USAGE = inline_serializer(
+    "DailyUsage",
+    {
+        "items": serializers.ListField(
+            child=inline_serializer(
+                "DailyUsageDay",
+                {
+                    "day": serializers.DateField(),
+                    "sessions": serializers.IntegerField(help_text="Embed sessions minted"),
+                    "chatMessages": serializers.IntegerField(),
+                },
+            )
+        )
+    },
+)
 
 
 def audit_entry_item(entry: AuditEntry) -> dict[str, Any]:
@@ -85,15 +128,20 @@ _FILTERS = [
     OpenApiParameter("resourceType", str),
     OpenApiParameter("resourceId", str),
     OpenApiParameter("via", str, enum=["platform_api", "build_api", "scim", "embed_api", "panel"]),
-    OpenApiParameter("first", int, description="Page size, 1-500 (50)"),
-    OpenApiParameter("after", str, description="The endCursor of the previous page"),
+    *PAGE_PARAMETERS,
 ]
 
 
 class AuditLogView(PlatformView):
     """``GET /api/v1/audit-log``: who changed what in the account, newest first."""
 
-    @extend_schema(parameters=_FILTERS, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=_FILTERS,
+        responses={
+            200: page_of("AuditEntryPage", AUDIT_ENTRY),
+            400: error("A filter that is not valid, from not before to, or an invalid page parameter"),
+        },
+    )
     def get(self, request: PlatformRequest) -> Response:
         params = request.query_params
         since, until = _moment(params, "from"), _moment(params, "to")
@@ -119,7 +167,10 @@ class UsageView(PlatformView):
 
     @extend_schema(
         parameters=[OpenApiParameter("from", OpenApiTypes.DATE), OpenApiParameter("to", OpenApiTypes.DATE)],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: DAILY_USAGE,
+            400: error(f"Not a YYYY-MM-DD date, from after to, or more than {MAX_USAGE_DAYS} days"),
+        },
     )
     def get(self, request: PlatformRequest) -> Response:
         today = timezone.now().date()

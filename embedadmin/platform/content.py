@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -31,6 +32,7 @@ from embedadmin.dashboards import selectors
 from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Dashboard, Folder, Report, ReportSnapshot, Workbook
 from embedadmin.dashboards.selectors import EmbedAccessState, PublishedDashboard
+from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, list_of, many, nullable, page_of, whole
 from embedadmin.platform.views import PlatformView
 
 
@@ -39,6 +41,126 @@ def _time(value: Any) -> str:
 
 
 # --- shapes ------------------------------------------------------------------------------------------
+
+REPORT_SNAPSHOT = inline_serializer(
+    "ReportSnapshot",
+    {
+        "id": serializers.IntegerField(),
+        "reportId": serializers.IntegerField(allow_null=True, help_text="null once the report is deleted"),
+        "publicId": serializers.CharField(),
+        "versionNumber": serializers.IntegerField(),
+        "kind": serializers.CharField(help_text=", ".join(ReportSnapshot.Kind.values)),
+        "spec": serializers.JSONField(help_text="Any JSON value"),
+        "jsonQuery": serializers.JSONField(help_text="Any JSON value"),
+        "meta": serializers.JSONField(help_text="Any JSON value"),
+    },
+)
+DASHBOARD = inline_serializer(
+    "Dashboard",
+    {
+        "id": serializers.IntegerField(),
+        "publicId": serializers.CharField(),
+        "deploymentId": serializers.IntegerField(),
+        "workbookId": serializers.IntegerField(),
+        "status": serializers.ChoiceField(choices=Dashboard.Status.values),
+        "allowEmbed": serializers.BooleanField(),
+        "config": serializers.JSONField(help_text="The published config; null before a publish"),
+        "versionNumber": serializers.IntegerField(),
+        "versionId": serializers.IntegerField(allow_null=True),
+        "reportSnapshots": many(REPORT_SNAPSHOT),
+        "title": serializers.CharField(allow_blank=True),
+        "description": serializers.CharField(allow_blank=True),
+    },
+)
+WORKBOOK = inline_serializer(
+    "Workbook",
+    {
+        "id": serializers.IntegerField(),
+        "deploymentId": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "slug": serializers.CharField(allow_null=True),
+        "folderId": serializers.IntegerField(allow_null=True),
+        "meta": serializers.JSONField(help_text="Any JSON value"),
+        "dashboardDraft": serializers.JSONField(help_text="The draft config; null when none"),
+        "dashboardPublished": serializers.JSONField(help_text="The newest published config; null before a publish"),
+        "publishedDashboard": nullable(DASHBOARD),
+        "createdAt": serializers.DateTimeField(),
+        "updatedAt": serializers.DateTimeField(),
+    },
+)
+WORKBOOK_DASHBOARD = inline_serializer(
+    "WorkbookDashboard",
+    {
+        "dashboardDraft": serializers.JSONField(help_text="The draft config"),
+        "dashboardPublished": serializers.JSONField(help_text="The newest published config; null before a publish"),
+    },
+)
+REPORT = inline_serializer(
+    "Report",
+    {
+        "id": serializers.IntegerField(),
+        "deploymentId": serializers.IntegerField(),
+        "publicId": serializers.CharField(),
+        "name": serializers.CharField(),
+        "title": serializers.CharField(allow_blank=True),
+        "description": serializers.CharField(allow_blank=True),
+        "jsonQuery": serializers.CharField(allow_blank=True, help_text="The Cube query as JSON text; empty if none"),
+        "sqlQuery": serializers.CharField(allow_blank=True),
+        "pivotItems": serializers.JSONField(help_text="Any JSON value; null when none"),
+        "meta": serializers.JSONField(help_text="Any JSON value"),
+        "source": serializers.ChoiceField(choices=Report.Source.values),
+        "workbookId": serializers.IntegerField(allow_null=True),
+        "folderId": serializers.IntegerField(allow_null=True),
+        "version": serializers.IntegerField(),
+        "createdAt": serializers.DateTimeField(),
+        "updatedAt": serializers.DateTimeField(),
+    },
+)
+FOLDER = inline_serializer(
+    "Folder",
+    {
+        "id": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "parentId": serializers.IntegerField(allow_null=True),
+        "position": serializers.IntegerField(),
+        "type": serializers.CharField(help_text="FOLDER"),
+        "createdAt": serializers.DateTimeField(),
+        "updatedAt": serializers.DateTimeField(),
+    },
+)
+_ACCESS_GRANT = inline_serializer(
+    "EmbedAccessAllUsers",
+    {
+        "enabled": serializers.BooleanField(),
+        "action": serializers.CharField(help_text="read when enabled, else none"),
+        "groupId": serializers.IntegerField(allow_null=True, help_text="The id of the share"),
+    },
+)
+EMBED_ACCESS = inline_serializer(
+    "EmbedAccessResponse",
+    {
+        "allowEmbed": serializers.BooleanField(),
+        "allEmbedUsers": _ACCESS_GRANT,
+        "tenants": serializers.ListField(
+            child=inline_serializer(
+                "EmbedAccessTenant",
+                {
+                    "embedTenantName": serializers.CharField(),
+                    "groupId": serializers.IntegerField(help_text="The id of the share"),
+                    "action": serializers.CharField(help_text="read"),
+                },
+            )
+        ),
+    },
+)
+EMBED_DASHBOARD_STATE = inline_serializer(
+    "EmbedDashboardState", {"publicId": serializers.CharField(), "allowEmbed": serializers.BooleanField()}
+)
+_ID_FILTER = {"type": "integer", "minimum": 1}
+WORKBOOK_NOT_FOUND = error("No workbook with this id in the deployment (or the deployment is not the caller's)")
+REPORT_NOT_FOUND = error("No report with this id in the deployment (or the deployment is not the caller's)")
+FOLDER_NOT_FOUND = error("No folder with this id in the deployment (or the deployment is not the caller's)")
+DEPLOYMENT_NOT_FOUND = error("No deployment with this id in the caller's account")
 
 
 def snapshot_item(snapshot: ReportSnapshot) -> dict[str, Any]:
@@ -228,6 +350,22 @@ def _workbook_changes(deployment: Deployment, data: Mapping[str, Any]) -> dict[s
 class WorkbookListView(PlatformView):
     audit_resource = "workbook"
 
+    @extend_schema(
+        operation_id="deployments_workbooks_list",
+        parameters=[
+            OpenApiParameter(
+                "folderId",
+                {"oneOf": [_ID_FILTER, {"type": "string", "enum": ["null"]}]},
+                description="Workbooks of this folder; `null` for those at the root; every workbook when left out",
+            ),
+            *PAGE_PARAMETERS,
+        ],
+        responses={
+            200: page_of("WorkbookPage", WORKBOOK, data=True, count=True),
+            400: INVALID,
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         params = request.query_params
@@ -242,6 +380,14 @@ class WorkbookListView(PlatformView):
         body["count"] = rows.count()
         return Response(body)
 
+    @extend_schema(
+        request=WorkbookCreateSerializer,
+        responses={
+            201: WORKBOOK,
+            400: error("Invalid input, or folderId is not a folder of the deployment"),
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
     def post(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         data = _validated(WorkbookCreateSerializer, request)
@@ -252,9 +398,19 @@ class WorkbookListView(PlatformView):
 class WorkbookDetailView(PlatformView):
     audit_resource = "workbook"
 
+    @extend_schema(responses={200: WORKBOOK, 404: WORKBOOK_NOT_FOUND})
     def get(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         return Response(_workbook_answer(workbook_id, self.deployment(request, deployment_id)))
 
+    @extend_schema(
+        request=WorkbookUpdateSerializer,
+        responses={
+            200: WORKBOOK,
+            400: error("Invalid input, or folderId is not a folder of the deployment"),
+            404: WORKBOOK_NOT_FOUND,
+            409: error("Another workbook of the deployment has this slug"),
+        },
+    )
     def put(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
@@ -262,6 +418,7 @@ class WorkbookDetailView(PlatformView):
         dashboards.workbook_update(workbook=workbook, changes=_workbook_changes(deployment, data))
         return Response(_workbook_answer(workbook.pk, deployment))
 
+    @extend_schema(responses={204: None, 404: WORKBOOK_NOT_FOUND})
     def delete(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         dashboards.workbook_delete(workbook=selectors.workbook_of(deployment=deployment, workbook_id=workbook_id))
@@ -272,6 +429,14 @@ class WorkbookBySlugView(PlatformView):
     audit_resource = "workbook"
     audit_verbs = {"PUT": "upsert"}
 
+    @extend_schema(
+        request=WorkbookCreateSerializer,
+        responses={
+            200: OpenApiResponse(WORKBOOK, description="The workbook with this slug, created or updated"),
+            400: error("Invalid input or slug, or folderId is not a folder of the deployment"),
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
     def put(self, request: PlatformRequest, deployment_id: int, slug: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         data = _validated(WorkbookCreateSerializer, request)
@@ -290,6 +455,14 @@ class WorkbookDashboardView(PlatformView):
     audit_verbs = {"PUT": "update"}
     audit_id_kwarg = "workbook_id"
 
+    @extend_schema(
+        request=WorkbookDashboardSerializer,
+        responses={
+            200: WORKBOOK_DASHBOARD,
+            400: error("Invalid input, or a draft that does not validate against the data model"),
+            404: WORKBOOK_NOT_FOUND,
+        },
+    )
     def put(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
@@ -312,6 +485,14 @@ class WorkbookPublishView(PlatformView):
     audit_resource = "workbook"
     audit_verbs = {"POST": "publish"}
 
+    @extend_schema(
+        request=PublishSerializer,
+        responses={
+            200: DASHBOARD,
+            400: error("Invalid input, workbookId is not the path's, or no draft to publish"),
+            404: WORKBOOK_NOT_FOUND,
+        },
+    )
     def post(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
@@ -340,10 +521,19 @@ class WorkbookEmbedAccessView(PlatformView):
     audit_verbs = {"PUT": "update"}
     audit_id_kwarg = "workbook_id"
 
+    @extend_schema(responses={200: EMBED_ACCESS, 404: WORKBOOK_NOT_FOUND})
     def get(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         workbook = selectors.workbook_of(deployment=self.deployment(request, deployment_id), workbook_id=workbook_id)
         return Response(embed_access_item(selectors.embed_access_of(workbook=workbook)))
 
+    @extend_schema(
+        request=EmbedAccessSerializer,
+        responses={
+            200: EMBED_ACCESS,
+            400: INVALID,
+            404: error("No such workbook, or no embed tenant named embedTenantName in the account"),
+        },
+    )
     def put(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         workbook = selectors.workbook_of(deployment=self.deployment(request, deployment_id), workbook_id=workbook_id)
         data = _validated(EmbedAccessSerializer, request)
@@ -399,6 +589,16 @@ def _report_fields(deployment: Deployment, data: Mapping[str, Any]) -> dict[str,
 class ReportListView(PlatformView):
     audit_resource = "report"
 
+    @extend_schema(
+        operation_id="deployments_reports_list",
+        parameters=[
+            OpenApiParameter("workbookId", _ID_FILTER, description="Reports of this workbook"),
+            OpenApiParameter("folderId", _ID_FILTER, description="Reports of this folder"),
+            OpenApiParameter("search", str, description="Reports whose name or title contains this text"),
+            *PAGE_PARAMETERS,
+        ],
+        responses={200: page_of("ReportPage", REPORT, data=True, count=True), 400: INVALID, 404: DEPLOYMENT_NOT_FOUND},
+    )
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         params = request.query_params
@@ -413,6 +613,15 @@ class ReportListView(PlatformView):
         )
         return Response(_list_answer(rows, params, report_item))
 
+    @extend_schema(
+        request=ReportSerializer,
+        responses={
+            201: REPORT,
+            400: error("Invalid input (name is required), or workbookId/folderId is not of the deployment"),
+            404: DEPLOYMENT_NOT_FOUND,
+            409: error("A report with this publicId already exists in the account"),
+        },
+    )
     def post(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         data = _validated(ReportSerializer, request)
@@ -425,10 +634,20 @@ class ReportListView(PlatformView):
 class ReportDetailView(PlatformView):
     audit_resource = "report"
 
+    @extend_schema(responses={200: REPORT, 404: REPORT_NOT_FOUND})
     def get(self, request: PlatformRequest, deployment_id: int, report_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         return Response(report_item(selectors.report_of(deployment=deployment, report_id=report_id)))
 
+    @extend_schema(
+        request=ReportSerializer,
+        responses={
+            200: REPORT,
+            400: error("Invalid input, or workbookId/folderId is not of the deployment"),
+            404: REPORT_NOT_FOUND,
+            409: error("A report with this publicId already exists in the account"),
+        },
+    )
     def put(self, request: PlatformRequest, deployment_id: int, report_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         report = selectors.report_of(deployment=deployment, report_id=report_id)
@@ -436,6 +655,7 @@ class ReportDetailView(PlatformView):
         report = dashboards.report_update(report=report, fields=_report_fields(deployment, data))
         return Response(report_item(report))
 
+    @extend_schema(responses={204: None, 404: REPORT_NOT_FOUND})
     def delete(self, request: PlatformRequest, deployment_id: int, report_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         dashboards.report_delete(report=selectors.report_of(deployment=deployment, report_id=report_id))
@@ -446,6 +666,17 @@ class ReportByPublicIdView(PlatformView):
     audit_resource = "report"
     audit_verbs = {"PUT": "upsert"}
 
+    @extend_schema(
+        request=ReportSerializer,
+        responses={
+            200: OpenApiResponse(REPORT, description="The report with this publicId, created or updated"),
+            400: error(
+                "Invalid input, a body publicId that is not the path's, or workbookId/folderId not of the deployment"
+            ),
+            404: DEPLOYMENT_NOT_FOUND,
+            409: error("The publicId belongs to a report of another deployment"),
+        },
+    )
     def put(self, request: PlatformRequest, deployment_id: int, public_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         data = _validated(ReportSerializer, request)
@@ -475,6 +706,20 @@ class FolderUpdateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 class FolderListView(PlatformView):
     audit_resource = "folder"
 
+    @extend_schema(
+        operation_id="deployments_folders_list",
+        parameters=[
+            OpenApiParameter(
+                "parentId", _ID_FILTER, description="Sub-folders of this folder; root folders if left out"
+            ),
+            *PAGE_PARAMETERS,
+        ],
+        responses={
+            200: page_of("FolderPage", FOLDER, data=True, count=True),
+            400: error("Invalid parameter, or parentId is not a folder of the deployment"),
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         parent_id = _id_param(request.query_params, "parentId")
@@ -483,6 +728,14 @@ class FolderListView(PlatformView):
         rows = selectors.folders_of(deployment=deployment, parent_id=parent_id)
         return Response(_list_answer(rows, request.query_params, folder_item))
 
+    @extend_schema(
+        request=FolderCreateSerializer,
+        responses={
+            201: FOLDER,
+            400: error("Invalid input, parentId is not a folder of the deployment, or folders nest too deep"),
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
     def post(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         data = _validated(FolderCreateSerializer, request)
@@ -498,16 +751,19 @@ class FolderListView(PlatformView):
 class FolderDetailView(PlatformView):
     audit_resource = "folder"
 
+    @extend_schema(responses={200: FOLDER, 404: FOLDER_NOT_FOUND})
     def get(self, request: PlatformRequest, deployment_id: int, folder_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         return Response(folder_item(selectors.folder_of(deployment=deployment, folder_id=folder_id)))
 
+    @extend_schema(request=FolderUpdateSerializer, responses={200: FOLDER, 400: INVALID, 404: FOLDER_NOT_FOUND})
     def put(self, request: PlatformRequest, deployment_id: int, folder_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         folder = selectors.folder_of(deployment=deployment, folder_id=folder_id)
         data = _validated(FolderUpdateSerializer, request)
         return Response(folder_item(dashboards.folder_update(folder=folder, changes=data)))
 
+    @extend_schema(responses={204: None, 400: error("The folder has sub-folders"), 404: FOLDER_NOT_FOUND})
     def delete(self, request: PlatformRequest, deployment_id: int, folder_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         dashboards.folder_delete(folder=selectors.folder_of(deployment=deployment, folder_id=folder_id))
@@ -515,6 +771,12 @@ class FolderDetailView(PlatformView):
 
 
 class FolderAncestorsView(PlatformView):
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(list_of(FOLDER), description="Root first"),
+            404: FOLDER_NOT_FOUND,
+        }
+    )
     def get(self, request: PlatformRequest, deployment_id: int, folder_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         folder = selectors.folder_of(deployment=deployment, folder_id=folder_id)
@@ -540,9 +802,18 @@ class EmbedDashboardView(PlatformView):
             raise NotFound(f"Dashboard {public_id} not found")
         return dashboard
 
+    @extend_schema(responses={200: DASHBOARD, 404: error("No dashboard with this publicId in the caller's account")})
     def get(self, request: PlatformRequest, public_id: str) -> Response:
         return Response(_dashboard_answer(self._dashboard(request, public_id)))
 
+    @extend_schema(
+        request=whole(EmbedDashboardSerializer),
+        responses={
+            200: EMBED_DASHBOARD_STATE,
+            400: INVALID,
+            404: error("No dashboard with this publicId in the caller's account"),
+        },
+    )
     def patch(self, request: PlatformRequest, public_id: str) -> Response:
         dashboard = self._dashboard(request, public_id)
         data = _validated(EmbedDashboardSerializer, request)

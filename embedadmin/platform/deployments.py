@@ -14,8 +14,8 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
@@ -29,6 +29,7 @@ from embedadmin.core.fields import contains_nul
 from embedadmin.core.pagination import decode_cursor, encode_cursor, paginate, parse_first
 from embedadmin.core.parsers import JSONBodyParser
 from embedadmin.platform import data_model
+from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of, whole
 from embedadmin.platform.views import PlatformView
 from embedadmin.semantic.serving.auth import API_SCOPES_CLAIM
 
@@ -94,6 +95,47 @@ def page_of_list(
     }
 
 
+# --- shapes --------------------------------------------------------------------------------------------------
+
+DEPLOYMENT = inline_serializer(
+    "Deployment",
+    {
+        "id": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "slug": serializers.CharField(),
+        "createdAt": serializers.DateTimeField(),
+        "updatedAt": serializers.DateTimeField(),
+    },
+)
+DEPLOYMENT_CREATE = inline_serializer(
+    "DeploymentCreate",
+    {
+        "name": serializers.CharField(max_length=200),
+        "slug": serializers.CharField(required=False, max_length=63, help_text="Made from the name when left out"),
+    },
+)
+DEPLOYMENT_CHANGES = inline_serializer(
+    "DeploymentChanges",
+    {
+        "name": serializers.CharField(required=False, max_length=200),
+        "slug": serializers.CharField(required=False, max_length=63),
+    },
+)
+DEPLOYMENT_NOT_FOUND = error("No deployment with this id in the caller's account")
+SLUG_TAKEN = error("Another deployment of the account has this slug")
+BODY_INVALID = error("Not a JSON object, an unknown field, a NUL character or an invalid value")
+# The lists assembled in memory (environments, env variables, regions, model files): a page of them, and Cube's
+# deprecated ``data`` with every item.
+_IN_MEMORY_PAGE = {"data": True}
+_PAGINATION = inline_serializer(
+    "OffsetPagination",
+    {
+        "offset": serializers.IntegerField(),
+        "limit": serializers.IntegerField(),
+        "total": serializers.IntegerField(),
+    },
+)
+
 # --- deployments ---------------------------------------------------------------------------------------------
 
 
@@ -115,6 +157,7 @@ class DeploymentCreateView(PlatformView):
     audit_via = "build_api"
     audit_resource = "deployment"
 
+    @extend_schema(request=DEPLOYMENT_CREATE, responses={201: DEPLOYMENT, 400: BODY_INVALID, 409: SLUG_TAKEN})
     def post(self, request: PlatformRequest) -> Response:
         body = _body(request, ("name", "slug"))
         name = _text(body, "name", required=True)
@@ -131,9 +174,14 @@ class DeploymentDetailView(PlatformView):
 
     audit_resource = "deployment"
 
+    @extend_schema(responses={200: DEPLOYMENT, 404: DEPLOYMENT_NOT_FOUND})
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
         return Response(deployment_item(self.deployment(request, deployment_id)))
 
+    @extend_schema(
+        request=DEPLOYMENT_CHANGES,
+        responses={200: DEPLOYMENT, 400: BODY_INVALID, 404: DEPLOYMENT_NOT_FOUND, 409: SLUG_TAKEN},
+    )
     def patch(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         body = _body(request, ("name", "slug"))
@@ -144,6 +192,7 @@ class DeploymentDetailView(PlatformView):
 
     put = patch
 
+    @extend_schema(responses={204: None, 404: DEPLOYMENT_NOT_FOUND})
     def delete(self, request: PlatformRequest, deployment_id: str) -> Response:
         accounts.deployment_delete(deployment=self.deployment(request, deployment_id))
         return Response(status=204)
@@ -195,6 +244,17 @@ class DeploymentTokenView(PlatformView):
     audit_verbs = {"POST": "issue"}
     audit_id_kwarg = "deployment_id"
 
+    @extend_schema(
+        request=inline_serializer(
+            "DeploymentTokenRequest",
+            {"expiresIn": serializers.IntegerField(required=False, min_value=60, max_value=86400)},
+        ),
+        responses={
+            200: inline_serializer("DeploymentToken", {"cubeApiToken": serializers.CharField()}),
+            400: BODY_INVALID,
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
     def post(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         body = _body(request, ("expiresIn",))
@@ -218,10 +278,45 @@ def _environment(deployment: Deployment, environment_id: str) -> str:
     return environment_id
 
 
+ENVIRONMENT = inline_serializer(
+    "Environment",
+    {
+        "id": serializers.CharField(),
+        "type": serializers.CharField(help_text="production"),
+        "branch": serializers.CharField(allow_null=True),
+        "user": serializers.CharField(allow_null=True),
+        "api_credentials": many(
+            inline_serializer(
+                "EnvironmentApiCredentials",
+                {
+                    "type": serializers.CharField(help_text="rest"),
+                    "version": serializers.CharField(),
+                    "url": serializers.CharField(help_text="The deployment's Core Data API URL"),
+                    "host": serializers.CharField(allow_null=True),
+                    "port": serializers.IntegerField(allow_null=True),
+                    "database": serializers.CharField(allow_null=True),
+                },
+            )
+        ),
+    },
+)
+
+
 class EnvironmentListView(PlatformView):
     """``GET /api/v1/deployments/{id}/environments``: this install runs one environment per deployment,
     ``production``, whose REST credentials are the deployment's Core Data API URL."""
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("type", str, enum=["production", "staging", "development"]),
+            *PAGE_PARAMETERS,
+        ],
+        responses={
+            200: page_of("EnvironmentPage", ENVIRONMENT, **_IN_MEMORY_PAGE, pagination=_PAGINATION),
+            400: INVALID,
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         wanted = request.query_params.get("type")
@@ -241,6 +336,20 @@ class EnvironmentListView(PlatformView):
         body = page_of_list(items, params=request.query_params, key=lambda e: e["id"], serialize=lambda e: e)
         body["pagination"] = {"offset": 0, "limit": len(items), "total": len(items)}
         return Response(body)
+
+
+ISSUED_TOKEN = inline_serializer(
+    "IssuedToken",
+    {
+        "token": serializers.CharField(allow_null=True, help_text="The token when it is issued; null when listed"),
+        "jti": serializers.CharField(),
+        "security_context": serializers.JSONField(help_text="The token's payload (a JSON object)"),
+        "scopes": serializers.ListField(child=serializers.CharField(), allow_null=True),
+        "created_at": serializers.DateTimeField(),
+        "expires_at": serializers.DateTimeField(),
+    },
+)
+ENVIRONMENT_NOT_FOUND = error("No such deployment in the caller's account, or an environment other than production")
 
 
 def issued_token_item(record: IssuedToken) -> dict[str, Any]:
@@ -270,6 +379,17 @@ class EnvironmentTokensView(PlatformView):
 
     kind = IssuedToken.Kind.ENVIRONMENT
 
+    @extend_schema(
+        parameters=PAGE_PARAMETERS,
+        responses={
+            200: OpenApiResponse(
+                page_of("IssuedTokenPage", ISSUED_TOKEN, data=True, pagination=_PAGINATION),
+                description="The unexpired tokens issued, newest first",
+            ),
+            400: INVALID,
+            404: ENVIRONMENT_NOT_FOUND,
+        },
+    )
     def get(self, request: PlatformRequest, deployment_id: str, environment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         environment = _environment(deployment, environment_id)
@@ -280,6 +400,23 @@ class EnvironmentTokensView(PlatformView):
         body["pagination"] = {"offset": 0, "limit": len(body["items"]), "total": rows.count()}
         return Response(body)
 
+    @extend_schema(
+        request=inline_serializer(
+            "EnvironmentTokenRequest",
+            {
+                "security_context": serializers.DictField(help_text="The token's payload; exp, iat, nbf, jti are not"),
+                "expires_in": serializers.IntegerField(required=False, min_value=1, max_value=3600),
+                "scopes": serializers.ListField(
+                    child=serializers.CharField(min_length=1, max_length=100), required=False
+                ),
+            },
+        ),
+        responses={
+            201: inline_serializer("EnvironmentTokenIssued", {"data": ISSUED_TOKEN}),
+            400: BODY_INVALID,
+            404: ENVIRONMENT_NOT_FOUND,
+        },
+    )
     def post(self, request: PlatformRequest, deployment_id: str, environment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         environment = _environment(deployment, environment_id)
@@ -318,6 +455,27 @@ def env_variable_is_secret(name: str) -> bool:
     return any(part in upper for part in SECRET_NAME_PARTS)
 
 
+ENV_VARIABLE = inline_serializer(
+    "EnvVariable",
+    {"name": serializers.CharField(), "value": serializers.CharField(help_text="[ENCRYPTED] for a secret's")},
+)
+ENV_VARIABLES = page_of("EnvVariablePage", ENV_VARIABLE, **_IN_MEMORY_PAGE)
+ENV_VARIABLES_PUT = inline_serializer(
+    "EnvVariables",
+    {
+        "env_variables": many(
+            inline_serializer(
+                "EnvVariableInput",
+                {
+                    "name": serializers.RegexField(r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=255),
+                    "value": serializers.CharField(max_length=32768, allow_blank=True),
+                },
+            )
+        )
+    },
+)
+
+
 class EnvVariablesView(PlatformView):
     """``GET|PUT /api/v1/deployments/{id}/env-vars``: stored encrypted; values of names containing PASS, SECRET,
     TOKEN, KEY or CREDENTIAL are answered ``[ENCRYPTED]``. PUT ``{env_variables: [{name, value}]}`` upserts by
@@ -337,9 +495,15 @@ class EnvVariablesView(PlatformView):
 
         return Response(page_of_list(rows, params=request.query_params, key=lambda r: r.name, serialize=item))
 
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: ENV_VARIABLES, 400: INVALID, 404: DEPLOYMENT_NOT_FOUND})
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
         return self._list(request, self.deployment(request, deployment_id))
 
+    @extend_schema(
+        request=whole(type(ENV_VARIABLES_PUT)),
+        parameters=PAGE_PARAMETERS,
+        responses={200: ENV_VARIABLES, 400: BODY_INVALID, 404: DEPLOYMENT_NOT_FOUND},
+    )
     def put(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         body = _body(request, ("env_variables",))
@@ -369,6 +533,30 @@ class RegionListView(PlatformView):
     """``GET /api/v1/regions``: this install is one region, named by the ``PLATFORM_REGION`` setting
     (default ``local``)."""
 
+    @extend_schema(
+        operation_id="regions_list",
+        parameters=PAGE_PARAMETERS,
+        responses={
+            200: page_of(
+                "RegionPage",
+                inline_serializer(
+                    "Region",
+                    {
+                        "id": serializers.CharField(),
+                        "name": serializers.CharField(),
+                        "title": serializers.CharField(),
+                        "provider": serializers.CharField(),
+                        "isPublic": serializers.BooleanField(),
+                        "isDedicated": serializers.BooleanField(),
+                        "isHybrid": serializers.BooleanField(),
+                        "useAiEngineer": serializers.BooleanField(),
+                    },
+                ),
+                **_IN_MEMORY_PAGE,
+            ),
+            400: INVALID,
+        },
+    )
     def get(self, request: PlatformRequest) -> Response:
         name = getattr(settings, "PLATFORM_REGION", "local")
         region = {
@@ -387,9 +575,26 @@ class RegionListView(PlatformView):
 # --- data model ----------------------------------------------------------------------------------------------
 
 
+MODEL_FILE_FIELDS: dict[str, serializers.Field] = {
+    "path": serializers.CharField(help_text="Relative to the model directory"),
+    "size": serializers.IntegerField(help_text="Bytes"),
+    "updatedAt": serializers.DateTimeField(),
+}
+MODEL_FILE = inline_serializer("ModelFile", MODEL_FILE_FIELDS)
+
+
 class ModelFileListView(PlatformView):
     """``GET /build/api/v1/deployments/{id}/files``: the deployment's model files (YAML and Jinja), by path."""
 
+    @extend_schema(
+        operation_id="build_api_v1_deployments_files_list",
+        parameters=PAGE_PARAMETERS,
+        responses={
+            200: page_of("ModelFilePage", MODEL_FILE, **_IN_MEMORY_PAGE),
+            400: INVALID,
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         files = data_model.model_files_of(deployment)
@@ -399,6 +604,15 @@ class ModelFileListView(PlatformView):
 class ModelFileView(PlatformView):
     """``GET /build/api/v1/deployments/{id}/files/{path}``: one model file, ``{path, size, updatedAt, content}``."""
 
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "ModelFileContent", {**MODEL_FILE_FIELDS, "content": serializers.CharField(allow_blank=True)}
+            ),
+            400: error("Not a relative path of a model file (.yml, .yaml, .jinja)"),
+            404: error("No such deployment in the caller's account, or no such file in its model"),
+        }
+    )
     def get(self, request: PlatformRequest, deployment_id: str, file_path: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         return Response(data_model.model_file_read(deployment, file_path))
@@ -416,6 +630,45 @@ class DataModelUploadView(PlatformView):
 
     parser_classes = [JSONBodyParser, MultiPartParser]
 
+    @extend_schema(
+        request={
+            "application/json": inline_serializer(
+                "DataModelUpload",
+                {
+                    "files": many(
+                        inline_serializer(
+                            "DataModelFile",
+                            {
+                                "path": serializers.CharField(max_length=500, help_text="A .yml, .yaml or .jinja path"),
+                                "content": serializers.CharField(allow_blank=True),
+                            },
+                        ),
+                        min_length=1,
+                        max_length=data_model.MAX_FILES,
+                    ),
+                    "replace": serializers.BooleanField(
+                        required=False, help_text="true: the upload replaces every other model file"
+                    ),
+                },
+            ),
+            "multipart/form-data": {
+                "type": "object",
+                "description": "One file field per model file, named by its path",
+                "additionalProperties": {"type": "string", "format": "binary"},
+            },
+        },
+        responses={
+            200: inline_serializer(
+                "DataModelUploaded",
+                {
+                    "files": serializers.ListField(child=serializers.CharField(), help_text="The paths written"),
+                    "entities": serializers.ListField(child=serializers.CharField(), help_text="Cubes and views"),
+                },
+            ),
+            400: error("Invalid files, or a model that does not compile (the compiler's file:line message)"),
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
     def post(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         files, replace = data_model.upload_of(request)
@@ -424,6 +677,22 @@ class DataModelUploadView(PlatformView):
 
 
 # --- API keys and platform tokens ----------------------------------------------------------------------------
+
+
+API_KEY_FIELDS: dict[str, serializers.Field] = {
+    "id": serializers.IntegerField(),
+    "name": serializers.CharField(allow_blank=True),
+    "kind": serializers.ChoiceField(choices=ApiKey.Kind.values),
+    "prefix": serializers.CharField(),
+    "ownerId": serializers.IntegerField(allow_null=True, help_text="A personal key's internal user"),
+    "deploymentIds": serializers.ListField(
+        child=serializers.IntegerField(), help_text="The only deployments the key may act on; empty: all"
+    ),
+    "createdAt": serializers.DateTimeField(),
+    "revokedAt": serializers.DateTimeField(allow_null=True),
+}
+API_KEY = inline_serializer("ApiKey", API_KEY_FIELDS)
+API_KEY_NOT_FOUND = error("No API key with this id in the caller's account")
 
 
 def api_key_item(key: ApiKey) -> dict[str, Any]:
@@ -445,11 +714,36 @@ class ApiKeyListView(PlatformView):
 
     audit_resource = "api_key"
 
+    @extend_schema(
+        operation_id="api_keys_list",
+        parameters=PAGE_PARAMETERS,
+        responses={200: page_of("ApiKeyPage", API_KEY), 400: INVALID},
+    )
     def get(self, request: PlatformRequest) -> Response:
         page = paginate(selectors.api_keys_of(account=request.user.account), params=request.query_params)
         return Response(page.as_dict(api_key_item))
 
-    @extend_schema(responses={201: OpenApiTypes.OBJECT})  # created: the secret is in this answer only
+    @extend_schema(
+        request=inline_serializer(
+            "ApiKeyCreate",
+            {
+                "name": serializers.CharField(required=False, max_length=200),
+                "kind": serializers.ChoiceField(choices=ApiKey.Kind.values, required=False, help_text="admin"),
+                "ownerId": serializers.IntegerField(required=False, help_text="A personal key's internal user"),
+                "deploymentIds": serializers.ListField(child=serializers.IntegerField(), required=False),
+            },
+        ),
+        responses={
+            201: OpenApiResponse(
+                inline_serializer(
+                    "ApiKeyCreated", {**API_KEY_FIELDS, "key": serializers.CharField(help_text="Shown this once")}
+                ),
+                description="Created: the key is in this answer only",
+            ),
+            400: BODY_INVALID,
+            404: error("No such owner or deployment in the caller's account"),
+        },
+    )
     def post(self, request: PlatformRequest) -> Response:
         body = _body(request, ("name", "kind", "ownerId", "deploymentIds"))
         name = _text(body, "name") or ""
@@ -480,12 +774,25 @@ class ApiKeyDetailView(PlatformView):
     audit_resource = "api_key"
     audit_verbs = {"DELETE": "revoke"}
 
+    @extend_schema(responses={200: API_KEY, 404: API_KEY_NOT_FOUND})
     def get(self, request: PlatformRequest, key_id: str) -> Response:
         return Response(api_key_item(selectors.api_key_of(account=request.user.account, key_id=key_id)))
 
+    @extend_schema(responses={204: None, 404: API_KEY_NOT_FOUND})
     def delete(self, request: PlatformRequest, key_id: str) -> Response:
         accounts.api_key_revoke(key=selectors.api_key_of(account=request.user.account, key_id=key_id))
         return Response(status=204)
+
+
+PLATFORM_TOKEN_FIELDS: dict[str, serializers.Field] = {
+    "id": serializers.IntegerField(),
+    "name": serializers.CharField(allow_blank=True),
+    "prefix": serializers.CharField(),
+    "createdAt": serializers.DateTimeField(),
+    "revokedAt": serializers.DateTimeField(allow_null=True),
+}
+PLATFORM_TOKEN = inline_serializer("PlatformToken", PLATFORM_TOKEN_FIELDS)
+PLATFORM_TOKEN_NOT_FOUND = error("No platform token with this id in the caller's account")
 
 
 def platform_token_item(token: PlatformToken) -> dict[str, Any]:
@@ -503,11 +810,30 @@ class PlatformTokenListView(PlatformView):
 
     audit_resource = "platform_token"
 
+    @extend_schema(
+        operation_id="platform_tokens_list",
+        parameters=PAGE_PARAMETERS,
+        responses={200: page_of("PlatformTokenPage", PLATFORM_TOKEN), 400: INVALID},
+    )
     def get(self, request: PlatformRequest) -> Response:
         page = paginate(selectors.platform_tokens_of(account=request.user.account), params=request.query_params)
         return Response(page.as_dict(platform_token_item))
 
-    @extend_schema(responses={201: OpenApiTypes.OBJECT})  # created: the secret is in this answer only
+    @extend_schema(
+        request=inline_serializer(
+            "PlatformTokenCreate", {"name": serializers.CharField(required=False, max_length=200)}
+        ),
+        responses={
+            201: OpenApiResponse(
+                inline_serializer(
+                    "PlatformTokenCreated",
+                    {**PLATFORM_TOKEN_FIELDS, "token": serializers.CharField(help_text="Shown this once")},
+                ),
+                description="Created: the token is in this answer only",
+            ),
+            400: BODY_INVALID,
+        },
+    )
     def post(self, request: PlatformRequest) -> Response:
         body = _body(request, ("name",))
         plaintext, token = accounts.platform_token_create(account=request.user.account, name=_text(body, "name") or "")
@@ -520,10 +846,12 @@ class PlatformTokenDetailView(PlatformView):
     audit_resource = "platform_token"
     audit_verbs = {"DELETE": "revoke"}
 
+    @extend_schema(responses={200: PLATFORM_TOKEN, 404: PLATFORM_TOKEN_NOT_FOUND})
     def get(self, request: PlatformRequest, token_id: str) -> Response:
         token = selectors.platform_token_of(account=request.user.account, token_id=token_id)
         return Response(platform_token_item(token))
 
+    @extend_schema(responses={204: None, 404: PLATFORM_TOKEN_NOT_FOUND})
     def delete(self, request: PlatformRequest, token_id: str) -> Response:
         token = selectors.platform_token_of(account=request.user.account, token_id=token_id)
         accounts.platform_token_revoke(token=token)

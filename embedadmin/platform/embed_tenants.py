@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -30,6 +31,8 @@ from embedadmin.directory import services as directory
 from embedadmin.directory.contracts import attribute_definition_item
 from embedadmin.directory.models import EmbedTenant, ExternalUser, Group
 from embedadmin.embedding.serializers import UserProfileSerializer
+from embedadmin.platform.attributes import ATTRIBUTE_DEFINITION
+from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of, whole
 from embedadmin.platform.views import json_object
 
 if TYPE_CHECKING:
@@ -104,10 +107,55 @@ def embed_user_item(user: ExternalUser) -> dict[str, Any]:
     }
 
 
-# --- tenants ---------------------------------------------------------------------------------------------
+# --- shapes (docs/platform-api.md: an Api-Key caller gets spec 4.3's, a Bearer caller Cube's) -------------
+
+EMBED_TENANT = inline_serializer(
+    "EmbedTenant",
+    {
+        "id": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "displayName": serializers.CharField(required=False, help_text="Bearer callers (Cube's shape)"),
+        "userCount": serializers.IntegerField(required=False, help_text="Bearer callers (Cube's shape)"),
+        "createdAt": serializers.DateTimeField(),
+    },
+)
+EMBED_GROUP = inline_serializer(
+    "EmbedTenantGroup",
+    {
+        "id": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "description": serializers.CharField(allow_blank=True),
+        "memberCount": serializers.IntegerField(required=False, help_text="Api-Key callers (spec 4.3)"),
+        "createdAt": serializers.DateTimeField(required=False, help_text="Api-Key callers (spec 4.3)"),
+        "userCount": serializers.IntegerField(required=False, help_text="Bearer callers (Cube's UserGroupDTO)"),
+    },
+)
+EMBED_USER = inline_serializer(
+    "EmbedUser",
+    {
+        "id": serializers.IntegerField(),
+        "username": serializers.CharField(help_text="The external id"),
+        "email": serializers.CharField(allow_blank=True),
+        "externalId": serializers.CharField(),
+        "firstName": serializers.CharField(allow_blank=True, help_text="The profile's display name"),
+        "createdAt": serializers.DateTimeField(),
+        "lastLogin": serializers.DateTimeField(allow_null=True, help_text="The user's last embed session"),
+    },
+)
+EMBED_USER_PAGE = page_of("EmbedUserPage", EMBED_USER)
+TENANT_NOT_FOUND = error("No embed tenant with this name in the caller's account")
+GROUP_NOT_FOUND = error("No such embed tenant, or no group with this id in it")
 
 
 class EmbedTenantListView(EmbedTenantView):
+    @extend_schema(
+        operation_id="embed_tenants_list",
+        parameters=[
+            OpenApiParameter("search", str, description="Tenants whose name contains this text"),
+            *PAGE_PARAMETERS,
+        ],
+        responses={200: page_of("EmbedTenantPage", EMBED_TENANT), 400: INVALID},
+    )
     def get(self, request: Request) -> Response:
         search = request.query_params.get("search", "").strip()
         tenants = directory_selectors.embed_tenants_with_counts(account=self.account(request), search=search)
@@ -119,6 +167,12 @@ class EmbedTenantListView(EmbedTenantView):
 class EmbedTenantDetailView(EmbedTenantView):
     audit_resource = "embed_tenant"
 
+    @extend_schema(
+        responses={
+            204: None,
+            400: error("The tenant name is not in canonical (lowercase) form"),
+        }
+    )
     def delete(self, request: Request, tenant_name: str) -> Response:
         """Cascade (groups, attribute definitions, the tenant's users); idempotent: an unknown tenant, another
         account's included, is 204 and nothing changes."""
@@ -141,6 +195,15 @@ class GroupUpdateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 class EmbedTenantGroupListView(EmbedTenantView):
     audit_resource = "embed_tenant_group"
 
+    @extend_schema(
+        operation_id="embed_tenants_groups_list",
+        parameters=PAGE_PARAMETERS,
+        responses={
+            200: OpenApiResponse(page_of("EmbedTenantGroupPage", EMBED_GROUP), description="Newest first"),
+            400: INVALID,
+            404: TENANT_NOT_FOUND,
+        },
+    )
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         groups = directory_selectors.embed_tenant_groups(account=self.account(request), embed_tenant=tenant)
@@ -149,6 +212,15 @@ class EmbedTenantGroupListView(EmbedTenantView):
         bearer = self.is_bearer(request)
         return Response(page.as_dict(lambda g: group_item(g, bearer=bearer)))
 
+    @extend_schema(
+        request=GroupCreateSerializer,
+        responses={
+            201: EMBED_GROUP,
+            400: error("Invalid input, or a reserved name (system:...)"),
+            404: TENANT_NOT_FOUND,
+            409: error("A group with this name exists in the tenant"),
+        },
+    )
     def post(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         serializer = GroupCreateSerializer(data=json_object(request.data))
@@ -178,9 +250,13 @@ class EmbedTenantGroupDetailView(EmbedTenantView):
         assert group is not None
         return group_item(group, bearer=self.is_bearer(request))
 
+    @extend_schema(responses={200: EMBED_GROUP, 404: GROUP_NOT_FOUND})
     def get(self, request: Request, tenant_name: str, group_id: int) -> Response:
         return Response(self._item(request, tenant_name, group_id))
 
+    @extend_schema(
+        request=whole(GroupUpdateSerializer), responses={200: EMBED_GROUP, 400: INVALID, 404: GROUP_NOT_FOUND}
+    )
     def patch(self, request: Request, tenant_name: str, group_id: int) -> Response:
         group = self.group(request, tenant_name, group_id)
         serializer = GroupUpdateSerializer(data=json_object(request.data))
@@ -188,6 +264,7 @@ class EmbedTenantGroupDetailView(EmbedTenantView):
         directory.group_description_update(group=group, description=serializer.validated_data["description"])
         return Response(self._item(request, tenant_name, group_id))
 
+    @extend_schema(responses={204: None, 400: error("The group still has members"), 404: GROUP_NOT_FOUND})
     def delete(self, request: Request, tenant_name: str, group_id: int) -> Response:
         """A group that still has members is 400 and stays (spec 4.3 and Cube)."""
         directory.group_delete(group=self.group(request, tenant_name, group_id))
@@ -208,11 +285,33 @@ class MembersSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     members = MemberSerializer(many=True, min_length=1, max_length=MAX_GROUP_MEMBERS)  # type: ignore[call-arg]
 
 
+MEMBERS_ADDED = inline_serializer(
+    "GroupMembersAdded",
+    {
+        "addedMembers": serializers.IntegerField(),
+        "unchangedMembers": serializers.IntegerField(help_text="Already members"),
+    },
+)
+MEMBERS_REMOVED = inline_serializer(
+    "GroupMembersRemoved",
+    {
+        "removedMembers": serializers.IntegerField(),
+        "unchangedMembers": serializers.IntegerField(help_text="Not members"),
+    },
+)
+MEMBERS_INVALID = error("Invalid members: each needs exactly one of externalId or embedUserId")
+
+
 class EmbedTenantGroupUsersView(EmbedTenantView):
     audit_resource = "embed_tenant_group_members"
     audit_verbs = {"POST": "add", "DELETE": "remove"}
     audit_id_kwarg = "group_id"
 
+    @extend_schema(
+        operation_id="embed_tenants_groups_users_list",
+        parameters=PAGE_PARAMETERS,
+        responses={200: EMBED_USER_PAGE, 400: INVALID, 404: GROUP_NOT_FOUND},
+    )
     def get(self, request: Request, tenant_name: str, group_id: int) -> Response:
         group = self.group(request, tenant_name, group_id)
         members = directory_selectors.group_external_members(group=group)
@@ -229,11 +328,19 @@ class EmbedTenantGroupUsersView(EmbedTenantView):
             user_ids=[m["embedUserId"] for m in members if "embedUserId" in m],
         )
 
+    @extend_schema(
+        request=MembersSerializer,
+        responses={200: MEMBERS_ADDED, 400: MEMBERS_INVALID, 404: GROUP_NOT_FOUND},
+    )
     def post(self, request: Request, tenant_name: str, group_id: int) -> Response:
         group = self.group(request, tenant_name, group_id)
         added, unchanged = directory.group_external_members_add(group=group, users=self._members(request))
         return Response({"addedMembers": added, "unchangedMembers": unchanged})
 
+    @extend_schema(
+        description="The body is the one of POST (`{members: [...]}`).",
+        responses={200: MEMBERS_REMOVED, 400: MEMBERS_INVALID, 404: GROUP_NOT_FOUND},
+    )
     def delete(self, request: Request, tenant_name: str, group_id: int) -> Response:
         group = self.group(request, tenant_name, group_id)
         removed, unchanged = directory.group_external_members_remove(group=group, users=self._members(request))
@@ -277,6 +384,16 @@ class EmbedTenantUserProvisionView(EmbedTenantView):
     audit_resource = "embed_user"
     audit_verbs = {"POST": "provision"}
 
+    @extend_schema(
+        request=ProvisionEmbedUserSerializer,
+        responses={
+            200: OpenApiResponse(EMBED_USER, description="Updated"),
+            201: OpenApiResponse(EMBED_USER, description="Created"),
+            400: error("Invalid input, or an unknown group"),
+            404: TENANT_NOT_FOUND,
+            429: error("The account's external-user cap is reached"),
+        },
+    )
     def post(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         serializer = ProvisionEmbedUserSerializer(data=json_object(request.data))
@@ -291,16 +408,55 @@ class BulkProvisionSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     users = serializers.ListField(child=serializers.JSONField(), min_length=1, max_length=MAX_BULK_USERS)
 
 
+_FAILURE = inline_serializer(
+    "BulkProvisionFailure",
+    {
+        "externalId": serializers.CharField(allow_null=True),
+        "error": inline_serializer(
+            "BulkProvisionError", {"status": serializers.IntegerField(), "message": serializers.CharField()}
+        ),
+    },
+)
+BULK_PROVISION_REQUEST = inline_serializer(
+    "BulkProvision",
+    {
+        "users": serializers.ListField(
+            child=ProvisionEmbedUserSerializer(),
+            min_length=1,
+            max_length=MAX_BULK_USERS,
+            help_text="Each user as POST /{name}/user takes it; one that is not valid fails alone (in failed)",
+        )
+    },
+)
+BULK_PROVISION_RESULT = inline_serializer(
+    "BulkProvisionResult", {"succeeded": many(EMBED_USER), "failed": many(_FAILURE)}
+)
+
+
 class EmbedTenantUsersView(EmbedTenantView):
     audit_resource = "embed_user"
     audit_verbs = {"POST": "bulk_provision"}
 
+    @extend_schema(
+        operation_id="embed_tenants_users_list",
+        parameters=PAGE_PARAMETERS,
+        responses={200: EMBED_USER_PAGE, 400: INVALID, 404: TENANT_NOT_FOUND},
+    )
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         users = directory_selectors.embed_tenant_users(account=self.account(request), embed_tenant=tenant)
         page = paginate(users, params=request.query_params, order=("external_id", "id"), types=(str, int))
         return Response(page.as_dict(embed_user_item))
 
+    @extend_schema(
+        request=BULK_PROVISION_REQUEST,
+        responses={
+            200: OpenApiResponse(BULK_PROVISION_RESULT, description="Any user succeeded, or none hit the cap"),
+            400: error("Not {users: [1 to 100 items]}"),
+            404: TENANT_NOT_FOUND,
+            429: OpenApiResponse(BULK_PROVISION_RESULT, description="Every user failed, one at least on the cap"),
+        },
+    )
     def post(self, request: Request, tenant_name: str) -> Response:
         """Bulk provisioning, each user in its own transaction: ``{succeeded: [EmbedUser], failed: [{externalId,
         error: {status, message}}]}``. 200 when any succeeded (or none hit the cap), 429 when every user failed
@@ -352,6 +508,10 @@ def _first_error(errors: Any, prefix: str = "") -> str:
 
 
 class EmbedTenantAttributeListView(EmbedTenantView):
+    @extend_schema(
+        parameters=PAGE_PARAMETERS,
+        responses={200: page_of("EmbedTenantAttributePage", ATTRIBUTE_DEFINITION), 400: INVALID, 404: TENANT_NOT_FOUND},
+    )
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         definitions = directory_selectors.attribute_definitions_of(account=self.account(request), embed_tenant=tenant)
@@ -362,6 +522,13 @@ class EmbedTenantAttributeListView(EmbedTenantView):
 class EmbedTenantAttributeDetailView(EmbedTenantView):
     audit_resource = "embed_tenant_attribute"
 
+    @extend_schema(
+        responses={
+            204: None,
+            400: error("Users still have values of this attribute"),
+            404: error("No such embed tenant, or no attribute with this id in it"),
+        }
+    )
     def delete(self, request: Request, tenant_name: str, attribute_id: int) -> Response:
         tenant = self.tenant(request, tenant_name)
         definition = directory_selectors.attribute_definition_of(

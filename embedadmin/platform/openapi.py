@@ -1,10 +1,15 @@
 """The OpenAPI document of every HTTP API (``GET /api/v1/spec``) and its browsable reference (``/api/docs``).
 
-The DRF views (Platform API, embedding, SCIM) are described by drf-spectacular from their code. The plain Django
-views (the Core Data API in ``semantic/serving/views.py``, the Chat API, the embed pages and the embed view/export
-endpoints) are not DRF views, so :func:`postprocess` merges an explicit fragment for each, written from their
-code and ``docs/core-data-api.md`` / ``docs/chat-api.md``; ``tests/test_openapi.py`` resolves every fragment path
-against the URLconf, so a route that moves fails the test instead of drifting."""
+The DRF views (Platform API, embedding, SCIM) are described by drf-spectacular from their code: each method's
+``@extend_schema`` names the serializer it validates its body with, its answers (the shapes beside the code that
+builds them, and the errors it raises, declared with :func:`error`) and its query parameters; the helpers they share
+are below. ``tests/test_openapi.py`` generates the document and fails on any warning of the generator (a view it
+cannot describe) and on any answer without a body. The plain Django views (the Core Data API in
+``semantic/serving/views.py``, the Chat API, the embed pages and the embed view/export endpoints) are not DRF views,
+so :func:`postprocess` merges an explicit fragment for each, written from their code and ``docs/core-data-api.md`` /
+``docs/chat-api.md``; ``tests/test_openapi.py`` resolves every fragment path against the URLconf, so a route that
+moves fails the test instead of drifting. ``tests/test_schemathesis.py`` calls every operation and checks each
+answer against this document."""
 
 from __future__ import annotations
 
@@ -13,10 +18,36 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerFieldExtension,
+    OpenApiViewExtension,
+)
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
 from drf_spectacular.views import SpectacularJSONAPIView
+from rest_framework import serializers
+
+from embedadmin.core.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
 # --- security schemes ---------------------------------------------------------------------------------------
+
+API_KEY_SCHEME = {
+    "type": "apiKey",
+    "in": "header",
+    "name": "Authorization",
+    "description": "An account API key: `Authorization: Api-Key <key>`.",
+}
+PLATFORM_TOKEN_SCHEME = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "A platform token: `Authorization: Bearer <platform token>`.",
+}
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -24,12 +55,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
-        return {
-            "type": "apiKey",
-            "in": "header",
-            "name": "Authorization",
-            "description": "An account API key: `Authorization: Api-Key <key>`.",
-        }
+        return API_KEY_SCHEME
 
 
 class PlatformTokenScheme(OpenApiAuthenticationExtension):
@@ -37,11 +63,23 @@ class PlatformTokenScheme(OpenApiAuthenticationExtension):
     name = "PlatformToken"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "A platform token: `Authorization: Bearer <platform token>`.",
-        }
+        return PLATFORM_TOKEN_SCHEME
+
+
+class ApiKeyOrPlatformTokenScheme(OpenApiAuthenticationExtension):
+    """``ApiKeyOrBearerAuthentication`` (the embed-tenant admin API): an admin API key or a platform token, as two
+    alternatives of the operation's ``security`` (either one, not both). The two schemes are the ones above
+    (:func:`postprocess` makes sure both are defined): this class registers none of its own, which drf-spectacular
+    would see as a second, different component of the same name."""
+
+    target_class = "embedadmin.accounts.authentication.ApiKeyOrBearerAuthentication"
+    name: list[str] = []
+
+    def get_security_requirement(self, auto_schema: Any) -> list[dict[str, list[Any]]]:
+        return [{"ApiKey": []}, {"PlatformToken": []}]
+
+    def get_security_definition(self, auto_schema: Any) -> list[dict[str, Any]]:
+        return []
 
 
 EMBED_TOKEN_SCHEME = {
@@ -106,6 +144,149 @@ def _json(schema: dict[str, Any], media: str = "application/json") -> dict[str, 
 
 def _errors(media: str = "application/json", schema: dict[str, Any] = ERROR) -> dict[str, Any]:
     return {code: {"description": text, "content": _json(schema, media)} for code, text in ERROR_STATUSES.items()}
+
+
+# --- what the DRF views declare in their @extend_schema ------------------------------------------------------
+
+
+def error(description: str) -> OpenApiResponse:
+    """An error answer an operation gives, with why; :func:`postprocess` gives it the shared error body
+    (``{"error": ...}``, or SCIM's Error under ``/api/scim/``)."""
+    return OpenApiResponse(description=description)
+
+
+INVALID = error("Invalid input: a field of the body or a parameter (the message names it)")
+PAGE_PARAMETERS = [
+    OpenApiParameter(
+        "first",
+        {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
+        description=f"Page size, 1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE})",
+    ),
+    OpenApiParameter("after", str, description="The `endCursor` of the previous page"),
+]
+PAGE_INFO = inline_serializer(
+    "PageInfo",
+    {
+        "hasNextPage": serializers.BooleanField(),
+        "endCursor": serializers.CharField(allow_null=True, help_text="null on an empty page"),
+    },
+)
+
+
+def nullable(shape: serializers.Serializer[Any]) -> serializers.Serializer[Any]:
+    """The named shape ``shape`` (an ``inline_serializer``) as a field that may be null: one component still."""
+    return type(shape)(allow_null=True)
+
+
+def optional(shape: serializers.Serializer[Any]) -> serializers.Serializer[Any]:
+    """The named shape ``shape`` as a field that may be left out."""
+    return type(shape)(required=False)
+
+
+def list_of(shape: serializers.Serializer[Any]) -> serializers.BaseSerializer[Any]:
+    """A response that is a list (a JSON array) of the named shape ``shape``."""
+    return type(shape)(many=True)
+
+
+def many(shape: serializers.BaseSerializer[Any], **kwargs: Any) -> serializers.ListField:
+    """A list of the named shape ``shape`` (a field of its own: a list binds its child)."""
+    return serializers.ListField(child=type(shape)(), **kwargs)
+
+
+# EmbedTheme (reference 1.8; accounts.services.embed_theme_check): tenant settings and generate-session take it.
+EMBED_THEME = inline_serializer(
+    "EmbedTheme",
+    {
+        "primaryColor": serializers.CharField(required=False, help_text="#rgb, #rgba, #rrggbb or #rrggbbaa"),
+        "font": serializers.CharField(required=False, help_text="A CSS font-family list"),
+        "analyticsChat": inline_serializer(
+            "EmbedThemeAnalyticsChat",
+            {
+                "backgroundColor": serializers.CharField(required=False),
+                "chatInput": inline_serializer(
+                    "EmbedThemeChatInput",
+                    {
+                        "backgroundColor": serializers.CharField(required=False),
+                        "borderColor": serializers.CharField(required=False),
+                    },
+                    required=False,
+                ),
+            },
+            required=False,
+        ),
+        "chat": inline_serializer(
+            "EmbedThemeChat", {"inputColor": serializers.CharField(required=False)}, required=False
+        ),
+    },
+)
+
+
+def whole(serializer_class: type[serializers.Serializer[Any]]) -> serializers.Serializer[Any]:
+    """``serializer_class`` as the body of a PATCH that validates it whole (the view does not pass
+    ``partial=True``): drf-spectacular would document every field of a PATCH body as optional."""
+
+    class Whole(serializer_class):  # type: ignore[valid-type,misc]
+        @property
+        def partial(self) -> bool:
+            return False
+
+        @partial.setter
+        def partial(self, value: bool) -> None:
+            pass
+
+    Whole.__name__ = Whole.__qualname__ = serializer_class.__name__  # the component keeps the serializer's name
+    Whole.__doc__ = serializer_class.__doc__
+    return Whole()
+
+
+def page_of(
+    name: str, item: serializers.BaseSerializer[Any], *, data: bool = False, count: bool = False, **extra: Any
+) -> serializers.Serializer[Any]:
+    """A keyset page of ``item`` (``core/pagination.py``): ``{items, pageInfo}``; with Cube's deprecated ``data``
+    (the items again, or every item for a list assembled in memory) and ``count`` (every match)."""
+    fields: dict[str, Any] = {"items": many(item), "pageInfo": PAGE_INFO}
+    if data:
+        fields["data"] = many(item, help_text="Deprecated (Cube's): the items again")
+    if count:
+        fields["count"] = serializers.IntegerField(help_text="How many items match, on every page")
+    fields.update(extra)
+    return inline_serializer(name, fields)
+
+
+class EmbedThemeFieldSchema(OpenApiSerializerFieldExtension):
+    """generate-session's ``embedTheme`` (a field of its own that checks the theme): the EmbedTheme shape."""
+
+    target_class = "embedadmin.embedding.serializers.EmbedThemeField"
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        return auto_schema.resolve_serializer(EMBED_THEME, direction).ref
+
+
+class ApiKeyCurrentViewSchema(OpenApiViewExtension):
+    """``GET /api/v1/api-keys/current`` (``accounts/views.py``): its answer, described from here."""
+
+    target_class = "embedadmin.accounts.views.ApiKeyCurrentView"
+
+    def view_replacement(self) -> type:
+        answer = inline_serializer(
+            "ApiKeyCurrent",
+            {
+                "accountName": serializers.CharField(),
+                "kind": serializers.CharField(help_text="admin or personal"),
+                "prefix": serializers.CharField(),
+                "deploymentIds": serializers.ListField(
+                    child=serializers.IntegerField(),
+                    allow_null=True,
+                    help_text="The deployments a scoped key may act on; null: every deployment of the account",
+                ),
+            },
+        )
+
+        @extend_schema_view(get=extend_schema(responses={200: answer}))
+        class Described(self.target_class):  # type: ignore[name-defined]
+            pass
+
+        return Described
 
 
 # --- fragments of the plain Django views ----------------------------------------------------------------------
@@ -238,10 +419,22 @@ def chat_paths() -> dict[str, dict[str, Any]]:
                 "requestBody": {
                     "required": True,
                     "content": _json(
-                        {
+                        {  # chat/serializers.py AbortSerializer (unknown fields are 400)
                             "type": "object",
-                            "properties": {"chatId": {"type": "string"}, "sessionSettings": {"type": "object"}},
+                            "properties": {
+                                "chatId": {"type": "string", "minLength": 1, "maxLength": 64},
+                                "sessionSettings": {
+                                    "type": "object",
+                                    "description": "Whose chat, with an API key: externalId or internalId",
+                                    "properties": {
+                                        "externalId": {"type": "string", "maxLength": 255},
+                                        "internalId": {"type": "string", "maxLength": 254},
+                                    },
+                                    "additionalProperties": False,
+                                },
+                            },
                             "required": ["chatId"],
+                            "additionalProperties": False,
                         }
                     ),
                 },
@@ -261,24 +454,44 @@ def embed_paths() -> dict[str, dict[str, Any]]:
         "404": {"description": "The error page (HTML)", "content": html},
     }
     session = {"name": "session", "in": "query", "required": False, "schema": {"type": "string"}}
-    view_body = {
-        "type": "object",
-        "description": "The viewer's state: filters, drill-downs, filterUrlParameter (embedadmin/embedding/pages.py).",
-        "additionalProperties": True,
+    # embedadmin/embedding/pages.py: dashboard_view and dashboard_export (unknown fields are 400).
+    view_fields: dict[str, Any] = {
+        "grant": {
+            "type": "string",
+            "maxLength": 4096,
+            "description": "The signed grant of the page's bootstrap (each view answers a fresh one)",
+        },
+        "state": {
+            "type": "object",
+            "description": "The viewer's state by control id: filters, grains, fields, timezone (docs/dashboards.md)",
+        },
+        "filterUrlParameter": {
+            "type": "string",
+            "description": 'f_<member>=<JSON>, as f_orders.status={"value":"paid"}',
+        },
+        "timezone": {"type": "string", "description": "An IANA time zone name"},
     }
+    view_body = {"type": "object", "properties": view_fields, "required": ["grant"], "additionalProperties": False}
     export_body = {
         "type": "object",
-        "properties": {"widgetId": {"type": "string"}, "format": {"type": "string"}},
-        "required": ["widgetId"],
-        "additionalProperties": True,
+        "properties": {
+            **view_fields,
+            "widgetId": {"type": "string", "minLength": 1, "description": "The tile whose rows to download"},
+            "format": {"type": "string", "enum": ["csv"], "description": "csv (PNG is drawn in the page)"},
+        },
+        "required": ["grant", "widgetId"],
+        "additionalProperties": False,
     }
-    view_responses = {"200": {"description": "The dashboard's widgets and their data", "content": _json(ANY_OBJECT)}}
+    view = {
+        "type": "object",
+        "description": "The dashboard's widgets with their queries for the state, and a fresh grant",
+        "properties": {"widgets": {"type": "array", "items": {"type": "object"}}, "grant": {"type": "string"}},
+        "required": ["widgets", "grant"],
+    }
+    view_responses = {"200": {"description": "The view of the state", "content": _json(view)}}
     view_responses.update(_errors())
     export_responses = {
-        "200": {
-            "description": "The widget's rows (CSV or JSON)",
-            "content": {"text/csv": {"schema": {"type": "string"}}, "application/json": {"schema": ANY_OBJECT}},
-        },
+        "200": {"description": "The tile's rows as CSV", "content": {"text/csv": {"schema": {"type": "string"}}}},
         **_errors(),
     }
     public_id = _path_params("publicId")
@@ -353,6 +566,10 @@ def preprocess(endpoints: list[tuple[str, str, str, Any]], **_: Any) -> list[tup
     return kept
 
 
+# Operations whose DELETE takes a body, the one their POST takes (removing what the POST adds).
+DELETE_TAKES_POST_BODY = ["/api/v1/embed-tenants/{tenant_name}/groups/{group_id}/users"]
+
+
 def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """Adds the error responses every operation shares, the schemes DRF cannot see, and the fragments."""
     for path, item in result.get("paths", {}).items():
@@ -360,18 +577,17 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
         media = "application/scim+json" if scim else "application/json"
         for operation in item.values():
             responses = operation.setdefault("responses", {})
-            for code, response in list(responses.items()):
-                # A view without a serializer is inferred as "No response body": it answers a JSON object.
-                if code != "204" and "content" not in response:
-                    response["content"] = _json(ANY_OBJECT, media)
+            for code, response in responses.items():
+                # An error a view declares (error()) has the shared error body. A success without a body is a
+                # 204 only: tests/test_openapi.py fails any other that the view left undocumented.
+                if code >= "400" and "content" not in response:
+                    response["content"] = _json(SCIM_ERROR if scim else ERROR, media)
             for code, response in _errors(media, SCIM_ERROR if scim else ERROR).items():
                 responses.setdefault(code, response)
-    root_search = result["paths"].get("/api/scim/v2/.search", {}).get("post")
-    if root_search:  # RFC 7644 3.4.3: optional; searched per type instead (docs/scim.md)
-        root_search["responses"]["501"] = {
-            "description": "Searching several resource types at once is not supported",
-            "content": _json(SCIM_ERROR, "application/scim+json"),
-        }
+    for path in DELETE_TAKES_POST_BODY:  # drf-spectacular describes no body for a DELETE
+        item = result["paths"].get(path, {})
+        if "delete" in item and "requestBody" in item.get("post", {}):
+            item["delete"]["requestBody"] = item["post"]["requestBody"]
     for path, item in fragment_paths().items():
         for method, operation in item.items():
             words = "".join(ch if ch.isalnum() else "_" for ch in path.replace("{", "").replace("}", ""))
@@ -380,6 +596,8 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
     schemes = result.setdefault("components", {}).setdefault("securitySchemes", {})
     schemes.update(
         {
+            "ApiKey": API_KEY_SCHEME,
+            "PlatformToken": PLATFORM_TOKEN_SCHEME,
             "EmbedToken": EMBED_TOKEN_SCHEME,
             "EmbedBearer": EMBED_BEARER_SCHEME,
             "CoreJWT": CORE_JWT_SCHEME,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -15,6 +16,7 @@ from embedadmin.audit.edge import AuditedView
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
 from embedadmin.embedding import internal_users as user_lifecycle
+from embedadmin.platform.openapi import EMBED_THEME, INVALID, PAGE_PARAMETERS, error, optional, page_of
 
 
 class PlatformView(AuditedView):
@@ -52,12 +54,54 @@ def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
     }
 
 
+_COUNT_MAX = 2**31 - 1
+TENANT_SETTINGS = inline_serializer(
+    "TenantSettings",
+    {
+        "useCreatorMode": serializers.BooleanField(),
+        "showDashboardChat": serializers.BooleanField(),
+        "allowAi": serializers.BooleanField(),
+        "locale": serializers.CharField(help_text="BCP-47 language tag of embeds, such as en-US"),
+        "timezone": serializers.CharField(help_text="IANA time zone of embeds, such as Europe/Paris"),
+        "restrictDataDownload": serializers.BooleanField(),
+        "embedAllowedOrigins": serializers.ListField(child=serializers.CharField()),
+        "embedTheme": EMBED_THEME,
+        "maxExternalUsers": serializers.IntegerField(),
+        "maxNonEphemeralChatUsers": serializers.IntegerField(),
+        "externalUserCount": serializers.IntegerField(),
+        "nonEphemeralChatUserCount": serializers.IntegerField(),
+    },
+)
+TENANT_SETTINGS_CHANGES = inline_serializer(
+    "TenantSettingsChanges",
+    {
+        "useCreatorMode": serializers.BooleanField(required=False),
+        "showDashboardChat": serializers.BooleanField(required=False),
+        "allowAi": serializers.BooleanField(required=False),
+        "locale": serializers.CharField(required=False, max_length=35, help_text="BCP-47 language tag"),
+        "timezone": serializers.CharField(required=False, help_text="IANA time zone name"),
+        "restrictDataDownload": serializers.BooleanField(required=False),
+        "embedAllowedOrigins": serializers.ListField(
+            child=serializers.CharField(help_text="scheme://host[:port], http or https"), required=False, max_length=50
+        ),
+        "embedTheme": optional(EMBED_THEME),
+        "maxExternalUsers": serializers.IntegerField(required=False, min_value=0, max_value=_COUNT_MAX),
+        "maxNonEphemeralChatUsers": serializers.IntegerField(required=False, min_value=0, max_value=_COUNT_MAX),
+    },
+)
+
+
 class TenantSettingsView(PlatformView):
     audit_resource = "tenant_settings"
 
+    @extend_schema(responses={200: TENANT_SETTINGS})
     def get(self, request: PlatformRequest) -> Response:
         return Response(tenant_settings_item(accounts_selectors.tenant_settings_of(account=request.user.account)))
 
+    @extend_schema(
+        request=TENANT_SETTINGS_CHANGES,
+        responses={200: TENANT_SETTINGS, 400: error("Not a JSON object, an unknown setting or an invalid value")},
+    )
     def patch(self, request: PlatformRequest) -> Response:
         changes = dict(json_object(request.data))
         row = accounts.tenant_settings_update(account=request.user.account, changes=changes)
@@ -77,9 +121,72 @@ def app_theme(theme: dict[str, Any]) -> dict[str, Any]:
     return {"palette": palette, "logoUrl": None, "typography": typography}
 
 
+_NULL_STRING = {"type": ["string", "null"]}
+APP_CONFIG = {
+    "type": "object",
+    "description": "Cube's AppConfigResponse",
+    "properties": {
+        "applyThemeGlobally": {"type": "boolean"},
+        "restrictDataDownload": {"type": "boolean"},
+        "sheetsAgentChatEnabled": {"type": "boolean"},
+        "appTheme": {
+            "type": "object",
+            "properties": {
+                "palette": {"type": "object"},
+                "logoUrl": _NULL_STRING,
+                "typography": {"type": "object", "properties": {"fonts": {"type": "array"}}},
+            },
+            "required": ["palette", "logoUrl", "typography"],
+        },
+        "creatorMode": {
+            "type": "object",
+            "properties": {
+                "workspaceTitle": _NULL_STRING,
+                "showWorkspaceTitle": {"type": "boolean"},
+                "localizedTitles": {"type": "array"},
+                "showSemanticSql": {"type": "boolean"},
+                "showGeneratedSql": {"type": "boolean"},
+            },
+        },
+        "embedding": {
+            "type": "object",
+            "properties": {
+                "allowAi": {"type": "boolean"},
+                "enableDashboardComments": {"type": "boolean"},
+                "locale": {"type": "string"},
+                "showAiWidgets": {"type": "boolean"},
+                "showDashboardChat": {"type": "boolean"},
+                "showWorkbookChat": {"type": "boolean"},
+                "timezone": {"type": "string"},
+            },
+        },
+        "timezoneSettings": {
+            "type": "object",
+            "properties": {
+                "enabled": {"type": "boolean"},
+                "timezone": {"type": "string"},
+                "allowUserOverride": {"type": "boolean"},
+            },
+        },
+        "sheetsUi": {"type": "object", "properties": {"showAppliedFilters": {"type": "boolean"}}},
+    },
+    "required": [
+        "applyThemeGlobally",
+        "restrictDataDownload",
+        "sheetsAgentChatEnabled",
+        "appTheme",
+        "creatorMode",
+        "embedding",
+        "timezoneSettings",
+        "sheetsUi",
+    ],
+}
+
+
 class AppConfigView(PlatformView):
     """``GET /api/v1/app-config``: Cube's ``AppConfigResponse`` with the account's embedding defaults and theme."""
 
+    @extend_schema(responses={200: APP_CONFIG})
     def get(self, request: PlatformRequest) -> Response:
         row = accounts_selectors.tenant_settings_of(account=request.user.account)
         return Response(
@@ -116,6 +223,31 @@ class InternalUserSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     isAdmin = StrictBooleanField(required=False, default=False)
 
 
+INTERNAL_USER = inline_serializer(
+    "InternalUser",
+    {
+        "id": serializers.IntegerField(),
+        "username": serializers.CharField(),
+        "email": serializers.CharField(allow_blank=True),
+        "isAdmin": serializers.BooleanField(),
+        "isActive": serializers.BooleanField(),
+    },
+)
+INTERNAL_USER_DETAIL = inline_serializer(
+    "InternalUserDetail",
+    {
+        "id": serializers.IntegerField(),
+        "username": serializers.CharField(),
+        "email": serializers.CharField(allow_blank=True),
+        "isAdmin": serializers.BooleanField(),
+        "isActive": serializers.BooleanField(),
+        "role": serializers.ChoiceField(choices=["admin", "member"]),
+    },
+)
+USER_NOT_FOUND = error("No internal user with this id in the caller's account")
+USERNAME_TAKEN = error("A user with this username already exists")
+
+
 def internal_user_item(user) -> dict[str, Any]:
     return {
         "id": user.pk,
@@ -129,11 +261,17 @@ def internal_user_item(user) -> dict[str, Any]:
 class UserListView(PlatformView):
     audit_resource = "user"
 
+    @extend_schema(
+        operation_id="users_list",
+        parameters=PAGE_PARAMETERS,
+        responses={200: page_of("InternalUserPage", INTERNAL_USER), 400: INVALID},
+    )
     def get(self, request: PlatformRequest) -> Response:
         users = accounts_selectors.internal_users_of(account=request.user.account)
         page = paginate(users, params=request.query_params)
         return Response(page.as_dict(internal_user_item))
 
+    @extend_schema(request=InternalUserSerializer, responses={201: INTERNAL_USER, 400: INVALID, 409: USERNAME_TAKEN})
     def post(self, request: PlatformRequest) -> Response:
         serializer = InternalUserSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -174,9 +312,14 @@ class UserDetailView(PlatformView):
     def _user(self, request: PlatformRequest, user_id: str):
         return accounts_selectors.internal_user_of(account=request.user.account, user_id=user_id)
 
+    @extend_schema(responses={200: INTERNAL_USER_DETAIL, 404: USER_NOT_FOUND})
     def get(self, request: PlatformRequest, user_id: str) -> Response:
         return Response(internal_user_detail(self._user(request, user_id)))
 
+    @extend_schema(
+        request=InternalUserUpdateSerializer,
+        responses={200: INTERNAL_USER_DETAIL, 400: INVALID, 404: USER_NOT_FOUND},
+    )
     def patch(self, request: PlatformRequest, user_id: str) -> Response:
         user = self._user(request, user_id)
         serializer = InternalUserUpdateSerializer(data=request.data)
@@ -194,6 +337,7 @@ class UserDetailView(PlatformView):
 
     put = patch
 
+    @extend_schema(responses={204: None, 404: USER_NOT_FOUND})
     def delete(self, request: PlatformRequest, user_id: str) -> Response:
         user_lifecycle.internal_user_remove(user=self._user(request, user_id))
         return Response(status=204)
@@ -205,6 +349,7 @@ class UserDeactivateView(PlatformView):
     audit_resource = "user"
     audit_verbs = {"POST": "deactivate"}
 
+    @extend_schema(request=None, responses={200: INTERNAL_USER_DETAIL, 404: USER_NOT_FOUND})
     def post(self, request: PlatformRequest, user_id: str) -> Response:
         user = accounts_selectors.internal_user_of(account=request.user.account, user_id=user_id)
         user_lifecycle.internal_user_deactivate(account=request.user.account, user=user)
@@ -212,7 +357,18 @@ class UserDeactivateView(PlatformView):
         return Response(internal_user_detail(user))
 
 
+DEPLOYMENT_SUMMARY = inline_serializer(
+    "DeploymentSummary",
+    {"id": serializers.IntegerField(), "name": serializers.CharField(), "slug": serializers.CharField()},
+)
+
+
 class DeploymentListView(PlatformView):
+    @extend_schema(
+        operation_id="deployments_list",
+        parameters=PAGE_PARAMETERS,
+        responses={200: page_of("DeploymentSummaryPage", DEPLOYMENT_SUMMARY), 400: INVALID},
+    )
     def get(self, request: PlatformRequest) -> Response:
         deployments = accounts_selectors.deployments_of(account=request.user.account)
         page = paginate(deployments, params=request.query_params)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from django.db import transaction
 from django.db.models import Q
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic import ValidationError
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.request import Request
@@ -39,8 +40,164 @@ from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.directory.models import Group
 from embedadmin.embedding import internal_users as user_lifecycle
+from embedadmin.platform.openapi import error
 from embedadmin.platform.scim import resources
 from embedadmin.platform.scim.filters import GROUP_COLUMNS, USER_COLUMNS, filter_query
+
+# --- the OpenAPI description (RFC 7643 resources; the account's User schema has extensions of its own) ----------
+
+_STRINGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+_META = {
+    "type": "object",
+    "properties": {
+        "resourceType": {"type": "string"},
+        "created": {"type": "string"},
+        "lastModified": {"type": "string"},
+        "location": {"type": "string"},
+        "version": {"type": "string"},
+    },
+}
+_MULTI_VALUED = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "value": {"type": "string"},
+            "display": {"type": "string"},
+            "type": {"type": "string"},
+            "primary": {"type": "boolean"},
+            "$ref": {"type": "string"},
+        },
+    },
+}
+_USER_ATTRIBUTES = {
+    "schemas": _STRINGS,
+    "externalId": {"type": "string"},
+    "userName": {"type": "string"},
+    "name": {"type": "object", "properties": {"givenName": {"type": "string"}, "familyName": {"type": "string"}}},
+    "displayName": {"type": "string"},
+    "active": {"type": "boolean"},
+    "emails": _MULTI_VALUED,
+    resources.USER_ATTRIBUTE_URN: {"type": "object", "description": "The user's attribute values, by name"},
+}
+SCIM_USER = {
+    "type": "object",
+    "description": "An RFC 7643 User with the account's extensions (GET /Schemas); `attributes` and "
+    "`excludedAttributes` choose the attributes returned.",
+    "properties": {**_USER_ATTRIBUTES, "id": {"type": "string"}, "groups": _MULTI_VALUED, "meta": _META},
+    "required": ["schemas", "id"],
+}
+SCIM_USER_INPUT = {
+    "type": "object",
+    "description": "An RFC 7643 User: userName is required; id, groups and meta are read-only.",
+    "properties": _USER_ATTRIBUTES,
+    "required": ["userName"],
+}
+SCIM_GROUP = {
+    "type": "object",
+    "description": "An RFC 7643 Group of internal users",
+    "properties": {
+        "schemas": _STRINGS,
+        "id": {"type": "string"},
+        "externalId": {"type": "string"},
+        "displayName": {"type": "string"},
+        "members": _MULTI_VALUED,
+        "meta": _META,
+    },
+    "required": ["schemas", "id"],
+}
+SCIM_GROUP_INPUT = {
+    "type": "object",
+    "description": "An RFC 7643 Group: displayName is required; members are internal users (value: their id).",
+    "properties": {
+        "schemas": _STRINGS,
+        "externalId": {"type": "string"},
+        "displayName": {"type": "string", "maxLength": 255},
+        "members": _MULTI_VALUED,
+    },
+    "required": ["displayName"],
+}
+SCIM_PATCH = {
+    "type": "object",
+    "description": "An RFC 7644 3.5.2 PatchOp: all its operations or none",
+    "properties": {
+        "schemas": _STRINGS,
+        "Operations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "op": {"type": "string", "description": "add, remove or replace"},
+                    "path": {"type": "string"},
+                    "value": {},
+                },
+                "required": ["op"],
+            },
+        },
+    },
+    "required": ["Operations"],
+}
+SCIM_SEARCH = {
+    "type": "object",
+    "description": "An RFC 7644 3.4.3 SearchRequest",
+    "properties": {
+        "schemas": _STRINGS,
+        "filter": {"type": "string"},
+        "startIndex": {"type": "integer"},
+        "count": {"type": "integer"},
+        "attributes": _STRINGS,
+        "excludedAttributes": _STRINGS,
+        "sortBy": {"type": "string"},
+        "sortOrder": {"type": "string"},
+    },
+}
+SCIM_RESOURCE = {
+    "type": "object",
+    "properties": {"schemas": _STRINGS, "id": {"type": "string"}, "meta": _META},
+    "required": ["schemas"],
+}
+
+
+def _scim_list(item: dict[str, Any]) -> dict[str, Any]:
+    """An RFC 7644 3.4.2 ListResponse of ``item``."""
+    return {
+        "type": "object",
+        "properties": {
+            "schemas": _STRINGS,
+            "totalResults": {"type": "integer"},
+            "startIndex": {"type": "integer"},
+            "itemsPerPage": {"type": "integer"},
+            "Resources": {"type": "array", "items": item},
+        },
+        "required": ["schemas", "totalResults", "startIndex", "itemsPerPage", "Resources"],
+    }
+
+
+def _ok(schema: dict[str, Any], status: int = 200, description: str = "") -> dict[Any, Any]:
+    """A success answer in ``application/scim+json``, the media type every SCIM answer has."""
+    return {(status, SCIM_MEDIA_TYPE): OpenApiResponse(schema, description=description)}
+
+
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    """A request body in either media type the SCIM endpoints read (``ScimJSONParser``, ``JSONBodyParser``)."""
+    return {SCIM_MEDIA_TYPE: schema, "application/json": schema}
+
+
+_RETURNED = [
+    OpenApiParameter("attributes", str, description="The attributes to return, comma-separated"),
+    OpenApiParameter("excludedAttributes", str, description="Attributes not to return, comma-separated"),
+]
+_LIST_PARAMETERS = [
+    OpenApiParameter("filter", str, description="An RFC 7644 3.4.2.2 filter (docs/scim.md: the supported ones)"),
+    OpenApiParameter("startIndex", int, description="1-based index of the first result (default 1)"),
+    OpenApiParameter("count", int, description=f"Results per page (default 100, at most {resources.MAX_RESULTS})"),
+    *_RETURNED,
+]
+_INVALID = error("invalidSyntax, invalidValue, invalidFilter...: the scimType says which")
+_USER_NOT_FOUND = error("No internal user with this id in the caller's account")
+_GROUP_NOT_FOUND = error("No tenant-wide group with this id in the caller's account")
+_USER_TAKEN = error("uniqueness: a user with this userName exists")
+_GROUP_TAKEN = error("uniqueness: a group with this displayName exists")
 
 _SCIM_TYPE_OF_STATUS = {409: "uniqueness"}
 GROUP_NAME_MAX_LENGTH = 255  # directory.Group.name
@@ -221,9 +378,18 @@ def _profile_of(user: Any) -> InternalUserProfile:
 
 
 class ScimUserListView(_UserMixin):
+    @extend_schema(
+        operation_id="Users_list",
+        parameters=_LIST_PARAMETERS,
+        responses={**_ok(_scim_list(SCIM_USER)), 400: _INVALID},
+    )
     def get(self, request: PlatformRequest) -> Response:
         return self.list_users(dict(request.query_params.items()))
 
+    @extend_schema(
+        request=_body(SCIM_USER_INPUT),
+        responses={**_ok(SCIM_USER, 201, "Created (Location: its URL)"), 400: _INVALID, 409: _USER_TAKEN},
+    )
     def post(self, request: PlatformRequest) -> Response:
         user = self.write_user(user=None, body=self.body(), creating=True)
         payload = self.user_payloads([user])[0]
@@ -234,6 +400,7 @@ class ScimUserSearchView(_UserMixin):
     audit_exempt = {"POST": "a search (RFC 7644 3.4.3): reads only"}
     audit_verbs: ClassVar[Mapping[str, str]] = {}
 
+    @extend_schema(request=_body(SCIM_SEARCH), responses={**_ok(_scim_list(SCIM_USER)), 400: _INVALID})
     def post(self, request: PlatformRequest) -> Response:
         body = self.body()
         with resources.POLICY:
@@ -249,14 +416,25 @@ class ScimUserDetailView(_UserMixin):
         user = self._user(str(user.pk))
         return scim_response(self.user_dump(self.user_payloads([user])[0], self.response_parameters()))
 
+    @extend_schema(parameters=_RETURNED, responses={**_ok(SCIM_USER), 400: _INVALID, 404: _USER_NOT_FOUND})
     def get(self, request: PlatformRequest, user_id: str) -> Response:
         return self._answer(self._user(user_id))
 
+    @extend_schema(
+        request=_body(SCIM_USER_INPUT),
+        parameters=_RETURNED,
+        responses={**_ok(SCIM_USER), 400: _INVALID, 404: _USER_NOT_FOUND, 409: _USER_TAKEN},
+    )
     def put(self, request: PlatformRequest, user_id: str) -> Response:
         with transaction.atomic():
             user = self.write_user(user=self._user(user_id), body=self.body(), creating=False)
         return self._answer(user)
 
+    @extend_schema(
+        request=_body(SCIM_PATCH),
+        parameters=_RETURNED,
+        responses={**_ok(SCIM_USER), 400: _INVALID, 404: _USER_NOT_FOUND, 409: _USER_TAKEN},
+    )
     def patch(self, request: PlatformRequest, user_id: str) -> Response:
         service = self.service
         body = self.body()
@@ -272,6 +450,7 @@ class ScimUserDetailView(_UserMixin):
             self.write_user(user=user, body=patched, creating=False, active_removed="active" not in patched)
         return self._answer(user)
 
+    @extend_schema(responses={204: None, 404: _USER_NOT_FOUND})
     def delete(self, request: PlatformRequest, user_id: str) -> Response:
         user_lifecycle.internal_user_remove(user=self._user(user_id))
         return Response(status=204)
@@ -365,9 +544,18 @@ class SCIMExceptionValue(SCIMException):
 
 
 class ScimGroupListView(_GroupMixin):
+    @extend_schema(
+        operation_id="Groups_list",
+        parameters=_LIST_PARAMETERS,
+        responses={**_ok(_scim_list(SCIM_GROUP)), 400: _INVALID},
+    )
     def get(self, request: PlatformRequest) -> Response:
         return self.list_groups(dict(request.query_params.items()))
 
+    @extend_schema(
+        request=_body(SCIM_GROUP_INPUT),
+        responses={**_ok(SCIM_GROUP, 201, "Created (Location: its URL)"), 400: _INVALID, 409: _GROUP_TAKEN},
+    )
     def post(self, request: PlatformRequest) -> Response:
         group = self.write_group(group=None, body=self.body(), creating=True)
         payload = self.group_payload(group)
@@ -378,6 +566,7 @@ class ScimGroupSearchView(_GroupMixin):
     audit_exempt = {"POST": "a search (RFC 7644 3.4.3): reads only"}
     audit_verbs: ClassVar[Mapping[str, str]] = {}
 
+    @extend_schema(request=_body(SCIM_SEARCH), responses={**_ok(_scim_list(SCIM_GROUP)), 400: _INVALID})
     def post(self, request: PlatformRequest) -> Response:
         body = self.body()
         with resources.POLICY:
@@ -393,12 +582,23 @@ class ScimGroupDetailView(_GroupMixin):
         group = self._group(str(group.pk))
         return scim_response(self.group_dump(self.group_payload(group), self.response_parameters()))
 
+    @extend_schema(parameters=_RETURNED, responses={**_ok(SCIM_GROUP), 400: _INVALID, 404: _GROUP_NOT_FOUND})
     def get(self, request: PlatformRequest, group_id: str) -> Response:
         return self._answer(self._group(group_id))
 
+    @extend_schema(
+        request=_body(SCIM_GROUP_INPUT),
+        parameters=_RETURNED,
+        responses={**_ok(SCIM_GROUP), 400: _INVALID, 404: _GROUP_NOT_FOUND, 409: _GROUP_TAKEN},
+    )
     def put(self, request: PlatformRequest, group_id: str) -> Response:
         return self._answer(self.write_group(group=self._group(group_id), body=self.body(), creating=False))
 
+    @extend_schema(
+        request=_body(SCIM_PATCH),
+        parameters=_RETURNED,
+        responses={**_ok(SCIM_GROUP), 400: _INVALID, 404: _GROUP_NOT_FOUND, 409: _GROUP_TAKEN},
+    )
     def patch(self, request: PlatformRequest, group_id: str) -> Response:
         body = self.body()
         with transaction.atomic(), resources.POLICY:
@@ -414,6 +614,7 @@ class ScimGroupDetailView(_GroupMixin):
             group = self.write_group(group=group, body=patched, creating=False)
         return self._answer(group)
 
+    @extend_schema(responses={204: None, 404: _GROUP_NOT_FOUND})
     def delete(self, request: PlatformRequest, group_id: str) -> Response:
         directory.group_delete(group=self._group(group_id), with_internal_members=True)
         return Response(status=204)
@@ -427,6 +628,7 @@ def _with_meta(data: dict[str, Any], resource_type: str, location: str) -> dict[
 
 
 class ServiceProviderConfigView(ScimView):
+    @extend_schema(responses=_ok({**SCIM_RESOURCE, "description": "RFC 7643 5 ServiceProviderConfig"}))
     def get(self, request: Request) -> Response:
         data = resources.SERVICE_PROVIDER_CONFIG.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
         return scim_response(_with_meta(data, "ServiceProviderConfig", f"{self.base()}/ServiceProviderConfig"))
@@ -443,12 +645,14 @@ class ResourceTypeListView(ScimView):
             for rt in self.service.resource_types
         ]
 
+    @extend_schema(operation_id="ResourceTypes_list", responses=_ok(_scim_list(SCIM_RESOURCE)))
     def get(self, request: Request) -> Response:
         items = self.items()
         return scim_response(_list_response(items, len(items), 1))
 
 
 class ResourceTypeDetailView(ResourceTypeListView):
+    @extend_schema(responses={**_ok(SCIM_RESOURCE), 404: error("No resource type with this id")})
     def get(self, request: Request, type_id: str) -> Response:  # type: ignore[override]
         for item in self.items():
             if item["id"] == type_id:
@@ -467,12 +671,14 @@ class SchemaListView(ScimView):
             for schema in self.service.schemas
         ]
 
+    @extend_schema(operation_id="Schemas_list", responses=_ok(_scim_list(SCIM_RESOURCE)))
     def get(self, request: Request) -> Response:
         items = self.items()
         return scim_response(_list_response(items, len(items), 1))
 
 
 class SchemaDetailView(SchemaListView):
+    @extend_schema(responses={**_ok(SCIM_RESOURCE), 404: error("No schema with this id")})
     def get(self, request: Request, schema_id: str) -> Response:  # type: ignore[override]
         for item in self.items():
             if item["id"] == schema_id:
@@ -485,6 +691,10 @@ class RootSearchView(ScimView):
 
     audit_exempt = {"POST": "a search (RFC 7644 3.4.3): reads only"}
 
+    @extend_schema(
+        request=_body(SCIM_SEARCH),
+        responses={501: error("Searching several resource types at once is not supported (RFC 7644 3.4.3)")},
+    )
     def post(self, request: Request) -> Response:
         return scim_error(501, "Searching several resource types at once is not supported; use /Users/.search")
 
