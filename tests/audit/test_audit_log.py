@@ -279,6 +279,8 @@ def test_each_change_writes_exactly_one_entry_and_a_refused_one_none(walked, acm
             assert entry.resource_id == expected_id, step.name
         assert (entry.ip, entry.user_agent) == ("203.0.113.7", "terraform-provider/1.2")
         assert 200 <= entry.details["status"] < 300
+    patched = next(entry for step, _, entry in walked["checked"] if step.action == "scim_user.update")
+    assert patched.details["operations"] == ["replace active"]
 
 
 def test_entries_name_the_credential_and_never_a_secret(walked, acme):

@@ -39,7 +39,7 @@ class AuditEntryAdmin(PanelAdmin):
     )
     readonly_fields = fields
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         # An object's "History" link (PanelAdmin.history_view) filters by resource.
         return lookup in ("resource_type__in", "resource_id") or super().lookup_allowed(lookup, value, request)
 

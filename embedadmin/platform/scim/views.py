@@ -442,7 +442,9 @@ class ScimUserDetailView(_UserMixin):
             user = self._user(user_id)
             current = service.user_model.model_validate(self.user_payloads([user])[0], scim_ctx=None)
             patch_model: Any = PatchOp.__class_getitem__(service.user_model)  # the account's model is built at run time
-            operation = patch_model.model_validate(_normalized_patch(body), scim_ctx=Context.RESOURCE_PATCH_REQUEST)
+            normalized = _normalized_patch(body)
+            self.audit_note(operations=_operation_names(normalized))
+            operation = patch_model.model_validate(normalized, scim_ctx=Context.RESOURCE_PATCH_REQUEST)
             operation.patch(current)
             patched = current.model_dump(scim_ctx=Context.DEFAULT)
             for key in ("id", "meta", "groups"):
@@ -469,6 +471,25 @@ def _normalized_patch(body: dict[str, Any]) -> dict[str, Any]:
             operation["value"].pop("schemas", None)
         fixed.append(operation)
     return {**{k: v for k, v in body.items() if k.casefold() != "operations"}, "Operations": fixed}
+
+
+def _operation_names(body: dict[str, Any]) -> list[str]:
+    """What a PatchOp does, for the audit log: each operation's op and path, or without a path the names its
+    value sets (``replace active``), never a value."""
+    names: list[str] = []
+    operations = body.get("Operations")
+    for operation in operations if isinstance(operations, list) else []:
+        if not isinstance(operation, dict):
+            continue
+        op = str(operation.get("op", "")).lower()[:10]
+        path, value = operation.get("path"), operation.get("value")
+        if isinstance(path, str) and path:
+            names.append(f"{op} {path[:100]}")
+        elif isinstance(value, dict):
+            names.extend(f"{op} {str(name)[:100]}" for name in list(value)[:20])
+        else:
+            names.append(op)
+    return names[:50]
 
 
 # --- groups -------------------------------------------------------------------------------------------------
@@ -604,9 +625,9 @@ class ScimGroupDetailView(_GroupMixin):
         with transaction.atomic(), resources.POLICY:
             group = self._group(group_id)
             current = ScimGroup.model_validate(self.group_payload(group), scim_ctx=None)
-            operation = PatchOp[ScimGroup].model_validate(
-                _normalized_patch(body), scim_ctx=Context.RESOURCE_PATCH_REQUEST
-            )
+            normalized = _normalized_patch(body)
+            self.audit_note(operations=_operation_names(normalized))
+            operation = PatchOp[ScimGroup].model_validate(normalized, scim_ctx=Context.RESOURCE_PATCH_REQUEST)
             operation.patch(current)
             patched = current.model_dump(scim_ctx=Context.DEFAULT)
             for key in ("id", "meta"):

@@ -75,14 +75,16 @@ class SecurityContext:
         attributes = payload.get("userAttributes")
         if not (isinstance(groups, list) and all(isinstance(group, str) for group in groups)):
             groups = []
-        scopes = payload.get(API_SCOPES_CLAIM)
-        if API_SCOPES_CLAIM in payload and not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
-            scopes = []  # a restriction we cannot read restricts to nothing (fail closed)
+        api_scopes: frozenset[str] | None = None
+        if API_SCOPES_CLAIM in payload:
+            scopes = payload[API_SCOPES_CLAIM]
+            readable = isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)
+            api_scopes = frozenset(scopes) if readable else frozenset()  # unreadable: restricts to nothing
         return cls(
             payload=payload,
             groups=tuple(groups),
             user_attributes=dict(attributes) if isinstance(attributes, dict) else {},
-            api_scopes=frozenset(scopes) if API_SCOPES_CLAIM in payload else None,
+            api_scopes=api_scopes,
         )
 
 
