@@ -1,9 +1,10 @@
 """Soak and hostile inputs (issue 17). (a) A soak of distinct large queries against the 2-worker gunicorn: after a
-warm-up that reaches every worker (by its CPU time), ``SOAK_QUERIES`` (5,000) ``/v1/load`` POSTs, each with several hundred filter values that differ every
-time and one of 60 shapes (members, operators, number of values), on the PostgreSQL tenant; each worker's RSS must
-grow by less than 50 MB. (b) Hostile inputs on generate-session, ``/v1/load`` (GET and POST) and the Platform API:
-70,000 filter values, thousands of members, JSON nested 100,000 deep, a 20 MB body, a 100 KB request line and
-100 KB of headers; every refusal must be a JSON 4xx (no 500, no plain text), and the workers keep serving.
+warm-up that reaches every worker (by its CPU time), ``SOAK_QUERIES`` (5,000) ``/v1/load`` POSTs, each with several
+hundred filter values that differ every time and one of 60 shapes (members, operators, number of values), on the
+PostgreSQL tenant; each worker's RSS must grow by less than 50 MB. (b) Hostile inputs on generate-session,
+``/v1/load`` (GET and POST) and the Platform API: 70,000 filter values, thousands of members, JSON nested 100,000
+deep, a 20 MB body, a 100 KB request line and 100 KB of headers; every refusal must be a JSON 4xx (no 500, no plain
+text), and the workers keep serving.
 
 The web server runs with the product's worker class (``embedadmin.core.http_server.UvicornWorker``, as
 ``docker/Dockerfile`` does), which refuses oversized request heads with JSON."""
