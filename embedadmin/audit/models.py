@@ -60,7 +60,12 @@ class AuditEntry(models.Model):
 
 
 class DailyUsage(models.Model):
-    """How many sessions were minted and chat messages sent in an account on a day (UTC): counted, not logged."""
+    """How many sessions were minted and chat messages sent in an account on a day (UTC): counted, not logged.
+
+    A day's count of one kind is the sum of up to ``SHARDS`` rows: each increment updates one of them, chosen at
+    random, so concurrent mints in one account rarely wait for each other's commit on one locked row."""
+
+    SHARDS = 8
 
     class Kind(models.TextChoices):
         SESSIONS = "sessions", "Sessions minted"
@@ -69,11 +74,12 @@ class DailyUsage(models.Model):
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="daily_usage")
     day = models.DateField()
     kind = models.CharField(max_length=16, choices=Kind.choices)
+    shard = models.PositiveSmallIntegerField(default=0)
     count = models.BigIntegerField(default=0)
 
     class Meta:
         verbose_name_plural = "daily usage"
-        constraints = [models.UniqueConstraint(fields=["account", "day", "kind"], name="daily_usage_once")]
+        constraints = [models.UniqueConstraint(fields=["account", "day", "kind", "shard"], name="daily_usage_once")]
 
     def __str__(self) -> str:
         return f"{self.day} {self.kind}: {self.count}"

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 
 from embedadmin.accounts.models import Account
 from embedadmin.audit.models import AuditEntry, DailyUsage
@@ -55,6 +55,7 @@ def daily_usage_of(*, account: Account, since: dt.date, until: dt.date) -> Mappi
     while day <= until:
         days[day] = {kind: 0 for kind in DailyUsage.Kind.values}
         day += dt.timedelta(days=1)
-    for row in DailyUsage.objects.filter(account=account, day__gte=since, day__lte=until).only("day", "kind", "count"):
-        days[row.day][row.kind] = row.count
+    rows = DailyUsage.objects.filter(account=account, day__gte=since, day__lte=until)
+    for row in rows.values("day", "kind").annotate(total=Sum("count")).order_by():
+        days[row["day"]][row["kind"]] = row["total"]
     return days

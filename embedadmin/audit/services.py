@@ -8,6 +8,7 @@ run inside the transaction of the change it records, so that the change and its 
 from __future__ import annotations
 
 import datetime as dt
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,16 +65,17 @@ def entry_record(*, account_id: int, actor: Actor, change: Change) -> AuditEntry
 
 def usage_count(*, account_id: int, kind: str, amount: int = 1, day: dt.date | None = None) -> None:
     """Add ``amount`` to an account's counter of ``kind`` for today (UTC). Called last in the transaction that does
-    the counted thing, so a rolled-back mint is not counted; the counter row stays locked until that commit. One
-    UPDATE once the day's row exists; the day's first call inserts it (in a savepoint: two first calls race, the
-    loser updates the winner's row)."""
+    the counted thing, so a rolled-back mint is not counted; the counter row it updates (one of the day's
+    ``DailyUsage.SHARDS``, at random) stays locked until that commit. One UPDATE once the row exists; the first
+    call for a shard inserts it (in a savepoint: two first calls race, the loser updates the winner's row)."""
     day = day or timezone.now().date()
-    counter = DailyUsage.objects.filter(account_id=account_id, day=day, kind=kind)
+    shard = random.randrange(DailyUsage.SHARDS)
+    counter = DailyUsage.objects.filter(account_id=account_id, day=day, kind=kind, shard=shard)
     if counter.update(count=F("count") + amount):
         return
     try:
         with transaction.atomic():
-            DailyUsage.objects.create(account_id=account_id, day=day, kind=kind, count=amount)
+            DailyUsage.objects.create(account_id=account_id, day=day, kind=kind, shard=shard, count=amount)
     except IntegrityError:
         counter.update(count=F("count") + amount)
 

@@ -392,7 +392,7 @@ def test_sessions_and_chat_messages_are_counted_per_day_not_logged(api, acme, gl
     assert len(items) == 30
     assert items[-1] == {"day": today.isoformat(), "sessions": 3, "chatMessages": 0}
     assert all(item["sessions"] == 0 for item in items[:-1])
-    assert DailyUsage.objects.get(account=globex.account).count == 1
+    assert sum(DailyUsage.objects.filter(account=globex.account).values_list("count", flat=True)) == 1
     assert api.get(f"{USAGE_URL}?from=2026-01-01&to=2027-06-01", **acme.platform_headers).status_code == 400
     assert api.get(f"{USAGE_URL}?from=x", **acme.platform_headers).status_code == 400
 
@@ -405,6 +405,22 @@ def test_an_entry_outside_a_transaction_is_refused(acme):
     with transaction.atomic():
         audit.entry_record(account_id=acme.account.pk, actor=actor, change=Change("x.y", "x"))
     assert [e.action for e in entries(acme)] == ["x.y"]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_first_counts_of_a_day_lose_nothing(acme):
+    from tests.conftest import run_concurrently
+
+    def count() -> None:
+        with transaction.atomic():
+            audit.usage_count(account_id=acme.account.pk, kind=DailyUsage.Kind.SESSIONS)
+
+    run_concurrently([count] * 24)
+
+    rows = DailyUsage.objects.filter(account=acme.account)
+    assert sum(rows.values_list("count", flat=True)) == 24
+    assert rows.count() <= DailyUsage.SHARDS
 
 
 def test_retention_drops_entries_older_than_the_setting(acme, settings):

@@ -13,6 +13,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from embedadmin.audit.models import DailyUsage
 
 ATTRIBUTES = [
     {"name": "region", "type": "string"},
@@ -26,11 +29,17 @@ pytestmark = pytest.mark.usefixtures("transactional_db")
 
 @pytest.fixture
 def catalog(acme, tenant_attribute, tenant_group):
-    """Three tenant-wide attribute definitions and two groups, through the Platform API and SCIM."""
+    """Three tenant-wide attribute definitions and two groups, through the Platform API and SCIM; and today's
+    session counters (each of their shards exists after a day's first few mints, so a later mint updates one)."""
     for definition in ATTRIBUTES:
         tenant_attribute(acme, definition["name"], definition["type"])
     for name in ("sales", "support"):
         tenant_group(acme, name)
+    today = timezone.now().date()
+    DailyUsage.objects.bulk_create(
+        DailyUsage(account=acme.account, day=today, kind=DailyUsage.Kind.SESSIONS, shard=shard, count=0)
+        for shard in range(DailyUsage.SHARDS)
+    )
     return acme
 
 
@@ -84,10 +93,8 @@ def test_minting_for_a_new_user_takes_eight_round_trips(catalog, generate):
 
 
 def test_the_days_sessions_counter_counts_each_mint_once(catalog, generate):
-    from embedadmin.audit.models import DailyUsage
-
     for external_id in ("warm-up", "ann", "ann", "bob"):
         statements(generate, catalog, external_id)
 
     counters = DailyUsage.objects.filter(account=catalog.account, kind=DailyUsage.Kind.SESSIONS)
-    assert list(counters.values_list("count", flat=True)) == [4]
+    assert sum(counters.values_list("count", flat=True)) == 4
