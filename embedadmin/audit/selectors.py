@@ -51,10 +51,8 @@ def entries_of(*, account: Account, filters: EntryFilters) -> QuerySet[AuditEntr
 def daily_usage_of(*, account: Account, since: dt.date, until: dt.date) -> Mapping[dt.date, dict[str, int]]:
     """Counts per day from ``since`` to ``until`` inclusive, every kind present (0 when nothing happened)."""
     days: dict[dt.date, dict[str, int]] = {}
-    day = since
-    while day <= until:
-        days[day] = {kind: 0 for kind in DailyUsage.Kind.values}
-        day += dt.timedelta(days=1)
+    for offset in range((until - since).days + 1):  # never a day past ``until`` (date.max has no next day)
+        days[since + dt.timedelta(days=offset)] = {kind: 0 for kind in DailyUsage.Kind.values}
     rows = DailyUsage.objects.filter(account=account, day__gte=since, day__lte=until)
     for row in rows.values("day", "kind").annotate(total=Sum("count")).order_by():
         days[row["day"]][row["kind"]] = row["total"]

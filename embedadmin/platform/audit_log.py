@@ -104,7 +104,10 @@ def _moment(params: Any, name: str) -> dt.datetime | None:
         moment = None
     if moment is None:
         raise BadRequest(f"{name}: expected an ISO 8601 date-time or date, got {text[:40]!r}")
-    return moment if timezone.is_aware(moment) else moment.replace(tzinfo=dt.UTC)
+    try:  # in UTC, as stored; a moment at the calendar's ends may have no UTC equivalent
+        return (moment if timezone.is_aware(moment) else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+    except OverflowError:
+        raise BadRequest(f"{name}: out of range") from None
 
 
 def _text(params: Any, name: str, *, choices: list[str] | None = None) -> str | None:
@@ -175,7 +178,9 @@ class UsageView(PlatformView):
     def get(self, request: PlatformRequest) -> Response:
         today = timezone.now().date()
         until = _day(request.query_params, "to") or today
-        since = _day(request.query_params, "from") or until - dt.timedelta(days=29)
+        since = _day(request.query_params, "from")
+        if since is None:  # the 30 days up to ``until`` (fewer at the calendar's start)
+            since = max(dt.date.min, until - dt.timedelta(days=29)) if until.year > 1 else dt.date.min
         if since > until:
             raise BadRequest("from must not be after to")
         if (until - since).days >= MAX_USAGE_DAYS:

@@ -348,6 +348,8 @@ def test_the_log_is_read_newest_first_with_filters_and_cursor_pages(walked, api,
         ("from=yesterday", "from: expected an ISO 8601 date-time or date"),
         ("to=2026-13-40", "to: expected an ISO 8601 date-time or date"),
         ("from=2026-01-02&to=2026-01-01", "from must be before to"),
+        ("to=9999-12-31T23:59:59-23:59", "to: out of range"),
+        ("from=0001-01-01T00:00:00%2B23:59", "from: out of range"),
         ("actorKind=robot", "actorKind: must be one of"),
         ("action=%00", "The URL must not contain NUL characters"),
         ("resourceId=" + "x" * 301, "resourceId: not a valid value"),
@@ -395,6 +397,11 @@ def test_sessions_and_chat_messages_are_counted_per_day_not_logged(api, acme, gl
     assert sum(DailyUsage.objects.filter(account=globex.account).values_list("count", flat=True)) == 1
     assert api.get(f"{USAGE_URL}?from=2026-01-01&to=2027-06-01", **acme.platform_headers).status_code == 400
     assert api.get(f"{USAGE_URL}?from=x", **acme.platform_headers).status_code == 400
+    at_the_end = api.get(f"{USAGE_URL}?from=9999-12-30&to=9999-12-31", **acme.platform_headers)
+    assert [item["day"] for item in at_the_end.json()["items"]] == ["9999-12-30", "9999-12-31"]
+    at_the_start = api.get(f"{USAGE_URL}?to=0001-01-02", **acme.platform_headers)
+    assert at_the_start.status_code == 200
+    assert len(at_the_start.json()["items"]) == 2
 
 
 @pytest.mark.django_db(transaction=True)
