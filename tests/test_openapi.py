@@ -68,6 +68,25 @@ def test_every_api_is_described(spec, path):
     assert path in spec["paths"]
 
 
+def test_every_ref_is_a_reference(spec):
+    """A "$ref" key is read by every OpenAPI tool as a reference to resolve, wherever it stands (a property named
+    "$ref" made Swagger UI stop rendering the page at the first operation holding one)."""
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "$ref" and not (isinstance(value, str) and value.startswith("#/")):
+                    found.append("/".join(path))
+                walk(value, [*path, key])
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, [*path, str(i)])
+
+    walk(spec, [])
+    assert found == []
+
+
 def test_security_schemes(spec):
     schemes = spec["components"]["securitySchemes"]
     assert {"ApiKey", "PlatformToken", "EmbedToken", "EmbedBearer", "CoreJWT", "ChatServiceToken"} <= set(schemes)

@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 from embedadmin.accounts.selectors import ApiKeyCaller, PlatformCaller
 from embedadmin.audit.models import AuditEntry
 from embedadmin.audit.services import Actor, Change, entry_record
+from embedadmin.core.fields import has_lone_surrogate
 
 # What the methods of a resource usually mean; a view maps its own (``{"POST": "publish"}``).
 CRUD_VERBS: Mapping[str, str] = {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}
@@ -73,14 +74,28 @@ class AuditedView(APIView):
     audit_id_kwarg: ClassVar[str | None] = None
     # Write methods that are not audited, each with why (a search, a 501, what is counted instead).
     audit_exempt: ClassVar[Mapping[str, str]] = {}
+    # False for a view whose items each commit on their own (bulk provisioning): one request-wide transaction would
+    # hold the first item's locks to the end. Such a view records each item's entry in the item's own
+    # transaction with ``audit_record``.
+    audit_atomic: ClassVar[bool] = True
 
     def audit_note(self, **details: Any) -> None:
         """Add names or counts (never values sent) to this request's entry, e.g. ``created=3, failed=1``."""
         self._audit_details = {**getattr(self, "_audit_details", {}), **details}
 
+    def audit_record(self, *, resource_id: str, verb: str | None = None, **details: Any) -> None:
+        """Record one entry now, inside the transaction of the change it records (views with ``audit_atomic``
+        False; ``details``: names and counts only)."""
+        account_id, actor = actor_of(self.request, via=self.audit_via)
+        if account_id is None:
+            return
+        verb = verb or self.audit_verbs[self.request.method or ""]
+        change = Change(f"{self.audit_resource}.{verb}", self.audit_resource, resource_id, details)
+        entry_record(account_id=account_id, actor=actor, change=change)
+
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         verb = self.audit_verbs.get(request.method or "") if self.audit_resource else None
-        if verb is None:
+        if verb is None or not self.audit_atomic:
             return super().dispatch(request, *args, **kwargs)
         with transaction.atomic():
             response = super().dispatch(request, *args, **kwargs)
@@ -116,6 +131,9 @@ class AuditedView(APIView):
             except APIException:
                 body = None
         if isinstance(body, Mapping) and body:
-            details["fields"] = sorted(str(name) for name in body)[:50]
+            # Names only, and only those a JSON column stores (PostgreSQL's jsonb refuses NUL; a lone surrogate
+            # cannot be encoded): a name that cannot be kept must not fail the change it describes.
+            names = (str(name) for name in body)
+            details["fields"] = sorted(n[:100] for n in names if "\x00" not in n and not has_lone_surrogate(n))[:50]
         details.update(getattr(self, "_audit_details", {}))
         return details

@@ -93,6 +93,8 @@ def _token_credential(*, agent: Agent, token: str) -> ChatCredential:
         raise ChatAuthError("The token has neither an externalId nor a sub claim")
     if not _has_chat_scope(context.payload.get("scope")):
         raise ChatAuthError("The token's scope does not include 'chat'")
+    if not context.allows("data"):  # the agent queries the data with this token (a meta-sync token may not)
+        raise ChatAuthError("API scope is missing: data")
     return ChatCredential(token=context, token_external_id=identity.strip().lower())
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.db import transaction
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -435,7 +436,8 @@ BULK_PROVISION_RESULT = inline_serializer(
 
 class EmbedTenantUsersView(EmbedTenantView):
     audit_resource = "embed_user"
-    audit_verbs = {"POST": "bulk_provision"}
+    audit_verbs = {"POST": "provision"}
+    audit_atomic = False  # each user commits on its own, with its entry (audit_record below)
 
     @extend_schema(
         operation_id="embed_tenants_users_list",
@@ -475,9 +477,11 @@ class EmbedTenantUsersView(EmbedTenantView):
                 failed.append(_failure(external_id, 400, _first_error(one.errors)))
                 continue
             try:
-                user, _ = directory.embed_user_provision(
-                    account=account, embed_tenant=tenant, data=provision_input(one.validated_data)
-                )
+                with transaction.atomic():
+                    user, _ = directory.embed_user_provision(
+                        account=account, embed_tenant=tenant, data=provision_input(one.validated_data)
+                    )
+                    self.audit_record(resource_id=str(user.pk), bulk=True)
             except ApiError as exc:
                 capped = capped or isinstance(exc, LimitExceeded)
                 failed.append(_failure(external_id, exc.status, str(exc)))

@@ -9,5 +9,9 @@
     deepLinking: true,
     validatorUrl: null,
     tryItOutEnabled: false,
+    // Tags start folded, with a filter box: expanded ("list"), swagger-ui 5.35 stopped rendering this spec's
+    // operations after the first few tags.
+    docExpansion: "none",
+    filter: true,
   });
 })();

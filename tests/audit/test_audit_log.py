@@ -368,6 +368,39 @@ def test_the_log_needs_a_platform_token(api, acme):
     assert api.get(AUDIT_URL, **acme.api_key_headers).status_code == 401
 
 
+def test_bulk_provisioning_records_each_provisioned_user_and_nothing_for_a_failure(api, acme):
+    mint_ok(api, acme, externalId="seed", embedTenantName="shop-eu")
+    users = [{"externalId": "a@example.com"}, {"externalId": "b@example.com", "groups": ["no-such-group"]}]
+
+    response = api.post_json(tenant_path("shop-eu", "users"), {"users": users}, **acme.platform_headers)
+
+    assert response.status_code == 200, response.content
+    provisioned = response.json()["succeeded"]
+    assert [u["externalId"] for u in provisioned] == ["a@example.com"]
+    assert [(e.action, e.resource_id, e.details) for e in entries(acme)] == [
+        ("embed_user.provision", str(provisioned[0]["id"]), {"bulk": True})
+    ]
+    failing = api.post_json(tenant_path("shop-eu", "users"), {"users": users[1:]}, **acme.platform_headers)
+    assert failing.json()["succeeded"] == []
+    assert len(entries(acme)) == 1
+
+
+def test_a_body_field_name_no_json_column_can_store_does_not_fail_the_change(api, acme):
+    created = api.post_json(API_KEYS_URL, {"name": "ci"}, **acme.platform_headers).json()
+
+    response = api.generic(
+        "DELETE",
+        f"{API_KEYS_URL}/{created['id']}",
+        data='{"\\u0000": 1, "note": 2}',
+        content_type="application/json",
+        **acme.platform_headers,
+    )
+
+    assert response.status_code == 204, response.content
+    revoke = [e for e in entries(acme) if e.action == "api_key.revoke"]
+    assert [e.details["fields"] for e in revoke] == [["note"]]
+
+
 def test_reads_and_searches_write_no_entry(api, acme):
     api.get(USERS_URL, **acme.platform_headers)
     api.post_json(

@@ -114,6 +114,8 @@ def test_a_token_without_external_id_uses_sub_lowercased(chat, acme):
         ({"scope": None}, "The token's scope does not include 'chat'"),
         ({"sub": None}, "The token has neither an externalId nor a sub claim"),
         ({"sub": "  "}, "The token has neither an externalId nor a sub claim"),
+        # a token restricted to the metadata (the Platform API's meta-sync tokens) cannot query through the agent
+        ({"embedadmin:apiScopes": ["meta"]}, "API scope is missing: data"),
     ],
 )
 def test_token_claims_are_checked(chat, acme, claims, message):

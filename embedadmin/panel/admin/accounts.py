@@ -508,6 +508,12 @@ class InternalUserAdmin(PanelAdmin, UserAdmin):
         )
         return Created(user)
 
+    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> HttpResponse:
+        # Django's page saves the password and logs the change without a transaction; the audit entry must share
+        # the change's (docs/audit-log.md).
+        with transaction.atomic():
+            return super().user_change_password(request, id, form_url)
+
     def update_through_service(self, request: HttpRequest, obj: Model, form: BaseForm) -> None:
         """An account's user changes through the one lifecycle the Platform API and SCIM use (unique names without
         regard to case; deactivating revokes sessions, tokens and personal keys at once). The fields only a

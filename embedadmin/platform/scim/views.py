@@ -57,16 +57,18 @@ _META = {
         "version": {"type": "string"},
     },
 }
+# SCIM's multi-valued attributes also carry a "$ref" (the member's URI). It is not listed as a property: OpenAPI
+# tools read any "$ref" key as a reference to resolve (Swagger UI stopped rendering at the first one).
 _MULTI_VALUED = {
     "type": "array",
     "items": {
         "type": "object",
+        "description": 'value, display, type, primary, and "$ref": the URI of the resource named by value',
         "properties": {
             "value": {"type": "string"},
             "display": {"type": "string"},
             "type": {"type": "string"},
             "primary": {"type": "boolean"},
-            "$ref": {"type": "string"},
         },
     },
 }

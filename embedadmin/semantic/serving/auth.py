@@ -69,6 +69,11 @@ class SecurityContext:
     # The Core Data API scopes the token may use (API_SCOPES_CLAIM); None: every scope (any other token).
     api_scopes: frozenset[str] | None = None
 
+    def allows(self, scope: str) -> bool:
+        """Whether the token may use the Core Data API's ``scope`` ("meta" or "data"): every token but one whose
+        ``API_SCOPES_CLAIM`` leaves it out. Every caller of the data (the Core Data API, the chat) asks this."""
+        return self.api_scopes is None or scope in self.api_scopes
+
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> SecurityContext:
         groups = payload.get("groups")

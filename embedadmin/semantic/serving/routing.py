@@ -48,11 +48,11 @@ class CoreApiCaller:
 
     deployment: Deployment
     ctx: QueryContext
-    api_scopes: frozenset[str] | None = None  # None: every scope
+    security: SecurityContext
 
     def require_scope(self, scope: str) -> None:
         """403 ``API scope is missing: <scope>`` (Cube's answer) when the token may not use ``scope``."""
-        if self.api_scopes is not None and scope not in self.api_scopes:
+        if not self.security.allows(scope):
             raise Forbidden(f"API scope is missing: {scope}")
 
 
@@ -122,7 +122,7 @@ def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) ->
     except TokenInvalid as exc:
         logger.info("Core Data API token refused for deployment %s: %s", deployment.pk, exc)
         raise Forbidden(_public_message(exc)) from None
-    caller = CoreApiCaller(deployment=deployment, ctx=query_context(security), api_scopes=security.api_scopes)
+    caller = CoreApiCaller(deployment=deployment, ctx=query_context(security), security=security)
     with contextlib.suppress(TypeError, ValueError):  # exp is required and verified: PyJWT reads it with int()
         expires_at = int(security.payload["exp"]) + LEEWAY_SECONDS
         _REMEMBERED_CALLERS.put(key, caller, version, expires_at=expires_at)
