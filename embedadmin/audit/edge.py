@@ -70,8 +70,10 @@ class AuditedView(APIView):
     audit_via: ClassVar[str] = "platform_api"
     audit_resource: ClassVar[str] = ""  # "deployment", "scim_user", ...; empty: the view writes nothing
     audit_verbs: ClassVar[Mapping[str, str]] = CRUD_VERBS
-    # The URL keyword that names the resource; otherwise the last one, or a create's answer's id.
+    # The URL keyword that names the resource; otherwise the last one, or a create's answer's id (an upsert
+    # addressed by another key, such as a slug, sets audit_id_from_answer to name its resource by id too).
     audit_id_kwarg: ClassVar[str | None] = None
+    audit_id_from_answer: ClassVar[bool] = False
     # Write methods that are not audited, each with why (a search, a 501, what is counted instead).
     audit_exempt: ClassVar[Mapping[str, str]] = {}
     # False for a view whose items each commit on their own (bulk provisioning): one request-wide transaction would
@@ -116,7 +118,8 @@ class AuditedView(APIView):
         if self.audit_id_kwarg is not None and self.audit_id_kwarg in kwargs:
             return str(kwargs[self.audit_id_kwarg])
         data = getattr(response, "data", None)
-        if isinstance(data, Mapping) and data.get("id") is not None and self.request.method == "POST":
+        answer_names_it = self.request.method == "POST" or self.audit_id_from_answer
+        if isinstance(data, Mapping) and data.get("id") is not None and answer_names_it:
             return str(data["id"])
         return str(list(kwargs.values())[-1]) if kwargs else ""
 

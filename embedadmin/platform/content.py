@@ -428,6 +428,7 @@ class WorkbookDetailView(PlatformView):
 class WorkbookBySlugView(PlatformView):
     audit_resource = "workbook"
     audit_verbs = {"PUT": "upsert"}
+    audit_id_from_answer = True  # addressed by slug, named by id (an object's history in the panel finds it)
 
     @extend_schema(
         request=WorkbookCreateSerializer,
@@ -665,6 +666,7 @@ class ReportDetailView(PlatformView):
 class ReportByPublicIdView(PlatformView):
     audit_resource = "report"
     audit_verbs = {"PUT": "upsert"}
+    audit_id_from_answer = True  # addressed by publicId, named by id
 
     @extend_schema(
         request=ReportSerializer,

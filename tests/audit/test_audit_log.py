@@ -475,3 +475,12 @@ def test_retention_drops_entries_older_than_the_setting(acme, settings):
 
     assert entries_purge() == 2
     assert [e.action for e in entries(acme)] == ["x.d10", "x.d0"]
+
+
+def test_an_upsert_addressed_by_slug_names_its_resource_by_id(api, acme):
+    url = f"/api/v1/deployments/{acme.deployment.pk}/workbooks/by-slug/sales-overview"
+
+    response = api.put(url, data="{}", content_type="application/json", **acme.platform_headers)
+
+    assert response.status_code in (200, 201), response.content
+    assert [(e.action, e.resource_id) for e in entries(acme)] == [("workbook.upsert", str(response.json()["id"]))]

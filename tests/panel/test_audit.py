@@ -121,3 +121,25 @@ def test_an_objects_history_is_its_audit_entries_from_every_door(acme_admin: Cli
     page = acme_admin.get(history["Location"])
     shown = [(e.action, e.resource_id) for e in page.context["cl"].result_list]
     assert shown == [("attribute_definition.update", str(attribute.pk)), ("user_attribute.update", str(attribute.pk))]
+
+
+def test_the_daily_usage_page_shows_each_days_totals_of_the_administrators_account(
+    acme_admin: Client, acme: Cast, globex: Cast
+):
+    from django.utils import timezone
+
+    from embedadmin.audit.models import DailyUsage
+
+    today = timezone.now().date()
+    for shard, count in ((0, 2), (3, 5)):
+        DailyUsage.objects.create(account=acme.account, day=today, kind="sessions", shard=shard, count=count)
+    DailyUsage.objects.create(account=acme.account, day=today, kind="chat_messages", shard=1, count=4)
+    DailyUsage.objects.create(account=globex.account, day=today, kind="sessions", shard=0, count=99)
+
+    page = acme_admin.get(admin_url("dailyusage"))
+
+    assert page.status_code == 200
+    assert page.context["rows"] == [{"day": today, "account": "acme", "sessions": 7, "chat_messages": 4}]
+    table = page.content.split(b'id="result_list"')[1].split(b"</table>")[0]
+    assert b"<td>7</td><td>4</td>" in table
+    assert b"99" not in table

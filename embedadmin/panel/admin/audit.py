@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied
+from django.db.models import Sum
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from embedadmin.audit.models import AuditEntry, DailyUsage
-from embedadmin.panel.base import PanelAdmin
+from embedadmin.panel import tenancy
+from embedadmin.panel.base import PanelAdmin, page_context
 from embedadmin.panel.site import panel_site
 
 
@@ -55,8 +62,28 @@ class AuditEntryAdmin(PanelAdmin):
 
 @admin.register(DailyUsage, site=panel_site)
 class DailyUsageAdmin(PanelAdmin):
-    list_display = ("day", "kind", "count", "account")
-    list_filter = ("kind", "account")
-    list_select_related = ("account",)
-    date_hierarchy = "day"
-    ordering = ("-day", "kind")
+    """Daily totals, not the counter rows: a day's count is spread over up to ``DailyUsage.SHARDS`` rows."""
+
+    DAYS = 60
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        since = timezone.now().date() - dt.timedelta(days=self.DAYS - 1)
+        counters = self.get_queryset(request).filter(day__gte=since)
+        totals: dict[tuple[dt.date, str], dict[str, Any]] = {}
+        for row in counters.values("day", "account__name", "kind").annotate(total=Sum("count")).order_by():
+            key = (row["day"], row["account__name"])
+            entry = totals.setdefault(key, {"day": row["day"], "account": row["account__name"]})
+            entry[row["kind"]] = row["total"]
+        rows = [
+            {**entry, "sessions": entry.get("sessions", 0), "chat_messages": entry.get("chat_messages", 0)}
+            for _, entry in sorted(totals.items(), key=lambda item: (item[0][0], item[0][1]), reverse=True)
+        ]
+        context = {
+            **page_context(self, request, title="Daily usage", obj=None),
+            "rows": rows,
+            "days": self.DAYS,
+            "show_account": tenancy.viewer(request).is_superuser,
+        }
+        return TemplateResponse(request, "panel/daily_usage.html", context)
