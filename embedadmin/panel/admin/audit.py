@@ -81,7 +81,7 @@ class DailyUsageAdmin(PanelAdmin):
             for _, entry in sorted(totals.items(), key=lambda item: (item[0][0], item[0][1]), reverse=True)
         ]
         context = {
-            **page_context(self, request, title="Daily usage", obj=None),
+            **page_context(self, request, title="Totals per day", obj=None),
             "rows": rows,
             "days": self.DAYS,
             "show_account": tenancy.viewer(request).is_superuser,
