@@ -86,8 +86,8 @@ class AuditedView(APIView):
         self._audit_details = {**getattr(self, "_audit_details", {}), **details}
 
     def audit_record(self, *, resource_id: str, verb: str | None = None, **details: Any) -> None:
-        """Record one entry now, inside the transaction of the change it records (views with ``audit_atomic``
-        False; ``details``: names and counts only)."""
+        """Record one entry now, inside the transaction of the change it records: ``dispatch`` calls it for a
+        successful request, a view with ``audit_atomic`` False for each item (``details``: names and counts)."""
         account_id, actor = actor_of(self.request, via=self.audit_via)
         if account_id is None:
             return
@@ -101,15 +101,9 @@ class AuditedView(APIView):
             return super().dispatch(request, *args, **kwargs)
         with transaction.atomic():
             response = super().dispatch(request, *args, **kwargs)
-            account_id, actor = actor_of(self.request, via=self.audit_via)
-            if 200 <= response.status_code < 300 and account_id is not None:
-                change = Change(
-                    action=f"{self.audit_resource}.{verb}",
-                    resource_type=self.audit_resource,
-                    resource_id=self._audit_resource_id(response, kwargs),
-                    details=self._audit_details_of(response, kwargs),
-                )
-                entry_record(account_id=account_id, actor=actor, change=change)
+            if 200 <= response.status_code < 300:
+                resource_id = self._audit_resource_id(response, kwargs)
+                self.audit_record(resource_id=resource_id, verb=verb, **self._audit_details_of(response, kwargs))
             else:  # refused or failed: nothing it may have written stays
                 transaction.set_rollback(True)
         return response

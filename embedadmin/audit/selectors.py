@@ -48,12 +48,21 @@ def entries_of(*, account: Account, filters: EntryFilters) -> QuerySet[AuditEntr
     return rows
 
 
+def daily_totals(rows: QuerySet[DailyUsage]) -> dict[tuple[dt.date, str], dict[str, int]]:
+    """What ``rows`` count, by day and account name: each kind's total (the sum of the day's counter shards; 0 for a
+    kind with no row)."""
+    totals: dict[tuple[dt.date, str], dict[str, int]] = {}
+    for row in rows.values("day", "account__name", "kind").annotate(total=Sum("count")).order_by():
+        day = totals.setdefault((row["day"], row["account__name"]), dict.fromkeys(DailyUsage.Kind.values, 0))
+        day[row["kind"]] = row["total"]
+    return totals
+
+
 def daily_usage_of(*, account: Account, since: dt.date, until: dt.date) -> Mapping[dt.date, dict[str, int]]:
     """Counts per day from ``since`` to ``until`` inclusive, every kind present (0 when nothing happened)."""
     days: dict[dt.date, dict[str, int]] = {}
     for offset in range((until - since).days + 1):  # never a day past ``until`` (date.max has no next day)
-        days[since + dt.timedelta(days=offset)] = {kind: 0 for kind in DailyUsage.Kind.values}
+        days[since + dt.timedelta(days=offset)] = dict.fromkeys(DailyUsage.Kind.values, 0)
     rows = DailyUsage.objects.filter(account=account, day__gte=since, day__lte=until)
-    for row in rows.values("day", "kind").annotate(total=Sum("count")).order_by():
-        days[row["day"]][row["kind"]] = row["total"]
+    days.update({day: counts for (day, _account), counts in daily_totals(rows).items()})
     return days

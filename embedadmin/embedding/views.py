@@ -37,8 +37,9 @@ EMBED_TOKEN = inline_serializer(
 
 
 class AdminApiKeyView(AuditedView):
-    audit_via = "embed_api"
     """Base for endpoints that require an admin ``Api-Key``; ``request.user`` is the caller."""
+
+    audit_via = "embed_api"
 
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsAdminApiKey]
@@ -67,8 +68,9 @@ class GenerateSessionView(AdminApiKeyView):
 
 
 class SessionTokenView(AuditedView):
-    audit_via = "embed_api"
     """Unauthenticated: the sessionId itself is the credential."""
+
+    audit_via = "embed_api"
     audit_exempt = {"POST": "the embed page redeeming its own session: not an administrative change"}
 
     @extend_schema(

@@ -57,35 +57,41 @@ def _via(path: str) -> Callable[[Account], Q]:
     return lambda account: Q(**{path: account})
 
 
+# For each model the panel shows whose rows belong to an account through a relation: the path to that account. Both
+# the scope of a viewer (``ACCOUNT_SCOPES``) and the account of a row (``account_id_of``) are read from it.
+ACCOUNT_PATHS: dict[type[Model], str] = {
+    TenantSettings: "account",
+    Deployment: "account",
+    ApiKey: "account",
+    PlatformToken: "account",
+    AccountMembership: "account",
+    EmbedTenant: "account",
+    ExternalUser: "account",
+    Group: "account",
+    GroupMembership: "user__account",
+    AttributeDefinition: "account",
+    AttributeValue: "user__account",
+    EmbedSession: "account",
+    Agent: "account",
+    ChatUser: "account",
+    AccountUsageDay: "account",
+    Folder: "account",
+    Workbook: "account",
+    Report: "account",
+    Dashboard: "account",
+    DashboardVersion: "dashboard__account",
+    ReportSnapshot: "version__dashboard__account",
+    EmbedAccess: "account",
+    AuditEntry: "account",
+    DailyUsage: "account",
+}
+
 # For each model the panel shows: the rows of one account. Superusers are hidden from account
 # administrators even when they hold a membership (an account admin could otherwise reset their password).
 ACCOUNT_SCOPES: dict[type[Model], Callable[[Account], Q]] = {
     Account: lambda account: Q(pk=account.pk),
-    TenantSettings: _via("account"),
-    Deployment: _via("account"),
-    ApiKey: _via("account"),
-    PlatformToken: _via("account"),
-    AccountMembership: _via("account"),
     User: lambda account: Q(membership__account=account, is_superuser=False),
-    EmbedTenant: _via("account"),
-    ExternalUser: _via("account"),
-    Group: _via("account"),
-    GroupMembership: _via("user__account"),
-    AttributeDefinition: _via("account"),
-    AttributeValue: _via("user__account"),
-    EmbedSession: _via("account"),
-    Agent: _via("account"),
-    ChatUser: _via("account"),
-    AccountUsageDay: _via("account"),
-    Folder: _via("account"),
-    Workbook: _via("account"),
-    Report: _via("account"),
-    Dashboard: _via("account"),
-    DashboardVersion: _via("dashboard__account"),
-    ReportSnapshot: _via("version__dashboard__account"),
-    EmbedAccess: _via("account"),
-    AuditEntry: _via("account"),
-    DailyUsage: _via("account"),
+    **{model: _via(path) for model, path in ACCOUNT_PATHS.items()},
 }
 
 
@@ -127,21 +133,15 @@ def account_id_of(obj: Model) -> int | None:
         return obj.pk
     if isinstance(obj, User):
         return AccountMembership.objects.filter(user=obj).values_list("account_id", flat=True).first()
-    # The path to the account of every other model in ACCOUNT_SCOPES, by attribute.
-    for path in (
-        ("account_id",),
-        ("user", "account_id"),
-        ("dashboard", "account_id"),
-        ("version", "dashboard", "account_id"),
-    ):
-        value: Any = obj
-        for name in path:
-            value = getattr(value, name, None)
-            if value is None:
-                break
-        if isinstance(value, int):
-            return value
-    return None
+    path = ACCOUNT_PATHS.get(type(obj))
+    if path is None:
+        return None
+    *relations, account = path.split("__")
+    row: Any = obj
+    for relation in relations:
+        row = getattr(row, relation)
+    account_id: int = getattr(row, f"{account}_id")
+    return account_id
 
 
 def scope_of(model: type[Model], account: Account) -> Q:

@@ -8,12 +8,12 @@ from typing import Any
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
-from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from embedadmin.audit import selectors as audit_selectors
 from embedadmin.audit.models import AuditEntry, DailyUsage
 from embedadmin.panel import tenancy
 from embedadmin.panel.base import PanelAdmin, page_context
@@ -70,15 +70,10 @@ class DailyUsageAdmin(PanelAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         since = timezone.now().date() - dt.timedelta(days=self.DAYS - 1)
-        counters = self.get_queryset(request).filter(day__gte=since)
-        totals: dict[tuple[dt.date, str], dict[str, Any]] = {}
-        for row in counters.values("day", "account__name", "kind").annotate(total=Sum("count")).order_by():
-            key = (row["day"], row["account__name"])
-            entry = totals.setdefault(key, {"day": row["day"], "account": row["account__name"]})
-            entry[row["kind"]] = row["total"]
+        totals = audit_selectors.daily_totals(self.get_queryset(request).filter(day__gte=since))
         rows = [
-            {**entry, "sessions": entry.get("sessions", 0), "chat_messages": entry.get("chat_messages", 0)}
-            for _, entry in sorted(totals.items(), key=lambda item: (item[0][0], item[0][1]), reverse=True)
+            {"day": day, "account": account, "sessions": counts["sessions"], "chat_messages": counts["chat_messages"]}
+            for (day, account), counts in sorted(totals.items(), reverse=True)
         ]
         context = {
             **page_context(self, request, title="Totals per day", obj=None),
