@@ -21,13 +21,9 @@ from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import has_lone_surrogate
 from embedadmin.core.pagination import paginate
 from embedadmin.platform.openapi import PAGE_PARAMETERS, error, page_of
-from embedadmin.platform.views import PlatformView
+from embedadmin.platform.views import PlatformView, iso_time
 
 MAX_USAGE_DAYS = 366
-
-
-def _iso(value: dt.datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
 
 
 AUDIT_ENTRY = inline_serializer(
@@ -74,7 +70,7 @@ DAILY_USAGE = inline_serializer(
 def audit_entry_item(entry: AuditEntry) -> dict[str, Any]:
     return {
         "id": entry.pk,
-        "occurredAt": _iso(entry.occurred_at),
+        "occurredAt": iso_time(entry.occurred_at),
         "actor": {
             "kind": entry.actor_kind,
             "id": entry.actor_id,

@@ -33,12 +33,7 @@ from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Dashboard, Folder, Report, ReportSnapshot, Workbook
 from embedadmin.dashboards.selectors import EmbedAccessState, PublishedDashboard
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, list_of, many, nullable, page_of, whole
-from embedadmin.platform.views import PlatformView
-
-
-def _time(value: Any) -> str:
-    return value.isoformat().replace("+00:00", "Z")
-
+from embedadmin.platform.views import PlatformView, iso_time
 
 # --- shapes ------------------------------------------------------------------------------------------
 
@@ -212,8 +207,8 @@ def workbook_item(workbook: Workbook, published: Mapping[int, PublishedDashboard
         "dashboardDraft": workbook.dashboard_draft,
         "dashboardPublished": version.version.config if version is not None else None,
         "publishedDashboard": dashboard_item(dashboard, version) if dashboard is not None else None,
-        "createdAt": _time(workbook.created_at),
-        "updatedAt": _time(workbook.updated_at),
+        "createdAt": iso_time(workbook.created_at),
+        "updatedAt": iso_time(workbook.updated_at),
     }
 
 
@@ -241,8 +236,8 @@ def report_item(report: Report) -> dict[str, Any]:
         "workbookId": report.workbook_id,
         "folderId": report.folder_id,
         "version": report.version,
-        "createdAt": _time(report.created_at),
-        "updatedAt": _time(report.updated_at),
+        "createdAt": iso_time(report.created_at),
+        "updatedAt": iso_time(report.updated_at),
     }
 
 
@@ -254,8 +249,8 @@ def folder_item(folder: Folder) -> dict[str, Any]:
         "parentId": folder.parent_id,
         "position": folder.position,
         "type": "FOLDER",
-        "createdAt": _time(folder.created_at),
-        "updatedAt": _time(folder.updated_at),
+        "createdAt": iso_time(folder.created_at),
+        "updatedAt": iso_time(folder.updated_at),
     }
 
 

@@ -30,15 +30,11 @@ from embedadmin.core.pagination import decode_cursor, encode_cursor, paginate, p
 from embedadmin.core.parsers import JSONBodyParser
 from embedadmin.platform import data_model
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of, whole
-from embedadmin.platform.views import PlatformView
+from embedadmin.platform.views import PlatformView, iso_time
 from embedadmin.semantic.serving.auth import API_SCOPES_CLAIM
 
 PRODUCTION = "production"
 SECRET_NAME_PARTS = ("PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL")
-
-
-def _time(value: dt.datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
 def _body(request: PlatformRequest, allowed: Sequence[str]) -> dict[str, Any]:
@@ -144,8 +140,8 @@ def deployment_item(deployment: Deployment) -> dict[str, Any]:
         "id": deployment.pk,
         "name": deployment.name,
         "slug": deployment.slug,
-        "createdAt": _time(deployment.created_at),
-        "updatedAt": _time(deployment.updated_at),
+        "createdAt": iso_time(deployment.created_at),
+        "updatedAt": iso_time(deployment.updated_at),
     }
 
 
@@ -359,8 +355,8 @@ def issued_token_item(record: IssuedToken) -> dict[str, Any]:
         "jti": record.jti,
         "security_context": record.security_context,
         "scopes": record.scopes,
-        "created_at": _time(record.created_at),
-        "expires_at": _time(record.expires_at),
+        "created_at": iso_time(record.created_at),
+        "expires_at": iso_time(record.expires_at),
     }
 
 
@@ -703,8 +699,8 @@ def api_key_item(key: ApiKey) -> dict[str, Any]:
         "prefix": key.prefix,
         "ownerId": key.owner_id,
         "deploymentIds": sorted(d.pk for d in key.deployments.all()),
-        "createdAt": _time(key.created_at),
-        "revokedAt": _time(key.revoked_at),
+        "createdAt": iso_time(key.created_at),
+        "revokedAt": iso_time(key.revoked_at),
     }
 
 
@@ -800,8 +796,8 @@ def platform_token_item(token: PlatformToken) -> dict[str, Any]:
         "id": token.pk,
         "name": token.name,
         "prefix": token.prefix,
-        "createdAt": _time(token.created_at),
-        "revokedAt": _time(token.revoked_at),
+        "createdAt": iso_time(token.created_at),
+        "revokedAt": iso_time(token.revoked_at),
     }
 
 

@@ -34,7 +34,7 @@ from embedadmin.directory.models import EmbedTenant, ExternalUser, Group
 from embedadmin.embedding.serializers import UserProfileSerializer
 from embedadmin.platform.attributes import ATTRIBUTE_DEFINITION
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of, whole
-from embedadmin.platform.views import json_object
+from embedadmin.platform.views import iso_time, json_object
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -67,10 +67,6 @@ class EmbedTenantView(AuditedView):
         )
 
 
-def _iso(value: Any) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
-
 def tenant_item(tenant: WithAnnotations[EmbedTenant, TenantCounts], *, bearer: bool) -> dict[str, Any]:
     if not bearer:  # spec 4.3
         return {"id": tenant.pk, "name": tenant.name, "createdAt": tenant.created_at.isoformat()}
@@ -79,7 +75,7 @@ def tenant_item(tenant: WithAnnotations[EmbedTenant, TenantCounts], *, bearer: b
         "name": tenant.name,
         "displayName": tenant.name,
         "userCount": tenant.user_count,
-        "createdAt": _iso(tenant.created_at),
+        "createdAt": iso_time(tenant.created_at),
     }
 
 
@@ -103,8 +99,8 @@ def embed_user_item(user: ExternalUser) -> dict[str, Any]:
         "email": user.email,
         "externalId": user.external_id,
         "firstName": user.display_name,
-        "createdAt": _iso(user.created_at),
-        "lastLogin": _iso(user.last_session_at),
+        "createdAt": iso_time(user.created_at),
+        "lastLogin": iso_time(user.last_session_at),
     }
 
 
