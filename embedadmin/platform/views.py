@@ -229,27 +229,23 @@ class InternalUserSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
     isAdmin = StrictBooleanField(required=False, default=False)
 
 
-INTERNAL_USER = inline_serializer(
-    "InternalUser",
-    {
+def _internal_user_fields(*, role: bool = False) -> dict[str, serializers.Field]:
+    """Fresh fields for each shape: ``inline_serializer`` takes the dict it is given as class attributes, and the
+    serializer metaclass pops the fields out of it (a shared dict would leave the second shape empty)."""
+    fields: dict[str, serializers.Field] = {
         "id": serializers.IntegerField(),
         "username": serializers.CharField(),
         "email": serializers.CharField(allow_blank=True),
         "isAdmin": serializers.BooleanField(),
         "isActive": serializers.BooleanField(),
-    },
-)
-INTERNAL_USER_DETAIL = inline_serializer(
-    "InternalUserDetail",
-    {
-        "id": serializers.IntegerField(),
-        "username": serializers.CharField(),
-        "email": serializers.CharField(allow_blank=True),
-        "isAdmin": serializers.BooleanField(),
-        "isActive": serializers.BooleanField(),
-        "role": serializers.ChoiceField(choices=["admin", "member"]),
-    },
-)
+    }
+    if role:
+        fields["role"] = serializers.ChoiceField(choices=["admin", "member"])
+    return fields
+
+
+INTERNAL_USER = inline_serializer("InternalUser", _internal_user_fields())
+INTERNAL_USER_DETAIL = inline_serializer("InternalUserDetail", _internal_user_fields(role=True))
 USER_NOT_FOUND = error("No internal user with this id in the caller's account")
 USERNAME_TAKEN = error("A user with this username already exists")
 
