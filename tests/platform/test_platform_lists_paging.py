@@ -14,7 +14,15 @@ import pytest
 
 from embedadmin.accounts.models import ApiKey, PlatformToken
 from embedadmin.directory.models import ExternalUser
-from tests.platform.support import BAD_PAGE_QUERIES, USER_ATTRIBUTES_URL, db_rows, mint_ok, tenant_path
+from tests.platform.support import (
+    API_KEYS_URL,
+    BAD_PAGE_QUERIES,
+    PLATFORM_TOKENS_URL,
+    USER_ATTRIBUTES_URL,
+    db_rows,
+    mint_ok,
+    tenant_path,
+)
 
 
 def _cursor(values: list[Any]) -> str:
@@ -83,38 +91,26 @@ def test_env_vars_walk_by_name(api, acme, globex):
     assert all(body["data"] == items for body in bodies)  # Cube's deprecated data: the whole list
 
 
-def test_api_keys_walk_by_id(api, acme, globex):
+@pytest.mark.parametrize(
+    ("url", "model", "secret"),
+    [(API_KEYS_URL, ApiKey, "key"), (PLATFORM_TOKENS_URL, PlatformToken, "token")],
+    ids=["api_keys", "platform_tokens"],
+)
+def test_credentials_walk_by_id(api, acme, globex, url: str, model: type[ApiKey | PlatformToken], secret: str):
     # given
     for index in range(4):
-        created = api.post_json("/api/v1/api-keys", {"name": f"k{index}"}, **acme.platform_headers)
+        created = api.post_json(url, {"name": f"{secret}{index}"}, **acme.platform_headers)
         assert created.status_code == 201
-    api.post_json("/api/v1/api-keys", {"name": "theirs"}, **globex.platform_headers)
-    expected = list(ApiKey.objects.filter(account=acme.account).order_by("pk").values_list("pk", flat=True))
+    api.post_json(url, {"name": "theirs"}, **globex.platform_headers)
+    expected = list(model.objects.filter(account=acme.account).order_by("pk").values_list("pk", flat=True))
     assert len(expected) >= 5
 
     # when
-    items, _ = _walk(api, "/api/v1/api-keys", acme.platform_headers)
+    items, _ = _walk(api, url, acme.platform_headers)
 
     # then
     assert [item["id"] for item in items] == expected
-    assert all("key" not in item for item in items)
-
-
-def test_platform_tokens_walk_by_id(api, acme, globex):
-    # given
-    for index in range(4):
-        created = api.post_json("/api/v1/platform-tokens", {"name": f"t{index}"}, **acme.platform_headers)
-        assert created.status_code == 201
-    api.post_json("/api/v1/platform-tokens", {"name": "theirs"}, **globex.platform_headers)
-    expected = list(PlatformToken.objects.filter(account=acme.account).order_by("pk").values_list("pk", flat=True))
-    assert len(expected) >= 5
-
-    # when
-    items, _ = _walk(api, "/api/v1/platform-tokens", acme.platform_headers)
-
-    # then
-    assert [item["id"] for item in items] == expected
-    assert all("token" not in item for item in items)
+    assert all(secret not in item for item in items)
 
 
 def test_an_embed_tenants_users_walk_by_external_id(api, acme, globex):
