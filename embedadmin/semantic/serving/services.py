@@ -377,10 +377,7 @@ def _cached_rows(
     timeout_s = settings.SEMANTIC["QUERY_TIMEOUT_SECONDS"]
 
     def run() -> QueryResult:
-        source = get_data_source(served.source_url)
-        if cancel is None:
-            return source.execute(read.sql, read.params, timeout_s=timeout_s)
-        return source.execute(read.sql, read.params, timeout_s=timeout_s, cancel=cancel)
+        return get_data_source(served.source_url).execute(read.sql, read.params, timeout_s=timeout_s, cancel=cancel)
 
     try:
         return query_runner().load(

@@ -44,11 +44,11 @@ def slow_duckdb(monkeypatch) -> list[str]:
     ran: list[str] = []
     lock = threading.Lock()
 
-    def slow(self, sql, params, *, timeout_s):
+    def slow(self, sql, params, *, timeout_s, cancel=None):
         with lock:
             ran.append(sql)
         time.sleep(0.4)
-        return original(self, sql, params, timeout_s=timeout_s)
+        return original(self, sql, params, timeout_s=timeout_s, cancel=cancel)
 
     monkeypatch.setattr(DuckDBSource, "execute", slow)
     return ran
