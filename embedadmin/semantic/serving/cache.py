@@ -169,12 +169,13 @@ class QueryRunner:
 
     def _get_many(self, keys: Sequence[str]) -> dict[str, Any] | None:
         """The values of ``keys`` the cache holds (one round trip); None when the cache is unavailable."""
+        names = {f"{self._namespace}:{key}": key for key in keys}
         try:
-            found = self._backend().get_many([f"{self._namespace}:{key}" for key in keys])
+            found = self._backend().get_many(list(names))
         except Exception:
             _cache_unavailable("get_many")
             return None
-        return {key: found[f"{self._namespace}:{key}"] for key in keys if f"{self._namespace}:{key}" in found}
+        return {names[name]: value for name, value in found.items()}
 
     def _set_many(self, values: dict[str, Any], timeout: float) -> None:
         try:
@@ -185,12 +186,8 @@ class QueryRunner:
     def stamps(self, keys: Sequence[str]) -> dict[str, float]:
         """When the latest result of each query ``key`` was read from its data source (one cache round trip);
         a key whose stamp the cache does not hold is left out."""
-        names = {f"{self._namespace}:stamp:{key}": key for key in keys}
-        try:
-            found = self._backend().get_many(list(names))
-        except Exception:
-            _cache_unavailable("get_many")
-            return {}
+        names = {f"stamp:{key}": key for key in keys}
+        found = self._get_many(list(names)) or {}
         return {names[name]: stamp for name, stamp in found.items()}
 
     # -- leases ---------------------------------------------------------------------------------------
