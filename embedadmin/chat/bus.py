@@ -168,6 +168,14 @@ class _RedisSubscription:
             # INFO: one line per subscription; the publisher's WARNING says once per process that Redis is away.
             logger.info("chat bus: %s %s; tailing the database log until Redis is back", why, self._channel)
 
+    def _back_from_log(self, now: float) -> float:
+        """End a stretch on the database log: its seconds, added to the bus's ``fallback_seconds``."""
+        assert self._down_since is not None
+        fallback = now - self._down_since
+        self._bus.fallback_seconds += fallback
+        self._down_since = None
+        return fallback
+
     async def _drop(self, now: float) -> None:
         pubsub, client = self._pubsub, self._client
         self._pubsub = self._client = None
@@ -186,10 +194,7 @@ class _RedisSubscription:
             if self._pubsub is None:
                 if now >= self._next_attempt:
                     if await self._connect():
-                        assert self._down_since is not None
-                        fallback = loop.time() - self._down_since
-                        self._bus.fallback_seconds += fallback
-                        self._down_since = None
+                        fallback = self._back_from_log(loop.time())
                         self._grace_until = loop.time() + GRACE_SECONDS
                         logger.info(
                             "chat bus: %s is back on Redis after %.2f s on the database log", self._channel, fallback
@@ -215,9 +220,7 @@ class _RedisSubscription:
             await _close_quietly(self._pubsub, self._client)
         self._pubsub = self._client = None
         if self._down_since is not None:
-            fallback = asyncio.get_running_loop().time() - self._down_since
-            self._bus.fallback_seconds += fallback
-            self._down_since = None
+            fallback = self._back_from_log(asyncio.get_running_loop().time())
             logger.info("chat bus: %s ended after %.2f s on the database log", self._channel, fallback)
 
 
