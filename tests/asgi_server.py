@@ -10,8 +10,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -43,15 +44,21 @@ def database_url_for_subprocess() -> str:
     return f"postgresql://{credentials}@{host}:{p['PORT'] or 5432}/{p['NAME']}"
 
 
+def admin_rows(sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` run on a connection of its own (autocommit) to the test database's server: to look at,
+    or end, the sessions of the code under test."""
+    with psycopg.connect(database_url_for_subprocess(), autocommit=True) as admin:
+        return admin.execute(sql, list(params)).fetchall()
+
+
 def terminate_backends(application_name: str) -> int:
     """Terminate every PostgreSQL backend of ``application_name`` (as a restart would), from a connection of its
     own to the test database's server; how many there were."""
-    with psycopg.connect(database_url_for_subprocess(), autocommit=True) as admin:
-        rows = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE application_name = %s AND pid <> pg_backend_pid()",
-            [application_name],
-        ).fetchall()
+    rows = admin_rows(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE application_name = %s AND pid <> pg_backend_pid()",
+        [application_name],
+    )
     return len(rows)
 
 

@@ -9,7 +9,6 @@ import threading
 import time
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from embedadmin.accounts import services as accounts
@@ -18,7 +17,7 @@ from embedadmin.chat.providers.base import ContentDelta
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.serving.datasources import close_data_sources
 from embedadmin.semantic.serving.services import semantic_cubesql
-from tests.asgi_server import database_url_for_subprocess
+from tests.asgi_server import admin_rows, database_url_for_subprocess
 from tests.chat.conftest import SESSION, LiveStream
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,12 +65,11 @@ def slow_source(acme, tmp_path: Path, on_postgres):
 
 def _sleeping(statement: str) -> list[str]:
     """The statements running in the test database that contain ``statement``."""
-    with psycopg.connect(database_url_for_subprocess(), autocommit=True) as admin:
-        rows = admin.execute(
-            "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' "
-            "AND pid <> pg_backend_pid() AND strpos(lower(query), lower(%s)) > 0",
-            [statement],
-        ).fetchall()
+    rows = admin_rows(
+        "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' "
+        "AND pid <> pg_backend_pid() AND strpos(lower(query), lower(%s)) > 0",
+        [statement],
+    )
     return [row[0] for row in rows]
 
 

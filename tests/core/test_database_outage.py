@@ -22,15 +22,14 @@ from django.db.utils import load_backend
 from embedadmin.core.errors import RETRY_AFTER_SECONDS
 from embedadmin.core.pgpool import CheckedConnectionPool, is_unavailable_error, unavailable_reason
 from embedadmin.envconfig import database_from_url
-from tests.asgi_server import database_url_for_subprocess, terminate_backends
+from tests.asgi_server import admin_rows, database_url_for_subprocess, terminate_backends
 
 pytestmark = pytest.mark.usefixtures("on_postgres")
 
 
 def backends(application_name: str) -> int:
-    with psycopg.connect(database_url_for_subprocess(), autocommit=True) as admin:
-        row = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [application_name])
-        return int(row.fetchone()[0])  # type: ignore[index]
+    [(count,)] = admin_rows("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [application_name])
+    return int(count)
 
 
 def pooled_wrapper(*, alias: str, host: str | None = None, port: str | None = None, timeout: float = 10) -> Any:
