@@ -87,6 +87,16 @@ def test_every_ref_is_a_reference(spec):
     assert found == []
 
 
+def test_a_shape_that_extends_another_lists_the_others_fields_too(spec):
+    schemas = spec["components"]["schemas"]
+    for extended, base, own in (
+        ("ApiKeyCreated", "ApiKey", "key"),
+        ("PlatformTokenCreated", "PlatformToken", "token"),
+        ("ModelFileContent", "ModelFile", "content"),
+    ):
+        assert set(schemas[extended]["properties"]) == {*schemas[base]["properties"], own}
+
+
 def test_security_schemes(spec):
     schemes = spec["components"]["securitySchemes"]
     assert {"ApiKey", "PlatformToken", "EmbedToken", "EmbedBearer", "CoreJWT", "ChatServiceToken"} <= set(schemes)

@@ -571,12 +571,14 @@ class RegionListView(PlatformView):
 # --- data model ----------------------------------------------------------------------------------------------
 
 
+# Fields shared by two shapes: each inline_serializer gets its own dict (DRF takes the fields out of the dict a
+# serializer class is made from, which left the second shape with only its own field).
 MODEL_FILE_FIELDS: dict[str, serializers.Field] = {
     "path": serializers.CharField(help_text="Relative to the model directory"),
     "size": serializers.IntegerField(help_text="Bytes"),
     "updatedAt": serializers.DateTimeField(),
 }
-MODEL_FILE = inline_serializer("ModelFile", MODEL_FILE_FIELDS)
+MODEL_FILE = inline_serializer("ModelFile", dict(MODEL_FILE_FIELDS))
 
 
 class ModelFileListView(PlatformView):
@@ -687,7 +689,7 @@ API_KEY_FIELDS: dict[str, serializers.Field] = {
     "createdAt": serializers.DateTimeField(),
     "revokedAt": serializers.DateTimeField(allow_null=True),
 }
-API_KEY = inline_serializer("ApiKey", API_KEY_FIELDS)
+API_KEY = inline_serializer("ApiKey", dict(API_KEY_FIELDS))
 API_KEY_NOT_FOUND = error("No API key with this id in the caller's account")
 
 
@@ -787,7 +789,7 @@ PLATFORM_TOKEN_FIELDS: dict[str, serializers.Field] = {
     "createdAt": serializers.DateTimeField(),
     "revokedAt": serializers.DateTimeField(allow_null=True),
 }
-PLATFORM_TOKEN = inline_serializer("PlatformToken", PLATFORM_TOKEN_FIELDS)
+PLATFORM_TOKEN = inline_serializer("PlatformToken", dict(PLATFORM_TOKEN_FIELDS))
 PLATFORM_TOKEN_NOT_FOUND = error("No platform token with this id in the caller's account")
 
 

@@ -226,8 +226,9 @@ SCIM_VERBS: Mapping[str, str] = {"POST": "create", "PUT": "replace", "PATCH": "u
 
 
 class ScimView(AuditedView):
-    audit_via = "scim"
     """Base of the SCIM endpoints: platform-token auth, the account's service, and SCIM errors for everything."""
+
+    audit_via = "scim"
 
     authentication_classes = [PlatformTokenAuthentication]
     permission_classes = [IsPlatformCaller]
