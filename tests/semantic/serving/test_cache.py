@@ -16,31 +16,10 @@ from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.semantic.serving.cache import CachedResult, CacheMode, ContinueWait, QueryRunner, result_cache_key
 from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult, QueryTimeout
-from tests.semantic.serving.cache_support import REDIS_URL, redis_backend, rows
+from tests.semantic.serving.cache_support import REDIS_URL, Query, redis_backend, rows
 
 REPO = Path(__file__).resolve().parents[3]
 KEY = result_cache_key(source="duckdb:///demo", sql="SELECT count(*) FROM orders", params=[], context="ctx")
-
-
-class Query:
-    """The unit of work handed to the runner: counts its runs, returns the run number, and can be held
-    at a gate to play a slow query."""
-
-    def __init__(self, *, gated: bool = False, error: Exception | None = None) -> None:
-        self.calls = 0
-        self.error = error
-        self.gate = threading.Event()
-        self.started = threading.Event()
-        if not gated:
-            self.gate.set()
-
-    def __call__(self) -> QueryResult:
-        self.calls += 1
-        self.started.set()
-        assert self.gate.wait(10), "the test never opened the gate"
-        if self.error is not None:
-            raise self.error
-        return rows(self.calls)
 
 
 @pytest.fixture

@@ -17,29 +17,10 @@ from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.semantic.serving.cache import CacheMode, ContinueWait, QueryRunner, result_cache_key
-from embedadmin.semantic.serving.datasources import QueryResult
-from tests.semantic.serving.cache_support import REDIS_URL, redis_backend, rows
+from tests.semantic.serving.cache_support import REDIS_URL, Query, redis_backend, rows
 
 REPO = Path(__file__).resolve().parents[3]
 KEY = result_cache_key(source="duckdb:///demo", sql="SELECT sum(amount) FROM orders", params=[], context="lease")
-
-
-class Query:
-    """Counts its runs; can be held at a gate to play a slow query."""
-
-    def __init__(self, *, gated: bool = False, value: int = 1) -> None:
-        self.calls = 0
-        self.value = value
-        self.gate = threading.Event()
-        self.started = threading.Event()
-        if not gated:
-            self.gate.set()
-
-    def __call__(self) -> QueryResult:
-        self.calls += 1
-        self.started.set()
-        assert self.gate.wait(15), "the test never opened the gate"
-        return rows(self.value)
 
 
 # --- across processes (Redis) -------------------------------------------------------------------------
