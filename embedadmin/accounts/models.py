@@ -57,6 +57,9 @@ class TenantSettings(models.Model):
     embed_locale = models.CharField(max_length=35, default="en-US")
     embed_timezone = models.CharField(max_length=64, default="UTC")
     restrict_data_download = models.BooleanField(default=False)
+    # Whether a viewer may download data (CSV) from an embed when the session does not say; a session's
+    # allowExport overrides it, URL parameters may only narrow it, restrict_data_download outranks both.
+    allow_export = models.BooleanField(default=False)
     # Origins (scheme://host[:port]) whose pages may frame /embed/* (CSP frame-ancestors) and receive its messages.
     embed_allowed_origins = models.JSONField(default=list, blank=True)
     # The account's embed theme (EmbedTheme: primaryColor, font, analyticsChat, chat); a session's overrides it.
@@ -95,6 +98,9 @@ class Deployment(TimestampedModel):
     data_source_url_encrypted = models.TextField(blank=True, default="")
     # Chat API: accept X-Service-Auth-Token (a deployment JWT) instead of an API key.
     chat_token_auth = models.BooleanField(default=False)
+    # Embed viewers read only cubes and views whose access policy grants them (fail closed). This opens the cubes
+    # and views that have no access policy at all to every embed viewer, as Cube does for any token. Unsafe.
+    open_to_embed_without_policy = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["id"]

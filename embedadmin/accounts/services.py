@@ -472,8 +472,10 @@ def deployment_configure(
     model_dir: str | None = None,
     data_source_url: str | None = None,
     chat_token_auth: bool | None = None,
+    open_to_embed_without_policy: bool | None = None,
 ) -> Deployment:
-    """Set a deployment's data model directory, data source URL and chat token authentication.
+    """Set a deployment's data model directory, data source URL, chat token authentication, and whether cubes and
+    views without an access policy are open to embed viewers (unsafe; docs/security.md).
 
     ``None`` leaves a setting as it is. The model directory must exist; the data source URL must be
     ``duckdb:///path`` or ``postgresql://...`` and is stored encrypted (it may hold a password).
@@ -493,6 +495,9 @@ def deployment_configure(
     if chat_token_auth is not None:
         deployment.chat_token_auth = chat_token_auth
         updates.append("chat_token_auth")
+    if open_to_embed_without_policy is not None:
+        deployment.open_to_embed_without_policy = open_to_embed_without_policy
+        updates.append("open_to_embed_without_policy")
     if updates:
         deployment.save(update_fields=[*updates, "updated_at"])
         CREDENTIALS.bump()

@@ -46,10 +46,10 @@ from embedadmin.chat.providers.base import (
 )
 from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools, dimension_values
 from embedadmin.core.errors import ApiError
-from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.query.dates import canonical_timezone
 from embedadmin.semantic.serving.datasources import CancelScope
+from embedadmin.semantic.serving.routing import viewer_context
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,8 @@ class RunExecution:
         self.tool_context = ToolContext(
             account_id=agent.account_id,
             deployment_id=agent.deployment_id,
-            query_context=QueryContext(
+            query_context=viewer_context(
+                deployment=agent.deployment,
                 security_context=context.get("securityContext") or {},
                 groups=list(context.get("groups") or []),
                 user_attributes=context.get("userAttributes") or {},

@@ -155,7 +155,7 @@ def run_health(*, run_id: int) -> tuple[str, dt.datetime] | None:
 
 
 def run_for_execution(*, run_id: int) -> Run | None:
-    return Run.objects.select_related("thread__agent").filter(pk=run_id).first()
+    return Run.objects.select_related("thread__agent__deployment").filter(pk=run_id).first()
 
 
 def stale_runs(*, now: dt.datetime, stale_after: dt.timedelta) -> list[tuple[int, int]]:

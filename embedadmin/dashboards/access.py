@@ -91,7 +91,7 @@ class EmbedCaller:
 
     @property
     def ctx(self) -> QueryContext:
-        return query_context(self.security)
+        return query_context(self.security, deployment=self.deployment)
 
 
 def embed_token_verify(*, token: str) -> EmbedCaller:

@@ -93,6 +93,10 @@ def page_of_list(
 
 # --- shapes --------------------------------------------------------------------------------------------------
 
+OPEN_TO_EMBED_HELP = (
+    "Unsafe. Embed viewers read only the cubes and views whose access policy grants them; true opens every cube "
+    "and view without an access policy to every embed viewer of this deployment, as Cube does for any token"
+)
 DEPLOYMENT = inline_serializer(
     "Deployment",
     {
@@ -101,6 +105,7 @@ DEPLOYMENT = inline_serializer(
         "slug": serializers.CharField(),
         "createdAt": serializers.DateTimeField(),
         "updatedAt": serializers.DateTimeField(),
+        "openToEmbedWithoutPolicy": serializers.BooleanField(help_text=OPEN_TO_EMBED_HELP),
     },
 )
 DEPLOYMENT_CREATE = inline_serializer(
@@ -115,6 +120,7 @@ DEPLOYMENT_CHANGES = inline_serializer(
     {
         "name": serializers.CharField(required=False, max_length=200),
         "slug": serializers.CharField(required=False, max_length=63),
+        "openToEmbedWithoutPolicy": serializers.BooleanField(required=False, help_text=OPEN_TO_EMBED_HELP),
     },
 )
 DEPLOYMENT_NOT_FOUND = error("No deployment with this id in the caller's account")
@@ -142,6 +148,7 @@ def deployment_item(deployment: Deployment) -> dict[str, Any]:
         "slug": deployment.slug,
         "createdAt": iso_time(deployment.created_at),
         "updatedAt": iso_time(deployment.updated_at),
+        "openToEmbedWithoutPolicy": deployment.open_to_embed_without_policy,
     }
 
 
@@ -180,10 +187,17 @@ class DeploymentDetailView(PlatformView):
     )
     def patch(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
-        body = _body(request, ("name", "slug"))
+        body = _body(request, ("name", "slug", "openToEmbedWithoutPolicy"))
+        open_to_embed = body.get("openToEmbedWithoutPolicy")
+        if open_to_embed is not None and not isinstance(open_to_embed, bool):
+            raise BadRequest("openToEmbedWithoutPolicy: must be true or false")
         deployment = accounts.deployment_update(
             deployment=deployment, name=_text(body, "name"), slug=_text(body, "slug", max_length=63)
         )
+        if open_to_embed is not None:
+            deployment = accounts.deployment_configure(
+                deployment=deployment, open_to_embed_without_policy=open_to_embed
+            )
         return Response(deployment_item(deployment))
 
     put = patch

@@ -19,11 +19,15 @@ class QueryContext:
     ``security_context`` is the verified token payload (``securityContext`` in the model),
     ``groups`` the caller's groups (policies' ``group``/``groups``), ``user_attributes`` the embed user's
     attributes (``userAttributes``). The semantic layer knows nothing else about the caller.
+
+    ``only_granted`` makes the caller a stranger who reads only what was granted (an embed viewer): a cube or view
+    without any access policy is then denied to them instead of open (``query.access.entity_access``).
     """
 
     security_context: dict[str, Any] = field(default_factory=dict)
     groups: list[str] = field(default_factory=list)
     user_attributes: dict[str, Any] = field(default_factory=dict)
+    only_granted: bool = False
 
     @cached_property
     def stable_security_context(self) -> dict[str, Any]:
@@ -46,7 +50,7 @@ class QueryContext:
         one viewer (differing only in ``iat``, ``exp``, ``nbf``, ``jti``) share it; any other difference keeps
         them apart."""
         material = json.dumps(
-            [self.stable_security_context, sorted(self.groups or []), self.user_attributes or {}],
+            [self.stable_security_context, sorted(self.groups or []), self.user_attributes or {}, self.only_granted],
             sort_keys=True,
             default=str,
             separators=(",", ":"),

@@ -49,6 +49,14 @@ class QueryError(ApiError):
     status = 400
 
 
+class AccessDenied(ApiError):
+    """A caller who reads only what was granted (an embed viewer) named a cube, view or member outside the grant:
+    403 with Cube's error shape. The message is the same for a name that does not exist, so a refusal tells a
+    viewer nothing about the model beyond their grant."""
+
+    status = 403
+
+
 class QueryLimitError(ApiError):
     """``limit`` above the maximum: ``Error: The query limit has been exceeded.``, Cube's message. Cube answers it
     with a 500; here it is a 400, as the contract (spec section 7: 5XX is an internal error) and every other

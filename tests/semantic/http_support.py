@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,3 +114,29 @@ def core(api: JsonClient, acme: Cast, demo_duckdb: Path, fresh_semantic_state: N
     """acme's deployment serving the demo model on the generated demo dataset."""
     deployment_configure(deployment=acme.deployment, model_dir=str(DEMO_MODEL), data_source_url=duckdb_url(demo_duckdb))
     return CoreApi(client=api, cast=acme, dataset=demo_duckdb)
+
+
+@pytest.fixture
+def embed_token(core) -> Callable[..., tuple[str, str]]:
+    """``embed_token(groups=[...], country=...)``: (token, sessionId) minted by generate-session + exchange."""
+    client, cast = core.client, core.cast
+    created = client.post_json(
+        "/api/v1/user-attributes", {"name": "country", "type": "string"}, **cast.platform_headers
+    )
+    assert created.status_code == 201, created.content
+    for group in ("regional", "admin"):
+        response = client.post_json("/api/scim/v2/Groups", {"displayName": group}, **cast.platform_headers)
+        assert response.status_code == 201, response.content
+
+    def make(*, groups: list[str], country: str | None = None, external_id: str = "rita@example.com"):
+        body = {"deploymentId": cast.deployment.pk, "externalId": external_id, "groups": groups}
+        if country is not None:
+            body["userAttributes"] = [{"name": "country", "value": country}]
+        session = client.post_json("/api/v1/embed/generate-session", body, **cast.api_key_headers)
+        assert session.status_code == 200, session.content
+        session_id = session.json()["sessionId"]
+        exchanged = client.post_json("/api/v1/embed/session/token", {"sessionId": session_id})
+        assert exchanged.status_code == 200, exchanged.content
+        return exchanged.json()["token"], session_id
+
+    return make

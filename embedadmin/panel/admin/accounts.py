@@ -217,8 +217,9 @@ class DeploymentAdmin(PanelAdmin):
         "model_state",
         "data_source",
         "chat_token_auth",
+        "open_to_embed_without_policy",
     )
-    editable_on_change = ("chat_token_auth",)
+    editable_on_change = ("chat_token_auth", "open_to_embed_without_policy")
 
     def get_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
         return ("account", "name", "slug") if obj is None else self.change_fields
@@ -229,12 +230,20 @@ class DeploymentAdmin(PanelAdmin):
         return tuple(f for f in self.change_fields if f not in self.editable_on_change)
 
     def get_form(self, request: HttpRequest, obj: Deployment | None = None, change: bool = False, **kwargs: Any):
-        help_texts = {"chat_token_auth": "Accept X-Service-Auth-Token (a JWT of this deployment with the chat scope)."}
+        help_texts = {
+            "chat_token_auth": "Accept X-Service-Auth-Token (a JWT of this deployment with the chat scope).",
+            "open_to_embed_without_policy": format_html(
+                '<span class="errornote">Unsafe. Embed viewers read only the cubes and views whose access policy '
+                "grants them. Checked, every cube and view without an access policy is open to every embed viewer "
+                "of this deployment, personal data included.</span>"
+            ),
+        }
         return super().get_form(request, obj, change=change, help_texts=help_texts, **kwargs)
 
     def update_through_service(self, request: HttpRequest, obj: Deployment, form: BaseForm) -> None:
-        if "chat_token_auth" in form.changed_data:
-            accounts.deployment_configure(deployment=obj, chat_token_auth=form.cleaned_data["chat_token_auth"])
+        changed = {name: form.cleaned_data[name] for name in self.editable_on_change if name in form.changed_data}
+        if changed:
+            accounts.deployment_configure(deployment=obj, **changed)
 
     @admin.display(description="data model")
     def model_state(self, obj: Deployment) -> str:

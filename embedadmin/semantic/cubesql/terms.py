@@ -16,7 +16,7 @@ from typing import TypeVar, cast
 from sqlglot import exp
 
 from embedadmin.semantic.context import QueryContext
-from embedadmin.semantic.errors import QueryError
+from embedadmin.semantic.errors import AccessDenied, QueryError
 from embedadmin.semantic.modeling.model import CompiledModel, Dimension, Entity, Measure, Member
 from embedadmin.semantic.modeling.model import value_type as member_value_type
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
@@ -122,6 +122,8 @@ class Scope:
             raise QueryError(f"Only cubes and views can be queried: FROM <cube or view> [AS alias], got {shown}")
         name = node.this.name
         entity = find_named(self.model.entities, name)
+        if self.ctx.only_granted and (entity is None or not entity.public or self.access(entity.name).denied):
+            raise AccessDenied(f"Access denied: table '{name}' is not granted to this viewer")
         if entity is None or not entity.public or self.access(entity.name).denied:
             raise QueryError(f"Table '{name}' not found: only cubes and views can be queried")
         source = Source(alias.name if alias is not None else name, entity)

@@ -13,6 +13,13 @@ and all its conditions are true. For an entity (cube or view) with policies:
 
 A value a row filter needs but the caller's context lacks turns that filter into ``1 = 0``: never wider.
 Conditions that cannot be evaluated are false.
+
+An entity without policies is open to every caller, as in Cube, except to a caller who reads only what was granted
+(``QueryContext.only_granted``: an embed viewer, docs/security.md): to them it is denied like an entity none of
+whose policies match. This is the one decision every door asks (``/v1/meta``, ``/v1/load``, ``/v1/sql``,
+``/v1/dry-run``, ``/v1/cubesql``, the embed pages and the chat tools all reach it through normalization, meta
+and the SQL builder). A cube reached only *through* a view's members is judged as the view defines it: its own
+policies still narrow its rows, but having none does not deny the view's query.
 """
 
 from __future__ import annotations
@@ -55,9 +62,14 @@ class EntityAccess:
 _OPEN = EntityAccess(governed=False, policies=())
 
 
-def entity_access(entity: Entity, ctx: QueryContext) -> EntityAccess:
+_UNGRANTED = EntityAccess(governed=True, policies=())
+
+
+def entity_access(entity: Entity, ctx: QueryContext, *, through_view: bool = False) -> EntityAccess:
+    """The caller's access to ``entity``; ``through_view`` when the query reaches it only as the origin of a
+    view's members (then an entity without policies does not deny, whoever asks)."""
     if entity.access_policies is None:
-        return _OPEN
+        return _UNGRANTED if ctx.only_granted and not through_view else _OPEN
     return EntityAccess(governed=True, policies=tuple(p for p in entity.access_policies if _matches(p, ctx)))
 
 
@@ -73,11 +85,16 @@ def _matches(policy: AccessPolicy, ctx: QueryContext) -> bool:
     return True
 
 
-def row_restriction(model: CompiledModel, entities: Iterable[str], ctx: QueryContext) -> list[FilterNode]:
-    """Filters to AND into a query reading ``entities`` (cubes and views); empty when unrestricted."""
+def row_restriction(
+    model: CompiledModel, entities: Iterable[str], ctx: QueryContext, *, through_views: Iterable[str] = ()
+) -> list[FilterNode]:
+    """Filters to AND into a query reading ``entities`` (cubes and views it names) and ``through_views`` (cubes it
+    reaches only as origins of view members); empty when unrestricted."""
     restrictions: list[FilterNode] = []
-    for name in dict.fromkeys(entities):
-        access = entity_access(model.entities[name], ctx)
+    named = dict.fromkeys(entities)
+    reached = [(name, True) for name in dict.fromkeys(through_views) if name not in named]
+    for name, through_view in [*((name, False) for name in named), *reached]:
+        access = entity_access(model.entities[name], ctx, through_view=through_view)
         if not access.governed:
             continue
         if access.denied:

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.semantic.context import QueryContext
-from embedadmin.semantic.errors import QueryError, QueryLimitError
+from embedadmin.semantic.errors import AccessDenied, QueryError, QueryLimitError
 from embedadmin.semantic.modeling.model import (
     DATE_OPERATORS,
     FILTER_OPERATORS,
@@ -77,6 +77,7 @@ HIDDEN_MEMBER = (
     "You requested hidden member: '{name}'. Please make it visible using `shown: true`. Please note primaryKey "
     "fields are `shown: false` by default: https://cube.dev/docs/schema/reference/joins#setting-a-primary-key."
 )
+NOT_GRANTED = "Access denied: '{name}' is not granted to this viewer"
 _EMPTY_QUERY = (
     "Query should contain either measures, dimensions or timeDimensions with granularities in order to be valid"
 )
@@ -150,8 +151,19 @@ class _Normalizer:
             self._access[entity] = entity_access(self.model.entities[entity], self.ctx)
         return self._access[entity]
 
+    def granted(self, name: str) -> bool:
+        """Whether ``name`` is a member the caller's access policies let them use."""
+        entity_name, _, member_name = name.partition(".")
+        if entity_name not in self.model.entities or name not in self.model.members:
+            return False
+        access = self.access(entity_name)
+        return not access.denied and access.member_visible(member_name)
+
     def member(self, name: str, kinds: tuple[str, ...], *, selected: bool) -> Member:
-        """Look ``name`` up; check its kind and that the caller may use it."""
+        """Look ``name`` up; check its kind and that the caller may use it. A caller who reads only what was
+        granted is refused alike for a name outside the grant and for a name that does not exist (403)."""
+        if self.ctx.only_granted and not self.granted(name):
+            raise AccessDenied(NOT_GRANTED.format(name=name))
         entity_name, _, member_name = name.partition(".")
         entity = self.model.entities.get(entity_name)
         if entity is None:
@@ -223,7 +235,7 @@ def normalize_query(
         timezone=timezone,
         ungrouped=_boolean(query, "ungrouped"),
         response_format=_choice(query, "responseFormat", RESPONSE_FORMATS),
-        join_hints=_join_hints(model, query.get("joinHints")),
+        join_hints=_join_hints(state, query.get("joinHints")),
         given=given,
     )
     _choice(query, "cache", CACHE_MODES)
@@ -291,7 +303,8 @@ def _choice(query: Mapping[str, Any], key: str, options: tuple[str, ...]) -> str
     return value
 
 
-def _join_hints(model: CompiledModel, value: Any) -> tuple[tuple[str, ...], ...]:
+def _join_hints(state: _Normalizer, value: Any) -> tuple[tuple[str, ...], ...]:
+    model = state.model
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(h, list) for h in value):
@@ -299,7 +312,10 @@ def _join_hints(model: CompiledModel, value: Any) -> tuple[tuple[str, ...], ...]
     hints = []
     for hint in value:
         for cube in hint:
-            if not isinstance(cube, str) or cube not in model.entities or model.entities[cube].is_view:
+            known = isinstance(cube, str) and cube in model.entities and not model.entities[cube].is_view
+            if state.ctx.only_granted and not (known and not state.access(cube).denied):
+                raise AccessDenied(NOT_GRANTED.format(name=cube))
+            if not known:
                 raise QueryError(f"Unknown cube in joinHints: '{cube}'")
         hints.append(tuple(hint))
     return tuple(hints)
@@ -445,7 +461,7 @@ def _order(state: _Normalizer, value: Any) -> tuple[OrderSpec, ...]:
             raise invalid(f'"order" key "{member}" fails to match the required pattern')
         if direction not in ("asc", "desc"):
             raise invalid(f'"order.{member}" must be one of [asc, desc]')
-        if member.count(".") == 1 and member not in state.model.members:
+        if member.count(".") == 1 and (member not in state.model.members or state.ctx.only_granted):
             state.member(member, ("measure", "dimension"), selected=False)
         result.append(OrderSpec(member, direction == "desc"))
     return tuple(result)

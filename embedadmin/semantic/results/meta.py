@@ -49,7 +49,7 @@ def meta(
         shown = base.get(name)
         if shown is None:
             continue
-        if entity.access_policies is not None:
+        if entity.access_policies is not None or ctx.only_granted:
             shown = _for_caller(entity, shown, ctx)
             mask.append(f"{name}:{','.join(m['name'] for m in _members(shown)) if shown else '-'}")
             if shown is None:

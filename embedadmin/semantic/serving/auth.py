@@ -53,6 +53,10 @@ class PublicTokenInvalid(TokenInvalid):
 # "data": /v1/load, /v1/sql, /v1/dry-run, /v1/cubesql), as Cube's contextToApiScopes does by configuration. The
 # Platform API's meta-sync tokens carry ["meta"]; a token without the claim may use every scope.
 API_SCOPES_CLAIM = "embedadmin:apiScopes"
+# The claim this install's embed tokens carry (``embedding.tokens``: sealed, so only a session exchange makes one).
+# Its presence alone makes the caller an embed viewer who reads only what access policies grant: a token that
+# carries it without a valid seal can only be narrower for it, never wider.
+EMBED_CLAIM = "embed"
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,11 @@ class SecurityContext:
     user_attributes: dict[str, Any] = field(default_factory=dict)
     # The Core Data API scopes the token may use (API_SCOPES_CLAIM); None: every scope (any other token).
     api_scopes: frozenset[str] | None = None
+
+    @property
+    def embed_viewer(self) -> bool:
+        """Whether the token speaks for an embed viewer (it carries :data:`EMBED_CLAIM`)."""
+        return is_embed_viewer(self.payload)
 
     def allows(self, scope: str) -> bool:
         """Whether the token may use the Core Data API's ``scope`` ("meta" or "data"): every token but one whose
@@ -91,6 +100,11 @@ class SecurityContext:
             user_attributes=dict(attributes) if isinstance(attributes, dict) else {},
             api_scopes=api_scopes,
         )
+
+
+def is_embed_viewer(security_context: dict[str, Any]) -> bool:
+    """The one test of whether a verified security context is an embed viewer's."""
+    return EMBED_CLAIM in security_context
 
 
 def authorization_token(*, authorization: str | None, cube_authorization: str | None = None) -> str:

@@ -20,6 +20,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -35,6 +36,7 @@ from embedadmin.semantic.serving.auth import (
     SecurityContext,
     authorization_token,
     core_token_verify,
+    is_embed_viewer,
 )
 
 logger = logging.getLogger(__name__)
@@ -56,13 +58,28 @@ class CoreApiCaller:
             raise Forbidden(f"API scope is missing: {scope}")
 
 
-def query_context(security: SecurityContext) -> QueryContext:
+def query_context(security: SecurityContext, *, deployment: Deployment) -> QueryContext:
     """The query context of a verified token: the payload as ``securityContext``, its ``groups`` claim as
     groups and its ``userAttributes`` claim as user attributes (embed tokens carry both)."""
-    return QueryContext(
+    return viewer_context(
+        deployment=deployment,
         security_context=security.payload,
         groups=list(security.groups),
         user_attributes=security.user_attributes,
+    )
+
+
+def viewer_context(
+    *, deployment: Deployment, security_context: dict[str, Any], groups: list[str], user_attributes: dict[str, Any]
+) -> QueryContext:
+    """The one rule of who reads only what was granted: an embed viewer (the security context carries the embed
+    claim), unless the deployment opens cubes and views without policy to embed viewers. Every door builds its
+    query context here: the Core Data API, the embed pages and the chat's runs."""
+    return QueryContext(
+        security_context=security_context,
+        groups=groups,
+        user_attributes=user_attributes,
+        only_granted=is_embed_viewer(security_context) and not deployment.open_to_embed_without_policy,
     )
 
 
@@ -122,7 +139,7 @@ def core_api_caller(*, deployment_id: int | None, headers: Mapping[str, str]) ->
     except TokenInvalid as exc:
         logger.info("Core Data API token refused for deployment %s: %s", deployment.pk, exc)
         raise Forbidden(_public_message(exc)) from None
-    caller = CoreApiCaller(deployment=deployment, ctx=query_context(security), security=security)
+    caller = CoreApiCaller(deployment=deployment, ctx=query_context(security, deployment=deployment), security=security)
     with contextlib.suppress(TypeError, ValueError):  # exp is required and verified: PyJWT reads it with int()
         expires_at = int(security.payload["exp"]) + LEEWAY_SECONDS
         _REMEMBERED_CALLERS.put(key, caller, version, expires_at=expires_at)

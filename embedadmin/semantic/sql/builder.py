@@ -156,8 +156,9 @@ class _Builder(GroupStatements):
         query = self.query
         used = [*query.measures, *query.dimensions, *(td.dimension for td in query.time_dimensions), *query.segments]
         used.extend(leaf.member for leaf in query_leaves(query.filters))
-        entities = [part for name in used for part in self._entities(name)]
-        restrictions = row_restriction(self.model, entities, self.ctx)
+        named = [self.member(name).entity for name in used]
+        reached = [self.renderer.origin(m).entity for m in map(self.member, used) if m.alias_member]
+        restrictions = row_restriction(self.model, named, self.ctx, through_views=reached)
         used.extend(leaf.member for node in restrictions for leaf in filter_leaves(node))
         tree = self.join_tree(used)
         for name in used:
@@ -212,11 +213,6 @@ class _Builder(GroupStatements):
             columns=tuple(columns),
             hints={"root": tree.root, "joins": [e.target for e in tree.edges], "multiplied": sorted(tree.multiplied)},
         )
-
-    def _entities(self, name: str) -> list[str]:
-        member = self.member(name)
-        origin = self.renderer.origin(member)
-        return [member.entity, origin.entity] if member.alias_member else [member.entity]
 
     def dimension_columns(self) -> tuple[list[ResultColumn], list[SelectItem]]:
         taken = self.taken

@@ -456,15 +456,32 @@ def test_groups_and_attributes_are_taken_only_in_the_expected_shape(payload, gro
     assert (context.groups, context.user_attributes, context.payload) == (groups, attributes, payload)
 
 
+def _context(payload: dict[str, Any], *, open_to_embed: bool = False):
+    return query_context(
+        SecurityContext.from_payload(payload), deployment=Deployment(open_to_embed_without_policy=open_to_embed)
+    )
+
+
 def test_cache_identity_ignores_token_bookkeeping_but_not_what_the_viewer_may_see():
-    base = query_context(SecurityContext.from_payload({"sub": "u", "groups": ["a"], "iat": 1, "exp": 2, "jti": "x"}))
-    same_viewer = query_context(
-        SecurityContext.from_payload({"jti": "y", "exp": 9, "groups": ["a"], "sub": "u", "nbf": 3})
-    )
-    other_groups = query_context(
-        SecurityContext.from_payload({"sub": "u", "groups": ["b"], "iat": 1, "exp": 2, "jti": "x"})
-    )
+    base = _context({"sub": "u", "groups": ["a"], "iat": 1, "exp": 2, "jti": "x"})
+    same_viewer = _context({"jti": "y", "exp": 9, "groups": ["a"], "sub": "u", "nbf": 3})
+    other_groups = _context({"sub": "u", "groups": ["b"], "iat": 1, "exp": 2, "jti": "x"})
 
     assert base.identity == same_viewer.identity
     assert base.identity != other_groups.identity
     assert len(base.identity) == 64
+
+
+def test_a_token_with_the_embed_claim_reads_only_what_is_granted_unless_the_deployment_opens_it():
+    customer = _context({"sub": "u", "groups": ["a"]})
+    viewer = _context({"sub": "u", "groups": ["a"], "embed": {"deploymentId": 1}})
+    opened = _context({"sub": "u", "groups": ["a"], "embed": {"deploymentId": 1}}, open_to_embed=True)
+    unsealed = _context({"sub": "u", "embed": "anything"})  # the claim's mere presence narrows, never widens
+
+    assert (customer.only_granted, viewer.only_granted, opened.only_granted, unsealed.only_granted) == (
+        False,
+        True,
+        False,
+        True,
+    )
+    assert viewer.identity != opened.identity  # a cached answer for one is never served to the other
