@@ -140,6 +140,8 @@ STORAGES = {
 }
 
 LOGIN_URL = "/admin/login/"
+# Where a login lands when its next= is missing or points off the panel (Django would send it to /accounts/profile/).
+LOGIN_REDIRECT_URL = "/admin/"
 
 # Behind a TLS-terminating proxy, the proxy sets X-Forwarded-Proto.
 if env_bool("EMBEDADMIN_BEHIND_PROXY", False):
