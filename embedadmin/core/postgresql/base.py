@@ -4,7 +4,8 @@ Django builds its pool with ``check=ConnectionPool.check_connection`` when ``CON
 gives no way to pass another check: after a PostgreSQL restart that check still costs a waiting request a
 second, two, four... per dead idle connection (psycopg's back-off), enough to run out the pool timeout.
 This backend builds the same pool with the checked pool class, which sweeps every dead idle connection as soon
-as it finds one. Everything else is Django's backend.
+as it finds one, and whose breaker answers at once while the server cannot be reached (a request gets its 503
+without waiting the pool timeout). Everything else is Django's backend.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class DatabaseWrapper(postgresql.DatabaseWrapper):
             if self.settings_dict.get("CONN_MAX_AGE", 0) != 0:
                 raise ImproperlyConfigured("Pooling doesn't support persistent connections.")
             options = {} if pool_options is True else dict(pool_options)
+            options.setdefault("name", self.alias)  # the breaker's log lines name the database by its alias
             connect_kwargs = self.get_connection_params()
             connect_kwargs["autocommit"] = True  # Django sets the real mode later, as its own backend does
             pool = CheckedConnectionPool(
