@@ -10,10 +10,11 @@ own check loop backs off a second, then two, four, ... between dead connections,
 While the server cannot be reached, a request would wait the whole pool timeout for a connection that cannot
 come. The pool's :class:`ConnectionBreaker` opens when a connection attempt fails that way: from then on a
 request is refused at once (:class:`DatabaseUnreachable`, a pool timeout that came without waiting, which every
-caller already answers with a 503), the pool's own reconnection attempts are put aside, and a single request
-every :data:`PROBE_INTERVAL_SECONDS` tries a real connection (half-open). The first that succeeds closes the
-breaker and the pool refills at once. One breaker per pool, so per process and per server; SQLite has no pool
-and never meets it.
+caller already answers with a 503), the pool's own reconnection attempts are put aside, and one connection
+attempt at a time, every :data:`PROBE_INTERVAL_SECONDS`, tries the server (half-open): made by the pool's watcher
+thread, or by the request that finds the attempt due. The first that succeeds closes the breaker and the pool
+refills at once, so requests recover within an interval of the server coming back, traffic or not. One breaker
+per pool, so per process and per server; SQLite has no pool and never meets it.
 
 The application database (through :mod:`embedadmin.core.postgresql`, the ``ENGINE`` ``DATABASE_URL`` selects)
 and every PostgreSQL data source (:mod:`embedadmin.semantic.serving.datasources`) use it.
@@ -44,9 +45,12 @@ _UNAVAILABLE_SQLSTATES = ("08", "57P01", "57P02", "57P03")
 # A server that answers but has no connection slot left is up: its pool's other connections still serve.
 _SERVER_FULL = ("too many clients", "remaining connection slots")
 
-# How long after a failed connection attempt the next one may be made (by one request, the probe): requests
+# How long after a failed connection attempt the next one may be made (one at a time, the probe): requests
 # recover within this of the database coming back, and a down server sees one attempt per interval per pool.
 PROBE_INTERVAL_SECONDS = 0.5
+# The watcher stops probing a pool no request has asked for a connection for this long (a data source nobody
+# queries is not tried twice a second for ever); the next request then probes, and starts it again.
+WATCH_IDLE_SECONDS = 60.0
 
 
 class DatabaseUnreachable(psycopg_pool.PoolTimeout):
@@ -62,10 +66,10 @@ class ConnectionBreaker:
     - Closed: requests go to the pool as usual.
     - Open: a connection attempt failed (:meth:`failed`); requests are refused at once (:meth:`admit` raises
       :class:`DatabaseUnreachable`) and the pool's reconnections are put aside (:meth:`defer`).
-    - Half-open: ``probe_interval`` after the last failure, the next request is let through as the probe
-      (:meth:`admit` returns True) and makes one real attempt; every other request is still refused until
-      that attempt ends. Any successful attempt closes the breaker (:meth:`succeeded`) and hands back what was
-      put aside; a failed one opens it for another interval.
+    - Half-open: ``probe_interval`` after the last failure, one attempt is due: the first to ask takes the
+      turn (a request through :meth:`admit`, the pool's watcher through :meth:`try_probe`) and makes one real
+      attempt; every other request is still refused until it ends. Any successful attempt closes the breaker
+      (:meth:`succeeded`) and hands back what was put aside; a failed one opens it for another interval.
     """
 
     def __init__(self, *, name: str = "", probe_interval: float = PROBE_INTERVAL_SECONDS) -> None:
@@ -78,7 +82,8 @@ class ConnectionBreaker:
         self._opened_at = 0.0
         self._deferred: list[Callable[[], None]] = []
         self.last_error: BaseException | None = None
-        # Counters: times opened, requests refused without an attempt, probes let through.
+        self.asked_at = time.monotonic()  # when a request last asked for a connection
+        # Counters: times opened, requests refused without an attempt, probes (attempts while open).
         self.opened = 0
         self.refused = 0
         self.probes = 0
@@ -97,21 +102,42 @@ class ConnectionBreaker:
             due = time.monotonic() >= self._failed_at + self.probe_interval
             return "half-open" if self._prober is not None or due else "open"
 
+    @property
+    def prober(self) -> int | None:
+        """The thread making the probe's attempt (its ``threading.get_ident()``), while one does."""
+        return self._prober
+
+    def due_in(self) -> float:
+        """Seconds until the next attempt is due (0 when due now or closed)."""
+        return max(0.0, self._failed_at + self.probe_interval - time.monotonic()) if self._open else 0.0
+
     def admit(self) -> bool:
         """Let a request through: False when closed (get a connection as usual), True when it is the probe (it
         must make one real connection attempt, and then call :meth:`release`); otherwise raise
         :class:`DatabaseUnreachable` at once."""
+        self.asked_at = time.monotonic()
         if not self._open:  # the common case, without the lock
             return False
         with self._lock:
             if not self._open:
                 return False
-            if self._prober is None and time.monotonic() >= self._failed_at + self.probe_interval:
-                self._prober = threading.get_ident()
-                self.probes += 1
+            if self._take_turn():
                 return True
             self.refused += 1
         raise self.refusal()
+
+    def try_probe(self) -> bool:
+        """Take the probe's turn, if the breaker is open, an attempt is due and none is under way (then make one
+        attempt and call :meth:`release`)."""
+        with self._lock:
+            return self._open and self._take_turn()
+
+    def _take_turn(self) -> bool:
+        if self._prober is not None or time.monotonic() < self._failed_at + self.probe_interval:
+            return False
+        self._prober = threading.get_ident()
+        self.probes += 1
+        return True
 
     def refusal(self) -> DatabaseUnreachable:
         """The error a refused request gets (its cause the failed attempt)."""
@@ -179,7 +205,8 @@ class CheckedConnectionPool(psycopg_pool.ConnectionPool):
     answers at once while its :class:`ConnectionBreaker` is open.
 
     Takes the pool's arguments, and ``probe_interval`` (seconds, :data:`PROBE_INTERVAL_SECONDS`); ``check``
-    must not be given (this class is that check).
+    must not be given (this class is that check). While the breaker is open a watcher thread of the pool makes
+    the due attempt when no request does (:meth:`_watch`).
     """
 
     def __init__(self, *args: Any, probe_interval: float = PROBE_INTERVAL_SECONDS, **kwargs: Any) -> None:
@@ -189,6 +216,9 @@ class CheckedConnectionPool(psycopg_pool.ConnectionPool):
         self._sweeping = threading.Lock()
         self.last_connect_error: BaseException | None = None
         self.breaker = ConnectionBreaker(probe_interval=probe_interval)
+        self._watcher: threading.Thread | None = None
+        self._watcher_lock = threading.Lock()
+        self._closing = threading.Event()
         base: type[psycopg.Connection] = kwargs.pop("connection_class", psycopg.Connection)
         pool = self
 
@@ -216,7 +246,12 @@ class CheckedConnectionPool(psycopg_pool.ConnectionPool):
         :class:`psycopg_pool.PoolTimeout` naming why none could be made (the last connection attempt's error)."""
         if timeout is None:
             timeout = self.timeout
-        if self.breaker.admit():
+        try:
+            probe = self.breaker.admit()
+        except DatabaseUnreachable:
+            self._ensure_watcher()  # it may have stopped on a pool nobody asked for a while
+            raise
+        if probe:
             started = time.monotonic()
             self._probe(timeout)
             timeout = max(timeout - (time.monotonic() - started), 0.001)
@@ -255,6 +290,38 @@ class CheckedConnectionPool(psycopg_pool.ConnectionPool):
                 self._waiting.clear()
         for client in waiting:
             client.fail(self.breaker.refusal())
+        if opened:
+            self._ensure_watcher()
+
+    def _ensure_watcher(self) -> None:
+        with self._watcher_lock:
+            if self._closing.is_set() or (self._watcher is not None and self._watcher.is_alive()):
+                return
+            self._watcher = threading.Thread(target=self._watch, name=f"{self.name}-breaker", daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        """While the breaker is open, make each due attempt that no request makes: the breaker closes within an
+        interval of the server coming back even when no request comes to try. Ends when the breaker closes, the
+        pool closes, or no request has asked for a connection for :data:`WATCH_IDLE_SECONDS`."""
+        breaker = self.breaker
+        while breaker.is_open and time.monotonic() - breaker.asked_at < WATCH_IDLE_SECONDS:
+            if self._closing.wait(min(max(breaker.due_in(), 0.01), 1.0)):  # a changed interval is seen within 1 s
+                return
+            if not breaker.try_probe():
+                continue  # a request is probing, or the breaker closed
+            try:
+                conn = self._connect(timeout=self.timeout)
+            except Exception as exc:
+                self._attempt_failed(exc)
+                continue
+            finally:
+                breaker.release()
+            conn.close()  # a probe only: the pool's slots connect now that the breaker is closed
+
+    def close(self, timeout: float = 5.0) -> None:
+        self._closing.set()
+        super().close(timeout)
 
     def _get_ready_connection(self, timeout: float | None) -> Any:
         # psycopg_pool calls this under the pool's lock, before a client starts waiting.

@@ -2,9 +2,11 @@
 the test's own that it stops, starts and freezes (``SIGSTOP``: it accepts TCP connections and answers none).
 
 While the server is down a request is refused at once, with no connection attempt (psycopg_pool's own counter of
-attempts stays put); a half-open breaker lets exactly one request through to try; a successful attempt closes it
-and the pool serves again. Through Django: the JSON 503 with ``Retry-After`` and ``/readyz`` without an attempt
-while open, 200 once the server is back. Nothing here judges speed: attempts, probes and states are counted."""
+attempts stays put); a half-open breaker makes exactly one attempt however many threads ask; while open, every
+attempt is a probe (the pool's reconnections wait); a successful attempt closes it, with or without requests, and
+the pool serves again. Through Django: the JSON 503 with ``Retry-After`` and ``/readyz`` without an attempt while
+open, 200 once the server is back. Nothing here judges speed: attempts, probes and states are counted (the one
+sleep gives a second probe time to start, were there one)."""
 
 from __future__ import annotations
 
@@ -141,17 +143,19 @@ def test_a_failed_connection_attempt_opens_it_and_requests_are_refused_without_a
 
 def test_many_threads_meeting_a_half_open_breaker_make_exactly_one_probe(up):
     threads = 16
-    with pool_on(up, probe_interval=0.2) as pool:
+    with pool_on(up, probe_interval=3600) as pool:  # no probe while the server starts, before it is frozen
         open_breaker(pool, up)
         up.start()
         with frozen(up):
-            wait_until(lambda: pool.breaker.state == "half-open", "the breaker half-opens")
+            pool.breaker.probe_interval = 0.2
             made, probes = attempts(pool), pool.breaker.probes
             barrier = threading.Barrier(threads)
+            asking: set[int] = set()
             refused: list[BaseException] = []
 
             def request() -> Any:
                 barrier.wait()
+                asking.add(threading.get_ident())
                 try:
                     return pool.getconn()
                 except DatabaseUnreachable as exc:
@@ -159,55 +163,67 @@ def test_many_threads_meeting_a_half_open_breaker_make_exactly_one_probe(up):
                     return None
 
             with ThreadPoolExecutor(threads) as executor:
+                wait_until(lambda: pool.breaker.state == "half-open", "the breaker half-opens")
                 futures = [executor.submit(request) for _ in range(threads)]
-                # Every request but the probe is answered while the probe's attempt hangs on the frozen server.
-                wait_until(lambda: len(refused) == threads - 1, "all but one request refused")
+                # One attempt hangs on the frozen server (a request's, or the pool's watcher's if it came first);
+                # every other request is answered meanwhile, and no second attempt starts however long it hangs.
+                wait_until(lambda: attempts(pool) > made, "the probe's attempt started")
+                wait_until(lambda: len(asking) == threads, "every request asked")
+                probing_requests = int(pool.breaker.prober in asking)
+                wait_until(lambda: len(refused) == threads - probing_requests, "every other request refused")
+                time.sleep(1.0)  # five probe intervals: a second probe would have started by now
                 assert pool.breaker.probes == probes + 1
                 assert attempts(pool) == made + 1
                 assert pool.breaker.state == "half-open"  # the probe is under way
                 in_flight = [f for f in futures if not f.done()]
-                assert len(in_flight) == 1
+                assert len(in_flight) == probing_requests
 
                 os.kill(up.pid or 0, signal.SIGCONT)  # the server answers: the probe connects
-                conn = in_flight[0].result(timeout=STOP_LOSS_S)
+                wait_until(lambda: pool.breaker.state == "closed", "the probe closes the breaker")
+                for future in in_flight:  # the request that probed gets its connection
+                    conn = future.result(timeout=STOP_LOSS_S)
+                    assert conn.execute("SELECT 1").fetchone() == (1,)
+                    pool.putconn(conn)
 
-        assert conn is not None
-        try:
-            assert conn.execute("SELECT 1").fetchone() == (1,)
-        finally:
-            pool.putconn(conn)
-        assert pool.breaker.state == "closed"
+        assert select_one(pool) == 1
         assert pool.breaker.probes == probes + 1
 
 
-def test_a_probe_that_fails_keeps_it_open_for_another_interval(up):
-    with pool_on(up, probe_interval=0.2) as pool:
+def test_while_open_every_connection_attempt_is_a_probe_and_a_failed_one_keeps_it_open(up):
+    with pool_on(up, probe_interval=0.05) as pool:
         open_breaker(pool, up)
-        wait_until(lambda: pool.breaker.state == "half-open", "the breaker half-opens")
-        made = attempts(pool)
+        made, probes = attempts(pool), pool.breaker.probes
 
-        with pytest.raises(DatabaseUnreachable):
-            pool.getconn()  # the probe: refused by the stopped server
+        wait_until(lambda: pool.breaker.probes >= probes + 3, "three probes (the watcher's, no request asking)")
 
-        assert attempts(pool) == made + 1
-        assert pool.breaker.probes == 1
+        assert attempts(pool) - made == pool.breaker.probes - probes  # the pool's own reconnections wait
         assert pool.breaker.opened == 1  # still the same opening
         assert pool.breaker.is_open
 
 
-def test_the_probe_that_succeeds_closes_it_and_the_pool_serves_again(up):
+def test_the_watcher_closes_it_without_any_request_once_the_server_is_back(up):
+    with pool_on(up, probe_interval=0.2) as pool:
+        open_breaker(pool, up)
+        requested = pool.get_stats().get("requests_num", 0)
+        up.start()
+
+        wait_until(lambda: pool.breaker.state == "closed", "the breaker closes")
+
+        assert pool.get_stats().get("requests_num", 0) == requested  # no request came
+        assert pool.breaker.refused == 0
+        assert select_one(pool) == 1
+
+
+def test_once_closed_the_pool_serves_again_and_refills(up):
     with pool_on(up, probe_interval=0.2) as pool:
         open_breaker(pool, up)
         up.start()
-        wait_until(lambda: pool.breaker.state == "half-open", "the breaker half-opens")
+        wait_until(lambda: pool.breaker.state == "closed", "the breaker closes")
 
-        assert select_one(pool) == 1  # the probe connects, then the request gets a connection of the pool
-
-        assert pool.breaker.state == "closed"
-        assert pool.breaker.probes == 1
         with ThreadPoolExecutor(8) as executor:
             assert list(executor.map(lambda _: select_one(pool), range(40))) == [1] * 40
         assert pool.get_stats()["pool_size"] >= 1
+        assert pool.breaker.opened == 1
 
 
 # --- through Django --------------------------------------------------------------------------------------------
@@ -259,8 +275,8 @@ def test_requests_answer_the_json_503_without_an_attempt_while_open_and_200_once
         assert answers[1].json()["checks"]["database"].startswith("connection refused (at the last connection")
 
         up.start()
-        pool.breaker.probe_interval = 0.2
-        wait_until(lambda: pool.breaker.state == "half-open", "the breaker half-opens")
+        pool.breaker.probe_interval = 0.2  # an attempt is due now: a request's or the pool's watcher's
+        wait_until(lambda: pool.breaker.state != "open", "the breaker half-opens")
 
         assert [api.get("/readyz").status_code for _ in range(5)] == [200] * 5
         assert pool.breaker.state == "closed"
