@@ -16,6 +16,11 @@ Everything is torn down, and the temporary directory deleted, when the block exi
 (the runner's budget). A drill then breaks it through ``c.postgres`` (:class:`Postgres`: ``stop``, ``kill``,
 ``start``, ``restart``), ``c.redis`` (:class:`Redis`: ``stop``, ``start``, ``restart``), ``c.kill_worker()``, and
 measures it with :func:`load`, ``c.request``, ``c.chat_stream``, ``c.rss_kb`` and friends. See ``drills/README.md``.
+
+A drill waits for what it needs to have happened (:func:`wait_for`, :class:`Progress`), never a fixed time, so a
+busy machine makes it slower, not wrong. Every wait has a stop-loss that only ends a wait for something that is not
+coming: :meth:`Cluster.stop_loss`, many times the idle time, scaled by how slowly this machine brought the cluster
+up (:attr:`Cluster.pace`).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jwt
 
@@ -54,10 +59,59 @@ _RESERVED_PORTS = {4000, 4100, 5432, 6379}
 # Where the running cluster of this process records itself, so that the runner can clean up after a drill it
 # had to kill (see drills/run.py): set by the runner for each drill's process.
 STATE_ENV = "DRILLS_STATE_FILE"
+# The cluster's start-up on the idle 2-core development VM (docs/reliability.md): Cluster.pace compares to it.
+IDLE_START_SECONDS = 7.0
+T = TypeVar("T")
 
 
 class ClusterError(RuntimeError):
     """The cluster could not be brought up (the message says which part and points at its log)."""
+
+
+class Stuck(RuntimeError):
+    """A wait ran past its stop-loss: what it waited for never happened (the drill fails and says what)."""
+
+
+def wait_for(condition: Callable[[], T], *, what: str, stop_loss: float, poll: float = 0.02) -> T:
+    """Poll ``condition`` until it returns something truthy, and return that. ``stop_loss`` (seconds, see
+    :meth:`Cluster.stop_loss`) only ends a wait for something that is not coming: :class:`Stuck` naming ``what``."""
+    deadline = time.monotonic() + stop_loss
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise Stuck(f"gave up after {stop_loss:.0f} s waiting for {what}")
+        time.sleep(poll)
+
+
+class Progress:
+    """Requests answered so far by a :func:`load` running in another thread (``load(..., progress=p)``), and a wait
+    on that count: a drill breaks something once a load has done enough, not after a fixed time."""
+
+    def __init__(self) -> None:
+        self._answered = 0
+        self._changed = threading.Condition()
+
+    @property
+    def answered(self) -> int:
+        return self._answered
+
+    def tick(self) -> None:
+        with self._changed:
+            self._answered += 1
+            self._changed.notify_all()
+
+    def wait(self, count: int, *, stop_loss: float, what: str = "") -> int:
+        """Until ``count`` requests have been answered in all; returns the count then."""
+        deadline = time.monotonic() + stop_loss
+        with self._changed:
+            while self._answered < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Stuck(f"gave up after {stop_loss:.0f} s waiting for {count} answers ({what or 'load'})")
+                self._changed.wait(left)
+            return self._answered
 
 
 def free_port() -> int:
@@ -111,6 +165,7 @@ class Postgres:
         self.bin = _pg_bin()
         self.as_root = os.geteuid() == 0
         self.down_since: float | None = None  # when the last stop()/kill() began, until start() returns
+        self.pace = 1.0  # the cluster's (Cluster.pace): scales the stop-losses of start and stop
 
     def _command(self, *args: str) -> list[str]:
         if self.as_root:  # initdb and postgres refuse to run as root
@@ -166,9 +221,10 @@ class Postgres:
         )
         return done.returncode == 0
 
-    def start(self, timeout: float = 30.0) -> float | None:
+    def start(self, timeout: float | None = None) -> float | None:
         """Start and wait until it accepts connections. Returns how long it was down (since the last
-        ``stop``/``kill`` began), or None on the first start."""
+        ``stop``/``kill`` began), or None on the first start. ``timeout``: a stop-loss (30 s times the pace)."""
+        timeout = timeout or 30.0 * self.pace
         command = [str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", str(int(timeout))]
         try:
             _run(self._command(*command, "start"), timeout=timeout + 10)
@@ -178,9 +234,10 @@ class Postgres:
         self.down_since = None
         return down
 
-    def stop(self, mode: str = "fast", timeout: float = 30.0) -> None:
+    def stop(self, mode: str = "fast", timeout: float | None = None) -> None:
         """``pg_ctl stop -m mode`` (``fast``: connections are cut, a clean shutdown; ``immediate``: no
         shutdown, recovery at the next start; ``smart``: waits for clients)."""
+        timeout = timeout or 30.0 * self.pace
         self.down_since = time.monotonic()
         command = [str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "-t", str(int(timeout))]
         _run(self._command(*command, "stop"), timeout=timeout + 10)
@@ -236,6 +293,7 @@ class Redis:
         self.log = directory / "redis.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.down_since: float | None = None
+        self.pace = 1.0  # the cluster's (Cluster.pace): scales the stop-loss of start
 
     def url(self, db: int = 0) -> str:
         return f"redis://127.0.0.1:{self.port}/{db}"
@@ -244,8 +302,10 @@ class Redis:
     def pid(self) -> int | None:
         return self.process.pid if self.process and self.process.poll() is None else None
 
-    def start(self, timeout: float = 10.0) -> float | None:
-        """Start and wait for PING; returns how long it was down (None on the first start)."""
+    def start(self, timeout: float | None = None) -> float | None:
+        """Start and wait for PING; returns how long it was down (None on the first start). ``timeout``: a
+        stop-loss (10 s times the pace)."""
+        timeout = timeout or 10.0 * self.pace
         self.directory.mkdir(parents=True, exist_ok=True)
         server = shutil.which("redis-server") or "/usr/bin/redis-server"
         command = [server, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
@@ -428,8 +488,9 @@ class LoadResult:
     total: int
     seconds: float
     statuses: Counter[int] = field(default_factory=Counter)
-    failures: list[dict[str, Any]] = field(default_factory=list)  # {i, status, json, body, error, at}
+    failures: list[dict[str, Any]] = field(default_factory=list)  # {i, status, json, body, error, at, ms}
     latencies_ms: list[float] = field(default_factory=list)
+    started: float = 0.0  # time.perf_counter() when the load began: a failure's "at" counts from it
 
     @property
     def failed(self) -> int:
@@ -488,20 +549,28 @@ async def load_async(
     expect: tuple[int, ...] = (200,),
     timeout: float = 30.0,
     label: str = "load",
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
 ) -> LoadResult:
-    """``total`` requests (request i is ``make(i)``) over ``concurrency`` keep-alive connections."""
-    result = LoadResult(label=label, total=total, seconds=0.0)
+    """``total`` requests (request i is ``make(i)``) over ``concurrency`` keep-alive connections; fewer when
+    ``stop`` is set meanwhile (no new request is sent after it). ``progress`` counts the answers as they come."""
+    result = LoadResult(label=label, total=0, seconds=0.0)
     counter = iter(range(total))
-    started = time.perf_counter()
+    started = result.started = time.perf_counter()
 
     async def client() -> None:
         conn = Connection(port, timeout)
         try:
             for i in counter:
+                if stop is not None and stop.is_set():
+                    break
                 method, path, headers, body = make(i)
                 answer = await conn.request(method, path, headers, body)
+                result.total += 1
                 result.statuses[answer.status] += 1
                 result.latencies_ms.append(answer.seconds * 1000)
+                if progress is not None:
+                    progress.tick()
                 if answer.status not in expect:
                     result.failures.append(
                         {
@@ -512,6 +581,7 @@ async def load_async(
                             "retry_after": answer.headers.get("retry-after"),
                             "error": answer.error,
                             "at": round(time.perf_counter() - started, 3),
+                            "ms": round(answer.seconds * 1000, 1),
                         }
                     )
         finally:
@@ -736,6 +806,7 @@ class Cluster:
         self.wait_ready(timeout=max(10.0, self.start_timeout - (time.monotonic() - began)))
         self.started_in["web"] = time.monotonic() - step
         self.started_in["total"] = time.monotonic() - began
+        self.postgres.pace = self.redis.pace = self.pace
         return self
 
     def _gunicorn_command(self) -> list[str]:
@@ -755,8 +826,10 @@ class Cluster:
             "--no-control-socket",  # else every gunicorn on the machine shares ~/.gunicorn/gunicorn.ctl
         ]
 
-    def wait_ready(self, timeout: float = 60.0) -> float:
-        """Wait until ``/livez`` answers 200 and gunicorn has all its workers; returns seconds waited."""
+    def wait_ready(self, timeout: float | None = None) -> float:
+        """Wait until ``/livez`` answers 200 and gunicorn has all its workers; returns seconds waited.
+        ``timeout``: a stop-loss (60 s times the pace)."""
+        timeout = timeout or self.stop_loss(60)
         began = time.monotonic()
         deadline = began + timeout
         while True:
@@ -844,15 +917,29 @@ class Cluster:
         replacement (``wait_workers`` waits until it has booted). Returns the killed pid."""
         target = pid if pid is not None else self.worker_pids()[0]
         os.kill(target, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while target in self.worker_pids() and time.monotonic() < deadline:  # until it is dead (or a zombie)
-            time.sleep(0.01)
+        wait_for(
+            lambda: target not in self.worker_pids(),  # dead (or a zombie)
+            what=f"worker {target} to die of SIGKILL",
+            stop_loss=self.stop_loss(5),
+            poll=0.01,
+        )
         return target
 
-    def wait_workers(self, timeout: float = 30.0) -> float:
+    def wait_workers(self, timeout: float | None = None) -> float:
         """Wait until gunicorn has its full count of workers again, each with the application loaded (after a
-        ``kill_worker``: the replacement has booted); returns seconds waited."""
-        return self.wait_ready(timeout)
+        ``kill_worker``: the replacement has booted); returns seconds waited. ``timeout``: a stop-loss."""
+        return self.wait_ready(timeout or self.stop_loss(30))
+
+    @property
+    def pace(self) -> float:
+        """How many times slower than on the idle development VM this machine brought the cluster up (1.0 at
+        least): a busy machine's drills wait longer before they give up."""
+        return max(1.0, self.started_in.get("total", IDLE_START_SECONDS) / IDLE_START_SECONDS)
+
+    def stop_loss(self, idle_seconds: float) -> float:
+        """A wait's stop-loss: ``idle_seconds`` (already many times what the wait takes on the idle machine)
+        scaled by :attr:`pace`. It ends a wait for something that is not coming, never judges speed."""
+        return idle_seconds * self.pace
 
     def rss_kb(self, pid: int) -> int:
         return rss_kb(pid)
@@ -1012,8 +1099,11 @@ def load(
     timeout: float = 30.0,
     tenant: str = "duckdb",
     label: str | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
 ) -> LoadResult:
-    """Send ``n`` requests of ``kind`` over ``concurrency`` connections and count what came back.
+    """Send ``n`` requests of ``kind`` over ``concurrency`` connections and count what came back (fewer when
+    ``stop`` is set meanwhile; ``progress`` counts answers as they come, for a drill waiting on the load).
 
     ``kind``: ``"load"`` (a distinct ``/v1/load`` query per request), ``"load-hit"`` (one cached query),
     ``"meta"``, ``"session"`` (generate-session, a new user per request), ``"readyz"``, ``"livez"``,
@@ -1030,7 +1120,12 @@ def load(
     }
     make = kind if callable(kind) else factories[kind]
     name = label or (kind if isinstance(kind, str) else getattr(kind, "__name__", "custom"))
-    return asyncio.run(load_async(c.port, make, n, concurrency=concurrency, expect=expect, timeout=timeout, label=name))
+    return asyncio.run(
+        load_async(
+            c.port, make, n, concurrency=concurrency, expect=expect, timeout=timeout, label=name, progress=progress,
+            stop=stop,
+        )
+    )  # fmt: skip
 
 
 ClusterFactory = Callable[..., contextlib.AbstractContextManager[Cluster]]
@@ -1052,6 +1147,7 @@ def cluster(**options: Any) -> Iterator[Cluster]:
     c = Cluster(**options)
     try:
         c.start()
+        print(f"   cluster up in {c.started_in['total']:.1f} s (pace {c.pace:.2f})", flush=True)
         yield c
     finally:
         c.close()

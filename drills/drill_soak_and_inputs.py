@@ -25,7 +25,7 @@ BUDGET_SECONDS = 300
 SOAK_QUERIES = 5_000
 WARMUP_QUERIES = 600  # at least; then in batches of WARMUP_BATCH on new connections until every worker is warm
 WARMUP_BATCH = 150
-WARMUP_MAX_SECONDS = 90
+WARMUP_MAX_BATCHES = 20  # a stop-loss counted in progress (3,000 queries), not in seconds
 WARMUP_CPU_SECONDS_PER_WORKER = 2.0
 RSS_GROWTH_LIMIT_MB = 50
 PRODUCT_WORKER = "embedadmin.core.http_server.UvicornWorker"
@@ -180,10 +180,9 @@ def _warm_every_worker(
     kernel's choice, and one worker can take nearly all of a batch, leaving the other cold (its caches filling
     during the soak would then read as growth). Each worker's CPU time shows how much of the warm-up it served."""
     start = c.worker_cpu_seconds()
-    started = time.monotonic()
     batches: list[LoadResult] = []
     used: dict[int, float] = {}
-    while time.monotonic() - started < WARMUP_MAX_SECONDS:
+    while len(batches) < WARMUP_MAX_BATCHES:
         offset = 1_000_000 + sum(b.total for b in batches)
         batches.append(
             load(c, lambda i, offset=offset: request(offset + i), WARMUP_BATCH, concurrency=4, label="warm-up")
