@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from embedadmin.platform import attributes, audit_log, content, embed_tenants, openapi, views
+from embedadmin.platform import access, attributes, audit_log, content, embed_tenants, openapi, views
 from embedadmin.platform import deployments as deployment_views
 from embedadmin.platform.scim import views as scim
 
@@ -51,6 +51,8 @@ api_v1 = [
         deployment_views.EnvironmentMetaSyncTokensView.as_view(),
     ),
     path(f"{_DEPLOYMENT}/env-vars", deployment_views.EnvVariablesView.as_view()),
+    # Who can read what: a viewer's access to the deployment's cubes and views (embedadmin/platform/access.py)
+    path(f"{_DEPLOYMENT}/access", access.DeploymentAccessView.as_view()),
     path("regions", deployment_views.RegionListView.as_view()),
     path("api-keys", deployment_views.ApiKeyListView.as_view()),
     path("api-keys/<int:key_id>", deployment_views.ApiKeyDetailView.as_view()),

@@ -39,6 +39,7 @@ from embedadmin.semantic.errors import ModelError, QueryError
 from embedadmin.semantic.modeling.model import CompiledModel
 from embedadmin.semantic.modeling.registry import ModelVersion, load_model
 from embedadmin.semantic.query.normalize import CACHE_MODES, Limits
+from embedadmin.semantic.results.grants import EntityGrant, entity_grants
 from embedadmin.semantic.results.meta import meta
 from embedadmin.semantic.results.responses import dry_run_response, load_response, sql_response
 from embedadmin.semantic.serving.answers import AnswerMemory, RequestShapes, ResultUse, request_digest, time_key
@@ -163,6 +164,13 @@ def json_bytes(body: Any) -> bytes:
         return text.encode()
     except UnicodeEncodeError:
         return json.dumps(body, separators=(",", ":"), default=str).encode()
+
+
+def semantic_grants(*, deployment: Deployment, ctx: QueryContext) -> list[EntityGrant]:
+    """Every cube and view of the deployment's model as ``ctx`` may read it, denied ones included: the members, the
+    row filters with ``ctx``'s values filled in, or the reason it is denied (decided as ``/v1/meta`` and every query
+    decide it: :mod:`embedadmin.semantic.results.grants`)."""
+    return entity_grants(served_model(deployment=deployment).model, ctx)
 
 
 def semantic_sql(*, deployment: Deployment, ctx: QueryContext, query: Any) -> Any:
