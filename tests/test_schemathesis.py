@@ -38,10 +38,10 @@ from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
 from embedadmin.chat import services as chat
 from embedadmin.dashboards import services as dashboards
-from embedadmin.dashboards.access import embed_token_verify
 from embedadmin.directory import services as directory
 from embedadmin.embedding import services as embedding
 from embedadmin.embedding.pages import grant_sign
+from embedadmin.embedding.tokens import embed_token_verify
 from tests.asgi_server import uvicorn_server
 from tests.conftest import Cast
 from tests.embedding.dashboard_support import published_dashboard

@@ -20,7 +20,7 @@ from typing import Any
 from embedadmin.accounts.selectors import api_key_authenticate
 from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.chat.models import Agent
-from embedadmin.dashboards.access import EMBED_TOKEN_SCHEME, embed_authorization_token, embed_token_verify
+from embedadmin.embedding.tokens import EMBED_TOKEN_SCHEME, embed_authorization_token, embed_token_verify
 from embedadmin.semantic.serving.auth import SecurityContext, core_token_verify
 
 CHAT_SCOPE = "chat"

@@ -35,15 +35,9 @@ from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.core.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
 from embedadmin.core.fields import loads_json
 from embedadmin.dashboards import viewstate
-from embedadmin.dashboards.access import (
-    EmbedCaller,
-    EmbeddedDashboard,
-    dashboard_account_id,
-    embed_authorization_token,
-    embed_dashboard,
-    embed_token_verify,
-)
+from embedadmin.dashboards.access import EmbeddedDashboard, dashboard_account_id, embed_dashboard
 from embedadmin.embedding import services
+from embedadmin.embedding.tokens import EmbedCaller, embed_authorization_token, embed_token_verify
 from embedadmin.semantic.serving.cache import ContinueWait
 from embedadmin.semantic.serving.services import semantic_load
 

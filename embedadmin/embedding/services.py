@@ -21,10 +21,10 @@ from embedadmin.audit.services import usage_count
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from embedadmin.core.prepared import PreparedInsert
-from embedadmin.dashboards.access import embed_token_seal
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
 from embedadmin.embedding.models import EmbedSession
+from embedadmin.embedding.tokens import embed_token_seal
 
 # Claims the token sets itself; a securityContext may not override them.
 RESERVED_CLAIMS = frozenset({"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "groups", "userAttributes", "embed"})

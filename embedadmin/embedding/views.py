@@ -16,9 +16,9 @@ from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.audit.edge import AuditedView
 from embedadmin.core import credentials
 from embedadmin.core.errors import Unauthorized
-from embedadmin.dashboards.access import embed_token_verify
 from embedadmin.embedding import services
 from embedadmin.embedding.serializers import GenerateSessionSerializer, SessionIdSerializer, generate_session_input
+from embedadmin.embedding.tokens import embed_token_verify
 
 # The OpenAPI description (GET /api/v1/spec): an error answer is the shared {"error"} body, which the spec's
 # postprocessing hook gives every error an operation declares (embedadmin/platform/openapi.py).
@@ -119,7 +119,7 @@ class SessionRevokeView(AdminApiKeyView):
 
 class SessionContextView(APIView):
     """What an embed token grants: ``Authorization: Bearer <embed token>``. A revoked, expired or
-    forged token is 401 (verified as every embed endpoint verifies one: ``dashboards.access.embed_token_verify``);
+    forged token is 401 (verified as every embed endpoint verifies one: ``embedding.tokens.embed_token_verify``);
     this is how an embed page checks its token is still good."""
 
     @extend_schema(

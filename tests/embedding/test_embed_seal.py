@@ -10,8 +10,8 @@ import jwt
 import pytest
 
 from embedadmin.accounts.tokens import TokenInvalid
-from embedadmin.dashboards.access import embed_token_verify
 from embedadmin.embedding import services as embedding
+from embedadmin.embedding.tokens import embed_token_verify
 from tests.conftest import Cast
 
 

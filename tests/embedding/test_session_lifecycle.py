@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from embedadmin.accounts import services as accounts
-from embedadmin.dashboards.access import embed_token_seal
 from embedadmin.embedding.models import EmbedSession
+from embedadmin.embedding.tokens import embed_token_seal
 from tests.embedding.support import CONTEXT_URL, REVOKE_URL, bearer, decode_embed_token
 
 SESSION_REFUSED = {"error": "Session is invalid, expired or already used"}
@@ -93,7 +93,7 @@ def test_exchange_returns_a_24_hour_hs256_token_for_the_deployment(
             "externalId": "alice",
             "email": "alice@acme.test",
             "userProfile": {"displayName": "Alice", "picture": "https://cdn.acme.test/alice.png"},
-            # The install's mark over every claim and the expiry (dashboards.access.embed_token_seal): a host
+            # The install's mark over every claim and the expiry (embedding.tokens.embed_token_seal): a host
             # holding the deployment secret can neither mint it nor change a claim under it.
             "seal": embed_token_seal(payload=claims),
         },
