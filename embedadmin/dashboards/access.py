@@ -65,8 +65,3 @@ def embed_dashboard(*, claims: dict[str, Any], public_id: str) -> EmbeddedDashbo
         raise NotFound(NOT_FOUND)
     version, snapshots = published.version, tuple(published.snapshots)
     return EmbeddedDashboard(dashboard=dashboard, version=version, snapshots=snapshots)
-
-
-def dashboard_account_id(*, public_id: str) -> int | None:
-    """The account of a dashboard by its ``public_id`` (no gate: only to pick the frame policy of an error page)."""
-    return Dashboard.objects.filter(public_id=public_id).values_list("account_id", flat=True).first()

@@ -2,8 +2,8 @@
 
 - ``GET /embed/dashboard/{publicId}?session=`` (or ``sessionId=``): redeem the session with the one exchange,
   pass the gates (:func:`embedadmin.dashboards.access.embed_dashboard`), render ``embed/dashboard.html`` with
-  its bootstrap. A missing, used, expired or revoked session is a 401 page; a gate is a 403 or 404 page. Never
-  data on an error page.
+  its bootstrap. A missing, used, expired or revoked session is a 401 page, the same for every publicId; a gate
+  is a 403 or 404 page. Never data on an error page.
 - ``GET /embed/chat?sessionId=`` (or ``session=``): the standalone chat, whatever ``showDashboardChat`` says;
   a 403 page when the session's ``allowAi`` is false.
 - ``POST /api/v1/embed/dashboard/{publicId}/view`` and ``.../export`` (``Authorization: Embed-Token <jwt>``):
@@ -11,7 +11,8 @@
   the page got must be for this dashboard and this viewer.
 
 Every ``/embed/*`` answer is framed only by the account's allowed origins (``core.middleware``), is never
-cached and sends no referrer.
+cached and sends no referrer. A page without a usable session knows no account: it is one page, framed by this
+site only, whatever the publicId.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.core.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
 from embedadmin.core.fields import loads_json
 from embedadmin.dashboards import viewstate
-from embedadmin.dashboards.access import EmbeddedDashboard, dashboard_account_id, embed_dashboard
+from embedadmin.dashboards.access import EmbeddedDashboard, embed_dashboard
 from embedadmin.embedding import services
 from embedadmin.embedding.tokens import EmbedCaller, embed_authorization_token, embed_token_verify
 from embedadmin.semantic.serving.cache import ContinueWait
@@ -72,6 +73,16 @@ def _page_headers(response: HttpResponse, *, origins: list[str]) -> HttpResponse
 def _error_page(request: HttpRequest, status: int, title: str, message: str, *, origins: list[str]) -> HttpResponse:
     response = render(request, "embed/error.html", {"title": title, "message": message}, status=status)
     return _page_headers(response, origins=origins)
+
+
+def _no_session_page(request: HttpRequest) -> HttpResponse:
+    """The one page of an embed without a usable session (missing, unknown, used, expired or revoked).
+
+    Nothing about an account is known from such a request, so nothing about one is said: not whether the page's
+    publicId exists, nor whose it is, nor which origins that account lets frame its embeds. The page is the same
+    for every path and every unusable session, framed by this site only (``frame-ancestors 'self'``).
+    """
+    return _error_page(request, 401, *SESSION_EXPIRED, origins=[])
 
 
 def _session_param(request: HttpRequest) -> str:
@@ -173,9 +184,7 @@ def dashboard_page(request: HttpRequest, public_id: str, chat_endpoint: ChatEndp
     """``GET /embed/dashboard/{publicId}?session=``."""
     redeemed = _redeem(request)
     if redeemed is None:
-        # The session is gone, so is its account: the dashboard's account says who may frame this answer.
-        known = _account_settings(dashboard_account_id(public_id=public_id))
-        return _error_page(request, 401, *SESSION_EXPIRED, origins=_allowed_origins(known))
+        return _no_session_page(request)
     exchanged, caller = redeemed
     account = _account_settings(caller.deployment.account_id)
     origins = _allowed_origins(account)
@@ -267,7 +276,7 @@ def chat_page(request: HttpRequest, chat_endpoint: ChatEndpoint | None = None) -
     """``GET /embed/chat?sessionId=``: the standalone chat (not affected by ``showDashboardChat``)."""
     redeemed = _redeem(request)
     if redeemed is None:
-        return _error_page(request, 401, *SESSION_EXPIRED, origins=[])
+        return _no_session_page(request)
     exchanged, caller = redeemed
     origins = _allowed_origins(_account_settings(caller.deployment.account_id))
     if caller.settings.get("allowAi") is not True:
