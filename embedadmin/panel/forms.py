@@ -14,6 +14,7 @@ from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import Account, ApiKey, Deployment, TenantSettings
 from embedadmin.chat.models import Agent
 from embedadmin.core.errors import ApiError
+from embedadmin.core.fields import contains_nul, has_non_finite, loads_json
 from embedadmin.directory.models import EmbedTenant, ExternalUser
 
 User = get_user_model()
@@ -190,7 +191,27 @@ class ExternalUserChoiceField(forms.ModelChoiceField):
         return f"{obj.external_id} ({obj.embed_tenant.name})" if obj.embed_tenant else obj.external_id
 
 
-class PreviewViewerForm(forms.Form):
+class ViewerTyping:
+    """A viewer typed in a form: ``groups`` as names separated by commas, ``attributes`` as ``name=value`` lines."""
+
+    cleaned_data: dict[str, Any]
+
+    def clean_groups(self) -> list[str]:
+        return [name.strip() for name in self.cleaned_data["groups"].split(",") if name.strip()]
+
+    def clean_attributes(self) -> list[tuple[str, str]]:
+        pairs = []
+        for number, line in enumerate(self.cleaned_data["attributes"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, equals, value = line.partition("=")
+            if not equals or not name.strip():
+                raise forms.ValidationError(f"Line {number}: write name=value.")
+            pairs.append((name.strip(), value.strip()))
+        return pairs
+
+
+class PreviewViewerForm(ViewerTyping, forms.Form):
     """Who to preview a dashboard as: an external user of the account as they are, or a viewer typed here."""
 
     external_user = ExternalUserChoiceField(
@@ -222,20 +243,6 @@ class PreviewViewerForm(forms.Form):
         field = cast("ExternalUserChoiceField", self.fields["external_user"])
         field.queryset = external_users.select_related("embed_tenant").order_by("external_id")
 
-    def clean_groups(self) -> list[str]:
-        return [name.strip() for name in self.cleaned_data["groups"].split(",") if name.strip()]
-
-    def clean_attributes(self) -> list[tuple[str, str]]:
-        pairs = []
-        for number, line in enumerate(self.cleaned_data["attributes"].splitlines(), start=1):
-            if not line.strip():
-                continue
-            name, equals, value = line.partition("=")
-            if not equals or not name.strip():
-                raise forms.ValidationError(f"Line {number}: write name=value.")
-            pairs.append((name.strip(), value.strip()))
-        return pairs
-
     def clean(self) -> dict[str, Any]:
         super().clean()
         cleaned = self.cleaned_data
@@ -244,6 +251,85 @@ class PreviewViewerForm(forms.Form):
             raise forms.ValidationError("Pick an external user or type a viewer, not both.")
         if cleaned.get("external_user") is None and not cleaned.get("external_id") and not self.errors:
             raise forms.ValidationError("Pick an external user, or type a viewer's external id.")
+        return cleaned
+
+
+class AccessViewerForm(ViewerTyping, forms.Form):
+    """Who can read what: a deployment, and a viewer (an external user as they are, or an embed tenant, groups and
+    attribute values). Sent with GET, so that a page of it can be linked to (the preview links to its viewer's)."""
+
+    deployment: forms.ModelChoiceField[Deployment] = forms.ModelChoiceField(
+        queryset=None, label="Deployment", empty_label=None
+    )
+    external_user = ExternalUserChoiceField(
+        queryset=None,
+        required=False,
+        label="External user",
+        help_text="As this viewer is: their groups and attribute values.",
+    )
+    embed_tenant: forms.ModelChoiceField[EmbedTenant] = forms.ModelChoiceField(
+        queryset=None,
+        required=False,
+        label="Embed tenant",
+        help_text="The session's embed tenant; an external user's own when left empty.",
+    )
+    groups = forms.CharField(
+        required=False,
+        label="Groups",
+        help_text="Or a viewer with these tenant-wide groups, separated by commas.",
+    )
+    attributes = forms.CharField(
+        required=False,
+        label="Attributes",
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 40}),
+        help_text='One name=value a line (numbers as 5, arrays as ["a", "b"]); the others get their defaults.',
+    )
+    security_context = forms.CharField(
+        required=False,
+        label="Security context",
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 40}),
+        help_text="A JSON object, as a host sends securityContext to generate-session.",
+    )
+
+    def __init__(
+        self,
+        *args: Any,
+        deployments: QuerySet[Deployment],
+        external_users: QuerySet[ExternalUser],
+        embed_tenants: QuerySet[EmbedTenant],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        cast("forms.ModelChoiceField[Deployment]", self.fields["deployment"]).queryset = deployments.order_by("pk")
+        users = cast("ExternalUserChoiceField", self.fields["external_user"])
+        users.queryset = external_users.select_related("embed_tenant").order_by("external_id")
+        tenants = cast("forms.ModelChoiceField[EmbedTenant]", self.fields["embed_tenant"])
+        tenants.queryset = embed_tenants.order_by("name")
+
+    def clean_security_context(self) -> dict[str, Any]:
+        raw = self.cleaned_data["security_context"].strip()
+        if not raw:
+            return {}
+        try:
+            value = loads_json(raw)
+        except ValueError:
+            raise forms.ValidationError("Not valid JSON: write a JSON object.") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError("Write a JSON object.")
+        if contains_nul(value) or has_non_finite(value):
+            raise forms.ValidationError("Not a valid value.")
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
+        deployment = cleaned.get("deployment")
+        user, tenant = cleaned.get("external_user"), cleaned.get("embed_tenant")
+        if user is not None and (cleaned.get("groups") or cleaned.get("attributes")):
+            raise forms.ValidationError("Pick an external user, or type groups and attributes, not both.")
+        for chosen, field in ((user, "external_user"), (tenant, "embed_tenant")):
+            if deployment is not None and chosen is not None and chosen.account_id != deployment.account_id:
+                self.add_error(field, "Not of the deployment's account.")
         return cleaned
 
 

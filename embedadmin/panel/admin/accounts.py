@@ -14,6 +14,7 @@ from django.db.models import Count, Model, Q, QuerySet
 from django.forms import BaseForm, BaseInlineFormSet, ModelForm
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import URLPattern
 from django.utils.html import format_html
 
 from embedadmin.accounts import services as accounts
@@ -31,6 +32,7 @@ from embedadmin.accounts.services import InternalUserChanges
 from embedadmin.core.errors import BadRequest
 from embedadmin.embedding import internal_users
 from embedadmin.panel import tenancy
+from embedadmin.panel.admin.access import access_page_url, access_urls
 from embedadmin.panel.base import (
     Created,
     PanelAdmin,
@@ -218,6 +220,7 @@ class DeploymentAdmin(PanelAdmin):
         "data_source",
         "chat_token_auth",
         "open_to_embed_without_policy",
+        "who_can_read_what",
     )
     editable_on_change = ("chat_token_auth", "open_to_embed_without_policy")
 
@@ -244,6 +247,16 @@ class DeploymentAdmin(PanelAdmin):
         changed = {name: form.cleaned_data[name] for name in self.editable_on_change if name in form.changed_data}
         if changed:
             accounts.deployment_configure(deployment=obj, **changed)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [*access_urls(self), *super().get_urls()]
+
+    @admin.display(description="who can read what")
+    def who_can_read_what(self, obj: Deployment) -> str:
+        return format_html(
+            '<a href="{}" id="panel-deployment-access">Each cube and view as one embed viewer reads it</a>',
+            access_page_url(obj.pk),
+        )
 
     @admin.display(description="data model")
     def model_state(self, obj: Deployment) -> str:

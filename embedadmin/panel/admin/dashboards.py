@@ -23,15 +23,14 @@ from django.urls import URLPattern, path, reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html, format_html_join
 
-from embedadmin.core.errors import ApiError, BadRequest
+from embedadmin.core.errors import ApiError
 from embedadmin.dashboards import selectors as dashboards_selectors
 from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Dashboard, DashboardVersion, EmbedAccess, Folder, Report, Workbook
-from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory.models import EmbedTenant, ExternalUser
-from embedadmin.directory.values import default_value_parse
 from embedadmin.embedding import services as embedding
 from embedadmin.panel import tenancy
+from embedadmin.panel.admin.access import access_page_url, typed_attributes
 from embedadmin.panel.base import (
     PanelAdmin,
     PanelReadOnlyInline,
@@ -458,6 +457,7 @@ class DashboardAdmin(DashboardLinks, PanelAdmin):
                 "published": is_published(dashboard),
                 "form": form,
                 "preview": preview,
+                "access_url": preview_access_url(dashboard, form.cleaned_data) if preview is not None else None,
                 "state": state,
                 "embed_access_url": reverse("admin:dashboards_workbook_embed_access", args=[dashboard.workbook_id]),
             }
@@ -482,7 +482,7 @@ class DashboardAdmin(DashboardLinks, PanelAdmin):
                 external_id=data["external_id"],
                 embed_tenant_name=data["embed_tenant"] or None,
                 groups=data["groups"],
-                user_attributes=typed_attributes(dashboard, data["attributes"]),
+                user_attributes=typed_attributes(dashboard.account, data["attributes"]),
             )
             viewer = data["external_id"]
         session_id = embedding.session_generate(
@@ -491,23 +491,19 @@ class DashboardAdmin(DashboardLinks, PanelAdmin):
         return PreviewSession(url=f"{embed_path(dashboard)}?{urlencode({'session': session_id})}", viewer=viewer)
 
 
-def typed_attributes(dashboard: Dashboard, pairs: list[tuple[str, str]]) -> list[tuple[str, Any]]:
-    """``name=value`` lines as typed attribute values of the account's tenant-wide definitions; every other
-    definition is cleared, so the typed viewer has exactly what was typed."""
-    definitions = {
-        d.name: d for d in directory_selectors.attribute_definitions_of(account=dashboard.account, embed_tenant=None)
-    }
-    values: list[tuple[str, Any]] = []
-    for name, raw in pairs:
-        definition = definitions.get(name)
-        if definition is None:
-            raise BadRequest(f"Attributes: the account has no tenant-wide attribute {name!r}")
-        try:
-            values.append((name, default_value_parse(definition.type, raw)))
-        except ApiError:
-            raise BadRequest(f"Attributes: {raw!r} is not a {definition.type} (attribute {name!r})") from None
-    typed = {name for name, _ in pairs}
-    return values + [(name, None) for name in sorted(definitions) if name not in typed]
+def preview_access_url(dashboard: Dashboard, data: dict[str, Any]) -> str:
+    """The "Who can read what" page of the previewed viewer: the external user picked, or the typed viewer's embed
+    tenant (made by the preview's mint when new), groups and attribute lines."""
+    user: ExternalUser | None = data["external_user"]
+    if user is not None:
+        return access_page_url(dashboard.deployment_id, external_user=str(user.pk))
+    tenant = EmbedTenant.objects.filter(account=dashboard.account, name=data["embed_tenant"]).first()
+    return access_page_url(
+        dashboard.deployment_id,
+        embed_tenant=str(tenant.pk) if tenant is not None and data["embed_tenant"] else "",
+        groups=", ".join(data["groups"]),
+        attributes="\n".join(f"{name}={value}" for name, value in data["attributes"]),
+    )
 
 
 @admin.register(Report, site=panel_site)

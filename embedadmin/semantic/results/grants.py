@@ -19,6 +19,7 @@ from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.modeling.model import CompiledModel, Entity, Member
 from embedadmin.semantic.query.access import entity_access, row_restriction
 from embedadmin.semantic.query.normalized import FilterNode
+from embedadmin.semantic.sql.columns import filter_leaves
 
 NOT_PUBLIC = "not public in the model: no caller reads it directly"
 NO_PUBLIC_MEMBERS = "none of its members is public in the model"
@@ -51,6 +52,7 @@ class EntityGrant:
     reason: str | None
     members: tuple[MemberGrant, ...]
     row_filters: tuple[FilterNode, ...]
+    filter_members: tuple[MemberGrant, ...] = ()  # the members the row filters name, for their titles
 
     @property
     def all_rows(self) -> bool:
@@ -77,6 +79,8 @@ def _grant(model: CompiledModel, entity: Entity, ctx: QueryContext) -> EntityGra
     if not granted:
         return _denied(entity, NO_MEMBERS_GRANTED)
     reached = [model.members[m.alias_member].entity for m in granted if m.alias_member]
+    row_filters = tuple(row_restriction(model, [entity.name], ctx, through_views=reached))
+    named = dict.fromkeys(leaf.member for node in row_filters for leaf in filter_leaves(node))
     return EntityGrant(
         name=entity.name,
         title=entity.title,
@@ -84,7 +88,8 @@ def _grant(model: CompiledModel, entity: Entity, ctx: QueryContext) -> EntityGra
         granted=True,
         reason=None if access.governed else OPEN_WITHOUT_POLICY,
         members=tuple(_member(m) for m in granted),
-        row_filters=tuple(row_restriction(model, [entity.name], ctx, through_views=reached)),
+        row_filters=row_filters,
+        filter_members=tuple(_member(model.members[name]) for name in named if name in model.members),
     )
 
 
