@@ -59,6 +59,10 @@ _RESERVED_PORTS = {4000, 4100, 5432, 6379}
 # Where the running cluster of this process records itself, so that the runner can clean up after a drill it
 # had to kill (see drills/run.py): set by the runner for each drill's process.
 STATE_ENV = "DRILLS_STATE_FILE"
+# When the runner stops this drill (Unix time; drills/run.py): a wait's stop-loss ends before, leaving the
+# teardown TEARDOWN_SECONDS, so that a wait that gives up says what it waited for.
+DEADLINE_ENV = "DRILLS_DEADLINE"
+TEARDOWN_SECONDS = 15.0
 # The cluster's start-up on the idle 2-core development VM (docs/reliability.md): Cluster.pace compares to it.
 IDLE_START_SECONDS = 7.0
 T = TypeVar("T")
@@ -938,8 +942,13 @@ class Cluster:
 
     def stop_loss(self, idle_seconds: float) -> float:
         """A wait's stop-loss: ``idle_seconds`` (already many times what the wait takes on the idle machine)
-        scaled by :attr:`pace`. It ends a wait for something that is not coming, never judges speed."""
-        return idle_seconds * self.pace
+        scaled by :attr:`pace`, ending before the runner's budget for the drill does. It ends a wait for something
+        that is not coming, never judges speed."""
+        scaled = idle_seconds * self.pace
+        deadline = os.environ.get(DEADLINE_ENV)
+        if deadline:
+            scaled = min(scaled, float(deadline) - TEARDOWN_SECONDS - time.time())
+        return max(1.0, scaled)
 
     def rss_kb(self, pid: int) -> int:
         return rss_kb(pid)

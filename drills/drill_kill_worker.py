@@ -72,8 +72,8 @@ def _socket_inodes(pid: int) -> set[str]:
     return found
 
 
-def _inode_of_local_port(port: int) -> set[str]:
-    """Inodes of the TCP sockets whose local port is ``port``."""
+def _inode_of_local_port(port: int, *, established: bool = False) -> set[str]:
+    """Inodes of the TCP sockets whose local port is ``port`` (only connected ones with ``established``)."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -82,9 +82,15 @@ def _inode_of_local_port(port: int) -> set[str]:
             continue
         for line in lines:
             fields = line.split()
-            if int(fields[1].rsplit(":", 1)[1], 16) == port:
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and (not established or fields[3] == "01"):
                 inodes.add(fields[9])
     return inodes
+
+
+def _accepted(c: Cluster) -> int:
+    """Connections the web workers hold on the web port (requests accepted, served or waiting)."""
+    inodes = _inode_of_local_port(c.port, established=True)
+    return sum(len(_socket_inodes(pid) & inodes) for pid in c.worker_pids())
 
 
 def _worker_with_socket(c: Cluster, local_port: int) -> int | None:
@@ -176,7 +182,11 @@ def _query_takeover(c: Cluster, drill: Drill) -> None:
     runner.start()
     first = _wait_sleeping(c, after=began - 1)
     assert first is not None, "the slow query did not start"
-    wait_for(lambda: len(sent) == CLIENTS, what="every client's request sent", stop_loss=c.stop_loss(10))
+    wait_for(
+        lambda: len(sent) == CLIENTS and _accepted(c) >= CLIENTS,
+        what="every client's request accepted by a web worker",
+        stop_loss=c.stop_loss(10),
+    )
     owner = _worker_with_socket(c, first[0])
     assert owner is not None, "no web worker holds the query's connection"
     c.kill_worker(owner)

@@ -12,7 +12,9 @@ The drill contract (also in ``drills/README.md``):
   module); 180 s by default. The cluster's start (about 7 s idle) counts.
 - A drill judges behaviour, not the machine's speed: it waits for what it needs to have happened (``wait_for``,
   ``Progress``), never a fixed time, and its budget is a stop-loss, at least three times what it takes on the idle
-  machine; only its expectations fail it.
+  machine; only its expectations fail it. On a busy machine the runner scales the budgets by the CPU contention it
+  measures (:func:`cpu_contention`, between 1 and 4), and each wait's stop-loss ends before the drill's budget does,
+  so that a wait that gives up says what it waited for.
 
 Each drill runs in a process of its own (``--child``), with a wall-clock budget: past it the process gets
 SIGTERM (the cluster tears itself down), 20 s later SIGKILL, and the runner removes whatever the cluster had
@@ -47,6 +49,18 @@ DRILLS_DIR = Path(__file__).resolve().parent
 DEFAULT_BUDGET = 180
 TOTAL_BUDGET = 720
 KILL_GRACE = 20
+MAX_CONTENTION = 4.0  # budgets stretch at most this much on a busy machine
+DEADLINE_ENV = "DRILLS_DEADLINE"  # the drill's budget end (Unix time), for its waits' stop-losses
+
+
+def cpu_contention(cpu_seconds: float = 0.2) -> float:
+    """How crowded the CPUs are now: the wall time a busy loop takes to get ``cpu_seconds`` of CPU, over that
+    (1.0 on an idle machine; about 1.5 for a third process beside two CPU hogs on two cores). Between 1 and
+    :data:`MAX_CONTENTION`."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    while time.process_time() - cpu < cpu_seconds:
+        pass
+    return min(MAX_CONTENTION, max(1.0, (time.perf_counter() - wall) / cpu_seconds))
 
 
 def discover() -> list[str]:
@@ -116,7 +130,7 @@ def run_one(name: str, timeout: float) -> Drill:
     """Run one drill in a process of its own, within ``timeout`` seconds."""
     scratch = Path(tempfile.mkdtemp(prefix="drills-run-"))
     result_path, state_file = scratch / "result.json", scratch / "state.json"
-    env = {**os.environ, STATE_ENV: str(state_file), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, STATE_ENV: str(state_file), "PYTHONUNBUFFERED": "1", DEADLINE_ENV: str(time.time() + timeout)}
     command = [sys.executable, "-m", "drills.run", "--child", name, "--result", str(result_path)]
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)  # noqa: S603
@@ -181,18 +195,26 @@ def main(argv: list[str] | None = None) -> int:
         names = [name for name in names if name in args.only]
 
     planned = sum(budget_of(name) for name in names)
-    print(f"drills: {', '.join(names)} (budgets add up to {planned} s; total budget {args.budget:.0f} s)", flush=True)
+    contention = cpu_contention()
+    total_budget = args.budget * contention
+    print(
+        f"drills: {', '.join(names)} (budgets add up to {planned} s; total budget {args.budget:.0f} s, "
+        f"{total_budget:.0f} s at the CPU contention measured now, {contention:.2f})",
+        flush=True,
+    )
     started = time.monotonic()
     results: list[Drill] = []
     for name in names:
-        left = args.budget - (time.monotonic() - started)
-        budget = min(budget_of(name), left)
+        left = total_budget - (time.monotonic() - started)
+        scale = cpu_contention()
+        budget = min(budget_of(name) * scale, left)
         if budget < 10:
             drill = Drill(name)
-            drill.expect(f"the drill ran (not run: the total budget of {args.budget:.0f} s was spent)", False)
+            drill.expect(f"the drill ran (not run: the total budget of {total_budget:.0f} s was spent)", False)
         else:
-            print(f"-- drill {name} (budget {budget:.0f} s)", flush=True)
+            print(f"-- drill {name} (budget {budget:.0f} s: {budget_of(name)} s x contention {scale:.2f})", flush=True)
             drill = run_one(name, budget)
+            drill.figures["cpu_contention"] = round(scale, 2)
         drill.print()
         results.append(drill)
 
@@ -201,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "seconds": round(seconds, 1),
+        "cpu_contention": round(contention, 2),
         "ok": not failed,
         "drills": [drill.as_dict() for drill in results],
     }
