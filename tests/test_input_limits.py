@@ -1,11 +1,13 @@
 # ruff: noqa: F401, F811  (fixtures imported from http_support are used as test arguments, as pytest wants)
 """Input limits (issue 17, listed in docs/api-notes.md): filter values and members per request, JSON depth, body
 size, request-line and header size. Each is refused with a JSON 4xx naming the problem, before any work: through
-Django's test client for the APIs, and through the shipped server process for what the server reads first."""
+Django's test client for the APIs, and through the shipped server process for what the server reads first. Under
+the SCIM roots the refusal is SCIM's Error (issue 24), from the server's protocol as from the ASGI entry."""
 
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,7 +19,7 @@ from embedadmin.core.fields import loads_json
 from embedadmin.core.wsgi_bridge import refuse_oversized
 from tests.asgi_server import uvicorn_server
 from tests.conftest import JsonClient
-from tests.platform.support import GENERATE_URL, USER_ATTRIBUTES_URL
+from tests.platform.support import GENERATE_URL, SCIM_ERROR_SCHEMA, USER_ATTRIBUTES_URL
 from tests.semantic.http_support import CoreApi, core, demo_duckdb, fresh_semantic_state
 
 HTTP = "embedadmin.core.http_server:HttpToolsProtocol"
@@ -162,6 +164,49 @@ def _json_refusal(answer: tuple[int, dict[str, str], bytes], status: int) -> str
     return json.loads(payload)["error"]
 
 
+def _answer(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """The next answer on a connection: status, headers and body (by its Content-Length)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, payload = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin1").split("\r\n")
+    headers = {k.lower(): v for k, _, v in (line.partition(": ") for line in lines[1:])}
+    while len(payload) < int(headers["content-length"]):
+        payload += sock.recv(65536)
+    return int(lines[0].split()[1]), headers, payload
+
+
+def _scim_refusal(answer: tuple[int, dict[str, str], bytes], status: int) -> str:
+    """The ``detail`` of an RFC 7644 Error answered with ``status``: its members and no other, SCIM's media type."""
+    code, headers, payload = answer
+    assert code == status, payload[:200]
+    assert headers["content-type"] == "application/scim+json"
+    body = json.loads(payload)
+    assert set(body) == {"schemas", "status", "detail"}
+    assert (body["schemas"], body["status"]) == ([SCIM_ERROR_SCHEMA], str(status))
+    return body["detail"]
+
+
+SCIM_ROOTS = ["/api/scim/v2", "/scim/v2"]
+
+
+def _oversized_heads(path: str) -> tuple[bytes, bytes]:
+    """A request for ``path`` with a request target above its limit, and one with headers above theirs."""
+    long_line = f"GET {path}?filter={'a' * 100_000} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    big_headers = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: {'y' * 100_000}\r\nConnection: close\r\n\r\n"
+    return long_line.encode(), big_headers.encode()
+
+
+def _body_above_the_entry_limit(path: str) -> tuple[bytes, bytes]:
+    body = b'{"userName": "' + b"a" * (5 * 1024 * 1024) + b'"}'
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/scim+json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    return head, body
+
+
 @pytest.fixture
 def server(on_postgres):
     with uvicorn_server(UVICORN_HTTP=HTTP) as base:
@@ -236,3 +281,44 @@ def test_the_asgi_entry_refuses_with_json_under_a_plain_uvicorn_too(plain_server
     assert _json_refusal(_raw(plain_server, big_headers.encode()), 431).startswith("Request headers too large")
     with httpx.Client(base_url=plain_server) as client:
         assert client.get("/livez").json() == {"status": "ok"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_server_refuses_a_scim_request_with_a_scim_error(server: str):
+    for root in SCIM_ROOTS:
+        long_line, big_headers = _oversized_heads(f"{root}/Users")
+        unreadable = f"GET {root}/Users HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n".encode()
+
+        assert _scim_refusal(_raw(server, long_line), 414).startswith("Request line too long")
+        assert _scim_refusal(_raw(server, big_headers), 431).startswith("Request headers too large")
+        assert _scim_refusal(_raw(server, unreadable), 400) == "Invalid HTTP request"
+        assert _scim_refusal(_raw(server, *_body_above_the_entry_limit(f"{root}/Users")), 413) == (
+            "Request body too large"
+        )
+
+    # what the parser refuses after a SCIM request on the same connection, before reading a path, is no SCIM error
+    port = urlsplit(server).port
+    assert port is not None
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(b"GET /scim/v2/Users HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        first = _answer(sock)
+        sock.sendall(b"G\x01T /scim/v2/Users HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        second = _answer(sock)
+    assert first[0] == 401
+    assert (second[0], second[1]["content-type"], json.loads(second[2])) == (
+        400,
+        "application/json",
+        {"error": "Invalid HTTP request"},
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_asgi_entry_refuses_a_scim_request_with_a_scim_error_under_a_plain_uvicorn(plain_server: str):
+    for root in SCIM_ROOTS:
+        long_line, big_headers = _oversized_heads(f"{root}/Users")
+
+        assert _scim_refusal(_raw(plain_server, long_line), 414).startswith("Request line too long")
+        assert _scim_refusal(_raw(plain_server, big_headers), 431).startswith("Request headers too large")
+        assert _scim_refusal(_raw(plain_server, *_body_above_the_entry_limit(f"{root}/Users")), 413) == (
+            "Request body too large"
+        )

@@ -1,4 +1,5 @@
-"""One application error type and one renderer for it: every API error body is ``{"error": "..."}``.
+"""One application error type and one renderer for it: every API error body is ``{"error": "..."}``, except under
+the SCIM roots, where it is RFC 7644's Error (the rule: :mod:`embedadmin.core.error_shapes`).
 
 Services raise :class:`ApiError` subclasses; the DRF exception handler and the middleware below turn
 them (and DRF's own exceptions) into JSON with the right status. Nothing an API returns is HTML.
@@ -15,6 +16,8 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
+from embedadmin.core.error_shapes import SCIM_MEDIA_TYPE as SCIM_MEDIA_TYPE
+from embedadmin.core.error_shapes import error_body, error_shape
 from embedadmin.core.pgpool import is_unavailable_error, unavailable_reason
 
 logger = logging.getLogger(__name__)
@@ -57,23 +60,6 @@ class LimitExceeded(ApiError):
     """A per-account quota (such as the external-user cap) would be exceeded."""
 
     status = 429
-
-
-SCIM_ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error"
-SCIM_MEDIA_TYPE = "application/scim+json"
-SCIM_PATH_PREFIX = "/api/scim/"
-
-
-def error_body(message: str) -> dict[str, str]:
-    return {"error": message}
-
-
-def scim_error_body(status: int, message: str, scim_type: str | None = None) -> dict[str, Any]:
-    """An RFC 7644 section 3.12 error, plus our ``error`` key so every API error reads the same way."""
-    body: dict[str, Any] = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": message, "error": message}
-    if scim_type:
-        body["scimType"] = scim_type
-    return body
 
 
 def flatten_validation_detail(detail: Any, prefix: str = "") -> list[str]:
@@ -175,12 +161,10 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
 
 
 def json_error(message: str, status: int, *, path: str = "") -> JsonResponse:
-    """An error response outside DRF views; SCIM paths get the SCIM error shape and media type. A 503 carries
-    ``Retry-After``."""
-    if path.startswith(SCIM_PATH_PREFIX):
-        response = JsonResponse(scim_error_body(status, message), status=status, content_type=SCIM_MEDIA_TYPE)
-    else:
-        response = JsonResponse(error_body(message), status=status)
+    """An error response outside DRF views, in the shape and media type :func:`error_shape` gives ``path`` (SCIM's
+    under the SCIM roots). A 503 carries ``Retry-After``."""
+    media_type, body = error_shape(path, status, message)
+    response = JsonResponse(body, status=status, content_type=media_type)
     for name, value in retry_headers(status).items():
         response[name] = value
     return response

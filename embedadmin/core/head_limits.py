@@ -12,7 +12,8 @@ DEFAULT_MAX_HEADER_BYTES = 32 * 1024
 
 
 class HeadRefused(Exception):
-    """A request head beyond a limit: the status and ``{"error": message}`` it is answered with."""
+    """A request head beyond a limit: the status and message it is answered with, in the shape the request's path
+    takes (:mod:`embedadmin.core.error_shapes`)."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)

@@ -7,7 +7,10 @@ protocol refuses, while the request head is still being read:
 - a request target (path and query string) longer than ``LIMITS["MAX_REQUEST_LINE_BYTES"]`` with a JSON 414,
 - headers larger than ``LIMITS["MAX_HEADER_BYTES"]`` together with a JSON 431,
 
-and answers any other request the parser cannot read with a JSON 400 instead of plain text. The application
+and answers any other request the parser cannot read with a JSON 400 instead of plain text. Each refusal has the
+shape :mod:`embedadmin.core.error_shapes` gives the request's path as far as it was read: SCIM's Error under the
+SCIM roots, ``{"error": ...}`` elsewhere (h11 reports no path with its parse errors: its 400 is the latter). The
+application
 enforces the same limits at its entry (:mod:`embedadmin.core.wsgi_bridge`), for any other server; both apply
 the one rule of :mod:`embedadmin.core.head_limits`.
 
@@ -24,11 +27,13 @@ from __future__ import annotations
 import json
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from uvicorn.protocols.http.h11_impl import H11Protocol as _H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _HttpToolsProtocol
 from uvicorn_worker import UvicornWorker as _UvicornWorker  # type: ignore[import-untyped]
 
+from embedadmin.core.error_shapes import error_shape
 from embedadmin.core.head_limits import (
     DEFAULT_MAX_HEADER_BYTES,
     DEFAULT_MAX_TARGET_BYTES,
@@ -53,12 +58,23 @@ def _limits() -> tuple[int, int]:
         return DEFAULT_MAX_TARGET_BYTES, DEFAULT_MAX_HEADER_BYTES
 
 
-def json_refusal(status: int, message: str) -> bytes:
-    """A complete HTTP/1.1 response ``{"error": message}`` that closes the connection."""
-    body = json.dumps({"error": message}).encode()
+def target_path(target: bytes) -> str:
+    """The decoded path of a request target (origin or absolute form, perhaps cut short), as the application would
+    see it; "" when it has none."""
+    try:
+        return unquote(urlsplit(target.decode("latin1")).path, encoding="utf-8", errors="replace")
+    except ValueError:  # not a URL at all (an invalid IPv6 host in an absolute form)
+        return ""
+
+
+def json_refusal(status: int, message: str, path: str = "") -> bytes:
+    """A complete HTTP/1.1 error response that closes the connection, in the shape ``path`` takes
+    (:func:`embedadmin.core.error_shapes.error_shape`)."""
+    media_type, shape = error_shape(path, status, message)
+    body = json.dumps(shape).encode()
     phrase = HTTPStatus(status).phrase
     head = (
-        f"HTTP/1.1 {status} {phrase}\r\ncontent-type: application/json\r\n"
+        f"HTTP/1.1 {status} {phrase}\r\ncontent-type: {media_type}\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     )
     return head.encode("latin1") + body
@@ -72,13 +88,16 @@ class HttpToolsProtocol(_HttpToolsProtocol):
         self._max_target, self._max_headers = _limits()
         self._header_bytes = 0
         self._refusal: HeadRefused | None = None
+        self._target = b""  # the target of the request being read (its refusal's shape depends on its path)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_bytes = 0
+        self._target = b""
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
+        self._target = self.url
         # Raised inside the parser's callback: httptools stops parsing and uvicorn answers a 400, which
         # send_400_response turns into the refusal.
         try:
@@ -96,10 +115,14 @@ class HttpToolsProtocol(_HttpToolsProtocol):
             raise
         super().on_header(name, value)
 
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._target = b""  # what the parser refuses next belongs to another request
+
     def send_400_response(self, msg: str) -> None:
         refusal, self._refusal = self._refusal, None
         status, message = (refusal.status, refusal.message) if refusal else (400, INVALID_REQUEST)
-        self.transport.write(json_refusal(status, message))
+        self.transport.write(json_refusal(status, message, target_path(self._target)))
         self.transport.close()
 
 

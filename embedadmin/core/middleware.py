@@ -22,6 +22,7 @@ from django.utils.deprecation import MiddlewareMixin
 from django.utils.functional import SimpleLazyObject, empty
 from whitenoise.middleware import WhiteNoiseMiddleware
 
+from embedadmin.core.error_shapes import is_scim_path
 from embedadmin.core.errors import DATABASE_UNAVAILABLE, client_error, database_unavailable, json_error, retry_headers
 
 logger = logging.getLogger(__name__)
@@ -31,8 +32,9 @@ API_PREFIXES = ("/api/", "/cubejs-api/", "/d/", "/livez", "/readyz")
 
 
 def is_api_path(path: str) -> bool:
+    """Whether ``path`` belongs to an API (its errors are JSON, never a page): SCIM's roots among them."""
     base = getattr(settings, "CUBEJS_BASE_PATH", "/cubejs-api").rstrip("/") + "/"
-    return path.startswith(API_PREFIXES) or path.startswith(base)
+    return path.startswith(API_PREFIXES) or path.startswith(base) or is_scim_path(path)
 
 
 def _has_nul(request: HttpRequest) -> bool:
@@ -51,7 +53,8 @@ class ApiErrorMiddleware(MiddlewareMixin):
 
     DRF views render their own errors; this catches what happens outside them: a URL that matches no
     route, a method Django itself refuses, a body Django cannot read, and any exception a plain
-    Django view lets escape. Under ``/api/scim/`` the body has the SCIM error shape.
+    Django view lets escape. Under the SCIM roots (``/api/scim/``, ``/scim/``) the body has SCIM's error shape
+    (:mod:`embedadmin.core.error_shapes`).
 
     It is the outermost middleware, so that its ``process_response`` also sees what the others answer
     themselves (Django's 400 page for a ``Host`` header that ``ALLOWED_HOSTS`` refuses).

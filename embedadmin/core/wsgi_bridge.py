@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterat
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
-from embedadmin.core.errors import error_body
+from embedadmin.core.error_shapes import error_shape
 from embedadmin.core.head_limits import (
     DEFAULT_MAX_HEADER_BYTES,
     DEFAULT_MAX_TARGET_BYTES,
@@ -215,14 +215,14 @@ class WSGIBridge:
             raise RuntimeError(f"WSGIBridge serves HTTP only, not {scope['type']!r}")
         refused = refuse_oversized(scope, self.max_target_bytes, self.max_header_bytes)
         if refused is not None:
-            await _send_error(send, *refused)
+            await _send_error(send, scope, *refused)
             return
         try:
             body = await self._read_body(scope, receive)
         except _Disconnected:
             return
         except _BodyTooLarge:
-            await _send_error(send, 413, "Request body too large")
+            await _send_error(send, scope, 413, "Request body too large")
             return
         loop = asyncio.get_running_loop()
         response = _Response()
@@ -232,7 +232,7 @@ class WSGIBridge:
             )
         except Exception:
             logger.exception("The WSGI application failed on %s", scope["path"])
-            await _send_error(send, 500, "Internal server error")
+            await _send_error(send, scope, 500, "Internal server error")
             return
         try:
             await send({"type": "http.response.start", "status": response.status, "headers": response.headers})
@@ -310,10 +310,12 @@ async def _until_disconnect(sending: Coroutine[Any, Any, None], receive: Callabl
             raise error
 
 
-async def _send_error(send: Callable, status: int, message: str) -> None:
-    """The ``{"error": ...}`` answer of a request the application never saw."""
-    content = json.dumps(error_body(message)).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]
+async def _send_error(send: Callable, scope: dict[str, Any], status: int, message: str) -> None:
+    """The error answer of a request the application never saw, in the shape its path takes
+    (:mod:`embedadmin.core.error_shapes`: SCIM's under the SCIM roots, ``{"error": ...}`` elsewhere)."""
+    media_type, body = error_shape(scope["path"], status, message)
+    content = json.dumps(body).encode()
+    headers = [(b"content-type", media_type.encode()), (b"content-length", str(len(content)).encode())]
     if status in (414, 431):
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})

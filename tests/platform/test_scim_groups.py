@@ -16,7 +16,8 @@ SCIM_JSON = "application/scim+json"
 
 
 def _scim_error(status: int, detail: str, scim_type: str | None = None) -> dict:
-    body = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": detail, "error": detail}
+    """An RFC 7644 3.12 Error: these members and no other."""
+    body = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": detail}
     if scim_type:
         body["scimType"] = scim_type
     return body

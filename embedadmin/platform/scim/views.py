@@ -34,7 +34,8 @@ from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest
 from embedadmin.accounts.models import Account, InternalUserProfile
 from embedadmin.accounts.services import internal_user_profile
 from embedadmin.audit.edge import AuditedView
-from embedadmin.core.errors import SCIM_MEDIA_TYPE, ApiError, scim_error_body
+from embedadmin.core.error_shapes import SCIM_MEDIA_TYPE, scim_error_body
+from embedadmin.core.errors import ApiError
 from embedadmin.core.parsers import JSONBodyParser, ScimJSONParser
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
@@ -210,7 +211,8 @@ def scim_response(data: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def scim_error(status: int, detail: str, scim_type: str | None = None, headers: dict | None = None) -> Response:
-    """An RFC 7644 3.12 Error, with the ``error`` key every API error of the product carries (STYLE 9)."""
+    """An RFC 7644 3.12 Error: ``schemas``, ``status``, ``scimType`` and ``detail``, nothing else (a strict client's
+    Error model refuses any other member; :mod:`embedadmin.core.error_shapes`)."""
     return scim_response(scim_error_body(status, detail, scim_type), status=status, headers=headers)
 
 
@@ -246,7 +248,7 @@ class ScimView(AuditedView):
         response = super().handle_exception(exc)  # the product's handler: its messages, its status
         data = response.data
         detail = data.get("error") or data.get("detail") if isinstance(data, dict) else None
-        headers = {k: response[k] for k in ("WWW-Authenticate", "Allow") if response.has_header(k)}
+        headers = {k: response[k] for k in ("WWW-Authenticate", "Allow", "Retry-After") if response.has_header(k)}
         scim_type = "invalidSyntax" if isinstance(exc, drf_exceptions.ParseError) else None
         return scim_error(response.status_code, str(detail or "Request failed"), scim_type, headers=headers)
 
