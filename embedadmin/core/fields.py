@@ -5,7 +5,7 @@ values feed access policies must not guess, so these refuse the wrong JSON type 
 
 Also what every JSON entry point refuses the same way: ids beyond a bigint (``MAX_BIGINT``), unpaired UTF-16
 surrogates (``loads_json``, ``has_lone_surrogate``), NUL characters and numbers beyond a double's range in
-stored JSON values.
+stored JSON values; and the product's one rule for an email address (``validate_email_address``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.validators import EmailValidator
+from django.core.validators import validate_email as validate_email_address
 from django.db import models
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -30,10 +32,28 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+# The product's one rule for an email address: RFC 5321/5322 syntax (a dot-atom or quoted local part; a domain name
+# or an address literal), whatever the domain. It is Django's validator, the one the models' EmailField and the
+# panel's forms apply; StrictEmailField (generate-session, the Platform API, the Chat API) and SCIM's ``emails``
+# apply it too. Special-use and reserved names (``corp.local`` of Active Directory forests, ``.test``, ``.internal``)
+# are addresses organizations use: nothing refuses them for their domain (pydantic's EmailStr does, through
+# email-validator, which is why SCIM does not use it). A domain of one label (``user@corp``) is refused, as SMTP
+# takes fully qualified names only (RFC 5321 2.3.5), except ``localhost``. Where Django reads the RFCs more narrowly
+# (a quoted local part holding a space, an IPv6 literal with RFC 5321's ``IPv6:`` tag) its reading stays the rule:
+# one rule for every door, the panel's forms included.
+EMAIL_ADDRESS_MAX_LENGTH = 254  # RFC 5321 4.5.3.1.3 (a path of 256 octets with its angle brackets); the columns'
+
+
 class StrictEmailField(serializers.EmailField):
-    """An email address given as a JSON string (DRF's field would take the number 1 as the text "1")."""
+    """An email address given as a JSON string (DRF's field would take the number 1 as the text "1"), checked by
+    :data:`validate_email_address`."""
 
     default_error_messages = {"not_string": "Not a valid string."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # DRF's EmailField adds a validator of its own making; the product's rule stands in its place.
+        self.validators = [v for v in self.validators if not isinstance(v, EmailValidator)] + [validate_email_address]
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):

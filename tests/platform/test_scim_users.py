@@ -387,6 +387,67 @@ def test_recorded_idp_sequence_replays_green(api, acme, idp):
             assert _at(payload, dotted) == _fill(expected, saved), (number, dotted, payload)
 
 
+# --- addresses on special-use domains ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("domain", ["corp.local", "example.test", "corp.internal", "dev.localhost", "x.invalid"])
+def test_an_idp_provisions_patches_and_reads_a_user_on_a_special_use_domain(api, acme, domain):
+    # given: an identity provider synced from Active Directory, whose users' names and emails are on its own domain
+    user_name = f"ad.user@{domain}"
+
+    # when: it creates the user, finds it by userName, changes its work email and display name, reads it back
+    created = _create(
+        api,
+        acme,
+        user_name,
+        emails=[{"value": user_name, "type": "work", "primary": True}],
+        name={"givenName": "Ad", "familyName": "User"},
+    )
+    user_id = created.json()["id"]
+    found = api.get(USERS, {"filter": f'userName eq "{user_name}"'}, **acme.platform_headers)
+    patched = _patch(
+        api,
+        acme,
+        f"{USERS}/{user_id}",
+        {"op": "replace", "path": 'emails[type eq "work"].value', "value": f"ad.user2@{domain}"},
+        {"op": "replace", "path": "displayName", "value": "AD User"},
+    )
+    read = api.get(f"{USERS}/{user_id}", **acme.platform_headers)
+
+    # then
+    assert created.status_code == 201, created.content
+    assert created.json()["userName"] == user_name
+    assert created.json()["emails"] == [{"value": user_name, "type": "work", "primary": True}]
+    assert [r["id"] for r in found.json()["Resources"]] == [user_id]
+    assert patched.status_code == 200, patched.content
+    assert read.status_code == 200
+    assert read.json()["emails"] == [{"value": f"ad.user2@{domain}", "type": "work", "primary": True}]
+    assert read.json()["displayName"] == "AD User"
+    user = get_user_model().objects.get(pk=int(user_id))
+    assert (user.username, user.email) == (user_name, f"ad.user2@{domain}")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "not-an-email",
+        "a@b@corp.local",
+        "@corp.local",
+        "ad.user@",
+        "ad user@corp.local",
+        "ad.user@corp",
+        "a" * 250 + "@x.io",
+    ],
+)
+def test_an_address_that_is_not_one_is_400_invalid_value_whatever_its_domain(api, acme, value):
+    before = db_rows()
+
+    response = _create(api, acme, "ad.user", emails=[{"value": value}])
+
+    assert _error(response) == (400, "invalidValue")
+    assert db_rows() == before
+
+
 # --- isolation: acme's token on globex's users and groups ------------------------------------------------
 
 

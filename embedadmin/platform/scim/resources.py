@@ -12,8 +12,11 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+import scim2_models
+from django.core.exceptions import ValidationError as DjangoValidationError
+from pydantic import field_validator
 from scim2_models import (
     Attribute,
     AuthenticationScheme,
@@ -37,12 +40,12 @@ from scim2_models import (
     ScimPolicy,
     ServiceProviderConfig,
     Sort,
-    User,
 )
 from scim2_models import Group as ScimGroup
 
 from embedadmin.accounts.models import Account, InternalUserProfile
 from embedadmin.accounts.services import InternalUserChanges
+from embedadmin.core.fields import EMAIL_ADDRESS_MAX_LENGTH, validate_email_address
 from embedadmin.core.versions import ProcessMemory
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory.models import AttributeDefinition, Group
@@ -83,6 +86,37 @@ _NOT_STORED = (
     "externalId",
     "displayName",
 )
+
+
+class Email(scim2_models.Email):
+    """RFC 7643's email of a User, its ``value`` checked by the product's one rule for an address
+    (:data:`~embedadmin.core.fields.validate_email_address`) instead of pydantic's ``EmailStr``: identity providers
+    send addresses on special-use domains (``ad.user@corp.local`` of an Active Directory forest), which EmailStr
+    refuses. The value is kept as given."""
+
+    value: str | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _an_email_address(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if len(value) > EMAIL_ADDRESS_MAX_LENGTH:
+            raise ValueError(f"an email address holds at most {EMAIL_ADDRESS_MAX_LENGTH} characters")
+        try:
+            validate_email_address(value)
+        except DjangoValidationError:
+            raise ValueError(f"{value[:100]!r} is not a valid email address") from None
+        return value
+
+
+class User(scim2_models.User[scim2_models.AnyExtension]):
+    """RFC 7643's User, its emails read as :class:`Email`; the schema published is scim2-models' (the attributes are
+    the same)."""
+
+    emails: list[Email] | None = None  # type: ignore[assignment]
+    Emails: ClassVar[type[scim2_models.ComplexAttribute]] = Email
+
 
 SERVICE_PROVIDER_CONFIG = ServiceProviderConfig(
     documentation_uri=Reference[External]("https://datatracker.ietf.org/doc/html/rfc7644"),
@@ -154,7 +188,7 @@ class UserService:
 
     @property
     def schemas(self) -> list[Schema]:
-        found = [User.to_schema(), EnterpriseUser.to_schema(), ScimGroup.to_schema()]
+        found = [scim2_models.User.to_schema(), EnterpriseUser.to_schema(), ScimGroup.to_schema()]
         return found + ([self.attribute_schema] if self.attribute_schema else [])
 
     @property
