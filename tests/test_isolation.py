@@ -592,7 +592,7 @@ def _is_co_owner(target: Target, caller: str) -> bool:
 
 def _error_body(target: Target, status: int, message: str) -> dict[str, Any]:
     if target.scim:
-        body = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": message, "error": message}
+        body = {"schemas": [SCIM_ERROR_SCHEMA], "status": str(status), "detail": message}
         return {**body, "scimType": "invalidValue"} if status == 400 else body
     return {"error": message}
 
