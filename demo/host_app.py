@@ -37,7 +37,8 @@ class Viewer:
     embed_tenant: str
     country: str
 
-    def session_request(self, deployment_id: int) -> dict:
+    def session_request(self, deployment_id: int, *, allow_export: bool = False) -> dict:
+        # What the viewer may do is the host's to say, signed into the session: the embed's URL can only narrow it.
         return {
             "deploymentId": deployment_id,
             "externalId": f"{self.key}@{self.embed_tenant}",
@@ -45,6 +46,7 @@ class Viewer:
             "groups": ["regional"],
             "userAttributes": [{"name": "country", "value": self.country}],
             "userProfile": {"displayName": self.name},
+            "settings": {"allowExport": allow_export},
         }
 
 
@@ -68,10 +70,10 @@ class EmbedAdmin:
         self.api_key = api_key
         self.deployment_id = deployment_id
 
-    def generate_session(self, viewer: Viewer) -> str:
+    def generate_session(self, viewer: Viewer, *, allow_export: bool = False) -> str:
         request = urllib.request.Request(  # noqa: S310 (http(s) checked in __init__)
             f"{self.base_url}/api/v1/embed/generate-session",
-            data=json.dumps(viewer.session_request(self.deployment_id)).encode(),
+            data=json.dumps(viewer.session_request(self.deployment_id, allow_export=allow_export)).encode(),
             headers={"Content-Type": "application/json", "Authorization": f"Api-Key {self.api_key}"},
             method="POST",
         )
@@ -80,16 +82,31 @@ class EmbedAdmin:
 
 
 # The embed page's own URL parameters (docs/dashboards.md, "URL grammar"): passed through from the host page's
-# address, so `/?allowExport=true` or `/?f_sales.status={"values":["completed"]}` shows what they do.
-EMBED_PARAMS = ("f_", "tg_", "ms_", "show", "allowExport", "locale", "timezone")
+# address, so `/?f_sales.status={"values":["completed"]}` or `/?showDashboardTitle=false` shows what they do.
+EMBED_PARAMS = ("f_", "tg_", "ms_", "show", "locale", "timezone")
 
 
-def _page(*, embed: EmbedAdmin, viewer: Viewer, public_id: str, session_id: str, params: list[tuple[str, str]]) -> str:
+def _allow_export(query: dict[str, list[str]]) -> bool:
+    """The host page's own switch `/?allowExport=true`: this host then mints its viewer's sessions with export
+    allowed (a setting of the session, on the server side; the embed's URL could not allow it)."""
+    return query.get("allowExport", [""])[0] == "true"
+
+
+def _page(
+    *,
+    embed: EmbedAdmin,
+    viewer: Viewer,
+    public_id: str,
+    session_id: str,
+    params: list[tuple[str, str]],
+    allow_export: bool,
+) -> str:
     passed = [(k, v) for k, v in params if k.startswith(EMBED_PARAMS)]
     iframe_src = f"{embed.base_url}/embed/dashboard/{public_id}?{urlencode([('session', session_id), *passed])}"
 
     def link(viewer_key: str, dashboard: str, active: bool, label: str) -> str:
-        href = html.escape("/?" + urlencode({"viewer": viewer_key, "dashboard": dashboard}))
+        kept = {"allowExport": "true"} if allow_export else {}
+        href = html.escape("/?" + urlencode({"viewer": viewer_key, "dashboard": dashboard, **kept}))
         return f'<a class="{"active" if active else ""}" href="{href}">{label}</a>'
 
     viewer_links = "".join(
@@ -112,7 +129,8 @@ def _page(*, embed: EmbedAdmin, viewer: Viewer, public_id: str, session_id: str,
   <title>Acme Portal · {html.escape(DASHBOARDS.get(public_id, public_id))}</title>
   <link rel="stylesheet" href="/host.css">
 </head>
-<body data-embed-origin="{html.escape(embed.base_url)}" data-viewer="{html.escape(viewer.key)}">
+<body data-embed-origin="{html.escape(embed.base_url)}" data-viewer="{html.escape(viewer.key)}"
+      data-allow-export="{"true" if allow_export else "false"}">
   <header class="topbar"><strong>Acme Portal</strong><span>signed in as {html.escape(viewer.name)}</span></header>
   <div class="layout">
     <nav>
@@ -159,23 +177,33 @@ def make_handler(embed: EmbedAdmin) -> type[BaseHTTPRequestHandler]:
                 return
             viewer = self._viewer(query)
             public_id = query.get("dashboard", ["SalesOvervw1"])[0]
+            allow_export = _allow_export(query)
             try:
-                session_id = embed.generate_session(viewer)
+                session_id = embed.generate_session(viewer, allow_export=allow_export)
             except (urllib.error.URLError, OSError, KeyError, ValueError) as exc:
                 self._send(502, f"could not mint a session: {exc}".encode(), "text/plain; charset=utf-8")
                 return
             params = parse_qsl(url.query, keep_blank_values=True)
-            page = _page(embed=embed, viewer=viewer, public_id=public_id, session_id=session_id, params=params)
+            page = _page(
+                embed=embed,
+                viewer=viewer,
+                public_id=public_id,
+                session_id=session_id,
+                params=params,
+                allow_export=allow_export,
+            )
             self._send(200, page.encode(), "text/html; charset=utf-8")
 
         def do_POST(self) -> None:
-            # The page asks for a fresh session when the embed announces its token is about to expire.
+            # The page asks for a fresh session when the embed announces its token is about to expire; the renewed
+            # session says what the first one said.
             url = urlsplit(self.path)
             if url.path != "/session":
                 self._send(404, b"not found", "text/plain")
                 return
+            query = parse_qs(url.query)
             try:
-                session_id = embed.generate_session(self._viewer(parse_qs(url.query)))
+                session_id = embed.generate_session(self._viewer(query), allow_export=_allow_export(query))
             except (urllib.error.URLError, OSError, KeyError, ValueError) as exc:
                 self._send(502, json.dumps({"error": str(exc)}).encode(), "application/json")
                 return

@@ -123,7 +123,9 @@ def _world(cast: Cast, *, model_dir: Path, dataset: Path) -> World:
     session_id = embedding.session_generate(
         account=account,
         deployment=deployment,
-        data=embedding.GenerateSessionInput(deployment_id=deployment.pk, external_id="fuzz-viewer"),
+        data=embedding.GenerateSessionInput(
+            deployment_id=deployment.pk, external_id="fuzz-viewer", settings={"allowExport": True}
+        ),
     )
     embed_token = embedding.session_exchange(session_id=session_id).token
     pins = {
@@ -152,8 +154,8 @@ def _world(cast: Cast, *, model_dir: Path, dataset: Path) -> World:
     }
     scim_pins = {"user_id": str(user.pk), "group_id": str(tenant_wide_group.pk)}
     # The embed page's grant for the viewer of the embed token (the page answers it in its bootstrap).
-    claims = embed_token_verify(token=embed_token).claims
-    grant = grant_sign(public_id=dashboard.public_id, caller_claims=claims, flags={"allowExport": True})
+    caller = embed_token_verify(token=embed_token)
+    grant = grant_sign(public_id=dashboard.public_id, caller=caller, url_flags={"allowExport": True})
     return World(
         credentials=credentials, pins=pins, scim_pins=scim_pins, body_pins={"grant": grant, "widgetId": "revenue"}
     )

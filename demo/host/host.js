@@ -29,7 +29,8 @@
 
   function renew() {
     // The host's own back end mints the new session; the API key never reaches the browser.
-    fetch("/session?viewer=" + encodeURIComponent(viewer), { method: "POST" })
+    var query = "viewer=" + encodeURIComponent(viewer) + (body.dataset.allowExport === "true" ? "&allowExport=true" : "");
+    fetch("/session?" + query, { method: "POST" })
       .then(function (r) { return r.json(); })
       .then(function (body) {
         if (body.sessionId) act("cube:action:set-session", { sessionId: body.sessionId });

@@ -7,8 +7,9 @@ reference 1.4). The grammar, with its exact literal rules:
   with an operator that control offers (omitted: ``equals``, or ``inDateRange`` for a date range control);
 - ``tg_<member>=<grain>`` only when a TIME_GRAIN control on that member lists the grain (exactly, lowercase);
 - ``ms_<member>=<member>`` only when a FIELD control on that member lists the second member as an alternative;
-- ``allowExport`` only the literal ``true`` allows; ``show...`` only the literal ``false`` hides
-  (``showDashboardHeader=false`` hides the rest of the header too);
+- ``allowExport`` and ``show...`` only narrow: the literal ``false`` turns one off, anything else leaves it to
+  the session (``showDashboardHeader=false`` hides the rest of the header too). What a viewer may do is the
+  session's signed settings; the URL can take away, never add (``embedding.pages.effective_flags``);
 - ``locale`` and ``timezone`` override the session's when usable, else fall through.
 
 Anything else is ignored. Controls only ever *add* filters to a tile's query (an AND beside the report's own);
@@ -38,6 +39,7 @@ from embedadmin.semantic.serving.services import semantic_meta
 
 DATE_RANGE = "inDateRange"
 SHOW_FLAGS = ("showDashboardHeader", "showDashboardTitle", "showDashboardExportMenu")
+URL_FLAGS = ("allowExport", *SHOW_FLAGS)  # the flags a page URL may turn off (parse_url)
 VALUES_QUERY_LIMIT = 500
 MAX_FILTER_VALUES = 1000
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -197,7 +199,10 @@ def _default_state(controls: list[Control], *, timezone: str) -> ViewState:
 
 @dataclass
 class UrlView:
-    """What a page URL says: the state its parameters set over the defaults, its flags, locale and time zone."""
+    """What a page URL says: the state its parameters set over the defaults, its flags, locale and time zone.
+
+    ``flags`` are what the URL lets through: each true unless the URL turns it off (it cannot turn one on).
+    """
 
     state: ViewState
     flags: dict[str, bool]
@@ -261,7 +266,7 @@ def parse_url(config: dict[str, Any], params: Iterable[tuple[str, str]], *, time
                     state.fields[control.id] = value
     header = given.get("showDashboardHeader") != "false"
     flags = {
-        "allowExport": given.get("allowExport") == "true",
+        "allowExport": given.get("allowExport") != "false",
         "showDashboardHeader": header,
         "showDashboardTitle": header and given.get("showDashboardTitle") != "false",
         "showDashboardExportMenu": header and given.get("showDashboardExportMenu") != "false",

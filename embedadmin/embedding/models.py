@@ -30,8 +30,8 @@ class EmbedSession(models.Model):
     )
     internal_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True)
     creator_mode = models.BooleanField(default=False)
-    # The session's embed settings as the host sent them (showDashboardChat, allowAi, locale, timezone; a key
-    # left out or null inherits the account default at exchange time) and its embedTheme.
+    # The session's embed settings as the host sent them (showDashboardChat, allowAi, allowExport, locale, timezone;
+    # a key left out or null inherits the account default at exchange time) and its embedTheme.
     settings = models.JSONField(default=dict, blank=True)
     embed_theme = models.JSONField(default=dict, blank=True)
     claims = models.JSONField(default=dict)

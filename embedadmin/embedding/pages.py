@@ -8,7 +8,9 @@
   a 403 page when the session's ``allowAi`` is false.
 - ``POST /api/v1/embed/dashboard/{publicId}/view`` and ``.../export`` (``Authorization: Embed-Token <jwt>``):
   the view of a state, and a tile's rows as CSV. The gates run again on every call, and the signed ``grant``
-  the page got must be for this dashboard and this viewer.
+  the page got must be for this dashboard and this session's token (the view endpoint trades the grant of an
+  earlier session of the same viewer for one of the token in hand: renewal in place). What the page may do
+  (``allowExport``) is the token's signed settings, narrowed by the page URL, under ``restrictDataDownload``.
 
 Every ``/embed/*`` answer is framed only by the account's allowed origins (``core.middleware``), is never
 cached and sends no referrer. A page without a usable session knows no account: it is one page, framed by this
@@ -94,22 +96,43 @@ def core_api_base(deployment_id: int) -> str:
     return f"/d/{deployment_id}{settings.CUBEJS_BASE_PATH}/v1"
 
 
-def grant_sign(*, public_id: str, caller_claims: dict[str, Any], flags: dict[str, bool]) -> str:
-    """The signed grant of a dashboard page: which dashboard, for which viewer (deployment, sub, the token's jti)
-    and with which URL flags. Valid for a token's lifetime."""
-    embed = viewstate.as_object(caller_claims.get("embed"))
+def effective_flags(
+    *, url_flags: dict[str, bool], caller: EmbedCaller, account: TenantSettings | None
+) -> dict[str, bool]:
+    """What the page may do: the session's signed settings, narrowed by what the URL let through, under the
+    account's ``restrictDataDownload`` (``account``: its settings read for this request, so a restriction applies
+    to pages already open).
+
+    The ``show...`` flags only hide parts of the page (the chat is the session's ``showDashboardChat`` and
+    ``allowAi``), so they are the URL's; every flag that widens what a viewer can do is signed and only narrowed.
+    """
+    downloads = account is not None and not account.restrict_data_download
+    flags = {name: url_flags.get(name) is not False for name in viewstate.URL_FLAGS}
+    flags["allowExport"] = flags["allowExport"] and caller.settings.get("allowExport") is True and downloads
+    return flags
+
+
+def grant_sign(*, public_id: str, caller: EmbedCaller, url_flags: dict[str, bool]) -> str:
+    """The signed grant of a dashboard page: which dashboard, for which session's token (deployment, sub, jti),
+    and what the page URL let through (its narrowing, kept for the embed's life). Valid for a token's lifetime."""
     body = {
         "p": public_id,
-        "d": embed.get("deploymentId"),
-        "s": caller_claims.get("sub"),
-        "j": caller_claims.get("jti"),
-        "f": flags,
+        "d": caller.deployment.pk,
+        "s": caller.sub,
+        "j": caller.jti,
+        "u": {name: url_flags.get(name) is not False for name in viewstate.URL_FLAGS},
     }
     return signing.dumps(body, salt=GRANT_SALT, compress=True)
 
 
-def grant_verify(*, grant: Any, public_id: str, caller: EmbedCaller) -> dict[str, bool]:
-    """The flags of a grant for this dashboard and this viewer (a renewed token of the same viewer keeps it)."""
+def grant_verify(*, grant: Any, public_id: str, caller: EmbedCaller, renewing: bool = False) -> dict[str, bool]:
+    """What the URL of the page that got ``grant`` let through, when the grant is for this dashboard and this
+    session's token.
+
+    ``renewing`` (the view endpoint only) also takes the grant of an earlier session of the same viewer: a page
+    renewed in place (``set-session``) trades it there for a grant of the token in hand. The URL's narrowing
+    carries over; what the page may do is computed again from the new token's signed settings.
+    """
     if not isinstance(grant, str) or not grant or len(grant) > 4096:
         raise BadRequest("grant: required (the grant of the page's bootstrap)")
     try:
@@ -123,10 +146,12 @@ def grant_verify(*, grant: Any, public_id: str, caller: EmbedCaller) -> dict[str
         or body.get("p") != public_id
         or body.get("d") != caller.deployment.pk
         or body.get("s") != caller.sub
-        or not isinstance(body.get("f"), dict)
+        or not isinstance(body.get("u"), dict)
     ):
         raise Forbidden("grant: not for this dashboard and viewer")
-    return {key: value is True for key, value in body["f"].items()}
+    if body.get("j") != caller.jti and not renewing:
+        raise Forbidden("grant: not for this session")
+    return {name: body["u"].get(name) is not False for name in viewstate.URL_FLAGS}
 
 
 def _dashboard_config(embedded: EmbeddedDashboard) -> dict[str, Any]:
@@ -203,7 +228,7 @@ def dashboard_page(request: HttpRequest, public_id: str, chat_endpoint: ChatEndp
         caller=caller,
         embedded=embedded,
         exchanged=exchanged,
-        origins=origins,
+        account=account,
         chat_endpoint=chat_endpoint,
     )
     response = render(request, "embed/dashboard.html", {"bootstrap": bootstrap})
@@ -229,7 +254,7 @@ def dashboard_bootstrap(
     caller: EmbedCaller,
     embedded: EmbeddedDashboard,
     exchanged: services.ExchangedToken,
-    origins: list[str],
+    account: TenantSettings | None,
     chat_endpoint: ChatEndpoint | None,
 ) -> dict[str, Any]:
     """The bootstrap of a dashboard page (docs/dashboards.md): the token, its renewal, the resolved settings with
@@ -242,6 +267,8 @@ def dashboard_bootstrap(
         [(name, value) for name, values in request.GET.lists() for value in values],
         timezone=str(resolved.get("timezone") or "UTC"),
     )
+    flags = effective_flags(url_flags=url.flags, caller=caller, account=account)
+    resolved["allowExport"] = flags["allowExport"]
     if url.locale:
         resolved["locale"] = url.locale
     if url.timezone:
@@ -260,11 +287,11 @@ def dashboard_bootstrap(
         "title": config.get("title") or dashboard.title,
         "description": config.get("description") or dashboard.description,
         "versionNumber": embedded.version.number,
-        **_session_bootstrap(caller=caller, exchanged=exchanged, origins=origins),
+        **_session_bootstrap(caller=caller, exchanged=exchanged, origins=_allowed_origins(account)),
         "endpoints": endpoints,
         "settings": resolved,
-        "flags": url.flags,
-        "grant": grant_sign(public_id=dashboard.public_id, caller_claims=caller.claims, flags=url.flags),
+        "flags": flags,
+        "grant": grant_sign(public_id=dashboard.public_id, caller=caller, url_flags=url.flags),
         "layout": config.get("layout") or {"cols": 12, "rowHeight": 80},
         "theme": config.get("theme") or {},
         "view": view_body(caller=caller, embedded=embedded, state=url.state),
@@ -349,12 +376,16 @@ def dashboard_view(request: HttpRequest, public_id: str) -> HttpResponse:
     body = _body(request)
     _check_keys(body, {"grant", "state", "filterUrlParameter", "timezone"})
     embedded = embed_dashboard(claims=caller.claims, public_id=public_id)
-    flags = grant_verify(grant=body.get("grant"), public_id=public_id, caller=caller)
+    url_flags = grant_verify(grant=body.get("grant"), public_id=public_id, caller=caller, renewing=True)
     config = _dashboard_config(embedded)
     state = _state(body, caller=caller, config=config)
     view = view_body(caller=caller, embedded=embedded, state=state)
-    # A fresh grant for the token in hand, so a page renewed in place keeps one that outlives its first token.
-    view["grant"] = grant_sign(public_id=public_id, caller_claims=caller.claims, flags=flags)
+    # A fresh grant for the token in hand (a page renewed in place trades its earlier session's grant here), and
+    # what the page may do with it: this token's signed settings, narrowed by the page URL, as at page load.
+    view["grant"] = grant_sign(public_id=public_id, caller=caller, url_flags=url_flags)
+    view["flags"] = effective_flags(
+        url_flags=url_flags, caller=caller, account=_account_settings(caller.deployment.account_id)
+    )
     response = JsonResponse(view)
     response["Cache-Control"] = "no-store"
     return response
@@ -394,12 +425,12 @@ def dashboard_export(request: HttpRequest, public_id: str) -> HttpResponse:
     if not isinstance(widget_id, str) or not widget_id:
         raise BadRequest("widgetId: required")
     embedded = embed_dashboard(claims=caller.claims, public_id=public_id)
-    flags = grant_verify(grant=body.get("grant"), public_id=public_id, caller=caller)
+    url_flags = grant_verify(grant=body.get("grant"), public_id=public_id, caller=caller)
     account = _account_settings(caller.deployment.account_id)
-    if not flags.get("allowExport"):
-        raise Forbidden("Export is not allowed for this embed (allowExport=true is not set)")
     if account is None or account.restrict_data_download:
         raise Forbidden("Data downloads are restricted for this account")
+    if not effective_flags(url_flags=url_flags, caller=caller, account=account)["allowExport"]:
+        raise Forbidden("Export is not allowed for this embed session")
     config = _dashboard_config(embedded)
     view = viewstate.compose_view(
         config=config,

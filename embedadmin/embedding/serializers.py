@@ -56,6 +56,9 @@ class SessionSettingsSerializer(RejectUnknownFieldsMixin, serializers.Serializer
 
     showDashboardChat = StrictBooleanField(required=False, allow_null=True)
     allowAi = StrictBooleanField(required=False, allow_null=True)
+    allowExport = StrictBooleanField(
+        required=False, allow_null=True, help_text="Whether the viewer may download a tile's data as CSV (PNG too)"
+    )
     locale = StrictCharField(required=False, allow_null=True, max_length=35)
     timezone = StrictCharField(required=False, allow_null=True, max_length=64)
 

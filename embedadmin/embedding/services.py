@@ -59,7 +59,7 @@ class GenerateSessionInput:
     attribute_definitions: list[directory.AttributeDefinitionInput] = field(default_factory=list)
     group_definitions: list[directory.GroupDefinitionInput] = field(default_factory=list)
     security_context: dict[str, Any] | None = None
-    # The session's settings as sent (showDashboardChat, allowAi, locale, timezone), nulls left out.
+    # The session's settings as sent (showDashboardChat, allowAi, allowExport, locale, timezone), nulls left out.
     settings: dict[str, Any] = field(default_factory=dict)
     embed_theme: dict[str, Any] | None = None
 
@@ -268,6 +268,7 @@ class EmbedSettings:
 
     show_dashboard_chat: bool
     allow_ai: bool
+    allow_export: bool
     locale: str
     timezone: str
     embed_theme: dict[str, Any]
@@ -276,6 +277,7 @@ class EmbedSettings:
         return {
             "showDashboardChat": self.show_dashboard_chat,
             "allowAi": self.allow_ai,
+            "allowExport": self.allow_export,
             "locale": self.locale,
             "timezone": self.timezone,
             "embedTheme": self.embed_theme,
@@ -296,8 +298,10 @@ def embed_settings_resolve(
     """The one resolution of an embed session's settings (reference 1.5).
 
     A session value that is omitted or null inherits the account's. ``allowAi`` false withholds AI whatever
-    ``showDashboardChat`` says, so the dashboard chat shows only when both are on. ``embedTheme`` is the
-    account's theme with the session's keys over it.
+    ``showDashboardChat`` says, so the dashboard chat shows only when both are on. ``allowExport`` is what the host
+    signed; the page's URL may only narrow it and the account's ``restrictDataDownload`` outranks it, both judged
+    when the page asks (``embedding.pages.effective_flags``). ``embedTheme`` is the account's theme with the
+    session's keys over it.
     """
 
     def pick(name: str, default: Any) -> Any:
@@ -308,6 +312,7 @@ def embed_settings_resolve(
     return EmbedSettings(
         show_dashboard_chat=allow_ai and bool(pick("showDashboardChat", account_settings.show_dashboard_chat)),
         allow_ai=allow_ai,
+        allow_export=bool(pick("allowExport", account_settings.allow_export)),
         locale=str(pick("locale", account_settings.embed_locale)),
         timezone=str(pick("timezone", account_settings.embed_timezone)),
         embed_theme=_theme_merge(account_settings.embed_theme or {}, session_theme or {}),

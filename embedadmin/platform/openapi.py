@@ -459,7 +459,9 @@ def embed_paths() -> dict[str, dict[str, Any]]:
         "grant": {
             "type": "string",
             "maxLength": 4096,
-            "description": "The signed grant of the page's bootstrap (each view answers a fresh one)",
+            "description": "The signed grant of the page's bootstrap, bound to the session's token (each view answers"
+            " a fresh one for the token in hand; a view also takes the grant of an earlier session of the same"
+            " viewer, after a renewal in place)",
         },
         "state": {
             "type": "object",
@@ -484,9 +486,19 @@ def embed_paths() -> dict[str, dict[str, Any]]:
     }
     view = {
         "type": "object",
-        "description": "The dashboard's widgets with their queries for the state, and a fresh grant",
-        "properties": {"widgets": {"type": "array", "items": {"type": "object"}}, "grant": {"type": "string"}},
-        "required": ["widgets", "grant"],
+        "description": "The dashboard's widgets with their queries for the state, a fresh grant for the token in hand"
+        " and what the page may do with it",
+        "properties": {
+            "widgets": {"type": "array", "items": {"type": "object"}},
+            "grant": {"type": "string"},
+            "flags": {
+                "type": "object",
+                "description": "allowExport (the session's signed setting, narrowed by the page URL, off when the"
+                " account restricts downloads) and the page URL's show... flags",
+                "additionalProperties": {"type": "boolean"},
+            },
+        },
+        "required": ["widgets", "grant", "flags"],
     }
     view_responses = {"200": {"description": "The view of the state", "content": _json(view)}}
     view_responses.update(_errors())

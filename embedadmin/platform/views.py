@@ -48,6 +48,7 @@ def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
         "useCreatorMode": row.use_creator_mode,
         "showDashboardChat": row.show_dashboard_chat,
         "allowAi": row.allow_ai,
+        "allowExport": row.allow_export,
         "locale": row.embed_locale,
         "timezone": row.embed_timezone,
         "restrictDataDownload": row.restrict_data_download,
@@ -67,6 +68,9 @@ TENANT_SETTINGS = inline_serializer(
         "useCreatorMode": serializers.BooleanField(),
         "showDashboardChat": serializers.BooleanField(),
         "allowAi": serializers.BooleanField(),
+        "allowExport": serializers.BooleanField(
+            help_text="Default of a session's allowExport: whether embed viewers may download data (CSV, PNG)"
+        ),
         "locale": serializers.CharField(help_text="BCP-47 language tag of embeds, such as en-US"),
         "timezone": serializers.CharField(help_text="IANA time zone of embeds, such as Europe/Paris"),
         "restrictDataDownload": serializers.BooleanField(),

@@ -819,6 +819,19 @@
   // Export: per-tile menu (CSV through the export endpoint, PNG drawn from the chart)
   // ---------------------------------------------------------------------------------------------
 
+  // The flags of a view answer are the token's signed settings narrowed by the page URL: after a renewal in place
+  // they may differ from the bootstrap's, so the menus follow them.
+  function syncExportMenus() {
+    var allowed = !!(boot.flags || {}).allowExport;
+    Object.keys(tiles).forEach(function (id) {
+      var tile = tiles[id];
+      if (tile.kind === "text") return;
+      var menu = tile.head.querySelector(".tile-menu");
+      if (allowed && !menu) tile.head.appendChild(exportMenu(tile));
+      else if (!allowed && menu) tile.head.removeChild(menu);
+    });
+  }
+
   function exportMenu(tile) {
     var details = h("details.tile-menu");
     var summary = h("summary.icon-button", { "aria-label": "Download", title: "Download" }, h("span.dots", { "aria-hidden": "true" }));
@@ -933,8 +946,14 @@
   function applyView(next, options, startedAt) {
     var previous = view;
     view = next;
-    // The server signs a fresh grant with every view: a page renewed in place keeps filtering and exporting.
+    // The server signs a fresh grant with every view, for the token in hand: a page renewed in place keeps
+    // filtering, and exports as the new session allows.
     if (typeof next.grant === "string" && next.grant) boot.grant = next.grant;
+    var flagsChanged = false;
+    if (next.flags && typeof next.flags === "object") {
+      flagsChanged = !!(boot.flags || {}).allowExport !== !!next.flags.allowExport;
+      boot.flags = next.flags;
+    }
     if (next.state && next.state.timezone && next.state.timezone !== formatter.timezone) {
       formatter = new K.Formatter(formatter.locale, next.state.timezone);
     }
@@ -949,6 +968,7 @@
       buildGrid();
       return loadTiles(Object.keys(tiles), startedAt);
     }
+    if (flagsChanged) syncExportMenus();
     var changed = [];
     (next.widgets || []).forEach(function (widget) {
       var tile = tiles[widget.id];
@@ -1039,6 +1059,8 @@
           return tiles[id].status === "error";
         });
         if (ended.length) loadTiles(ended, performance.now());
+        // The grant belongs to a session: trade the old one for a grant of the new token, with its flags.
+        requestView({ state: stateCopy() });
       });
     });
   }

@@ -300,9 +300,43 @@ def test_renewal_in_place_keeps_the_tiles_answering(page, embed: Embed, settings
     assert not [name for name, _ in events(page)[count:] if name == "error"]
 
 
+def test_export_is_what_the_host_signed_into_the_session(page, embed: Embed):
+    # The host app's own /?allowExport=true mints the session with export; without it, an embed URL parameter
+    # could not add it (the host passes none through).
+    without = open_host(page, embed, "anna")
+    without.locator("[data-widget-id='top-cities'] .tile-title").wait_for()
+    assert without.locator(".tile-menu").count() == 0
+    with_export = open_host(page, embed, "anna", allowExport="true")
+    assert with_export.locator("[data-widget-id='top-cities'] .tile-menu").count() == 1
+
+
+def test_renewal_in_place_trades_the_export_grant_for_the_new_sessions(page, embed: Embed, settings):
+    # Tokens of 12 seconds: the grant of the first session's page is bound to that session, so exporting past
+    # the first token's expiry works only with the grant the page traded for the renewed token.
+    settings.EMBEDADMIN = {**settings.EMBEDADMIN, "EMBED_TOKEN_TTL_SECONDS": 12, "EMBED_RENEW_LEAD_SECONDS": 6}
+    frame = open_host(page, embed, "anna", allowExport="true")
+    count = len(events(page))
+    wait_for_event(page, "session-expiring", after=count, timeout=15)
+    deadline = time.monotonic() + 10
+    while EmbedSession.objects.filter(account=embed.cast.account, exchanged_at__isnull=False).count() < 2:
+        assert time.monotonic() < deadline, "the renewal's session was never redeemed"
+        time.sleep(0.2)
+    page.wait_for_timeout(7000)  # past the first token's expiry
+    count = len(events(page))
+    frame.locator("[data-widget-id='top-cities'] .tile-menu summary").click()
+    frame.locator("[data-widget-id='top-cities'] .menu-item", has_text="Download CSV").click()
+    download = wait_for_event(page, "download", after=count)
+    assert (download["format"], download["widgetId"]) == ("csv", "top-cities")
+    assert download["rowCount"] > 0
+    assert not [name for name, _ in events(page)[count:] if name == "error"]
+
+
 def test_embed_pages_allow_framing_only_by_the_accounts_origins(page, embed: Embed):
-    open_host(page, embed, "anna")
-    response = page.request.get(f"{embed.base}/embed/dashboard/{SALES}?session={session_of(page)}")
+    # A session of its own, as the host's back end mints one (the iframe's own is used by now, and a page without
+    # a usable session knows no account: it is framed by this site only, tests/embedding/test_attack_error_page.py).
+    session_id = page.request.post(f"{embed.host}/session?viewer=anna").json()["sessionId"]
+    response = page.request.get(f"{embed.base}/embed/dashboard/{SALES}?session={session_id}")
+    assert response.status == 200
     policy = response.headers["content-security-policy"]
     assert f"frame-ancestors 'self' {embed.host}" in policy
     assert "script-src 'self'" in policy

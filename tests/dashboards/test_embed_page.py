@@ -91,10 +91,12 @@ def test_the_page_redeems_the_session_and_carries_the_bootstrap(api, new_session
     # given
     published_dashboard(acme)
     patch_tenant_settings(acme, embedAllowedOrigins=["http://127.0.0.1:4100"])
-    session_id = new_session(acme, externalId="alice", embedTenantName="tenant-a", settings={"locale": "fr-FR"})
+    session_id = new_session(
+        acme, externalId="alice", embedTenantName="tenant-a", settings={"locale": "fr-FR", "allowExport": True}
+    )
 
     # when
-    response = api.get(page_url("SalesOverv01", session_id, showDashboardTitle="false", allowExport="true"))
+    response = api.get(page_url("SalesOverv01", session_id, showDashboardTitle="false"))
 
     # then
     assert response.status_code == 200
@@ -125,6 +127,7 @@ def test_the_page_redeems_the_session_and_carries_the_bootstrap(api, new_session
     assert boot["settings"] == {
         "showDashboardChat": False,
         "allowAi": True,
+        "allowExport": True,
         "locale": "fr-FR",
         "timezone": "UTC",
         "embedTheme": {},
@@ -142,7 +145,13 @@ def test_the_page_redeems_the_session_and_carries_the_bootstrap(api, new_session
         "d": acme.deployment.pk,
         "s": "alice",
         "j": claims["jti"],
-        "f": boot["flags"],
+        # what the URL let through (it turned the title off), not what the session allows
+        "u": {
+            "allowExport": True,
+            "showDashboardHeader": True,
+            "showDashboardTitle": False,
+            "showDashboardExportMenu": True,
+        },
     }
     assert [w["id"] for w in boot["view"]["widgets"]] == ["revenue", "by-country", "intro"]
     assert [c["id"] for c in boot["view"]["controls"]] == ["country", "period", "grain", "measure"]

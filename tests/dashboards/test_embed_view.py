@@ -33,18 +33,20 @@ def countries(core) -> tuple[str, str]:
 
 @pytest.fixture
 def regional(api, core, new_session, tenant_attribute, tenant_group, countries):
-    """Open the embed as a regional manager of the first country; returns a function of the URL parameters."""
+    """Open the embed as a regional manager of the first country; returns a function of the session's settings
+    and the URL parameters."""
     published_dashboard(core.cast)
     tenant_attribute(core.cast, "country", "string")
     tenant_group(core.cast, "regional")
 
-    def open_page(**params: str) -> dict:
+    def open_page(session_settings: dict | None = None, **params: str) -> dict:
         session_id = new_session(
             core.cast,
             externalId="rita",
             embedTenantName="tenant-a",
             groups=["regional"],
             userAttributes=[{"name": "country", "value": countries[0]}],
+            **({"settings": session_settings} if session_settings is not None else {}),
         )
         response = api.get(page_url("SalesOverv01", session_id, **params))
         assert response.status_code == 200, response.content
@@ -179,7 +181,7 @@ def test_the_view_needs_an_embed_token_and_a_grant_for_this_viewer(api, core, re
 
 def test_export_is_a_csv_of_the_tile_when_allowed(api, regional, countries):
     # given
-    boot = regional(allowExport="true")
+    boot = regional({"allowExport": True})
 
     # when
     response = api.post_json(
@@ -199,8 +201,8 @@ def test_export_is_refused_without_allow_export_or_when_the_account_restricts_do
     api, core, regional, patch_tenant_settings
 ):
     # given
-    without = regional()
-    allowed = regional(allowExport="true")
+    without = regional(allowExport="true")  # the URL cannot allow what the session does not
+    allowed = regional({"allowExport": True})
     body = {"widgetId": "by-country", "format": "csv"}
 
     # when
@@ -211,7 +213,7 @@ def test_export_is_refused_without_allow_export_or_when_the_account_restricts_do
     # then
     assert (refused.status_code, refused.json()) == (
         403,
-        {"error": "Export is not allowed for this embed (allowExport=true is not set)"},
+        {"error": "Export is not allowed for this embed session"},
     )
     assert (restricted.status_code, restricted.json()) == (
         403,

@@ -468,6 +468,7 @@ def test_show_dashboard_chat_is_on_by_default(embed_claims, acme):
     assert claims["embed"]["settings"] == {
         "showDashboardChat": True,
         "allowAi": True,
+        "allowExport": False,
         "locale": "en-US",
         "timezone": "UTC",
         "embedTheme": {},

@@ -86,6 +86,7 @@ def test_exchange_returns_a_24_hour_hs256_token_for_the_deployment(
             "settings": {
                 "showDashboardChat": False,
                 "allowAi": True,
+                "allowExport": False,
                 "locale": "en-US",
                 "timezone": "UTC",
                 "embedTheme": {},

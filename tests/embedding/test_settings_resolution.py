@@ -54,6 +54,32 @@ def test_show_dashboard_chat_and_allow_ai_resolution(account_chat, account_ai, s
 
 
 @pytest.mark.parametrize(
+    ("account_export", "session_export", "allowed"),
+    [
+        (False, OMITTED, False),  # off unless the host or the account says so
+        (False, None, False),
+        (True, OMITTED, True),
+        (True, None, True),
+        (False, True, True),  # the session's own value outranks the account's default
+        (True, False, False),
+        (True, True, True),
+        (False, False, False),
+    ],
+)
+def test_allow_export_is_the_sessions_value_else_the_account_default(account_export, session_export, allowed):
+    # given
+    account = TenantSettings(allow_export=account_export)
+    session = {} if session_export is OMITTED else {"allowExport": session_export}
+
+    # when
+    resolved = embed_settings_resolve(account_settings=account, session_settings=session, session_theme={})
+
+    # then
+    assert resolved.allow_export is allowed
+    assert resolved.as_claim()["allowExport"] is allowed
+
+
+@pytest.mark.parametrize(
     ("account", "session", "expected"),
     [
         ({}, {}, ("en-US", "UTC")),
@@ -108,6 +134,7 @@ def test_the_token_carries_the_resolved_settings(embed_claims, patch_tenant_sett
     assert claims["embed"]["settings"] == {
         "showDashboardChat": False,
         "allowAi": False,
+        "allowExport": False,
         "locale": "de-DE",
         "timezone": "Asia/Tokyo",
         "embedTheme": {"primaryColor": "#123456", "font": "Inter"},
@@ -118,6 +145,7 @@ def test_the_token_carries_the_resolved_settings(embed_claims, patch_tenant_sett
     ("fields", "message"),
     [
         ({"settings": {"allowAi": "yes"}}, "settings.allowAi: Must be a boolean."),
+        ({"settings": {"allowExport": "true"}}, "settings.allowExport: Must be a boolean."),
         ({"settings": {"locale": "not a locale"}}, "settings.locale: must be a BCP-47 language tag such as en-US"),
         (
             {"settings": {"timezone": "+05:30"}},

@@ -11,6 +11,7 @@ DEFAULTS = {
     "useCreatorMode": True,
     "showDashboardChat": True,
     "allowAi": True,
+    "allowExport": False,
     "locale": "en-US",
     "timezone": "UTC",
     "restrictDataDownload": False,
