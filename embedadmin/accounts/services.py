@@ -429,6 +429,7 @@ TENANT_SETTING_FIELDS: dict[str, tuple[str, Callable[..., Any]]] = {
     "useCreatorMode": ("use_creator_mode", _flag_check),
     "showDashboardChat": ("show_dashboard_chat", _flag_check),
     "allowAi": ("allow_ai", _flag_check),
+    "allowExport": ("allow_export", _flag_check),
     "locale": ("embed_locale", locale_check),
     "timezone": ("embed_timezone", timezone_check),
     "restrictDataDownload": ("restrict_data_download", _flag_check),

@@ -150,6 +150,7 @@ class TenantSettingsForm(forms.ModelForm):
             "use_creator_mode",
             "show_dashboard_chat",
             "allow_ai",
+            "allow_export",
             "embed_locale",
             "embed_timezone",
             "restrict_data_download",
@@ -162,6 +163,8 @@ class TenantSettingsForm(forms.ModelForm):
         help_texts = {
             "show_dashboard_chat": "Default of a session's showDashboardChat: the chat panel on embedded dashboards.",
             "allow_ai": "Off: embedded dashboards get no chat at all and the chat endpoints refuse embed tokens.",
+            "allow_export": "Default of a session's allowExport: whether embed viewers may download data (CSV, PNG). "
+            "A URL may only turn it off.",
             "embed_locale": "Default locale of embeds (BCP-47, e.g. en-US); a session or the URL may override it.",
             "embed_timezone": "Default time zone of embeds (IANA, e.g. Europe/Paris); a session or the URL may "
             "override it.",

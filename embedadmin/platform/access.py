@@ -14,7 +14,6 @@ Nothing is written: no external user is made or changed, no session is minted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -23,100 +22,19 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from embedadmin.accounts.authentication import PlatformRequest
-from embedadmin.accounts.models import Account, Deployment
+from embedadmin.accounts.models import Deployment
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.fields import contains_nul, has_lone_surrogate, has_non_finite, loads_json
 from embedadmin.directory import selectors as directory_selectors
-from embedadmin.directory import services as directory
-from embedadmin.directory.models import EmbedTenant, ExternalUser
-from embedadmin.embedding.models import EmbedSession
-from embedadmin.embedding.services import RESERVED_CLAIMS, embed_token_claims
+from embedadmin.directory.models import ExternalUser
+from embedadmin.embedding.viewers import EmbedViewer, embed_viewer_grants, embed_viewer_resolve
 from embedadmin.platform.openapi import error
 from embedadmin.platform.views import PlatformView
 from embedadmin.semantic.query.normalized import Contradiction, FilterCondition, FilterNode
 from embedadmin.semantic.results.grants import EntityGrant
-from embedadmin.semantic.serving.routing import viewer_context
-from embedadmin.semantic.serving.services import semantic_grants
 
 MAX_PARAMETER_LENGTH = 1000
 MAX_GROUPS = 1000
-
-
-@dataclass(frozen=True)
-class AccessViewer:
-    """A viewer as their embed token would carry them."""
-
-    external_id: str | None
-    embed_tenant: str | None
-    groups: list[str]
-    user_attributes: dict[str, Any]
-    security_context: dict[str, Any]  # the session's securityContext, as sent
-    payload: dict[str, Any]  # the token's claims (without iat, exp, aud and the seal): securityContext to policies
-
-
-def access_viewer(
-    *,
-    account: Account,
-    deployment: Deployment,
-    external_user: ExternalUser | None,
-    embed_tenant: EmbedTenant | None,
-    group_names: list[str],
-    attribute_values: list[tuple[str, Any]],
-    security_context: dict[str, Any],
-) -> AccessViewer:
-    """The viewer's embed-token claims, resolved as ``embedding.services.session_generate`` resolves a read-only
-    session's (the tenant-wide catalog): an existing external user's stored groups and values with defaults, or the
-    groups and typed values given (400 for names the catalog does not have, or a value of the wrong type)."""
-    reserved = sorted(RESERVED_CLAIMS & set(security_context))
-    if reserved:
-        raise BadRequest(f"securityContext: reserved claim names not allowed: {', '.join(reserved)}")
-    catalog = directory_selectors.catalog_in_scope(account=account, embed_tenant=None)
-    identity: dict[str, Any] = {}
-    if external_user is not None:
-        groups, attributes = directory_selectors.external_user_claims(
-            user=external_user, embed_tenant=None, definitions=catalog.definitions
-        )
-        identity = {
-            "externalId": external_user.external_id,
-            "email": external_user.email,
-            "userProfile": {"displayName": external_user.display_name, "picture": external_user.picture},
-        }
-    else:
-        groups = [g.name for g in directory_selectors.groups_resolve(groups=catalog.groups, names=group_names)]
-        named = directory_selectors.attribute_definitions_resolve(
-            definitions=catalog.definitions, names=[name for name, _ in attribute_values]
-        )
-        checked = directory.attribute_values_check(definitions=named, values=attribute_values)
-        attributes = directory_selectors.attribute_claims(
-            definitions=catalog.definitions, values={d.pk: value for d, value in checked}
-        )
-    claims = {
-        "sub": external_user.external_id if external_user is not None else "",
-        "groups": groups,
-        "userAttributes": attributes,
-        "securityContext": security_context,
-        "identity": identity,
-    }
-    session = EmbedSession(account=account, deployment=deployment, embed_tenant=embed_tenant, claims=claims)
-    return AccessViewer(
-        external_id=external_user.external_id if external_user is not None else None,
-        embed_tenant=embed_tenant.name if embed_tenant is not None else None,
-        groups=groups,
-        user_attributes=attributes,
-        security_context=security_context,
-        payload=embed_token_claims(session=session),
-    )
-
-
-def viewer_grants(*, deployment: Deployment, viewer: AccessViewer) -> list[EntityGrant]:
-    """Every cube and view of the deployment as ``viewer``'s embed token reads it."""
-    ctx = viewer_context(
-        deployment=deployment,
-        security_context=viewer.payload,
-        groups=list(viewer.groups),
-        user_attributes=viewer.user_attributes,
-    )
-    return semantic_grants(deployment=deployment, ctx=ctx)
 
 
 def _text(params: Any, name: str) -> str | None:
@@ -157,7 +75,7 @@ def _json_object(params: Any, name: str, expected: str) -> dict[str, Any] | None
     return value
 
 
-def _viewer(request: PlatformRequest, deployment: Deployment) -> AccessViewer:
+def _viewer(request: PlatformRequest, deployment: Deployment) -> EmbedViewer:
     params = request.query_params
     account = request.user.account
     external_id = _text(params, "externalId")
@@ -177,7 +95,7 @@ def _viewer(request: PlatformRequest, deployment: Deployment) -> AccessViewer:
         embed_tenant = directory_selectors.embed_tenant_by_name(account=account, name=tenant_name)
         if embed_tenant is None:
             raise NotFound(f"Embed tenant {tenant_name!r} not found")
-    return access_viewer(
+    return embed_viewer_resolve(
         account=account,
         deployment=deployment,
         external_user=external_user,
@@ -213,7 +131,7 @@ def entity_item(grant: EntityGrant) -> dict[str, Any]:
     return item
 
 
-def viewer_item(viewer: AccessViewer) -> dict[str, Any]:
+def viewer_item(viewer: EmbedViewer) -> dict[str, Any]:
     item: dict[str, Any] = {}
     if viewer.external_id is not None:
         item["externalId"] = viewer.external_id
@@ -313,7 +231,7 @@ class DeploymentAccessView(PlatformView):
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         viewer = _viewer(request, deployment)
-        grants = viewer_grants(deployment=deployment, viewer=viewer)
+        grants = embed_viewer_grants(deployment=deployment, viewer=viewer)
         return Response(
             {
                 "viewer": viewer_item(viewer),

@@ -88,6 +88,7 @@ TENANT_SETTINGS_CHANGES = inline_serializer(
         "useCreatorMode": serializers.BooleanField(required=False),
         "showDashboardChat": serializers.BooleanField(required=False),
         "allowAi": serializers.BooleanField(required=False),
+        "allowExport": serializers.BooleanField(required=False),
         "locale": serializers.CharField(required=False, max_length=35, help_text="BCP-47 language tag"),
         "timezone": serializers.CharField(required=False, help_text="IANA time zone name"),
         "restrictDataDownload": serializers.BooleanField(required=False),

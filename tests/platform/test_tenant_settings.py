@@ -75,6 +75,7 @@ def test_patch_changes_only_the_keys_sent_and_returns_the_result(api, acme):
         ({"maxExternalUsers": 5, "externalUserCount": 0}, "Unknown settings: externalUserCount"),
         ({"usecreatormode": True}, "Unknown settings: usecreatormode"),
         ({"allowAi": None}, "allowAi: must be a boolean"),
+        ({"allowExport": "yes"}, "allowExport: must be a boolean"),
         ({"restrictDataDownload": "yes"}, "restrictDataDownload: must be a boolean"),
         ({"locale": "english please"}, "locale: must be a BCP-47 language tag such as en-US"),
         ({"locale": ""}, "locale: must be a BCP-47 language tag such as en-US"),
@@ -161,6 +162,7 @@ def test_patch_writes_the_embed_defaults_and_normalizes_origins(api, acme, globe
         TENANT_SETTINGS_URL,
         {
             "allowAi": False,
+            "allowExport": True,
             "locale": "fr-FR",
             "timezone": "Europe/Paris",
             "restrictDataDownload": True,
@@ -174,6 +176,7 @@ def test_patch_writes_the_embed_defaults_and_normalizes_origins(api, acme, globe
     expected = {
         **DEFAULTS,
         "allowAi": False,
+        "allowExport": True,
         "locale": "fr-FR",
         "timezone": "Europe/Paris",
         "restrictDataDownload": True,

@@ -24,18 +24,14 @@ from django.utils.cache import add_never_cache_headers
 from embedadmin.accounts.models import Account, Deployment
 from embedadmin.core.errors import ApiError, BadRequest
 from embedadmin.directory import selectors as directory_selectors
-from embedadmin.directory import services as directory
 from embedadmin.directory.models import EmbedTenant, ExternalUser
 from embedadmin.directory.values import default_value_parse
-from embedadmin.embedding.models import EmbedSession
-from embedadmin.embedding.services import RESERVED_CLAIMS, embed_token_claims
+from embedadmin.embedding.viewers import EmbedViewer, embed_viewer_grants, embed_viewer_resolve
 from embedadmin.panel import tenancy
 from embedadmin.panel.base import PanelAdmin, page_context
 from embedadmin.panel.forms import AccessViewerForm
 from embedadmin.semantic.query.normalized import Contradiction, FilterCondition, FilterNode
 from embedadmin.semantic.results.grants import EntityGrant, MemberGrant
-from embedadmin.semantic.serving.routing import viewer_context
-from embedadmin.semantic.serving.services import semantic_grants
 
 # How a row filter's operator reads in a sentence: (one value, several values).
 OPERATOR_WORDS: dict[str, tuple[str, str]] = {
@@ -65,18 +61,6 @@ KIND_WORDS = (("measure", "Measures"), ("dimension", "Dimensions"), ("segment", 
 
 
 @dataclass(frozen=True)
-class ViewerClaims:
-    """A viewer as their embed token would carry them: what the page shows of them, and the token's payload."""
-
-    external_id: str | None
-    embed_tenant: str | None
-    groups: list[str]
-    user_attributes: dict[str, Any]
-    security_context: dict[str, Any]
-    payload: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class AccessRow:
     """One cube or view of the grid."""
 
@@ -95,7 +79,7 @@ class AccessGrid:
     """The page's answer: the viewer, their grid, and the Platform API read that answers the same."""
 
     deployment: Deployment
-    viewer: ViewerClaims
+    viewer: EmbedViewer
     rows: list[AccessRow]
     api_path: str
 
@@ -113,60 +97,6 @@ def _words(value: Any) -> str:
     if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
         return ", ".join(str(v) for v in value)
     return value if isinstance(value, str) else json.dumps(value)
-
-
-def viewer_claims(
-    *,
-    deployment: Deployment,
-    external_user: ExternalUser | None,
-    embed_tenant: EmbedTenant | None,
-    groups: list[str],
-    attributes: list[tuple[str, Any]],
-    security_context: dict[str, Any],
-) -> ViewerClaims:
-    """The viewer's embed-token claims, resolved as ``embedding.services.session_generate`` resolves a read-only
-    session's; an :class:`ApiError` for a group or attribute the catalog does not have, or a value of the wrong
-    type. The same resolution as ``platform.access.access_viewer`` (the two apps may not import each other)."""
-    account = deployment.account
-    reserved = sorted(RESERVED_CLAIMS & set(security_context))
-    if reserved:
-        raise ApiError(f"Security context: reserved claim names not allowed: {', '.join(reserved)}")
-    catalog = directory_selectors.catalog_in_scope(account=account, embed_tenant=None)
-    identity: dict[str, Any] = {}
-    if external_user is not None:
-        group_names, values = directory_selectors.external_user_claims(
-            user=external_user, embed_tenant=None, definitions=catalog.definitions
-        )
-        identity = {
-            "externalId": external_user.external_id,
-            "email": external_user.email,
-            "userProfile": {"displayName": external_user.display_name, "picture": external_user.picture},
-        }
-    else:
-        group_names = [g.name for g in directory_selectors.groups_resolve(groups=catalog.groups, names=groups)]
-        named = directory_selectors.attribute_definitions_resolve(
-            definitions=catalog.definitions, names=[name for name, _ in attributes]
-        )
-        checked = directory.attribute_values_check(definitions=named, values=attributes)
-        values = directory_selectors.attribute_claims(
-            definitions=catalog.definitions, values={d.pk: value for d, value in checked}
-        )
-    claims = {
-        "sub": external_user.external_id if external_user is not None else "",
-        "groups": group_names,
-        "userAttributes": values,
-        "securityContext": security_context,
-        "identity": identity,
-    }
-    session = EmbedSession(account=account, deployment=deployment, embed_tenant=embed_tenant, claims=claims)
-    return ViewerClaims(
-        external_id=external_user.external_id if external_user is not None else None,
-        embed_tenant=embed_tenant.name if embed_tenant is not None else None,
-        groups=group_names,
-        user_attributes=values,
-        security_context=security_context,
-        payload=embed_token_claims(session=session),
-    )
 
 
 def _value_words(value: str | None) -> str:
@@ -278,21 +208,19 @@ def _grid(data: dict[str, Any]) -> AccessGrid:
     external_user: ExternalUser | None = data["external_user"]
     embed_tenant = data["embed_tenant"] or (external_user.embed_tenant if external_user is not None else None)
     attributes = typed_attributes(deployment.account, data["attributes"]) if external_user is None else []
-    viewer = viewer_claims(
-        deployment=deployment,
-        external_user=external_user,
-        embed_tenant=embed_tenant,
-        groups=data["groups"],
-        attributes=attributes,
-        security_context=data["security_context"],
-    )
-    ctx = viewer_context(
-        deployment=deployment,
-        security_context=viewer.payload,
-        groups=list(viewer.groups),
-        user_attributes=viewer.user_attributes,
-    )
-    grants = semantic_grants(deployment=deployment, ctx=ctx)
+    try:
+        viewer = embed_viewer_resolve(
+            account=deployment.account,
+            deployment=deployment,
+            external_user=external_user,
+            embed_tenant=embed_tenant,
+            group_names=data["groups"],
+            attribute_values=attributes,
+            security_context=data["security_context"],
+        )
+    except BadRequest as exc:  # the panel names the field as its form does
+        raise ApiError(str(exc).replace("securityContext: ", "Security context: ")) from None
+    grants = embed_viewer_grants(deployment=deployment, viewer=viewer)
     return AccessGrid(
         deployment=deployment,
         viewer=viewer,

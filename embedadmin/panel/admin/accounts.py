@@ -97,6 +97,7 @@ class TenantSettingsInline(PanelStackedInline):
                     "embed_allowed_origins",
                     "show_dashboard_chat",
                     "allow_ai",
+                    "allow_export",
                     "embed_locale",
                     "embed_timezone",
                     "restrict_data_download",
