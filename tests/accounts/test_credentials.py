@@ -93,7 +93,9 @@ def _call(api, method: str, url: str, cast, authorization: str):
 
 
 def _error(response) -> str:
-    return response.json()["error"]
+    """The message of an error: ``error``, or a SCIM error's ``detail`` (RFC 7644 3.12 has no ``error`` member)."""
+    body = response.json()
+    return body["detail"] if response["Content-Type"] == "application/scim+json" else body["error"]
 
 
 @pytest.mark.parametrize(("method", "url"), API_KEY_ENDPOINTS)

@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import (
@@ -236,7 +237,7 @@ class DeploymentAdmin(PanelAdmin):
     def get_form(self, request: HttpRequest, obj: Deployment | None = None, change: bool = False, **kwargs: Any):
         help_texts = {
             "chat_token_auth": "Accept X-Service-Auth-Token (a JWT of this deployment with the chat scope).",
-            "open_to_embed_without_policy": format_html(
+            "open_to_embed_without_policy": mark_safe(
                 '<span class="errornote">Unsafe. Embed viewers read only the cubes and views whose access policy '
                 "grants them. Checked, every cube and view without an access policy is open to every embed viewer "
                 "of this deployment, personal data included.</span>"
