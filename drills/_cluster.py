@@ -383,6 +383,38 @@ def rss_kb(pid: int) -> int:
     raise ProcessLookupError(pid)
 
 
+def socket_inodes(pid: int) -> set[str]:
+    """The inodes of the sockets process ``pid`` holds open (from ``/proc/<pid>/fd``)."""
+    found = set()
+    fd_dir = Path(f"/proc/{pid}/fd")
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(fd_dir / fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            found.add(target[8:-1])
+    return found
+
+
+def tcp_inodes(local_port: int, *, remote_port: int | None = None, established: bool = False) -> set[str]:
+    """The inodes of the TCP sockets whose local port is ``local_port`` (and remote port ``remote_port``; only
+    connected ones with ``established``), from ``/proc/net/tcp`` and ``tcp6``."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) != local_port or (established and fields[3] != "01"):
+                continue
+            if remote_port is None or int(fields[2].rsplit(":", 1)[1], 16) == remote_port:
+                inodes.add(fields[9])
+    return inodes
+
+
 def cpu_seconds(pid: int) -> float:
     """User plus system CPU time a process has used, seconds (fields 14 and 15 of ``/proc/<pid>/stat``)."""
     stat = Path(f"/proc/{pid}/stat").read_text()
@@ -845,10 +877,39 @@ class Cluster:
                 and set(pids) <= self.booted_workers()
                 and self.request("GET", "/livez", timeout=2).status == 200
             ):
+                self.warm_workers(deadline - time.monotonic())
                 return time.monotonic() - began
             if time.monotonic() > deadline:
                 raise ClusterError(f"the web server was not ready in {timeout:.0f} s:\n{self._web_log_tail()}")
             time.sleep(0.1)
+
+    def warm_workers(self, stop_loss: float) -> None:
+        """Have every web worker answer one request. A worker imports Django's URLconf (every view module) at its
+        first request, which takes seconds on a busy machine while its other requests wait: a drill must not
+        mistake a worker that never served for a slow product (the kill drill's survivor once stalled a takeover
+        for 20 s so). Each ``/livez`` goes on a fresh connection; the worker that accepted it is found from its
+        socket, until every worker has answered one."""
+        deadline = time.monotonic() + max(stop_loss, 1.0)
+        warm: set[int] = set()
+        while not set(self.worker_pids()) <= warm:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"web workers {sorted(set(self.worker_pids()) - warm)} never answered a request")
+            left = max(1.0, deadline - time.monotonic())
+            with socket.create_connection(("127.0.0.1", self.port), timeout=left) as conn:
+                client_port = conn.getsockname()[1]
+
+                def accepted_by(client_port: int = client_port) -> list[int]:
+                    # A connection still in the listen queue has no inode yet (0 in /proc/net/tcp).
+                    peer = tcp_inodes(self.port, remote_port=client_port) - {"0"}
+                    return [pid for pid in self.worker_pids() if socket_inodes(pid) & peer]
+
+                worker = wait_for(accepted_by, what="a web worker to accept a connection", stop_loss=left)[0]
+                conn.sendall(b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                answer = b""
+                while chunk := conn.recv(65536):  # to the end: the worker has served it
+                    answer += chunk
+            if answer.startswith(b"HTTP/1.1 200"):
+                warm.add(worker)
 
     def booted_workers(self) -> set[int]:
         """The pids of the web workers that have loaded the application and serve (from gunicorn's log)."""

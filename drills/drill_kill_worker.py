@@ -17,17 +17,25 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from drills._cluster import ROOT, Cluster, ClusterFactory, Connection, Drill, json_body, wait_for
+from drills._cluster import (
+    ROOT,
+    Cluster,
+    ClusterFactory,
+    Connection,
+    Drill,
+    json_body,
+    socket_inodes,
+    tcp_inodes,
+    wait_for,
+)
 
 BUDGET_SECONDS = 240
 SLEEP_S = 4
@@ -59,44 +67,16 @@ SLOW_QUERY = {"measures": ["slow_orders.count"]}
 # -- which worker holds a connection --------------------------------------------------------------------------------
 
 
-def _socket_inodes(pid: int) -> set[str]:
-    found = set()
-    fd_dir = Path(f"/proc/{pid}/fd")
-    for fd in os.listdir(fd_dir):
-        try:
-            target = os.readlink(fd_dir / fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            found.add(target[8:-1])
-    return found
-
-
-def _inode_of_local_port(port: int, *, established: bool = False) -> set[str]:
-    """Inodes of the TCP sockets whose local port is ``port`` (only connected ones with ``established``)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if int(fields[1].rsplit(":", 1)[1], 16) == port and (not established or fields[3] == "01"):
-                inodes.add(fields[9])
-    return inodes
-
-
 def _accepted(c: Cluster) -> int:
     """Connections the web workers hold on the web port (requests accepted, served or waiting)."""
-    inodes = _inode_of_local_port(c.port, established=True)
-    return sum(len(_socket_inodes(pid) & inodes) for pid in c.worker_pids())
+    inodes = tcp_inodes(c.port, established=True)
+    return sum(len(socket_inodes(pid) & inodes) for pid in c.worker_pids())
 
 
 def _worker_with_socket(c: Cluster, local_port: int) -> int | None:
-    inodes = _inode_of_local_port(local_port)
+    inodes = tcp_inodes(local_port)
     for pid in c.worker_pids():
-        if _socket_inodes(pid) & inodes:
+        if socket_inodes(pid) & inodes:
             return pid
     return None
 
@@ -143,6 +123,7 @@ def _query_takeover(c: Cluster, drill: Drill) -> None:
     body = json_body({"query": SLOW_QUERY, "queryType": "multi"})
     outcomes: list[dict[str, Any]] = []
     sent: set[int] = set()  # the clients whose first request is on its way
+    events: list[tuple[float, int, str]] = []  # (Unix time, client, what it got): the story of a slow takeover
     lock = threading.Lock()
 
     async def client(k: int) -> None:
@@ -152,6 +133,9 @@ def _query_takeover(c: Cluster, drill: Drill) -> None:
             sent.add(k)
             response = await conn.request("POST", path, tenant.core_headers(), body)
             payload = response.json() if response.is_json else {}
+            events.append(
+                (time.time(), k, "Continue wait" if payload.get("error") == "Continue wait" else str(response.status))
+            )
             if response.status == 200 and payload.get("error") == "Continue wait":
                 waits += 1
                 continue
@@ -203,6 +187,9 @@ def _query_takeover(c: Cluster, drill: Drill) -> None:
     drill.expect(
         f"the query is taken over within 2 s of the kill ({takeover} s)", takeover is not None and takeover <= 2
     )
+    if takeover is None or takeover > 2:
+        drill.note(f"clients' answers, seconds from the kill: {[(round(t - killed, 2), k, e) for t, k, e in events]}")
+        drill.note(f"first statement {first[1] - killed:.2f} s, again {again[1] - killed if again else None} s")
     ok = [o for o in outcomes if o["status"] == 200 and o["rows"] == [{"slow_orders.count": "1"}]]
     drill.expect(f"every client gets the rows ({len(ok)} of {CLIENTS})", len(ok) == CLIENTS)
     drill.expect(
