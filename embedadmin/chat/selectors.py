@@ -6,6 +6,10 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.db.models import DurationField, ExpressionWrapper, F
+from django.db.models.functions import Now
+from django.utils import timezone
+
 from embedadmin.accounts.models import Account
 from embedadmin.chat import events
 from embedadmin.chat.models import Agent, ChatUser, Run, Thread, ThreadEvent
@@ -82,9 +86,15 @@ _RUN_FRAMES_AFTER: PreparedQuery[ThreadEvent] = PreparedQuery(
     ),
     sentinels=(-9_000_001, 2_000_000_002),
 )
+# A heartbeat's age as the database measures it (its clock wrote the heartbeat): now() - heartbeat_at.
 _RUN_HEALTH: PreparedQuery[Run] = PreparedQuery(
     Run,
-    lambda run_id: Run.objects.filter(pk=run_id).order_by().values_list("status", "heartbeat_at"),
+    lambda run_id: (
+        Run.objects.filter(pk=run_id)
+        .order_by()
+        .annotate(heartbeat_age=ExpressionWrapper(Now() - F("heartbeat_at"), output_field=DurationField()))
+        .values_list("status", "heartbeat_age")
+    ),
     sentinels=(-9_000_001,),
 )
 
@@ -149,19 +159,27 @@ def thread_state(*, thread_id: int) -> tuple[list[dict[str, Any]], int]:
 
 
 def run_health(*, run_id: int) -> tuple[str, dt.datetime] | None:
-    """A run's status and last heartbeat; None when it no longer exists."""
+    """A run's status and last heartbeat as this process's clock reads it; None when it no longer exists.
+
+    The database wrote the heartbeat on its own clock and measures how long ago that was; the heartbeat is that long
+    before this process's now, so comparing it with ``timezone.now()`` judges it by the database's clock, whatever
+    this server's clock says."""
     found = _RUN_HEALTH.rows(run_id)
-    return found[0] if found else None
+    if not found:
+        return None
+    status, age = found[0]
+    return status, timezone.now() - age
 
 
 def run_for_execution(*, run_id: int) -> Run | None:
     return Run.objects.select_related("thread__agent__deployment").filter(pk=run_id).first()
 
 
-def stale_runs(*, now: dt.datetime, stale_after: dt.timedelta) -> list[tuple[int, int]]:
-    """``(run id, thread id)`` of the running runs whose heartbeat is older than ``stale_after``."""
+def stale_runs(*, stale_after: dt.timedelta) -> list[tuple[int, int]]:
+    """``(run id, thread id)`` of the running runs whose heartbeat is older than ``stale_after`` by the database's
+    clock."""
     return list(
-        Run.objects.filter(status=Run.Status.RUNNING, heartbeat_at__lt=now - stale_after)
+        Run.objects.filter(status=Run.Status.RUNNING, heartbeat_at__lt=Now() - stale_after)
         .order_by("pk")
         .values_list("pk", "thread_id")
     )

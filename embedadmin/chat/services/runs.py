@@ -7,6 +7,11 @@ A running run is a lease: the process executing it renews ``heartbeat_at`` every
 or the beat task fails it, and its thread takes messages again. A failed run's messages still in process (the
 answer it was writing, a tool call without a result) are closed before its error frame.
 
+The lease runs on the database's clock, never an application server's: every heartbeat (and a run's start and
+end) is written as the database's ``now()``, and a run is ended for a stale heartbeat only by a conditional UPDATE
+``WHERE heartbeat_at < now() - STALE_AFTER``, evaluated by the database. Two servers whose clocks differ therefore
+agree on which runs are alive, and neither takes the other's live run for dead.
+
 Locks are short: starting or ending a run locks its thread row for the few statements that decide the
 thread's state (one running run, dense ``seq``); nothing is held while a response streams.
 """
@@ -23,14 +28,15 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
+from django.db.models import Expression
+from django.db.models.functions import Now
 
 from embedadmin.audit.models import DailyUsage
 from embedadmin.audit.services import usage_count
 from embedadmin.chat import events, selectors
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
 from embedadmin.chat.models import Run, Thread, ThreadEvent
-from embedadmin.core.errors import BadRequest, Conflict
+from embedadmin.core.errors import BadRequest, Conflict, NotFound
 from embedadmin.core.prepared import PreparedInsert, PreparedQuery
 
 # A running run refreshes its heartbeat this often; one silent for STALE_AFTER lost its process.
@@ -65,7 +71,13 @@ _RUN_INSERT: PreparedInsert[Run] = PreparedInsert(Run)
 _EVENT_INSERT: PreparedInsert[ThreadEvent] = PreparedInsert(ThreadEvent)
 _THREAD_LOCK = PreparedQuery(
     Thread,
-    lambda thread_id: Thread.objects.select_for_update().filter(pk=thread_id).order_by().values_list("pk"),
+    lambda thread_id: (
+        Thread.objects.select_for_update()
+        .filter(pk=thread_id)
+        .order_by()
+        .annotate(locked_at=Now())
+        .values_list("pk", "locked_at")
+    ),
     sentinels=(-9_000_001,),
 )
 _RUN_OF_MESSAGE: PreparedQuery[Run] = PreparedQuery(
@@ -75,9 +87,16 @@ _RUN_OF_MESSAGE: PreparedQuery[Run] = PreparedQuery(
 )
 
 
-def _thread_lock(thread_id: int) -> bool:
-    """Lock a thread row until the transaction ends; False when the thread no longer exists."""
-    return bool(_THREAD_LOCK.rows(thread_id))
+def _thread_lock(thread_id: int) -> dt.datetime | None:
+    """Lock a thread row until the transaction ends; the database's time as it locked it, None when the thread no
+    longer exists."""
+    found = _THREAD_LOCK.rows(thread_id)
+    return found[0][1] if found else None
+
+
+def _stale_before() -> Expression:
+    """The moment before which a heartbeat is stale, computed by the database: ``now() - STALE_AFTER``."""
+    return Now() - STALE_AFTER
 
 
 def run_start(
@@ -98,12 +117,14 @@ def run_start(
     another ``context`` is a 400); another running run refuses
     the message (409 ``Streaming for thread is in progress``) unless its process died. Otherwise the run
     and the user's message are logged, the message counted in the account's daily usage, and the run is handed to
-    ``runtime`` once committed.
+    ``runtime`` once committed. Whether another run's process died is the database's judgement
+    (:func:`_run_end_locked` with ``only_if_stale``), and the new run's start and heartbeat are the database's time.
     """
-    now = timezone.now()
     context = context or {}
     with transaction.atomic():
-        _thread_lock(thread.pk)
+        now = _thread_lock(thread.pk)
+        if now is None:
+            raise NotFound(f"Chat {thread.chat_id!r} not found")  # deleted with its user meanwhile
         if message_id is not None:
             same = _RUN_OF_MESSAGE.first(thread.pk, message_id)
             if same is not None:
@@ -111,17 +132,16 @@ def run_start(
                     raise BadRequest(f"messageId {message_id} was already sent in this thread with another input")
                 if same.context != context:
                     raise BadRequest(f"messageId {message_id} was already sent in this thread with another context")
-                if same.status == Run.Status.RUNNING and heartbeat_stale(same.heartbeat_at, now):
-                    _run_end_locked(
-                        run=same, outcome=Run.Status.FAILED, now=now, bus=bus, error_message=RUN_LOST_MESSAGE
-                    )
+                if same.status == Run.Status.RUNNING and _run_end_locked(
+                    run=same, outcome=Run.Status.FAILED, bus=bus, error_message=RUN_LOST_MESSAGE, only_if_stale=True
+                ):
                     same.status = Run.Status.FAILED
                 return _plan_for_run(thread, same)
         running = selectors.thread_running_run(thread_id=thread.pk)
-        if running is not None:
-            if not heartbeat_stale(running.heartbeat_at, now):
-                raise Conflict(STREAMING_IN_PROGRESS)
-            _run_end_locked(run=running, outcome=Run.Status.FAILED, now=now, bus=bus, error_message=RUN_LOST_MESSAGE)
+        if running is not None and not _run_end_locked(
+            run=running, outcome=Run.Status.FAILED, bus=bus, error_message=RUN_LOST_MESSAGE, only_if_stale=True
+        ):
+            raise Conflict(STREAMING_IN_PROGRESS)
         seq = selectors.thread_last_seq(thread_id=thread.pk) + 1
         run = _RUN_INSERT.create(
             thread=thread,
@@ -175,15 +195,19 @@ def _run_end_locked(
     *,
     run: Run,
     outcome: str,
-    now: dt.datetime,
     bus: EventBus,
     error_message: str = "",
     usage: dict[str, Any] | None = None,
+    only_if_stale: bool = False,
 ) -> bool:
     """End a running run and log its terminal frames; the thread row must be locked by the caller.
-    False when the run was no longer running (someone else ended it). A failed run's messages left in process
-    are closed first (:func:`closing_frames`)."""
-    ended = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(status=outcome, finished_at=now)
+    False when the run was no longer running (someone else ended it) or, with ``only_if_stale``, when its heartbeat
+    is not stale by the database's clock (its process lives: the UPDATE's condition, so a heartbeat written
+    meanwhile counts). A failed run's messages left in process are closed first (:func:`closing_frames`)."""
+    running = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING)
+    if only_if_stale:
+        running = running.filter(heartbeat_at__lt=_stale_before())
+    ended = running.update(status=outcome, finished_at=Now())
     if not ended:
         return False
     next_seq = selectors.thread_last_seq(thread_id=run.thread_id) + 1
@@ -222,44 +246,47 @@ def run_end(
     bus: EventBus,
     error_message: str = "",
     usage: dict[str, Any] | None = None,
-    now: dt.datetime | None = None,
+    only_if_stale: bool = False,
 ) -> bool:
-    """End a run (completed, failed or aborted) with its terminal frames, in one short transaction."""
+    """End a run (completed, failed or aborted) with its terminal frames, in one short transaction; with
+    ``only_if_stale``, only if its heartbeat is stale by the database's clock (its process died)."""
     with transaction.atomic():
-        if not _thread_lock(run.thread_id):
+        if _thread_lock(run.thread_id) is None:
             return False  # the thread was deleted (its user expired)
         return _run_end_locked(
-            run=run, outcome=outcome, now=now or timezone.now(), bus=bus, error_message=error_message, usage=usage
+            run=run, outcome=outcome, bus=bus, error_message=error_message, usage=usage, only_if_stale=only_if_stale
         )
 
 
 def heartbeat_stale(heartbeat_at: dt.datetime, now: dt.datetime) -> bool:
-    """Whether a running run with this heartbeat lost its process."""
+    """Whether a heartbeat at ``heartbeat_at`` is stale at ``now``, both read on one clock (``selectors.run_health``
+    gives a heartbeat on this process's clock). A hint for polling; a run is ended only by the database's judgement
+    (:func:`run_fail_if_stale`)."""
     return heartbeat_at < now - STALE_AFTER
 
 
-def run_fail_if_stale(
-    *, run_id: int, thread_id: int, bus: EventBus | None = None, now: dt.datetime | None = None
-) -> bool:
-    """Mark a running run whose process died as failed (its responses end, the thread takes messages).
-    Callers come here once they saw its heartbeat stale; under the thread's lock it is checked again."""
-    now = now or timezone.now()
+def run_fail_if_stale(*, run_id: int, thread_id: int, bus: EventBus | None = None) -> bool:
+    """Mark a running run whose process died as failed (its responses end, the thread takes messages), if its
+    heartbeat is stale by the database's clock; under the thread's lock, in one conditional UPDATE."""
     with transaction.atomic():
         _thread_lock(thread_id)
-        run = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, heartbeat_at__lt=now - STALE_AFTER).first()
+        run = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, heartbeat_at__lt=_stale_before()).first()
         if run is None:
             return False
         return _run_end_locked(
-            run=run, outcome=Run.Status.FAILED, now=now, bus=bus or bus_for_settings(), error_message=RUN_LOST_MESSAGE
+            run=run,
+            outcome=Run.Status.FAILED,
+            bus=bus or bus_for_settings(),
+            error_message=RUN_LOST_MESSAGE,
+            only_if_stale=True,
         )
 
 
-def runs_fail_stale(*, now: dt.datetime | None = None) -> int:
-    """Fail every run whose heartbeat is stale; returns how many were failed."""
-    now = now or timezone.now()
+def runs_fail_stale() -> int:
+    """Fail every run whose heartbeat is stale by the database's clock; returns how many were failed."""
     return sum(
-        run_fail_if_stale(run_id=run_id, thread_id=thread_id, now=now)
-        for run_id, thread_id in selectors.stale_runs(now=now, stale_after=STALE_AFTER)
+        run_fail_if_stale(run_id=run_id, thread_id=thread_id)
+        for run_id, thread_id in selectors.stale_runs(stale_after=STALE_AFTER)
     )
 
 
@@ -269,28 +296,27 @@ def run_frame_append(*, run: Run, seq: int, frame: dict[str, Any], bus: EventBus
     _publish(bus, run.thread_id, run.pk, [(seq, frame)])
 
 
-def run_claim(*, run: Run, worker: str, now: dt.datetime | None = None) -> bool:
-    """Take a running run for execution by ``worker``; False when another worker has it already."""
+def run_claim(*, run: Run, worker: str) -> bool:
+    """Take a running run for execution by ``worker`` (its heartbeat the database's now); False when another worker
+    has it already."""
     return bool(
-        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING, worker="").update(
-            worker=worker, heartbeat_at=now or timezone.now()
-        )
+        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING, worker="").update(worker=worker, heartbeat_at=Now())
     )
 
 
-def run_heartbeat(*, run: Run, now: dt.datetime | None = None) -> bool | None:
-    """Refresh a run's heartbeat; returns whether an abort was requested, None when it no longer runs."""
-    alive = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=now or timezone.now())
+def run_heartbeat(*, run: Run) -> bool | None:
+    """Refresh a run's heartbeat to the database's now; returns whether an abort was requested, None when it no
+    longer runs."""
+    alive = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=Now())
     if not alive:
         return None
     return Run.objects.filter(pk=run.pk).values_list("abort_requested", flat=True).first()
 
 
-def runs_heartbeat_queued(*, run_ids: Sequence[int], now: dt.datetime | None = None) -> int:
-    """Refresh the heartbeat of runs a process has queued for execution (not claimed yet); returns how many."""
-    return Run.objects.filter(pk__in=list(run_ids), status=Run.Status.RUNNING, worker="").update(
-        heartbeat_at=now or timezone.now()
-    )
+def runs_heartbeat_queued(*, run_ids: Sequence[int]) -> int:
+    """Refresh the heartbeat of runs a process has queued for execution (not claimed yet) to the database's now;
+    returns how many."""
+    return Run.objects.filter(pk__in=list(run_ids), status=Run.Status.RUNNING, worker="").update(heartbeat_at=Now())
 
 
 def _generated_message_id(thread: Thread) -> str:

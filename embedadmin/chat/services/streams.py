@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from embedadmin.chat import selectors
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
@@ -16,7 +15,6 @@ from embedadmin.chat.models import Agent, ChatUser, Run, Thread
 from embedadmin.chat.services.runs import (
     RunSubmitter,
     StreamPlan,
-    heartbeat_stale,
     run_end,
     run_fail_if_stale,
     run_start,
@@ -100,12 +98,8 @@ def _stream_open(
         )
     if request.input is None:
         running = selectors.thread_running_run(thread_id=thread.pk)
-        if (
-            running is not None
-            and heartbeat_stale(running.heartbeat_at, timezone.now())
-            and run_fail_if_stale(run_id=running.pk, thread_id=thread.pk, bus=bus)
-        ):
-            running = None
+        if running is not None and run_fail_if_stale(run_id=running.pk, thread_id=thread.pk, bus=bus):
+            running = None  # its process died: the database's clock says so
         return StreamPlan(thread_id=thread.pk, chat_id=thread.chat_id, is_streaming=running is not None)
     query_context = {
         **query_context_of(user),
@@ -141,7 +135,6 @@ def chat_abort(
     if running is None:
         return
     Run.objects.filter(pk=running.pk, status=Run.Status.RUNNING).update(abort_requested=True)
-    if heartbeat_stale(running.heartbeat_at, timezone.now()):
-        run_end(run=running, outcome=Run.Status.ABORTED, bus=bus)
-        return
+    if run_end(run=running, outcome=Run.Status.ABORTED, bus=bus, only_if_stale=True):
+        return  # its process died (by the database's clock): nobody else would end it
     bus.publish(thread_channel(thread.pk), {"kind": "abort", "run": running.pk})
