@@ -52,6 +52,11 @@ _ASYNC_OPTIONS: dict[str, Any] = {
 
 Notification = dict[str, Any]
 
+# What a Redis connection going away raises. Besides redis-py's errors and the socket's: under uvloop, an
+# operation on a transport closed meanwhile (Redis stopped as a subscription was being made, read or closed)
+# raises RuntimeError ("unable to perform operation on <TCPTransport closed=True>"); it means the same.
+_CONNECTION_LOST = (RedisError, OSError, TimeoutError, RuntimeError)
+
 
 def thread_channel(thread_id: int) -> str:
     return f"thread:{thread_id}"
@@ -154,7 +159,7 @@ class _RedisSubscription:
                 # Wait for the confirmation: from then on nothing published on the channel is missed.
                 while (await pubsub.get_message(timeout=CONNECT_TIMEOUT_SECONDS) or {}).get("type") != "subscribe":
                     pass
-        except (RedisError, OSError, TimeoutError):
+        except _CONNECTION_LOST:
             await _close_quietly(pubsub, client)
             return False
         self._client, self._pubsub = client, pubsub
@@ -207,7 +212,7 @@ class _RedisSubscription:
             wait = min(remaining, FALLBACK_POLL_SECONDS) if early else remaining
             try:
                 message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=wait)
-            except (RedisError, OSError):
+            except _CONNECTION_LOST:
                 await self._drop(loop.time())
                 return None
             if message is not None and message.get("type") == "message":
@@ -225,10 +230,10 @@ class _RedisSubscription:
 
 
 async def _close_quietly(pubsub: aioredis.client.PubSub, client: aioredis.Redis) -> None:
-    with contextlib.suppress(RedisError, OSError, TimeoutError):
+    with contextlib.suppress(*_CONNECTION_LOST):
         async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
             await pubsub.aclose()
-    with contextlib.suppress(RedisError, OSError, TimeoutError):
+    with contextlib.suppress(*_CONNECTION_LOST):
         async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
             await client.aclose()
 

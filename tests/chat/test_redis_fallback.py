@@ -140,6 +140,50 @@ def test_subscribing_while_redis_is_down_tails_and_then_goes_live(own_redis):
     assert asyncio.run(scenario()) == (False, True)
 
 
+# What uvloop raises for an operation on a transport Redis closed meanwhile (seen in the redis_outage drill: a
+# stream subscribing just as Redis came back was cut by it, and a run's subscription left its run unended).
+_TRANSPORT_CLOSED = "unable to perform operation on <TCPTransport closed=True reading=False>; the handler is closed"
+
+
+def test_a_transport_closed_under_a_subscription_is_redis_going_away(own_redis, monkeypatch):
+    """The RuntimeError of a closed transport, wherever it comes (subscribing, reading, closing), is Redis being
+    away: the subscription tails the log and goes back to Redis, and nothing raises to the stream or the run."""
+    from redis.asyncio.client import PubSub
+
+    bus = _bus()
+
+    async def closed(*args, **kwargs):
+        raise RuntimeError(_TRANSPORT_CLOSED)
+
+    async def scenario() -> tuple[bool, bool, bool, dict | None]:
+        loop = asyncio.get_running_loop()
+        with monkeypatch.context() as patched:
+            patched.setattr(PubSub, "subscribe", closed)
+            async with bus.subscribe("thread:10") as subscription:
+                live_after_failed_subscribe = subscription.live  # type: ignore[attr-defined]
+        async with bus.subscribe("thread:11") as subscription:
+            assert subscription.live  # type: ignore[attr-defined]
+            with monkeypatch.context() as patched:
+                patched.setattr(PubSub, "get_message", closed)
+                patched.setattr(PubSub, "aclose", closed)
+                assert await subscription.get(timeout=30) is None
+                live_after_failed_read = subscription.live  # type: ignore[attr-defined]
+            deadline = loop.time() + 5
+            while not subscription.live and loop.time() < deadline:  # type: ignore[attr-defined]
+                await subscription.get(timeout=30)
+            back = subscription.live  # type: ignore[attr-defined]
+            bus.publish("thread:11", {"kind": "event", "seq": 3})
+            note = None
+            while note is None and loop.time() < deadline:
+                note = await subscription.get(timeout=1)
+            with monkeypatch.context() as patched:
+                patched.setattr(PubSub, "aclose", closed)
+                await subscription.close()  # type: ignore[attr-defined]
+        return live_after_failed_subscribe, live_after_failed_read, back, note
+
+    assert asyncio.run(scenario()) == (False, False, True, {"kind": "event", "seq": 3})
+
+
 def _replay(chat, body: dict, chat_id: str) -> list[dict]:
     """The run's frames as the log holds them: a resend of the same message once it ended replays it."""
     replay = chat.stream({**body, "chatId": chat_id})
