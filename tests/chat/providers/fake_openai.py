@@ -31,6 +31,13 @@ class Reply:
     body: dict[str, Any] | None = None
     pause: float = 0.005  # seconds before each event
     complete: bool = True  # False: the connection is cut after the events, mid-body
+    # Events from index ``held_from`` on wait until ``release`` is set (the client saw what came before), at most
+    # ``HOLD_SECONDS``; a hold that ran out is counted in ``FakeOpenAI.holds_timed_out``.
+    held_from: int | None = None
+    release: threading.Event | None = None
+
+
+HOLD_SECONDS = 20.0
 
 
 @dataclass(frozen=True)
@@ -157,7 +164,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for event in reply.events:
+            for index, event in enumerate(reply.events):
+                if index == reply.held_from and reply.release is not None and not reply.release.wait(HOLD_SECONDS):
+                    fake.holds_timed_out += 1
                 if fake.stopping.wait(reply.pause):
                     break
                 data = event.encode()
@@ -184,6 +193,7 @@ class FakeOpenAI:
         self.requests: list[ReceivedRequest] = []
         self.disconnected = threading.Event()
         self.stopping = threading.Event()
+        self.holds_timed_out = 0
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
