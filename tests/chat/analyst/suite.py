@@ -16,6 +16,14 @@ Other keys: ``or`` (other specs that compute the same numbers, as through anothe
 (dimensions), ``grain`` ([time dimension, granularity]), ``having``, ``ranking`` (``desc``/``asc``), ``limit``,
 ``after`` (questions asked before on the same thread). The analyst's semantic SQL is read into a Cube query by the
 Core Data API's own translator, and both are compared as :class:`Signature`s.
+
+A date range open on one side gives ``null`` (``~``) for its open end: ``dates: [issued_ts, ~, 2024-01-01]`` is
+"before 2024" (``issued_ts < '2024-01-01'``), ``dates: [issued_ts, 2025-01-01, ~]`` is "since 2025". A filter on two
+or more values may be written ``equals`` (Cube's JSON) or ``in`` (the SQL translator's ``IN``); both mean the same.
+
+``expect: answer`` marks a question that must be answered but whose query the format cannot state (a share of a
+total, two separate periods): it has no expected query and is judged by the numbers alone, the analyst's result
+rows against its ``check``'s (see :func:`judge`).
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ class Signature:
     measures: tuple[str, ...]
     dimensions: frozenset[str]
     grain: tuple[str, str] | None
-    dates: tuple[str, str, str] | None  # time dimension, first day, day after the last
+    dates: tuple[str, str | None, str | None] | None  # time dimension, first day, day after the last (None: open)
     filters: frozenset[tuple[str, str, tuple[str, ...]]]
     having: frozenset[tuple[str, str, tuple[str, ...]]]
     ranking: str | None
@@ -66,6 +74,17 @@ class Case:
     def check(self) -> str | None:
         return self.spec.get("check")
 
+    @property
+    def expects_answer(self) -> bool:
+        """An answerable question with no expected query (``expect: answer``): judged by its check's numbers."""
+        return self.spec.get("expect") == "answer"
+
+    @property
+    def ordered(self) -> bool:
+        """Whether the order of the result's rows is part of the answer: only when the question ranks. A series over
+        time is compared as a set of rows, each labelled with its time (a ``check`` need not order it)."""
+        return "ranking" in self.spec
+
 
 @dataclass(frozen=True)
 class Suite:
@@ -77,7 +96,12 @@ class Suite:
 
 
 def load(name: str) -> Suite:
-    document = yaml.safe_load((SUITES / f"{name}.yml").read_text())
+    return load_file(SUITES / f"{name}.yml", name)
+
+
+def load_file(path: Path, name: str) -> Suite:
+    """The suite in the YAML file at ``path`` (as ``tests/chat/analyst/<set>/questions.yml``), named ``name``."""
+    document = yaml.safe_load(path.read_text())
     now = document["now"]
     now = now if isinstance(now, datetime) else datetime.fromisoformat(str(now))
     cases = tuple(
@@ -101,9 +125,52 @@ def _text(value: Any) -> str:
     return format(number.normalize(), "f") if number == number.to_integral_value() else str(number)
 
 
+Filter = tuple[str, str, tuple[str, ...]]
+
+
+def _filter(member: str, operator: str, values: Any) -> Filter:
+    """A filter as compared: ``equals`` on two or more values is ``in`` (Cube's JSON says ``equals``, the SQL
+    translator says ``in`` for ``IN (...)``), ``in`` on one value is ``equals``; the same for their negations."""
+    texts = _values(values)
+    if operator in ("equals", "in"):
+        operator = "in" if len(texts) > 1 else "equals"
+    elif operator in ("notEquals", "notIn"):
+        operator = "notIn" if len(texts) > 1 else "notEquals"
+    return (member, operator, texts)
+
+
+def _condition(member: str, operator: str, values: list[Any]) -> Filter:
+    """One condition of the translated query as compared."""
+    if operator in ("notEquals", "notIn"):  # SQL's "<>" and NOT IN keep rows without a value out: the translator
+        values = [v for v in values if v is not None]  # adds None
+    return _filter(member, operator, values)
+
+
+def _group(item: dict[str, Any]) -> Filter:
+    """A group of conditions in the translated query (``{"or": [...]}``, ``{"and": [...]}``) as one filter.
+
+    An OR of values of one member (``a = 'x' OR a = 'y'``) is that member ``in`` those values, as ``a IN ('x', 'y')``
+    is. Any other group is kept whole, its parts as text: it matches no spec, so the case is judged wrong by its
+    query (or by its numbers where the rules of :func:`judge` allow)."""
+    logic = "or" if "or" in item else "and"
+    parts = [_group(part) if "member" not in part else part for part in item[logic]]
+    simple = [p for p in parts if isinstance(p, dict) and p.get("operator") in ("equals", "in")]
+    if logic == "or" and len(simple) == len(parts) and len({p["member"] for p in simple}) == 1:
+        return _filter(simple[0]["member"], "in", [v for p in simple for v in p.get("values", [])])
+    texts = [
+        json.dumps(p if isinstance(p, tuple) else _condition(p["member"], p["operator"], p.get("values", [])))
+        for p in parts
+    ]
+    return (logic, logic, tuple(sorted(texts)))
+
+
+def _day(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 def expected(case: Case, suite: Suite, now: datetime | None = None) -> Signature:
     """The signature a case's spec describes (relative dates resolved with the suite's clock and time zone, or
-    ``now`` when the analyst ran on the real clock)."""
+    ``now`` when the analyst ran on the real clock). A ``null`` end of ``dates`` leaves the range open there."""
     spec = case.spec
     cube = spec.get("cube", suite.cube)
 
@@ -117,7 +184,7 @@ def expected(case: Case, suite: Suite, now: datetime | None = None) -> Signature
             start, end = resolve_date_range(bounds[0], ZoneInfo(suite.timezone), now or suite.now)
             last = date.fromisoformat(end[:10])
             bounds = [start[:10], (last + timedelta(days=1)).isoformat()]
-        dates = (name(member), str(bounds[0]), str(bounds[1]))
+        dates = (name(member), _day(bounds[0]), _day(bounds[1]))
     grain = (name(spec["grain"][0]), spec["grain"][1]) if "grain" in spec else None
     return Signature(
         cube=cube,
@@ -125,33 +192,52 @@ def expected(case: Case, suite: Suite, now: datetime | None = None) -> Signature
         dimensions=frozenset(name(d) for d in spec.get("by", ())),
         grain=grain,
         dates=dates,
-        filters=frozenset((name(m), op, _values(v)) for m, op, v in spec.get("filters", ())),
-        having=frozenset((name(m), op, _values(v)) for m, op, v in spec.get("having", ())),
+        filters=frozenset(_filter(name(m), op, v) for m, op, v in spec.get("filters", ())),
+        having=frozenset(_filter(name(m), op, v) for m, op, v in spec.get("having", ())),
         ranking=spec.get("ranking"),
         limit=spec.get("limit"),
     )
 
 
+def _is_timestamp(value: Any) -> bool:
+    return str(value)[:4].isdigit() and "T" in str(value)
+
+
 def answered(query: dict[str, Any], cube: str) -> Signature:
-    """The signature of the Cube query the analyst's SQL translates to."""
+    """The signature of the Cube query the analyst's SQL translates to.
+
+    The ``gte`` and ``lt`` bounds on one time dimension are its date range, either bound alone a range open on the
+    other side (``issued_ts < '2024-01-01'``: ``(issued_ts, None, '2024-01-01')``); bounds on two time dimensions,
+    or two of a kind on one, stay filters. ``gt`` and ``lte`` on a time dimension stay filters too.
+    """
     measures = tuple(query["measures"])
-    dates: list[str] = []
-    time_member = ""
-    filters: set[tuple[str, str, tuple[str, ...]]] = set()
-    having: set[tuple[str, str, tuple[str, ...]]] = set()
+    bounds: dict[str, list[tuple[str, str]]] = {}
+    filters: set[Filter] = set()
+    having: set[Filter] = set()
     for item in query.get("filters", []):
-        member, operator, values = item["member"], item["operator"], item.get("values", [])
-        if operator in ("gte", "lt") and str(values[0])[:4].isdigit() and "T" in str(values[0]):
-            time_member = member
-            dates.append(str(values[0])[:10])
+        if "member" not in item:
+            filters.add(_group(item))
             continue
-        if operator == "notEquals":  # SQL's "<>" keeps its rows without a value out: the translator adds None
-            values = [v for v in values if v is not None]
-        (having if member in measures else filters).add((member, operator, _values(values)))
+        member, operator, values = item["member"], item["operator"], item.get("values", [])
+        if operator in ("gte", "lt") and values and _is_timestamp(values[0]):
+            bounds.setdefault(member, []).append((operator, str(values[0])[:10]))
+            continue
+        (having if member in measures else filters).add(_condition(member, operator, values))
     grain = None
     for time_dimension in query.get("timeDimensions", []):
         if time_dimension.get("granularity"):
             grain = (time_dimension["dimension"], time_dimension["granularity"])
+        if time_dimension.get("dateRange"):  # a rolling window's range, which the translator makes inclusive
+            start, end = time_dimension["dateRange"]
+            after = f"{datetime.fromisoformat(end) + timedelta(milliseconds=1):%Y-%m-%d}"
+            bounds.setdefault(time_dimension["dimension"], []).extend([("gte", start[:10]), ("lt", after)])
+    dates = None
+    if len(bounds) == 1 and all(len({op for op, _ in found}) == len(found) for found in bounds.values()):
+        [(member, found)] = bounds.items()
+        given = dict(found)
+        dates = (member, given.get("gte"), given.get("lt"))
+    else:
+        filters.update((member, op, (day,)) for member, found in bounds.items() for op, day in found)
     ranking = None
     order = query.get("order") or []
     if order and order[0][0] in measures:
@@ -162,12 +248,29 @@ def answered(query: dict[str, Any], cube: str) -> Signature:
         measures=measures,
         dimensions=frozenset(query.get("dimensions", [])),
         grain=grain,
-        dates=(time_member, *sorted(dates)) if len(dates) == 2 else None,  # type: ignore[arg-type]
+        dates=dates,
         filters=frozenset(filters),
         having=frozenset(having),
         ranking=ranking,
         limit=None if limit == ROW_LIMIT else limit,
     )
+
+
+def differences(wanted: Signature, got: Signature) -> list[str]:
+    """The fields in which two signatures differ (``cube`` is a label and is left out)."""
+    fields = ("measures", "dimensions", "grain", "dates", "filters", "having", "ranking", "limit")
+    return [f for f in fields if getattr(wanted, f) != getattr(got, f)]
+
+
+def dates_spelled_apart(wanted: Signature, got: Signature) -> bool:
+    """Whether two signatures differ in how a date range is spelled and in nothing else: the same time dimension,
+    every bound that both give equal, and a bound given by one left open by the other (``[2025-01-01, 2025-08-21)``
+    against ``>= 2025-01-01``). A range on another dimension, a bound moved, a range added or dropped, or any other
+    field that differs is not a spelling."""
+    if wanted == got or differences(wanted, got) != ["dates"] or wanted.dates is None or got.dates is None:
+        return False
+    (member, *first), (other, *second) = wanted.dates, got.dates
+    return member == other and all(a == b or a is None or b is None for a, b in zip(first, second, strict=True))
 
 
 def decline_reason(answer: str) -> str:
@@ -176,15 +279,20 @@ def decline_reason(answer: str) -> str:
 
 
 def comparable(value: Any) -> Any:
-    """A cell as compared across the analyst's result and hand-written SQL: numbers to 4 places, times as text."""
+    """A cell as compared across the analyst's result and hand-written SQL: numbers to 4 places, times as text
+    (a date, or a date's text, as its midnight)."""
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%dT%H:%M:%S")
+    if isinstance(value, date):
+        return value.strftime("%Y-%m-%dT00:00:00")
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, str):
         try:
             return Decimal(value).quantize(Decimal("0.0001"))
         except InvalidOperation:
+            if len(value) == 10 and value[4:5] == "-" and value[7:8] == "-" and value[:4].isdigit():
+                return f"{value}T00:00:00"
             return value[:19] if len(value) >= 19 and value[4:5] == "-" and value[10:11] == "T" else value
     return Decimal(str(value)).quantize(Decimal("0.0001"))
 
@@ -203,35 +311,88 @@ def _row_key(row: tuple[Any, ...]) -> str:
 
 @dataclass(frozen=True)
 class Verdict:
-    """How the analyst did on one case: ``right``, ``declined`` (an answerable question) or ``wrong``."""
+    """How the analyst did on one case: ``right``, ``declined`` (an answerable question) or ``wrong``; ``basis``
+    says what decided it: ``query`` (its signature), ``query, rows`` (a matching query whose rows differ),
+    ``rows`` (an ``expect: answer`` case), ``dates, rows`` (a date range spelled apart) or ``declined``."""
 
     outcome: str
     detail: str = ""
     query: dict[str, Any] | None = None  # the Cube query the analyst's SQL means
+    basis: str = ""
 
 
 def judge(
-    case: Case, suite: Suite, model: Any, sql: str | None, decline: str = "", *, now: datetime | None = None
+    case: Case,
+    suite: Suite,
+    model: Any,
+    sql: str | None,
+    decline: str = "",
+    *,
+    now: datetime | None = None,
+    rows: Sequence[Sequence[Any]] | None = None,
+    total_rows: int | None = None,
+    checked: Sequence[Sequence[Any]] | None = None,
 ) -> Verdict:
     """The verdict on the analyst's semantic SQL for ``case`` (``sql`` None: it declined, saying ``decline``).
 
     The SQL is read into a Cube query by the Core Data API's own translator over ``model`` (the deployment's
     compiled model), so the comparison is of what the SQL computes, not of how it is spelled. A question the suite
-    expects declined is right only when declined.
+    expects declined is right only when declined; an answerable one that is declined is ``declined``.
+
+    Given the analyst's result (``rows``, of ``total_rows``) and the rows of the case's ``check`` (``checked``), the
+    numbers are judged too, exactly (:func:`rows_equal`; in order only when the case ranks; every row of the result
+    must be there). An answer is then:
+
+    - right when its query means what the case expects (the case's signature or an ``or`` alternative's) and its
+      rows equal the check's; wrong when the query matches and the rows do not;
+    - for ``expect: answer`` (no expected query): right when its rows equal the check's, in any order; wrong
+      otherwise;
+    - right when its signature differs from an alternative's only in how the date range is spelled (one gives a
+      bound the other leaves open, on the same time dimension: "since March 1" as ``>= 2025-03-01`` against the
+      case's ``[2025-03-01, today]``; see :func:`dates_spelled_apart`) and its rows equal the check's; wrong when
+      they do not, and wrong when the case has no check;
+    - wrong in every other case, even when its rows happen to equal the check's: a query that means something
+      else is not right because this dataset gives it the same numbers.
+
+    Without ``checked`` (the callers that compare the numbers themselves) the query alone decides, as it always has.
     """
     from embedadmin.semantic.context import QueryContext
     from embedadmin.semantic.cubesql.translate import parse_statement, translate
 
     if sql is None:
-        return Verdict("right" if case.declines else "declined", decline)
+        return Verdict("right" if case.declines else "declined", decline, basis="declined")
     query = translate(
         model, parse_statement(sql), QueryContext(groups=["admin"]), timezone=suite.timezone, row_limit=ROW_LIMIT
     ).query
     if case.declines:
-        return Verdict("wrong", f"answered a question it should decline: {sql}", query)
+        return Verdict("wrong", f"answered a question it should decline: {sql}", query, "query")
+
+    def numbers_right(ordered: bool) -> tuple[bool, str]:
+        assert checked is not None
+        if rows is None or (total_rows is not None and total_rows > len(rows)):
+            return False, f"its result is incomplete ({total_rows} rows, {0 if rows is None else len(rows)} given)"
+        if rows_equal(rows, checked, ordered=ordered):
+            return True, ""
+        return False, f"rows {list(rows)[:5]} differ from the check's {list(checked)[:5]}"
+
+    if case.expects_answer:
+        if checked is None:
+            raise ValueError(f"{case.question}: an `expect: answer` case is judged by its check's rows")
+        right, why = numbers_right(ordered=False)
+        return Verdict("right" if right else "wrong", sql if right else f"{sql}\n      {why}", query, "rows")
     alternatives = [case, *(Case(case.question, {**other}) for other in case.spec.get("or", ()))]
     wanted = [expected(c, suite, now) for c in alternatives]
     got = [answered(query, c.spec.get("cube", suite.cube)) for c in alternatives]
-    if not any(w == g for w, g in zip(wanted, got, strict=True)):
-        return Verdict("wrong", f"{sql}\n      expected {wanted[0]}\n      answered {got[0]}", query)
-    return Verdict("right", sql, query)
+    if any(w == g for w, g in zip(wanted, got, strict=True)):
+        if checked is not None:
+            right, why = numbers_right(case.ordered)
+            if not right:
+                return Verdict("wrong", f"{sql}\n      {why}", query, "query, rows")
+        return Verdict("right", sql, query, "query")
+    mismatch = f"{sql}\n      expected {wanted[0]}\n      answered {got[0]}"
+    if checked is not None and any(dates_spelled_apart(w, g) for w, g in zip(wanted, got, strict=True)):
+        right, why = numbers_right(case.ordered)
+        if right:
+            return Verdict("right", f"{sql}\n      its date range is spelled apart; rows equal", query, "dates, rows")
+        return Verdict("wrong", f"{mismatch}\n      {why}", query, "dates, rows")
+    return Verdict("wrong", mismatch, query, "query")
