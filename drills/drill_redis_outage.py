@@ -138,6 +138,23 @@ def _running_runs(c: Cluster) -> int:
         return int(row[0]) if row else -1
 
 
+def _running_run_rows(c: Cluster) -> list[str]:
+    """What the runs still running look like (for the drill's notes): who executes each, how old its heartbeat is
+    by the database's clock, and how many frames it logged."""
+    with psycopg.connect(c.postgres.url("embedadmin")) as db:
+        rows = db.execute(
+            "select r.id, r.worker, extract(epoch from now() - r.started_at),"
+            " extract(epoch from now() - r.heartbeat_at),"
+            " (select count(*) from chat_threadevent e where e.thread_id = r.thread_id and e.seq >= r.first_seq)"
+            " from chat_run r where r.status = 'running'"
+        ).fetchall()
+    return [
+        f"run {run_id} on {worker or '(queued)'}: started {started:.1f} s ago, heartbeat {beat:.1f} s ago, "
+        f"{frames} frames"
+        for run_id, worker, started, beat, frames in rows
+    ]
+
+
 def run(cluster: ClusterFactory) -> Drill:
     drill = Drill("redis_outage")
     with cluster(env={"LOG_LEVEL": "INFO"}) as c:  # the chat bus says at INFO when it tails the log
@@ -225,6 +242,8 @@ def run(cluster: ClusterFactory) -> Drill:
             len(probes) == THREADS and all(s["status"] == 200 and _complete(s["lines"]) for s in probes),
         )
         drill.expect(f"no run left running ({running})", running == 0)
+        for row in _running_run_rows(c) if running else ():
+            drill.note(f"left running: {row}")
         drill.expect(f"the streams fell back to the database log ({fell_back} subscriptions)", fell_back > 0)
         drill.expect(f"no traceback logged by the chat app ({chat_tracebacks})", chat_tracebacks == 0)
         if tracebacks:
