@@ -117,15 +117,15 @@ def _cells(rows: Any) -> Any:
     return json.loads(json.dumps(rows, default=str)) if rows is not None else None
 
 
-def run_set(name: str, cast: Any) -> dict[str, Any]:
-    """Every question of the blind set ``name`` asked once and judged."""
+def run_set(name: str, cast: Any, questions_file: str = "questions.yml") -> dict[str, Any]:
+    """Every question of the blind set ``name`` (its ``questions_file``) asked once and judged."""
     from embedadmin.accounts.services import duckdb_url
     from embedadmin.semantic import load_model
     from tests.chat.analyst.test_suites import ask
     from tests.semantic.http_support import duck_rows
 
     dataset = importlib.import_module(f"tests.chat.analyst.{name}.dataset")
-    questions = HERE / name / "questions.yml"
+    questions = HERE / name / questions_file
     suite = suites.load_file(questions, name)
     cases: list[dict[str, Any]] = []
     started = datetime.now(UTC)
@@ -243,6 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.chat.analyst.blind", description=__doc__.split("\n")[0])
     parser.add_argument("--set", choices=SETS, action="append", help="a set to run (repeatable; default: all)")
     parser.add_argument("--json", help="write the results here ('{set}' in the path: one file per set)")
+    parser.add_argument(
+        "--questions",
+        default="questions.yml",
+        help="the questions file of each set (default questions.yml; fresh.yml: the fresh sets written after the "
+        "first contact, for the sets that have one)",
+    )
     args = parser.parse_args(argv)
     names = args.set or list(SETS)
     head = git("rev-parse", "HEAD")
@@ -262,7 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     with scratch_database():
         cast = Cast(accounts.account_create(name="blind", creator_mode=True))
         for name in names:
-            result = {**run, **run_set(name, cast)}
+            if not (HERE / name / args.questions).exists():
+                print(f"== {name}: no {args.questions}", flush=True)
+                continue
+            result = {**run, **run_set(name, cast, args.questions)}
             results.append(result)
             print(report(result), flush=True)
     print(f"commit {run['commit']}; analyst (last commit under embedadmin/chat/) {run['analyst_commit']}")

@@ -58,6 +58,7 @@ class Found:
     positions: frozenset[int]
     date_range: DateRange | None = None
     grain: str | None = None
+    yearless: bool = False  # a month, quarter or half named without its year
 
 
 def _month_range(year: int, month: int) -> tuple[date, date]:
@@ -79,14 +80,25 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
     def free(*positions: int) -> bool:
         return all(0 <= p < len(words) and p not in taken for p in positions)
 
-    def take(positions: range | list[int], date_range: DateRange) -> None:
+    today = now.astimezone(zone).date()
+
+    def period(year: int | None, kind: str, number: int) -> tuple[DateRange, bool]:
+        """The period in ``year``; with no year written, the latest one that has begun ("Q4" in August 2025 is
+        Q4 2024: the one the data can hold), marked yearless so that a follow-up can take the thread's year."""
+        range_for = PERIODS[kind]
+        if year is not None:
+            return range_for(year, number), False
+        this_year = range_for(today.year, number)
+        return (this_year if this_year.start <= today else range_for(today.year - 1, number)), True
+
+    def take(positions: range | list[int], date_range: DateRange, yearless: bool = False) -> None:
         spot = set(positions)
         lead = min(spot) - 1
         while lead >= 0 and words[lead] in RANGE_PREPOSITIONS and lead not in taken:
             spot.add(lead)
             lead -= 1
         taken.update(spot)
-        found.append(Found(frozenset(spot), date_range=date_range))
+        found.append(Found(frozenset(spot), date_range=date_range, yearless=yearless))
 
     while i < len(words):
         if not free(i):
@@ -124,29 +136,29 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
             day = date.fromisoformat(word)
             take([i], DateRange(day, day + timedelta(days=1)))
         elif word in MONTHS and (word not in SHORT_WORDS or _dated(words, i)):
-            year, used = _year_after(words, i, now, free)
-            start, end = _month_range(year, MONTHS[word])
-            take([i, *used], DateRange(start, end))
+            year, used = _year_after(words, i, free)
+            month = MONTHS[word]
+            take([i, *used], *period(year, "month", month))
             i += 1 + len(used)
             continue
         elif word in ORDINALS and following == "quarter" and free(i + 1):
-            year, used = _year_after(words, i + 1, now, free)
-            take([i, i + 1, *used], _quarter(year, ORDINALS[word]))
+            year, used = _year_after(words, i + 1, free)
+            take([i, i + 1, *used], *period(year, "quarter", ORDINALS[word]))
             i += 2 + len(used)
             continue
         elif word in ("first", "second") and following == "half" and free(i + 1):
-            year, used = _year_after(words, i + 1, now, free)
-            take([i, i + 1, *used], _half(year, 1 if word == "first" else 2))
+            year, used = _year_after(words, i + 1, free)
+            take([i, i + 1, *used], *period(year, "half", 1 if word == "first" else 2))
             i += 2 + len(used)
             continue
         elif (half := HALF.match(word)) is not None:
-            year, used = _year_after(words, i, now, free)
-            take([i, *used], _half(year, int(half.group(1))))
+            year, used = _year_after(words, i, free)
+            take([i, *used], *period(year, "half", int(half.group(1))))
             i += 1 + len(used)
             continue
         elif (quarter := QUARTER.match(word)) is not None:
-            year, used = _year_after(words, i, now, free)
-            take([i, *used], _quarter(year, int(quarter.group(1))))
+            year, used = _year_after(words, i, free)
+            take([i, *used], *period(year, "quarter", int(quarter.group(1))))
             i += 1 + len(used)
             continue
         elif YEAR.match(word) and free(i + 1) and (quarter := QUARTER.match(following)) is not None:
@@ -179,10 +191,15 @@ def _joined(found: list[Found], words: Sequence[str], taken: set[int]) -> list[F
                 joined[-1] = Found(
                     previous.positions | gap | item.positions,
                     date_range=DateRange(previous.date_range.start, item.date_range.end),
+                    yearless=previous.yearless and item.yearless,
                 )
                 continue
         joined.append(item)
     return joined
+
+
+def _month(year: int, number: int) -> DateRange:
+    return DateRange(*_month_range(year, number))
 
 
 def _dated(words: Sequence[str], i: int) -> bool:
@@ -198,14 +215,14 @@ def _year_like(words: Sequence[str], i: int) -> bool:
     return before not in ("over", "above", "under", "below", "than", "least", "most", "top", "$")
 
 
-def _year_after(words: Sequence[str], i: int, now: datetime, free: Callable[..., bool]) -> tuple[int, list[int]]:
-    """The year written right after position ``i`` (``March 2024``, ``Q1 of 2024``) and its positions; the
-    current year and no position when none is."""
+def _year_after(words: Sequence[str], i: int, free: Callable[..., bool]) -> tuple[int | None, list[int]]:
+    """The year written right after position ``i`` (``March 2024``, ``Q1 of 2024``) and its positions; None and
+    no position when none is."""
     if free(i + 1) and YEAR.match(words[i + 1]):
         return int(words[i + 1]), [i + 1]
     if free(i + 1, i + 2) and words[i + 1] == "of" and YEAR.match(words[i + 2]):
         return int(words[i + 2]), [i + 1, i + 2]
-    return now.year, []
+    return None, []
 
 
 def _quarter(year: int, number: int) -> DateRange:
@@ -218,6 +235,9 @@ def _half(year: int, number: int) -> DateRange:
     start = date(year, 1 if number == 1 else 7, 1)
     end = date(year, 7, 1) if number == 1 else date(year + 1, 1, 1)
     return DateRange(start, end)
+
+
+PERIODS: dict[str, Callable[[int, int], DateRange]] = {"month": _month, "quarter": _quarter, "half": _half}
 
 
 def _between(

@@ -90,6 +90,7 @@ class Reading:
     taken: set[int] = field(default_factory=set)
     date_ranges: list[DateRange] = field(default_factory=list)
     date_positions: set[int] = field(default_factory=set)
+    yearless: list[bool] = field(default_factory=list)  # per date range: a month, quarter or half without its year
     limit: int | None = None
     descending: bool | None = None
     aggregations: dict[int, str] = field(default_factory=dict)  # position -> count, total, average, share, distinct
@@ -143,6 +144,7 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     for date_found in found:
         assert date_found.date_range is not None
         reading.date_ranges.append(date_found.date_range)
+        reading.yearless.append(date_found.yearless)
         reading.date_positions |= date_found.positions
     _read_comparisons(reading, words)
     _read_ranking(reading, words)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from embedadmin.chat.providers.analyst.dates import find_grain
+from embedadmin.chat.providers.analyst.dates import DateRange, find_grain
 from embedadmin.chat.providers.analyst.intent import Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.reading import Reading, read
@@ -36,6 +36,7 @@ MAX_VALUE_WORDS = 4
 DISTINCT_STEMS = frozenset(stem(w) for w in DISTINCT_WORDS) | {"count", "number"}
 COPULAS = frozenset({"were", "was", "are", "is", "been", "being"})
 OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to"})
+ANAPHORS = frozenset({"those", "these", "them", "they", "ones"})
 
 
 @dataclass
@@ -111,7 +112,9 @@ async def attempt(
     ``partial`` (a follow-up) asks for no measure."""
     taken = set(reading.taken)
     tokens = reading.tokens
-    grain_found = find_grain(tokens, taken=taken, custom=custom_grains(cube.time_dimensions()))
+    # A grain word inside a longer name of the model ("monthly recurring revenue") is the name's, not a grain.
+    named_positions = {p for span in _spans(cube, reading, taken) if span.end - span.start > 1 for p in span.positions}
+    grain_found = find_grain(tokens, taken=taken | named_positions, custom=custom_grains(cube.time_dimensions()))
     grain = grain_found.grain if grain_found else None
     if grain_found:
         taken |= grain_found.positions
@@ -238,13 +241,27 @@ async def attempt(
         if "count" in aggregations and counted is not None and not counted.is_measure and not measures:
             return Attempt(cube, decline=Decline(f"The data model has no count of {counted.title.lower()}."))
         narrowed = bool(groups or conditions or grain or reading.date_ranges or reading.descending is not None)
-        named_subject = bool(subject) or _names_subject(cube, spans)
+        # The count stands for an unnamed measure only where the question counts things it names in the plural
+        # ("bookings in Toulouse last year"), never for an amount ("how much did we invoice", "the total").
+        plural_subject = any(tokens[p].lower != tokens[p].stem for p in subject)
+        asks_amount = "total" in aggregations or any(t.lower == "much" for t in tokens)
+        named_subject = (plural_subject or _names_subject(cube, spans)) and not asks_amount
         chosen = _measures(cube, reading, aggregations, measures, named_subject and narrowed)
+        counts_only = isinstance(chosen, list) and bool(chosen) and all(m.is_count for m in chosen)
+        if asks_amount and "count" not in aggregations and counts_only:  # "how much did we invoice": not a count
+            assert isinstance(chosen, list)
+            counted_names = ", ".join(m.title.lower() for m in chosen)
+            chosen = Decline(f"This asks for an amount, but I only found a count ({counted_names}): name the amount.")
     if isinstance(chosen, Decline):
         return Attempt(cube, decline=chosen)
     if reading.date_ranges or grain:
         # The time dimension named, else the first one the question did not name as a value.
         others = [m for m in cube.time_dimensions() if time_span is None or m != time_span.member]
+        if time is None and len(others) > 1:
+            dated = _default_date(cube, others, chosen)
+            if isinstance(dated, Decline):
+                return Attempt(cube, decline=dated)
+            others = [dated]
         time = time or next(iter(others), None)
         if time is None:
             return Attempt(cube, unplaced=[reading.phrase(sorted(reading.date_positions)) or (grain or "")])
@@ -265,9 +282,26 @@ async def attempt(
         date_range=reading.date_ranges[0] if reading.date_ranges else None,
         timezone=timezone,
     )
-    if reading.limit is not None and not (groups or grain):
+    if (reading.limit is not None or reading.descending is not None) and not (groups or grain or partial):
+        # "the smallest order" with no grouping: a ranking of nothing, never answered with the measure's total
         return Attempt(cube, decline=Decline("This asks for a ranking, but I could not tell what to rank (by what?)."))
     return Attempt(cube, intent=_ranked(intent, reading))
+
+
+def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member]) -> Member | Decline:
+    """Which of several dates a period is of when the question names none: never a guess, since it changes the
+    answer. The one date of the cube the measures come from (in a view: orders' revenue, the orders' date); else the
+    one the model calls plainly "date" (its title or a synonym); else the question must say."""
+    owners = {m.owner for m in measures}
+    own = [m for m in dates if m.owner in owners] if cube.is_view else []
+    if len(own) == 1:
+        return own[0]
+    plain = [m for m in (own or dates) if ("date",) in m.phrases]
+    if len(plain) == 1:
+        return plain[0]
+    listed = own or dates
+    choices = ", ".join(m.title.lower() for m in listed[:-1]) + f" or {listed[-1].title.lower()}"
+    return Decline(f"Which date should the period be of: {choices}? Say it.")
 
 
 def _headed(spans: list[Span], reading: Reading) -> tuple[list[Span], set[int]]:
@@ -449,7 +483,8 @@ async def _values(
 ) -> tuple[list[Condition], set[int], set[int]]:
     """Conditions for words the data holds as values of the cube's string dimensions ("completed", "New York"),
     longest phrases first; the dimensions the question named ("status completed") are looked in first. Values of
-    one dimension joined by "or"/"and" make one condition. Returns the conditions and the positions left."""
+    one dimension joined by "or"/"and" make one condition. Returns the conditions, the positions left and the
+    positions the values took."""
     tokens = reading.tokens
     left = {i for i in range(len(tokens)) if i not in taken and tokens[i].lower not in FUNCTION_WORDS}
     if all(tokens[i].lower in LIGHT_VERBS for i in left):
@@ -664,6 +699,9 @@ async def understand(
         return reading
     if previous is not None and reading.follow_up:
         return await _follow_up(reading, previous, lookup, entity_nouns(cubes))
+    pointing = [t.text for t in reading.tokens if t.lower in ANAPHORS]
+    if pointing:  # "the MRR on those": what they point to is in the thread, and is not read as a change of it
+        return Decline(f"I could not tell what '{pointing[0]}' refers to: ask the whole question, naming it.")
     ordered = sorted(cubes, key=lambda c: not c.is_view)
     nouns = entity_nouns(cubes)
     best: Attempt | None = None
@@ -690,6 +728,15 @@ def _worse(best: Attempt, other: Attempt) -> bool:
     return len(other.unplaced) < len(best.unplaced)
 
 
+def _in_thread_year(reading: Reading, previous: Intent) -> DateRange:
+    """A follow-up's period: one named without its year ("and in Q4?") takes the year of the thread's period."""
+    named = reading.date_ranges[0]
+    if not reading.yearless[0] or previous.date_range is None:
+        return named
+    shift = previous.date_range.start.year - named.start.year
+    return DateRange(named.start.replace(year=named.start.year + shift), named.end.replace(year=named.end.year + shift))
+
+
 def entity_nouns(cubes: Sequence[Cube]) -> dict[str, frozenset[str]]:
     """The one-word names of the model's cubes and views ("patients", "customers"), each with the cubes it names."""
     named: dict[str, set[str]] = {}
@@ -714,7 +761,8 @@ async def _follow_up(
     updated = previous
     if reading.date_ranges:
         updated = updated.replaced(
-            date_range=reading.date_ranges[0], time=previous.time or (change.time if change else None)
+            date_range=_in_thread_year(reading, previous),
+            time=previous.time or (change.time if change else None),
         )
     if change is None:
         # Only dates (or nothing the model names) changed.
