@@ -1,0 +1,119 @@
+"""The analyst's rules against guessing (issue 23), on a small model of its own: a view over orders (ordered and
+shipped dates), their lines (revenue) and customers (signup date). Each rule turns what used to be a confident guess
+into the one reading the words and the model support, or a decline that says what to name."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from embedadmin.chat.providers.analyst.dates import find_dates
+from embedadmin.chat.providers.analyst.intent import Decline, Intent
+from embedadmin.chat.providers.analyst.lexicon import cubes_of
+from embedadmin.chat.providers.analyst.understand import understand
+from embedadmin.chat.providers.analyst.words import tokenize
+
+NOW = datetime(2025, 8, 20, 9, 0, tzinfo=UTC)
+UTC_ZONE = ZoneInfo("UTC")
+
+
+def _member(view: str, name: str, title: str, *, kind: str, alias: str, agg: str = "", **more: Any) -> dict:
+    member = {"name": f"{view}.{name}", "title": title, "type": kind, "aliasMember": alias, **more}
+    if agg:
+        member["aggType"] = agg
+    return member
+
+
+def _model(*, plain_date_on: str = "") -> list:
+    """The view ``shop``; ``plain_date_on`` names the time dimension whose synonyms say plainly "date"."""
+
+    def dated(name: str) -> dict:
+        return {"meta": {"synonyms": ["date"]}} if name == plain_date_on else {}
+
+    members = [
+        _member("shop", "revenue", "Revenue", kind="number", alias="lines.revenue", agg="sum", format="currency"),
+        _member("shop", "order_count", "Orders", kind="number", alias="orders.count", agg="count"),
+        _member("shop", "customer_count", "Customers", kind="number", alias="customers.count", agg="count"),
+        _member("shop", "ordered_at", "Ordered at", kind="time", alias="orders.ordered_at", **dated("ordered_at")),
+        _member("shop", "shipped_at", "Shipped at", kind="time", alias="orders.shipped_at", **dated("shipped_at")),
+        _member("shop", "signed_up_at", "Signed up at", kind="time", alias="customers.signed_up_at"),
+        _member("shop", "status", "Status", kind="string", alias="orders.status"),
+    ]
+    return cubes_of({"cubes": [{"name": "shop", "title": "Shop", "type": "view", "members": members}]})
+
+
+async def _no_values(cube: str, dimension: str, candidates: Any) -> list[str]:
+    return []
+
+
+def _ask(question: str, cubes: list, previous: Intent | None = None) -> Intent | Decline:
+    return asyncio.run(understand(question, cubes, _no_values, zone=UTC_ZONE, now=NOW, previous=previous))
+
+
+def _period(question: str) -> tuple[date, date, bool]:
+    [found] = find_dates(tokenize(question), zone=UTC_ZONE, now=NOW, taken=set())
+    assert found.date_range is not None
+    return found.date_range.start, found.date_range.end, found.yearless
+
+
+def test_a_period_named_without_its_year_is_the_latest_one_begun():
+    assert _period("revenue in Q4") == (date(2024, 10, 1), date(2025, 1, 1), True)  # Q4 2025 has not begun
+    assert _period("revenue in Q3") == (date(2025, 7, 1), date(2025, 10, 1), True)
+    assert _period("revenue in the second half") == (date(2025, 7, 1), date(2026, 1, 1), True)  # begun in July
+    assert _period("revenue in October") == (date(2024, 10, 1), date(2024, 11, 1), True)
+    assert _period("revenue in Q4 2025") == (date(2025, 10, 1), date(2026, 1, 1), False)
+
+
+def test_a_follow_up_period_without_its_year_takes_the_threads_year():
+    cubes = _model(plain_date_on="ordered_at")
+    first = _ask("Revenue in Q3 2023", cubes)
+    assert isinstance(first, Intent)
+
+    follow_up = _ask("And in Q4?", cubes, previous=first)
+
+    assert isinstance(follow_up, Intent)
+    assert follow_up.date_range is not None
+    assert (follow_up.date_range.start, follow_up.date_range.end) == (date(2023, 10, 1), date(2024, 1, 1))
+
+
+def test_the_date_of_a_period_is_never_guessed():
+    """Revenue comes from the lines, which have no date in the view; the orders have two: which one, the question
+    must say, unless the model calls one of them plainly "date"."""
+    declined = _ask("Revenue in 2024", _model())
+
+    assert isinstance(declined, Decline)
+    assert "ordered at, shipped at or signed up at" in declined.reason
+    plain = _ask("Revenue in 2024", _model(plain_date_on="shipped_at"))
+    assert isinstance(plain, Intent)
+    assert plain.time is not None
+    assert plain.time.name == "shop.shipped_at"
+
+
+def test_the_date_of_the_measures_own_cube_is_the_periods():
+    counted = _ask("How many customers in 2024?", _model())
+
+    assert isinstance(counted, Intent)
+    assert counted.time is not None
+    assert counted.time.name == "shop.signed_up_at"
+
+
+def test_a_count_never_answers_how_much():
+    answer = _ask("How much did we order in 2024?", _model(plain_date_on="ordered_at"))
+
+    assert isinstance(answer, Decline)
+    assert "asks for an amount" in answer.reason
+
+
+def test_a_ranking_of_nothing_is_declined_not_answered_with_a_total():
+    answer = _ask("What was the smallest order in 2024?", _model(plain_date_on="ordered_at"))
+
+    assert isinstance(answer, Decline)
+
+
+def test_those_outside_a_follow_up_is_declined():
+    answer = _ask("What's the revenue of those?", _model(plain_date_on="ordered_at"))
+
+    assert isinstance(answer, Decline)
+    assert "'those'" in answer.reason
