@@ -9,11 +9,12 @@ import datetime as dt
 import time
 
 import pytest
+from django.db.models import Q
 from django.utils import timezone
 
 from embedadmin.chat import selectors, services
 from embedadmin.chat.models import Run, ThreadEvent
-from embedadmin.chat.services import runs
+from embedadmin.chat.services import runs, users
 from tests.chat.conftest import SESSION
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -144,3 +145,24 @@ def test_every_moment_of_a_run_is_the_databases_time(chat, monkeypatch):
     for moment in (run.started_at, run.heartbeat_at, run.finished_at):
         assert 3500 <= _seconds_past(moment) <= 3700, (moment, timezone.now())
     assert run.started_at <= run.heartbeat_at <= run.finished_at
+
+
+def test_expiring_a_user_waits_for_a_live_run_whatever_this_servers_clock(chat, monkeypatch):
+    """Before deleting a user whose run is live, expiry gives the run a moment to end: a run the database finds
+    alive is waited for even when this server's clock, a minute ahead, would call its heartbeat stale."""
+    # given: a live run (heartbeat by the database just now), a lease of 30 s, this server a minute ahead
+    monkeypatch.setattr(runs, "STALE_AFTER", dt.timedelta(seconds=30))
+    monkeypatch.setattr(users, "STALE_AFTER", dt.timedelta(seconds=30))
+    monkeypatch.setattr(users, "EXPIRY_STREAMS_GRACE_SECONDS", 0.0)
+    _chat_id, run = _running_run(chat)
+    _server_clock(monkeypatch, SKEW)
+
+    # when: its runs are stopped with a grace of 0.5 s (no process executes it, so it never ends)
+    started = time.monotonic()
+    users._runs_stop(Q(pk=run.pk), wait_seconds=0.5)
+    waited = time.monotonic() - started
+
+    # then: the abort is recorded and the live run was waited for, its full grace
+    run.refresh_from_db()
+    assert run.abort_requested
+    assert waited >= 0.5

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import BooleanField, ExpressionWrapper, Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from embedadmin.accounts.models import Account
@@ -272,7 +273,14 @@ def _runs_stop(
 ) -> None:
     """Abort the running runs of the threads ``owners`` selects (recorded on the run and published, as an
     abort request is), then wait up to ``wait_seconds`` for those whose process is alive to end."""
-    running = list(Run.objects.filter(owners, status=Run.Status.RUNNING).values_list("pk", "thread_id", "heartbeat_at"))
+    # Whether each run's process lives is the database's judgement (its clock wrote the heartbeats): never this
+    # server's clock, which may run ahead of it and take live runs for dead.
+    alive = ExpressionWrapper(Q(heartbeat_at__gte=Now() - STALE_AFTER), output_field=BooleanField())
+    running = list(
+        Run.objects.filter(owners, status=Run.Status.RUNNING)
+        .annotate(alive=alive)
+        .values_list("pk", "thread_id", "alive")
+    )
     if not running:
         return
     Run.objects.filter(pk__in=[run_id for run_id, _, _ in running], status=Run.Status.RUNNING).update(
@@ -283,8 +291,7 @@ def _runs_stop(
         bus.publish(thread_channel(thread_id), {"kind": "abort", "run": run_id})
     if wait_seconds <= 0:
         return
-    alive_since = timezone.now() - STALE_AFTER
-    live = [run_id for run_id, _, heartbeat_at in running if heartbeat_at >= alive_since]
+    live = [run_id for run_id, _, is_alive in running if is_alive]
     deadline = time.monotonic() + wait_seconds
     while live and time.monotonic() < deadline:
         time.sleep(0.05)
