@@ -59,6 +59,20 @@ SECRET_KEY = "drills-secret-key-drills-secret-key-drills-secret-key"
 # the migrations and the generator again (about 10 s of each drill's start on the 2-core VM); the migrations still
 # run at its start and find nothing to do.
 TEMPLATE_ENV = "DRILLS_TEMPLATE"
+# The CPU contention the runner measured before the drill (1.0: an idle machine; at most 4).
+CONTENTION_ENV = "DRILLS_CONTENTION"
+
+
+def contention() -> float:
+    """The CPU contention the runner measured before this drill (1.0 when run without the runner). An expectation
+    whose figure is a delay the machine's speed adds to (a request answered, a process scheduled) scales its limit
+    by it and says so; one that is the product's own promise (a 503 within 200 ms, recovery within 1 s) does not."""
+    try:
+        return min(4.0, max(1.0, float(os.environ.get(CONTENTION_ENV, "1"))))
+    except ValueError:
+        return 1.0
+
+
 # Never hand these out: the shared test services and `make run` live there.
 _RESERVED_PORTS = {4000, 4100, 5432, 6379}
 # Where the running cluster of this process records itself, so that the runner can clean up after a drill it

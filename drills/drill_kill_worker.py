@@ -31,6 +31,7 @@ from drills._cluster import (
     ClusterFactory,
     Connection,
     Drill,
+    contention,
     json_body,
     socket_inodes,
     tcp_inodes,
@@ -243,9 +244,13 @@ def _chat_run(c: Cluster, drill: Drill) -> None:
     accepted_after = round((accepted[0] if accepted else time.monotonic()) - seen["at"], 2)
     drill.figures["chat_thread_free_after_kill_s"] = accepted_after
     drill.figures["chat_messages_refused_meanwhile"] = refused
+    # The lease (3 s) and the sweep (every 2 s) free the thread within 5 s; the accepted request's own answer is
+    # slower on a busy machine, so the limit scales by the contention measured before the drill.
+    scale = contention()
+    limit = round(5 * scale, 2)
     drill.expect(
-        f"the thread accepts a message within 5 s of the kill ({accepted_after} s)",
-        status == 200 and accepted_after <= 5,
+        f"the thread accepts a message within 5 s of the kill, x{scale:.2f} contention: {limit} s ({accepted_after} s)",
+        status == 200 and accepted_after <= limit,
     )
     _, state_lines, _ = asyncio.run(c.chat_stream({"chatId": chat_id, "sessionSettings": session}, tenant="postgres"))
     messages = next(line for line in state_lines if line.get("id") == "__state__")["state"]["messages"]

@@ -43,7 +43,7 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from drills._cluster import ROOT, STATE_ENV, TEMPLATE_ENV, ClusterError, Drill, build_template, cluster
+from drills._cluster import CONTENTION_ENV, ROOT, STATE_ENV, TEMPLATE_ENV, ClusterError, Drill, build_template, cluster
 
 DRILLS_DIR = Path(__file__).resolve().parent
 DEFAULT_BUDGET = 180
@@ -126,11 +126,13 @@ def _cleanup(state_file: Path) -> None:
     state_file.unlink(missing_ok=True)
 
 
-def run_one(name: str, timeout: float) -> Drill:
-    """Run one drill in a process of its own, within ``timeout`` seconds."""
+def run_one(name: str, timeout: float, contention: float = 1.0) -> Drill:
+    """Run one drill in a process of its own, within ``timeout`` seconds; ``contention`` (the CPU contention measured
+    before it) is handed to the drill (:func:`drills._cluster.contention`)."""
     scratch = Path(tempfile.mkdtemp(prefix="drills-run-"))
     result_path, state_file = scratch / "result.json", scratch / "state.json"
     env = {**os.environ, STATE_ENV: str(state_file), "PYTHONUNBUFFERED": "1", DEADLINE_ENV: str(time.time() + timeout)}
+    env[CONTENTION_ENV] = f"{contention:.2f}"
     command = [sys.executable, "-m", "drills.run", "--child", name, "--result", str(result_path)]
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)  # noqa: S603
@@ -182,7 +184,7 @@ def _run_drills(names: list[str], total_budget: float, started: float) -> list[D
             drill.expect(f"the drill ran (not run: the total budget of {total_budget:.0f} s was spent)", False)
         else:
             print(f"-- drill {name} (budget {budget:.0f} s: {budget_of(name)} s x contention {scale:.2f})", flush=True)
-            drill = run_one(name, budget)
+            drill = run_one(name, budget, scale)
             drill.figures["cpu_contention"] = round(scale, 2)
         drill.print()
         results.append(drill)

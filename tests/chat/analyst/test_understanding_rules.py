@@ -117,3 +117,28 @@ def test_those_outside_a_follow_up_is_declined():
 
     assert isinstance(answer, Decline)
     assert "'those'" in answer.reason
+
+
+def _orders_model() -> list:
+    """A view of orders with a count, a customer name and one date: no distinct count of customers."""
+    members = [
+        _member("sales", "order_count", "Orders", kind="number", alias="orders.count", agg="count"),
+        _member("sales", "revenue", "Revenue", kind="number", alias="orders.revenue", agg="sum", format="currency"),
+        _member("sales", "customer", "Customer", kind="string", alias="orders.customer"),
+        _member("sales", "ordered_at", "Ordered at", kind="time", alias="orders.ordered_at"),
+    ]
+    return cubes_of({"cubes": [{"name": "sales", "title": "Sales", "type": "view", "members": members}]})
+
+
+def test_distinct_things_without_a_distinct_count_are_declined_never_grouped():
+    answer = _ask("How many different customers placed orders in 2024?", _orders_model())
+
+    assert isinstance(answer, Decline)
+    assert "no distinct count of customer" in answer.reason
+
+
+def test_a_noun_after_on_qualifies_the_measure_and_adds_none():
+    answer = _ask("What was the revenue on orders placed in 2024?", _orders_model())
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["sales.revenue"]

@@ -35,7 +35,7 @@ from embedadmin.chat.vocabulary import stem
 MAX_VALUE_WORDS = 4
 DISTINCT_STEMS = frozenset(stem(w) for w in DISTINCT_WORDS) | {"count", "number"}
 COPULAS = frozenset({"were", "was", "are", "is", "been", "being"})
-OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to"})
+OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to", "on"})  # "revenue on orders placed in 2024"
 ANAPHORS = frozenset({"those", "these", "them", "they", "ones"})
 
 
@@ -228,6 +228,12 @@ async def attempt(
         and span.member_phrase[0] in nouns
         and span.start - 1 in valued_positions | qualified_by
     }
+    distinct_at = {p + 1 for p, flag in reading.aggregations.items() if flag == "distinct"}
+    for span in holder_spans:
+        if span.start in distinct_at and span.member not in named_holders:
+            # "how many different customers": a distinct count of them, never one row per customer
+            reason = f"The data model has no distinct count of {span.member.title.lower()}."
+            return Attempt(cube, decline=Decline(reason))
     groups += [m for m in value_holders if m not in named_holders and m not in groups and m not in entities]
     unplaced = [tokens[i].text for i in sorted(left) if tokens[i].lower not in LIGHT_VERBS]
     if unplaced:
