@@ -735,6 +735,23 @@ class Tenant:
         return f"/api/v1/public/{self.account}/agents/{self.agent['agentId']}/chat"
 
 
+def _app_env(postgres: Postgres, var_dir: Path) -> dict[str, str]:
+    """The environment of the application's processes on ``postgres``: this one's, without the shared test services'
+    settings, with the drills' database, secret key and var directory."""
+    env = dict(os.environ)
+    for name in ("TEST_DATABASE_URL", "TEST_REDIS_URL", "EMBEDADMIN_ALLOW_DEV_SECRET", "SECRET_KEY_FILE"):
+        env.pop(name, None)
+    env.update(
+        {
+            "DATABASE_URL": postgres.url("embedadmin"),
+            "SECRET_KEY": SECRET_KEY,
+            "EMBEDADMIN_VAR_DIR": str(var_dir),
+            "DJANGO_SETTINGS_MODULE": "embedadmin.settings",
+        }
+    )
+    return env
+
+
 def _template() -> Path | None:
     """The runner's template directory (:data:`TEMPLATE_ENV`) when it holds a finished one."""
     path = os.environ.get(TEMPLATE_ENV)
@@ -758,17 +775,13 @@ def build_template(directory: Path, orders: int = 20_000) -> None:
         postgres.create_database("embedadmin")
         var_dir = directory / "var"
         var_dir.mkdir()
-        env = {name: value for name, value in os.environ.items() if not name.startswith(("TEST_", "EMBEDADMIN_"))}
-        env.update(
-            {
-                "DATABASE_URL": postgres.url("embedadmin"),
-                "SECRET_KEY": SECRET_KEY,
-                "EMBEDADMIN_VAR_DIR": str(var_dir),
-                "DJANGO_SETTINGS_MODULE": "embedadmin.settings",
-            }
-        )
         try:
-            _run([PYTHON, "manage.py", "migrate", "--noinput", "-v0"], timeout=600, env=env, cwd=ROOT)
+            _run(
+                [PYTHON, "manage.py", "migrate", "--noinput", "-v0"],
+                timeout=600,
+                env=_app_env(postgres, var_dir),
+                cwd=ROOT,
+            )
         except subprocess.CalledProcessError as exc:
             raise ClusterError(f"migrate failed:\n{exc.stdout[-2000:]}\n{exc.stderr[-4000:]}") from None
         generate(directory / f"demo-{orders}.duckdb", orders=orders, threads=1)
@@ -870,17 +883,11 @@ class Cluster:
 
         var_dir = self.directory / "var"
         (var_dir / "staticfiles").mkdir(parents=True)  # whitenoise warns without it; the drills need no static files
-        self.env = dict(os.environ)
-        for name in ("TEST_DATABASE_URL", "TEST_REDIS_URL", "EMBEDADMIN_ALLOW_DEV_SECRET", "SECRET_KEY_FILE"):
-            self.env.pop(name, None)
+        self.env = _app_env(self.postgres, var_dir)
         self.env.update(
             {
-                "DATABASE_URL": self.postgres.url("embedadmin"),
                 "REDIS_URL": self.redis.url(0),
                 "CELERY_BROKER_URL": self.redis.url(1),
-                "SECRET_KEY": SECRET_KEY,
-                "EMBEDADMIN_VAR_DIR": str(var_dir),
-                "DJANGO_SETTINGS_MODULE": "embedadmin.settings",
                 "LOG_LEVEL": "WARNING",
                 "PYTHONUNBUFFERED": "1",
             }

@@ -152,7 +152,6 @@ def test_expiring_a_user_waits_for_a_live_run_whatever_this_servers_clock(chat, 
     alive is waited for even when this server's clock, a minute ahead, would call its heartbeat stale."""
     # given: a live run (heartbeat by the database just now), a lease of 30 s, this server a minute ahead
     monkeypatch.setattr(runs, "STALE_AFTER", dt.timedelta(seconds=30))
-    monkeypatch.setattr(users, "STALE_AFTER", dt.timedelta(seconds=30))
     monkeypatch.setattr(users, "EXPIRY_STREAMS_GRACE_SECONDS", 0.0)
     _chat_id, run = _running_run(chat)
     _server_clock(monkeypatch, SKEW)

@@ -94,7 +94,7 @@ def _thread_lock(thread_id: int) -> dt.datetime | None:
     return found[0][1] if found else None
 
 
-def _stale_before() -> Expression:
+def stale_before() -> Expression:
     """The moment before which a heartbeat is stale, computed by the database: ``now() - STALE_AFTER``."""
     return Now() - STALE_AFTER
 
@@ -206,7 +206,7 @@ def _run_end_locked(
     meanwhile counts). A failed run's messages left in process are closed first (:func:`closing_frames`)."""
     running = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING)
     if only_if_stale:
-        running = running.filter(heartbeat_at__lt=_stale_before())
+        running = running.filter(heartbeat_at__lt=stale_before())
     ended = running.update(status=outcome, finished_at=Now())
     if not ended:
         return False
@@ -270,7 +270,7 @@ def run_fail_if_stale(*, run_id: int, thread_id: int, bus: EventBus | None = Non
     heartbeat is stale by the database's clock; under the thread's lock, in one conditional UPDATE."""
     with transaction.atomic():
         _thread_lock(thread_id)
-        run = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, heartbeat_at__lt=_stale_before()).first()
+        run = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, heartbeat_at__lt=stale_before()).first()
         if run is None:
             return False
         return _run_end_locked(

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import BooleanField, ExpressionWrapper, Q
-from django.db.models.functions import Now
 from django.utils import timezone
 
 from embedadmin.accounts.models import Account
@@ -20,7 +19,7 @@ from embedadmin.chat import selectors
 from embedadmin.chat.authentication import ChatCredential
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
 from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser, Run
-from embedadmin.chat.services.runs import HEARTBEAT_SECONDS, STALE_AFTER
+from embedadmin.chat.services.runs import HEARTBEAT_SECONDS, stale_before
 from embedadmin.core.errors import BadRequest, Conflict
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
@@ -275,7 +274,7 @@ def _runs_stop(
     abort request is), then wait up to ``wait_seconds`` for those whose process is alive to end."""
     # Whether each run's process lives is the database's judgement (its clock wrote the heartbeats): never this
     # server's clock, which may run ahead of it and take live runs for dead.
-    alive = ExpressionWrapper(Q(heartbeat_at__gte=Now() - STALE_AFTER), output_field=BooleanField())
+    alive = ExpressionWrapper(Q(heartbeat_at__gte=stale_before()), output_field=BooleanField())
     running = list(
         Run.objects.filter(owners, status=Run.Status.RUNNING)
         .annotate(alive=alive)

@@ -261,7 +261,7 @@ async def attempt(
     if isinstance(chosen, Decline):
         return Attempt(cube, decline=chosen)
     if reading.date_ranges or grain:
-        # The time dimension named, else the first one the question did not name as a value.
+        # The time dimension named, else the only one the question did not name as a value, else _default_date's.
         others = [m for m in cube.time_dimensions() if time_span is None or m != time_span.member]
         if time is None and len(others) > 1:
             dated = _default_date(cube, others, chosen)
