@@ -38,6 +38,9 @@ FALLBACK_POLL_SECONDS = 0.25
 RETRY_SECONDS = 0.5
 GRACE_SECONDS = 1.5
 CONNECT_TIMEOUT_SECONDS = 1.0
+# The longest single read of a live subscription (a read that times out sends nothing to Redis): a cancellation the
+# client lost is honoured within it (see _honour_cancellation).
+READ_SLICE_SECONDS = 1.0
 # One retry without backoff (a pooled connection found dead after a restart), never redis-py's default of
 # three retries with exponential backoff, which held every frame of a run for seconds while Redis was down.
 _SYNC_OPTIONS: dict[str, Any] = {
@@ -56,6 +59,19 @@ Notification = dict[str, Any]
 # operation on a transport closed meanwhile (Redis stopped as a subscription was being made, read or closed)
 # raises RuntimeError ("unable to perform operation on <TCPTransport closed=True>"); it means the same.
 _CONNECTION_LOST = (RedisError, OSError, TimeoutError, RuntimeError)
+
+
+def _honour_cancellation() -> None:
+    """Raise ``CancelledError`` when the current task was asked to stop and the request is still pending.
+
+    redis-py's asyncio client can lose a cancellation: under the redis_outage drill, a run's abort watcher cancelled
+    while its subscription was being made (Redis just back) saw the subscription complete as if nothing had
+    happened, its task still ``cancelling()``, and went on reading 60 s at a time, so the run never ended. Which of
+    the client's handlers drops it was not found; a subscription therefore asks before each wait and after
+    subscribing, so a lost cancellation costs at most one ``READ_SLICE_SECONDS`` read."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def thread_channel(thread_id: int) -> str:
@@ -162,7 +178,8 @@ class _RedisSubscription:
         except _CONNECTION_LOST:
             await _close_quietly(pubsub, client)
             return False
-        self._client, self._pubsub = client, pubsub
+        self._client, self._pubsub = client, pubsub  # closed by close(), also when the next line raises
+        _honour_cancellation()
         return True
 
     def _fell_back(self, now: float, why: str) -> None:
@@ -192,6 +209,7 @@ class _RedisSubscription:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
+            _honour_cancellation()
             now = loop.time()
             remaining = deadline - now
             if remaining <= 0:
@@ -209,7 +227,7 @@ class _RedisSubscription:
                 await asyncio.sleep(min(remaining, FALLBACK_POLL_SECONDS))
                 return None
             early = now < self._grace_until
-            wait = min(remaining, FALLBACK_POLL_SECONDS) if early else remaining
+            wait = min(remaining, FALLBACK_POLL_SECONDS if early else READ_SLICE_SECONDS)
             try:
                 message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=wait)
             except _CONNECTION_LOST:

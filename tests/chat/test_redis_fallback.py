@@ -184,6 +184,59 @@ def test_a_transport_closed_under_a_subscription_is_redis_going_away(own_redis, 
     assert asyncio.run(scenario()) == (False, False, True, {"kind": "event", "seq": 3})
 
 
+def _swallowing_get_message(original):
+    """``PubSub.get_message`` as the Redis client behaved once under the redis_outage drill: a cancellation that
+    arrives during it is lost (the call returns as if nothing happened), though the task stays cancelling."""
+
+    async def get_message(self, *args, **kwargs):
+        try:
+            await asyncio.sleep(0.3)
+        except asyncio.CancelledError:
+            pass
+        return await original(self, *args, **kwargs)
+
+    return get_message
+
+
+@pytest.mark.parametrize("where", ["subscribing", "reading"])
+def test_a_cancellation_the_redis_client_loses_still_stops_the_subscriber(own_redis, monkeypatch, where):
+    """In the redis_outage drill a run's abort watcher, cancelled as its run ended while its subscription was being
+    made (Redis had just come back), never stopped: the client had lost the cancellation, the subscription went on
+    waiting 60 s at a time, and the run stayed running with a live heartbeat. A subscription honours a cancellation
+    pending on its task, whatever the client did with it, within a second."""
+    from redis.asyncio.client import PubSub
+
+    bus = _bus()
+    monkeypatch.setattr(PubSub, "get_message", _swallowing_get_message(PubSub.get_message))
+
+    async def scenario() -> tuple[bool, bool, float]:
+        loop = asyncio.get_running_loop()
+        subscribed = asyncio.Event()
+
+        async def watcher() -> None:
+            async with bus.subscribe("thread:12") as subscription:
+                subscribed.set()
+                while True:
+                    await subscription.get(timeout=60)
+
+        task = asyncio.create_task(watcher())
+        if where == "subscribing":
+            await asyncio.sleep(0.1)  # inside the confirmation read of the subscription
+            assert not subscribed.is_set()
+        else:
+            await subscribed.wait()
+            await asyncio.sleep(0.1)  # inside the first read of get()
+        cancelled_at = loop.time()
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=5)
+        return bool(done), task.cancelled() if done else False, loop.time() - cancelled_at
+
+    done, cancelled, seconds = asyncio.run(scenario())
+
+    assert done and cancelled
+    assert seconds < 2.0
+
+
 def _replay(chat, body: dict, chat_id: str) -> list[dict]:
     """The run's frames as the log holds them: a resend of the same message once it ended replays it."""
     replay = chat.stream({**body, "chatId": chat_id})
