@@ -142,3 +142,61 @@ def test_a_noun_after_on_qualifies_the_measure_and_adds_none():
 
     assert isinstance(answer, Intent)
     assert [m.name for m in answer.measures] == ["sales.revenue"]
+
+
+async def _statuses(cube: str, dimension: str, candidates: Any) -> list[str]:
+    """The data holds the statuses ``shipped`` and ``returned`` (of the view and of the orders cube behind it)."""
+    held = {"shipped", "returned"}
+    return [c for c in candidates if dimension.endswith(".status") and c.lower() in held]
+
+
+def _with_orders_cube(cubes: list) -> list:
+    """The model with the ``orders`` cube the view shows, as serviceMeta lists it beside the view: one date of its
+    own, and a synonym ("purchases") the view's member does not carry."""
+    orders = [
+        {
+            "name": "orders.count",
+            "title": "Orders",
+            "type": "number",
+            "aggType": "count",
+            "meta": {"synonyms": ["purchases"]},
+        },
+        {"name": "orders.ordered_at", "title": "Ordered at", "type": "time"},
+        {"name": "orders.status", "title": "Status", "type": "string"},
+    ]
+    return [*cubes, *cubes_of({"cubes": [{"name": "orders", "title": "Orders", "members": orders}]})]
+
+
+def _ask_with(question: str, cubes: list) -> Intent | Decline:
+    return asyncio.run(understand(question, cubes, _statuses, zone=UTC_ZONE, now=NOW))
+
+
+def test_values_joined_by_and_are_each_answered_unless_asked_together():
+    cubes = _model(plain_date_on="ordered_at")
+
+    split = _ask_with("Orders shipped and returned", cubes)
+    either = _ask_with("Orders shipped or returned", cubes)
+    combined = _ask_with("Orders shipped and returned combined", cubes)
+
+    assert isinstance(split, Intent) and isinstance(either, Intent) and isinstance(combined, Intent)
+    assert [g.name for g in split.groups] == ["shop.status"]
+    assert either.groups == () and combined.groups == ()
+    for intent in (split, either, combined):
+        assert [(c.member.name, c.operator, set(c.values)) for c in intent.conditions] == [
+            ("shop.status", "equals", {"shipped", "returned"})
+        ]
+
+
+def test_a_cube_a_view_shows_answers_through_the_view_and_never_past_its_ambiguity():
+    cubes = _with_orders_cube(_model())
+
+    # "purchases" only the cube places: its answer is written against the view, which shows what it uses
+    through = _ask_with("Purchases by status", cubes)
+    # the view has two dates of orders and no plain one, so it declines as ambiguous; the cube behind it, with one
+    # date, would answer: it may not
+    ambiguous = _ask_with("Orders in 2024", cubes)
+
+    assert isinstance(through, Intent)
+    assert (through.cube.name, [m.name for m in through.measures]) == ("shop", ["shop.order_count"])
+    assert [g.name for g in through.groups] == ["shop.status"]
+    assert isinstance(ambiguous, Decline) and ambiguous.ambiguous

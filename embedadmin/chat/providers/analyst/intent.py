@@ -174,3 +174,4 @@ class Decline:
     """Why the analyst does not answer: what it could not place or compute, and what it can answer about."""
 
     reason: str
+    ambiguous: bool = False  # the words have several readings in the model (not: the model lacks something)

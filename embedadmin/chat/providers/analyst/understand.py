@@ -3,7 +3,9 @@
 Every word of the question must be placed before the analyst answers: a date range, a grain, a ranking, an
 aggregation word, a comparison, a member of the model (name, title, synonym), a value found in the data (looked
 up through the Core Data API with the viewer's own access policies), or a word with no content of its own. A
-question is read against each cube and view (views first); the first that places every word answers. When none
+question is read against each cube and view (views first); the first that places every word answers, written
+against a view that shows every member it uses. A cube is not read when a view showing it declined the question
+as ambiguous (its fewer members would hide the ambiguity). When none
 does, the analyst declines and names the words no cube could place. A follow-up ("and last year?", "only in
 Berlin", "by city instead") changes one part of the thread's previous question. What a question says without
 the model (dates, rankings, aggregation words, comparisons, markers) is read first, in ``reading.py``.
@@ -12,7 +14,7 @@ the model (dates, rankings, aggregation words, comparisons, markers) is read fir
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -37,6 +39,7 @@ DISTINCT_STEMS = frozenset(stem(w) for w in DISTINCT_WORDS) | {"count", "number"
 COPULAS = frozenset({"were", "was", "are", "is", "been", "being"})
 OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to", "on"})  # "revenue on orders placed in 2024"
 ANAPHORS = frozenset({"those", "these", "them", "they", "ones"})
+COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
 
 
 @dataclass
@@ -137,7 +140,7 @@ async def attempt(
         elif len(units) > 1:
             choices = " or ".join(m.title.lower() for m in units)
             word = reading.tokens[end].text
-            return Attempt(cube, decline=Decline(f"'{word}' could be {choices}: say which one."))
+            return Attempt(cube, decline=Decline(f"'{word}' could be {choices}: say which one.", ambiguous=True))
     spans = _spans(cube, reading, taken)  # aggregation words are free: "average order value" is a measure
     if grain is None and not any(reading.names_group(span.start) for span in spans):
         spans = [_per_row(cube, span, reading) for span in spans]
@@ -201,7 +204,7 @@ async def attempt(
     soft = {p for span in holder_spans for p in span.positions}
     if time_span is not None and (len(time_span.positions) == 1 or not (reading.date_ranges or grain)):
         soft |= set(time_span.positions)
-    found, left, valued_positions = await _values(cube, reading, taken - soft, value_holders, lookup)
+    found, left, valued_positions, joined_by_and = await _values(cube, reading, taken - soft, value_holders, lookup)
     valued = soft - left
     value_holders = [span.member for span in holder_spans if not set(span.positions) & valued]
     if time_span is not None:
@@ -235,6 +238,10 @@ async def attempt(
             reason = f"The data model has no distinct count of {span.member.title.lower()}."
             return Attempt(cube, decline=Decline(reason))
     groups += [m for m in value_holders if m not in named_holders and m not in groups and m not in entities]
+    # Values joined by "and" are each answered ("orders from men and women": a row for each), unless the question
+    # asks for them together ("combined", "together", "in total"); joined by "or", they are one group.
+    if not any(t.lower in COMBINING_WORDS for t in tokens) and "total" not in reading.aggregations.values():
+        groups += [c.member for c in found if c.member.name in joined_by_and and c.member not in groups]
     unplaced = [tokens[i].text for i in sorted(left) if tokens[i].lower not in LIGHT_VERBS]
     if unplaced:
         return Attempt(cube, unplaced=unplaced)
@@ -307,7 +314,7 @@ def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member]) -
         return plain[0]
     listed = own or dates
     choices = ", ".join(m.title.lower() for m in listed[:-1]) + f" or {listed[-1].title.lower()}"
-    return Decline(f"Which date should the period be of: {choices}? Say it.")
+    return Decline(f"Which date should the period be of: {choices}? Say it.", ambiguous=True)
 
 
 def _headed(spans: list[Span], reading: Reading) -> tuple[list[Span], set[int]]:
@@ -486,15 +493,15 @@ def _comparison_target(
 
 async def _values(
     cube: Cube, reading: Reading, taken: set[int], holders: list[Member], lookup: ValueLookup
-) -> tuple[list[Condition], set[int], set[int]]:
+) -> tuple[list[Condition], set[int], set[int], set[str]]:
     """Conditions for words the data holds as values of the cube's string dimensions ("completed", "New York"),
     longest phrases first; the dimensions the question named ("status completed") are looked in first. Values of
-    one dimension joined by "or"/"and" make one condition. Returns the conditions, the positions left and the
-    positions the values took."""
+    one dimension joined by "or"/"and" make one condition. Returns the conditions, the positions left, the
+    positions the values took and the dimensions whose values "and" joins ("men and women")."""
     tokens = reading.tokens
     left = {i for i in range(len(tokens)) if i not in taken and tokens[i].lower not in FUNCTION_WORDS}
     if all(tokens[i].lower in LIGHT_VERBS for i in left):
-        return [], left, set()
+        return [], left, set(), set()
     strings = [m for m in cube.dimensions() if m.type == "string"]
     ordered = [*holders, *[m for m in strings if m not in holders]]
     runs = _runs(sorted(left))
@@ -538,7 +545,16 @@ async def _values(
     for i in left - used:
         if tokens[i].lower in ("or", "and", "nor") and i - 1 in used and i + 1 in used:
             used.add(i)
-    return list(conditions.values()), left - used, used
+    owner_at = {p: member for member, _value, positions in matched for p in positions}
+    joined_by_and = {
+        owner_at[i - 1].name
+        for i, token in enumerate(tokens)
+        if token.lower == "and"
+        and i - 1 in owner_at
+        and owner_at[i - 1] == owner_at.get(i + 1)
+        and not {i - 1, i + 1} & reading.negated
+    }
+    return list(conditions.values()), left - used, used, joined_by_and
 
 
 def _plain(text: str) -> str:
@@ -709,12 +725,19 @@ async def understand(
     if pointing:  # "the MRR on those": what they point to is in the thread, and is not read as a change of it
         return Decline(f"I could not tell what '{pointing[0]}' refers to: ask the whole question, naming it.")
     ordered = sorted(cubes, key=lambda c: not c.is_view)
+    views = [c for c in cubes if c.is_view]
     nouns = entity_nouns(cubes)
     best: Attempt | None = None
+    declined_by: dict[str, Decline] = {}  # cube -> the reasoned decline of a view showing it
     for cube in ordered:
+        if cube.name in declined_by:
+            # The view showing this cube found the question ambiguous: the cube's fewer members would hide that.
+            continue
         tried = await attempt(cube, reading, lookup, zone.key, nouns=nouns)
         if tried.intent is not None:
-            return tried.intent
+            return tried.intent if cube.is_view else _through_view(tried.intent, views)
+        if cube.is_view and tried.decline is not None and tried.decline.ambiguous:
+            declined_by.update(dict.fromkeys({m.owner for m in cube.members}, tried.decline))
         if best is None or _worse(best, tried):
             best = tried
     if best is None:
@@ -723,6 +746,30 @@ async def understand(
         return best.decline
     words = ", ".join(f"'{w}'" for w in dict.fromkeys(best.unplaced))
     return Decline(f"I did not understand {words}: no measure, dimension or value of the data model matches.")
+
+
+def _through_view(intent: Intent, views: Sequence[Cube]) -> Intent:
+    """A cube's answer written against the first view that shows every member it uses (the model's public face; the
+    same query, since a view member is its cube member), else as it is."""
+    used = [*intent.measures, *intent.groups, *(c.member for c in (*intent.conditions, *intent.having))]
+    if intent.time is not None:
+        used.append(intent.time)
+    for view in views:
+        showing = {m.alias: m for m in view.members if m.alias}
+        if all(m.name in showing for m in used):
+
+            def shown(member: Member, showing: dict[str, Member] = showing) -> Member:
+                return showing[member.name]
+
+            return intent.replaced(
+                cube=view,
+                measures=tuple(shown(m) for m in intent.measures),
+                groups=tuple(shown(m) for m in intent.groups),
+                conditions=tuple(replace(c, member=shown(c.member)) for c in intent.conditions),
+                having=tuple(replace(c, member=shown(c.member)) for c in intent.having),
+                time=shown(intent.time) if intent.time is not None else None,
+            )
+    return intent
 
 
 def _worse(best: Attempt, other: Attempt) -> bool:
