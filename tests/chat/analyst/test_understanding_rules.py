@@ -178,9 +178,12 @@ def test_values_joined_by_and_are_each_answered_unless_asked_together():
     either = _ask_with("Orders shipped or returned", cubes)
     combined = _ask_with("Orders shipped and returned combined", cubes)
 
-    assert isinstance(split, Intent) and isinstance(either, Intent) and isinstance(combined, Intent)
+    assert isinstance(split, Intent)
+    assert isinstance(either, Intent)
+    assert isinstance(combined, Intent)
     assert [g.name for g in split.groups] == ["shop.status"]
-    assert either.groups == () and combined.groups == ()
+    assert either.groups == ()
+    assert combined.groups == ()
     for intent in (split, either, combined):
         assert [(c.member.name, c.operator, set(c.values)) for c in intent.conditions] == [
             ("shop.status", "equals", {"shipped", "returned"})
@@ -199,4 +202,5 @@ def test_a_cube_a_view_shows_answers_through_the_view_and_never_past_its_ambigui
     assert isinstance(through, Intent)
     assert (through.cube.name, [m.name for m in through.measures]) == ("shop", ["shop.order_count"])
     assert [g.name for g in through.groups] == ["shop.status"]
-    assert isinstance(ambiguous, Decline) and ambiguous.ambiguous
+    assert isinstance(ambiguous, Decline)
+    assert ambiguous.ambiguous
