@@ -204,3 +204,23 @@ def test_a_cube_a_view_shows_answers_through_the_view_and_never_past_its_ambigui
     assert [g.name for g in through.groups] == ["shop.status"]
     assert isinstance(ambiguous, Decline)
     assert ambiguous.ambiguous
+
+
+def test_a_verb_the_model_names_something_by_is_never_dropped():
+    members = [
+        _member("shop", "order_count", "Orders", kind="number", alias="orders.count", agg="count"),
+        _member("shop", "returned_count", "Returned orders", kind="number", alias="orders.returned", agg="count"),
+        _member("shop", "ordered_at", "Ordered at", kind="time", alias="orders.ordered_at"),
+    ]
+    cubes = cubes_of({"cubes": [{"name": "shop", "title": "Shop", "type": "view", "members": members}]})
+
+    placed = _ask("How many orders were placed in 2024?", cubes)
+    returned = _ask("How many orders were returned in 2024?", cubes)
+    in_stock = _ask("How many orders do we have in stock?", cubes)
+
+    assert isinstance(placed, Intent)
+    assert [m.name for m in placed.measures] == ["shop.order_count"]
+    assert isinstance(returned, Intent)  # the model names what "returned" means: never the count of all orders
+    assert [m.name for m in returned.measures] == ["shop.returned_count"]
+    assert isinstance(in_stock, Decline)  # "in stock" is not an event of orders: nothing of the model places it
+    assert "stock" in in_stock.reason

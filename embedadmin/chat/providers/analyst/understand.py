@@ -242,7 +242,14 @@ async def attempt(
     # asks for them together ("combined", "together", "in total"); joined by "or", they are one group.
     if not any(t.lower in COMBINING_WORDS for t in tokens) and "total" not in reading.aggregations.values():
         groups += [c.member for c in found if c.member.name in joined_by_and and c.member not in groups]
-    unplaced = [tokens[i].text for i in sorted(left) if tokens[i].lower not in LIGHT_VERBS]
+    # A verb that only says the event happened ("orders placed in 2024") has no content, unless the model names
+    # something by it ("lines returned": a member says "returned"): then it must be placed like any word.
+    modelled = {word for member in cube.members for phrase in member.phrases for word in phrase}
+    unplaced = [
+        tokens[i].text
+        for i in sorted(left)
+        if tokens[i].lower not in LIGHT_VERBS or {tokens[i].lower, tokens[i].stem} & modelled
+    ]
     if unplaced:
         return Attempt(cube, unplaced=unplaced)
     # The measure.

@@ -41,7 +41,7 @@ LIGHT_VERBS = _words(
     """placed made created recorded happened occurred generated got came logged registered submitted received
     booked taken lasting lasted costing costed priced brought bring brings make makes making sell sells selling
     sold billed charged paid spent earned invoiced living live lives located based took place saw treated insured
-    waited carry carried stock stocked offer offered
+    waited carry carried offer offered
     """
 )
 # Verbs that say which amount a unit measures when the unit alone fits several ("lasting 60 minutes": a duration,
