@@ -33,6 +33,7 @@ abort): the statement running is interrupted in the database itself, within a se
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import logging
@@ -438,11 +439,19 @@ class DuckDBSource:
         )
 
     def _close_locked(self) -> None:
+        """Close every thread's cursor, then the connection. A cursor running a statement (a shutdown, or a test's
+        teardown, while a request's query runs) is interrupted first: DuckDB refuses to close a cursor busy with a
+        call. One still busy after it is left to its thread, whose statement ends with the interrupt."""
         for mine in self._cursors:
-            mine.cursor.close()
+            with mine.lock:
+                if mine.running is not None:
+                    mine.cursor.interrupt()
+            with contextlib.suppress(duckdb.Error):
+                mine.cursor.close()
         self._cursors.clear()
         if self._connection is not None:
-            self._connection.close()
+            with contextlib.suppress(duckdb.Error):
+                self._connection.close()
             self._connection = None
 
     def close(self) -> None:

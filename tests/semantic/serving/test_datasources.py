@@ -393,3 +393,31 @@ def test_bad_urls_are_refused(url, message):
 )
 def test_value_type_names(name, expected):
     assert value_type(name) == expected
+
+
+def test_closing_a_duckdb_source_while_a_query_runs_stops_the_query_and_never_raises(duck):
+    """Closing the shared sources (a process's shutdown, a test's teardown) while a request's query runs on another
+    thread: DuckDB refuses to close a cursor busy with a call ("connection is busy with another call"), which made
+    closing raise. The running query is interrupted instead, and closing completes."""
+    running = threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def slow() -> None:
+        running.set()
+        try:
+            duck.execute(SLOW_QUERIES["duckdb"], [], timeout_s=30)
+            outcome.append(None)
+        except BaseException as exc:  # what the query ended with is the assertion
+            outcome.append(exc)
+
+    worker = threading.Thread(target=slow)
+    worker.start()
+    running.wait(5)
+    time.sleep(0.3)  # inside the statement
+
+    close_data_sources()
+    worker.join(10)
+
+    assert not worker.is_alive()
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], DataSourceError)
