@@ -48,8 +48,8 @@ async def _no_values(cube: str, dimension: str, candidates: Any) -> list[str]:
     return []
 
 
-def _ask(question: str, cubes: list, previous: Intent | None = None) -> Intent | Decline:
-    return asyncio.run(understand(question, cubes, _no_values, zone=UTC_ZONE, now=NOW, previous=previous))
+def _ask(question: str, cubes: list, previous: Intent | None = None, lookup: Any = _no_values) -> Intent | Decline:
+    return asyncio.run(understand(question, cubes, lookup, zone=UTC_ZONE, now=NOW, previous=previous))
 
 
 def _period(question: str) -> tuple[date, date, bool]:
@@ -167,16 +167,12 @@ def _with_orders_cube(cubes: list) -> list:
     return [*cubes, *cubes_of({"cubes": [{"name": "orders", "title": "Orders", "members": orders}]})]
 
 
-def _ask_with(question: str, cubes: list) -> Intent | Decline:
-    return asyncio.run(understand(question, cubes, _statuses, zone=UTC_ZONE, now=NOW))
-
-
 def test_values_joined_by_and_are_each_answered_unless_asked_together():
     cubes = _model(plain_date_on="ordered_at")
 
-    split = _ask_with("Orders shipped and returned", cubes)
-    either = _ask_with("Orders shipped or returned", cubes)
-    combined = _ask_with("Orders shipped and returned combined", cubes)
+    split = _ask("Orders shipped and returned", cubes, lookup=_statuses)
+    either = _ask("Orders shipped or returned", cubes, lookup=_statuses)
+    combined = _ask("Orders shipped and returned combined", cubes, lookup=_statuses)
 
     assert isinstance(split, Intent)
     assert isinstance(either, Intent)
@@ -194,10 +190,10 @@ def test_a_cube_a_view_shows_answers_through_the_view_and_never_past_its_ambigui
     cubes = _with_orders_cube(_model())
 
     # "purchases" only the cube places: its answer is written against the view, which shows what it uses
-    through = _ask_with("Purchases by status", cubes)
+    through = _ask("Purchases by status", cubes, lookup=_statuses)
     # the view has two dates of orders and no plain one, so it declines as ambiguous; the cube behind it, with one
     # date, would answer: it may not
-    ambiguous = _ask_with("Orders in 2024", cubes)
+    ambiguous = _ask("Orders in 2024", cubes, lookup=_statuses)
 
     assert isinstance(through, Intent)
     assert (through.cube.name, [m.name for m in through.measures]) == ("shop", ["shop.order_count"])

@@ -5,8 +5,8 @@ aggregation word, a comparison, a member of the model (name, title, synonym), a 
 up through the Core Data API with the viewer's own access policies), or a word with no content of its own. A
 question is read against each cube and view (views first); the first that places every word answers, written
 against a view that shows every member it uses. A cube is not read when a view showing it declined the question
-as ambiguous (its fewer members would hide the ambiguity). When none
-does, the analyst declines and names the words no cube could place. A follow-up ("and last year?", "only in
+as ambiguous (its fewer members would hide the ambiguity). When none does, the analyst declines and names the words
+no cube could place. A follow-up ("and last year?", "only in
 Berlin", "by city instead") changes one part of the thread's previous question. What a question says without
 the model (dates, rankings, aggregation words, comparisons, markers) is read first, in ``reading.py``.
 """
@@ -735,16 +735,16 @@ async def understand(
     views = [c for c in cubes if c.is_view]
     nouns = entity_nouns(cubes)
     best: Attempt | None = None
-    declined_by: dict[str, Decline] = {}  # cube -> the reasoned decline of a view showing it
+    behind_ambiguity: set[str] = set()  # the cubes of a view that declined the question as ambiguous
     for cube in ordered:
-        if cube.name in declined_by:
+        if cube.name in behind_ambiguity:
             # The view showing this cube found the question ambiguous: the cube's fewer members would hide that.
             continue
         tried = await attempt(cube, reading, lookup, zone.key, nouns=nouns)
         if tried.intent is not None:
             return tried.intent if cube.is_view else _through_view(tried.intent, views)
         if cube.is_view and tried.decline is not None and tried.decline.ambiguous:
-            declined_by.update(dict.fromkeys({m.owner for m in cube.members}, tried.decline))
+            behind_ambiguity |= {m.owner for m in cube.members}
         if best is None or _worse(best, tried):
             best = tried
     if best is None:
@@ -764,19 +764,21 @@ def _through_view(intent: Intent, views: Sequence[Cube]) -> Intent:
     for view in views:
         showing = {m.alias: m for m in view.members if m.alias}
         if all(m.name in showing for m in used):
+            break
+    else:
+        return intent
 
-            def shown(member: Member, showing: dict[str, Member] = showing) -> Member:
-                return showing[member.name]
+    def shown(member: Member) -> Member:
+        return showing[member.name]
 
-            return intent.replaced(
-                cube=view,
-                measures=tuple(shown(m) for m in intent.measures),
-                groups=tuple(shown(m) for m in intent.groups),
-                conditions=tuple(replace(c, member=shown(c.member)) for c in intent.conditions),
-                having=tuple(replace(c, member=shown(c.member)) for c in intent.having),
-                time=shown(intent.time) if intent.time is not None else None,
-            )
-    return intent
+    return intent.replaced(
+        cube=view,
+        measures=tuple(shown(m) for m in intent.measures),
+        groups=tuple(shown(m) for m in intent.groups),
+        conditions=tuple(replace(c, member=shown(c.member)) for c in intent.conditions),
+        having=tuple(replace(c, member=shown(c.member)) for c in intent.having),
+        time=shown(intent.time) if intent.time is not None else None,
+    )
 
 
 def _worse(best: Attempt, other: Attempt) -> bool:
