@@ -7,9 +7,13 @@ stem (plurals folded: ``categories`` and ``category``, ``orders`` and ``order`` 
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import snowballstemmer
 
 WORD = re.compile(r"[a-z0-9]+")
 
@@ -78,6 +82,20 @@ def stem(word: str) -> str:
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
+
+
+_ENGLISH = threading.local()
+
+
+@functools.lru_cache(maxsize=8192)
+def root(word: str) -> str:
+    """The English root of ``word`` (lowercase), verb and noun endings removed (Snowball's English stemmer:
+    ``signed``, ``signs`` -> ``sign``; ``cancelled``, ``cancellation`` -> ``cancel``), for meeting a question's verb
+    with the member the model names after it. Coarser than :func:`stem`, which names are matched with."""
+    english = getattr(_ENGLISH, "stemmer", None)
+    if english is None:  # a stemmer keeps state while it works: one per thread
+        english = _ENGLISH.stemmer = snowballstemmer.stemmer("english")
+    return str(english.stemWord(word))
 
 
 def stems(text: str) -> list[str]:

@@ -191,9 +191,9 @@ def test_a_cube_a_view_shows_answers_through_the_view_and_never_past_its_ambigui
 
     # "purchases" only the cube places: its answer is written against the view, which shows what it uses
     through = _ask("Purchases by status", cubes, lookup=_statuses)
-    # the view has two dates of orders and no plain one, so it declines as ambiguous; the cube behind it, with one
-    # date, would answer: it may not
-    ambiguous = _ask("Orders in 2024", cubes, lookup=_statuses)
+    # the view has two dates of orders, no plain one and none the words name, so it declines as ambiguous; the cube
+    # behind it, with one date, would answer: it may not
+    ambiguous = _ask("Count by status in 2024", cubes, lookup=_statuses)
 
     assert isinstance(through, Intent)
     assert (through.cube.name, [m.name for m in through.measures]) == ("shop", ["shop.order_count"])
@@ -220,3 +220,150 @@ def test_a_verb_the_model_names_something_by_is_never_dropped():
     assert [m.name for m in returned.measures] == ["shop.returned_count"]
     assert isinstance(in_stock, Decline)  # "in stock" is not an event of orders: nothing of the model places it
     assert "stock" in in_stock.reason
+
+
+def _saas_model() -> list:
+    """A view of accounts (signup date) and their subscriptions (start and cancellation dates, status)."""
+    members = [
+        _member("ops", "acct_count", "Accounts", kind="number", alias="accounts.count", agg="count"),
+        _member("ops", "sub_count", "Subscriptions", kind="number", alias="subscriptions.count", agg="count"),
+        _member("ops", "mrr", "MRR", kind="number", alias="subscriptions.mrr", agg="sum", format="currency"),
+        _member("ops", "industry", "Industry", kind="string", alias="accounts.industry"),
+        _member("ops", "signup_ts", "Signup date", kind="time", alias="accounts.signup_ts"),
+        _member("ops", "started_ts", "Start date", kind="time", alias="subscriptions.started_ts"),
+        _member(
+            "ops",
+            "canceled_ts",
+            "Cancellation date",
+            kind="time",
+            alias="subscriptions.canceled_ts",
+            meta={"synonyms": ["churn date"]},
+        ),
+        _member("ops", "status", "Status", kind="string", alias="subscriptions.status"),
+    ]
+    return cubes_of({"cubes": [{"name": "ops", "title": "Operations", "type": "view", "members": members}]})
+
+
+async def _saas_values(cube: str, dimension: str, candidates: Any) -> list[str]:
+    held = {"ops.status": {"active", "canceled"}, "ops.industry": {"fintech", "retail"}}.get(dimension, set())
+    return [c for c in candidates if c.lower() in held]
+
+
+def _range(intent: Intent | Decline) -> tuple[date | None, date | None]:
+    assert isinstance(intent, Intent), intent
+    assert intent.date_range is not None
+    return intent.date_range.start, intent.date_range.end
+
+
+def test_a_verb_naming_a_date_of_the_model_is_the_periods_date():
+    cubes = _saas_model()
+
+    signed = _ask("How many new accounts signed up last year?", cubes, lookup=_saas_values)
+    churned = _ask("How many subscriptions churned each month in 2025?", cubes, lookup=_saas_values)
+    started = _ask("How many subscriptions started in the second half of 2024?", cubes, lookup=_saas_values)
+    # "canceled" is a value of status and names the cancellation date: both hold
+    canceled = _ask("How many subscriptions were canceled in 2024?", cubes, lookup=_saas_values)
+    signups = _ask("Show new signups per quarter in 2024", cubes, lookup=_saas_values)
+
+    for intent, date_name in (
+        (signed, "ops.signup_ts"),
+        (churned, "ops.canceled_ts"),
+        (started, "ops.started_ts"),
+        (canceled, "ops.canceled_ts"),
+        (signups, "ops.signup_ts"),
+    ):
+        assert isinstance(intent, Intent), intent
+        assert intent.time is not None
+        assert intent.time.name == date_name
+    assert isinstance(signed, Intent)
+    assert [m.name for m in signed.measures] == ["ops.acct_count"]
+    assert isinstance(churned, Intent)
+    assert [m.name for m in churned.measures] == ["ops.sub_count"]
+    assert churned.grain == "month"
+    assert isinstance(canceled, Intent)
+    assert [(c.member.name, c.values) for c in canceled.conditions] == [("ops.status", ("canceled",))]
+    assert isinstance(signups, Intent)
+    assert signups.grain == "quarter"
+
+
+def test_a_verb_naming_a_date_with_no_period_counts_the_rows_that_have_it():
+    churned = _ask("How many subscriptions churned?", _saas_model(), lookup=_saas_values)
+
+    assert isinstance(churned, Intent)
+    assert [(c.member.name, c.operator) for c in churned.conditions] == [("ops.canceled_ts", "set")]
+    assert "canceled_ts IS NOT NULL" in churned.sql()
+
+
+def test_a_word_naming_none_of_several_dates_is_still_never_guessed():
+    declined = _ask("Subscriptions in 2024", _saas_model(), lookup=_saas_values)
+
+    assert isinstance(declined, Decline)
+    assert declined.ambiguous
+
+
+def test_days_day_ranges_and_open_ranges():
+    cubes = _saas_model()
+    assert _range(_ask("Accounts that signed up between March 1 and March 15, 2025", cubes)) == (
+        date(2025, 3, 1),
+        date(2025, 3, 16),
+    )
+    assert _range(_ask("Accounts that signed up from June 1 to 7, 2025", cubes)) == (date(2025, 6, 1), date(2025, 6, 8))
+    assert _range(_ask("Accounts that signed up on 5 March 2025", cubes)) == (date(2025, 3, 5), date(2025, 3, 6))
+    assert _range(_ask("How many accounts signed up since April 1, 2025?", cubes)) == (date(2025, 4, 1), None)
+    assert _range(_ask("How many accounts signed up before 2024?", cubes)) == (None, date(2024, 1, 1))
+    assert _range(_ask("How many accounts signed up after 2023?", cubes)) == (date(2024, 1, 1), None)
+    assert _range(_ask("How many accounts signed up until March 2025?", cubes)) == (None, date(2025, 4, 1))
+    before = _ask("How many accounts signed up before 2024?", cubes)
+    assert isinstance(before, Intent)
+    assert "signup_ts < DATE '2024-01-01'" in before.sql()
+    assert ">=" not in before.sql()
+    assert "up to 2023-12-31" in before.computed()
+
+
+def test_a_day_that_does_not_exist_is_no_day():
+    assert find_dates(tokenize("orders on February 30"), zone=UTC_ZONE, now=NOW, taken=set())[0].date_range != (
+        find_dates(tokenize("orders on February 3"), zone=UTC_ZONE, now=NOW, taken=set())[0].date_range
+    )
+    assert _period("orders on February 29") == (date(2024, 2, 29), date(2024, 3, 1), True)  # the latest one
+
+
+def test_rankings_with_numbers_as_words():
+    cubes = _saas_model()
+
+    top = _ask("What are the top three industries by MRR?", cubes, lookup=_saas_values)
+    bottom = _ask("Which three industries have the lowest MRR?", cubes, lookup=_saas_values)
+
+    assert isinstance(top, Intent)
+    assert (top.descending, top.limit, [g.name for g in top.groups]) == (True, 3, ["ops.industry"])
+    assert isinstance(bottom, Intent)
+    assert (bottom.descending, bottom.limit) == (False, 3)
+
+
+def test_a_question_pointing_into_the_thread_narrows_its_last_question():
+    cubes = _saas_model()
+    first = _ask("How many subscriptions started in 2024?", cubes, lookup=_saas_values)
+    assert isinstance(first, Intent)
+
+    narrowed = _ask("How many of those were canceled?", cubes, previous=first, lookup=_saas_values)
+    by_industry = _ask("Break that down by industry as well.", cubes, previous=first, lookup=_saas_values)
+    share = _ask("What percentage of them were canceled?", cubes, previous=first, lookup=_saas_values)
+
+    assert isinstance(narrowed, Intent)
+    assert narrowed.date_range == first.date_range
+    assert narrowed.time == first.time
+    assert [(c.member.name, c.values) for c in narrowed.conditions] == [("ops.status", ("canceled",))]
+    assert isinstance(by_industry, Intent)
+    assert [g.name for g in by_industry.groups] == ["ops.industry"]
+    assert by_industry.date_range == first.date_range
+    assert isinstance(share, Decline)  # a share of the thread's rows is not its count narrowed
+
+
+def test_which_one_of_a_plural_group_asked_in_the_singular_is_one():
+    cubes = _saas_model()
+    first = _ask("MRR by industry", cubes, lookup=_saas_values)
+    assert isinstance(first, Intent)
+
+    smallest = _ask("Which of those industries was the smallest?", cubes, previous=first, lookup=_saas_values)
+
+    assert isinstance(smallest, Intent)
+    assert (smallest.descending, smallest.limit) == (False, 1)

@@ -1,7 +1,9 @@
 """Dates and grains in a question: ranges resolved to local days with the viewer's time zone and a clock.
 
-Absolute: ``in March 2024``, ``on 2024-03-05``, ``between January and March 2024``, ``in 2024 Q1``, ``in 2024``.
-Relative, in Cube's vocabulary: ``last year``, ``this month``, ``last 7 days``, ``yesterday``, ``today``.
+Absolute: ``in March 2024``, ``on 2024-03-05``, ``on March 5, 2024``, ``between January and March 2024``,
+``from June 1 to June 7, 2025``, ``in 2024 Q1``, ``in 2024``. Open on one side: ``since April 1, 2025``, ``after
+2023``, ``before 2024``, ``until March 2025``. Relative, in Cube's vocabulary: ``last year``, ``this month``, ``last 7
+days``, ``yesterday``, ``today``.
 Grains: ``per month``, ``monthly``, ``weekly``, ``by quarter`` and the model's custom granularities.
 """
 
@@ -41,14 +43,20 @@ SHORT_WORDS = frozenset({"may", "mar", "jan", "jun", "oct", "dec", "sept", "sep"
 YEAR = re.compile(r"^(19|20)\d\d$")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 TO_WORDS = ("to", "through", "until", "till", "thru")
+DAY_SUFFIXES = frozenset({"st", "nd", "rd", "th"})
+# Words before a day that make a short month name that is also an English word ("may") a month: "on May 5".
+DAY_LEADS = frozenset({"on", "to", "and", "before", "after", "through", "between", "by", "till"})
+# A word before a period that opens the range on one side: from the period's first day, after its last day,
+# before its first day, up to its last day.
+OPEN_MARKERS = {"since": "from", "after": "after", "before": "before", "until": "until", "till": "until"}
 
 
 @dataclass(frozen=True)
 class DateRange:
-    """Local days ``[start, end)``."""
+    """Local days ``[start, end)``; ``None`` leaves the range open on that side ("since 2024", "before 2024")."""
 
-    start: date
-    end: date
+    start: date | None
+    end: date | None
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,8 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
         if year is not None:
             return range_for(year, number), False
         this_year = range_for(today.year, number)
-        return (this_year if this_year.start <= today else range_for(today.year - 1, number)), True
+        begun = this_year.start is not None and this_year.start <= today
+        return (this_year if begun else range_for(today.year - 1, number)), True
 
     def take(positions: range | list[int], date_range: DateRange, yearless: bool = False) -> None:
         spot = set(positions)
@@ -135,6 +144,11 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
         elif ISO_DATE.match(word):
             day = date.fromisoformat(word)
             take([i], DateRange(day, day + timedelta(days=1)))
+        elif (day_found := _day_at(words, i, free)) is not None:
+            (month, number, year), used = day_found
+            take(used, *_day(year, month, number, today))
+            i = max(used) + 1
+            continue
         elif word in MONTHS and (word not in SHORT_WORDS or _dated(words, i)):
             year, used = _year_after(words, i, free)
             month = MONTHS[word]
@@ -172,7 +186,76 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
             )
             take(said, DateRange(date(year, 1, 1), date(year + 1, 1, 1)))
         i += 1
-    return _joined(found, words, taken)
+    return [_opened(item, words, taken) for item in _joined(found, words, taken)]
+
+
+def _opened(item: Found, words: Sequence[str], taken: set[int]) -> Found:
+    """A period after "since", "after", "before" or "until" as the range it opens ("since 2024": from 2024 on)."""
+    lead = min(item.positions) - 1
+    if item.date_range is None or lead < 0 or lead in taken or words[lead] not in OPEN_MARKERS:
+        return item
+    start, end = item.date_range.start, item.date_range.end
+    opened = {
+        "from": DateRange(start, None),
+        "after": DateRange(end, None),
+        "before": DateRange(None, start),
+        "until": DateRange(None, end),
+    }[OPEN_MARKERS[words[lead]]]
+    taken.add(lead)
+    return Found(item.positions | {lead}, date_range=opened, yearless=item.yearless)
+
+
+def _day_number(words: Sequence[str], i: int) -> tuple[int, list[int]] | None:
+    """A day of the month at ``i`` ("5", "5th", "5 th") and its positions."""
+    if i >= len(words) or not words[i].isdigit() or not 1 <= int(words[i]) <= 31:
+        return None
+    if i + 1 < len(words) and words[i + 1] in DAY_SUFFIXES:
+        return int(words[i]), [i, i + 1]
+    return int(words[i]), [i]
+
+
+def _day_at(
+    words: Sequence[str], i: int, free: Callable[..., bool]
+) -> tuple[tuple[int, int, int | None], list[int]] | None:
+    """A day written ``March 5``, ``March 5th, 2025``, ``5 March 2025`` or ``the 5th of March`` at ``i``: (month,
+    day, year or None) and its positions."""
+    short = words[i] in SHORT_WORDS and not (_dated(words, i) or (i and words[i - 1] in DAY_LEADS))
+    if words[i] in MONTHS and not short and (number := _day_number(words, i + 1)) is not None and free(*number[1]):
+        day, used = number
+        year, year_used = _year_after(words, used[-1], free)
+        if not _valid(year, MONTHS[words[i]], day):
+            return None
+        return (MONTHS[words[i]], day, year), [i, *used, *year_used]
+    if (number := _day_number(words, i)) is not None:
+        day, used = number
+        at = used[-1] + 1
+        if at < len(words) and words[at] == "of":
+            at += 1
+        if at < len(words) and words[at] in MONTHS and free(*range(i, at + 1)):
+            year, year_used = _year_after(words, at, free)
+            if _valid(year, MONTHS[words[at]], day):
+                return (MONTHS[words[at]], day, year), [*range(i, at + 1), *year_used]
+    return None
+
+
+def _valid(year: int | None, month: int, day: int) -> bool:
+    """Whether the day exists (in its year, or in some year when none is written: February 29)."""
+    try:
+        date(2000 if year is None else year, month, day)
+    except ValueError:
+        return False
+    return True
+
+
+def _day(year: int | None, month: int, number: int, today: date) -> tuple[DateRange, bool]:
+    """One day; with no year written, the latest one that has begun (and exists), marked yearless."""
+    if year is not None:
+        day = date(year, month, number)
+        return DateRange(day, day + timedelta(days=1)), False
+    for back in range(8):
+        if _valid(today.year - back, month, number) and (day := date(today.year - back, month, number)) <= today:
+            return DateRange(day, day + timedelta(days=1)), True
+    raise AssertionError("a valid day recurs within 8 years")  # pragma: no cover
 
 
 def _joined(found: list[Found], words: Sequence[str], taken: set[int]) -> list[Found]:
@@ -243,27 +326,70 @@ PERIODS: dict[str, Callable[[int, int], DateRange]] = {"month": _month, "quarter
 def _between(
     words: Sequence[str], i: int, zone: ZoneInfo, *, connectors: Sequence[str]
 ) -> tuple[int, DateRange] | None:
-    """``between January and March 2024``, ``from January through June 2025`` or ``between 2024-01-01 and
-    2024-03-31``: the end position, the range."""
+    """``between January and March 2024``, ``from June 1 to June 7, 2025``, ``between 2022 and 2024`` or ``between
+    2024-01-01 and 2024-03-31``: the end position and the range from the first period's first day to the second's
+    last. A year written only after the second period is the first's too; with no year at all, no range."""
     found = [words.index(c, i + 2) for c in connectors if c in words[i + 2 :]]
     if not found:
         return None
     and_at = min(found)
-    first, second = words[i + 1 : and_at], words[and_at + 1 : and_at + 3]
-    if len(first) == 1 and ISO_DATE.match(first[0]) and second and ISO_DATE.match(second[0]):
-        start, last = date.fromisoformat(first[0]), date.fromisoformat(second[0])
-        return and_at + 2, DateRange(start, last + timedelta(days=1))
-    if first and first[0] in MONTHS and second and second[0] in MONTHS:
-        year_words = [w for w in (*first[1:], *second[1:]) if YEAR.match(w)]
-        if not year_words:
-            return None
-        year = int(year_words[-1])
-        start_year = int(first[1]) if len(first) > 1 and YEAR.match(first[1]) else year
-        start, _ = _month_range(start_year, MONTHS[first[0]])
-        _, end = _month_range(year, MONTHS[second[0]])
-        end_index = and_at + 1 + len([w for w in second if w in MONTHS or YEAR.match(w)])
-        return end_index, DateRange(start, end)
+    first = _endpoint(words, i + 1)
+    second = _endpoint(words, and_at + 1)
+    if first is None or second is None or first[0] != and_at:
+        return None
+    (_, first_kind, first_year, first_parts), (end_index, second_kind, second_year, second_parts) = first, second
+    if second_kind == "day" and first_kind == "day" and not second_parts[0] and first_parts[0]:
+        second_parts = (first_parts[0], second_parts[1])  # "from June 1 to 7, 2025": the second day is June's
+    year = second_year or first_year
+    if year is None:
+        return None
+    start_year = first_year or year
+    try:
+        start = _endpoint_range(first_kind, start_year, first_parts).start
+        last = _endpoint_range(second_kind, year, second_parts).end
+    except ValueError:
+        return None
+    if start is None or last is None or start >= last:
+        return None
+    return end_index, DateRange(start, last)
+
+
+def _endpoint(words: Sequence[str], j: int) -> tuple[int, str, int | None, tuple[int, int]] | None:
+    """One end of a "between" range at ``j``: (the position after it, its kind, its year or None, (month, day))."""
+    if j >= len(words):
+        return None
+    word = words[j]
+    if ISO_DATE.match(word):
+        day = date.fromisoformat(word)
+        return j + 1, "day", day.year, (day.month, day.day)
+    if YEAR.match(word):
+        return j + 1, "year", int(word), (0, 0)
+    if word in MONTHS:
+        number = _day_number(words, j + 1)
+        at = number[1][-1] + 1 if number else j + 1
+        year = int(words[at]) if at < len(words) and YEAR.match(words[at]) else None
+        after = at + (year is not None)
+        return (after, "day", year, (MONTHS[word], number[0])) if number else (after, "month", year, (MONTHS[word], 0))
+    number = _day_number(words, j)
+    if number is not None:
+        at = number[1][-1] + 1
+        at += at < len(words) and words[at] == "of"
+        if at < len(words) and words[at] in MONTHS:
+            year = int(words[at + 1]) if at + 1 < len(words) and YEAR.match(words[at + 1]) else None
+            return at + 1 + (year is not None), "day", year, (MONTHS[words[at]], number[0])
+        year = int(words[at]) if at < len(words) and YEAR.match(words[at]) else None
+        return at + (year is not None), "day", year, (0, number[0])  # "June 1 to 7": the month of the first
     return None
+
+
+def _endpoint_range(kind: str, year: int, parts: tuple[int, int]) -> DateRange:
+    month, day = parts
+    if kind == "year":
+        return DateRange(date(year, 1, 1), date(year + 1, 1, 1))
+    if kind == "month":
+        return _month(year, month)
+    start = date(year, month, day)
+    return DateRange(start, start + timedelta(days=1))
 
 
 def find_grain(tokens: Sequence[Token], *, taken: set[int], custom: dict[tuple[str, ...], str]) -> Found | None:

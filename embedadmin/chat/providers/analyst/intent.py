@@ -32,6 +32,8 @@ class Condition:
 
     def sql(self) -> str:
         column = f"MEASURE({self.member.column})" if self.member.is_measure else self.member.column
+        if self.operator == "set":
+            return f"{column} IS NOT NULL"
         if self.numeric:
             return f"{column} {OPERATOR_SQL[self.operator]} {self.values[0]}"
         if self.member.type == "boolean":
@@ -42,6 +44,8 @@ class Condition:
         return f"{column} {'NOT IN' if self.operator == 'notEquals' else 'IN'} ({listed})"
 
     def words(self) -> str:
+        if self.operator == "set":
+            return f"{self.member.title.lower()} is set"
         if self.member.type == "boolean":
             return f"{self.member.title.lower()} is {self.values[0].lower()}"
         shown = " or ".join(self.values)
@@ -100,7 +104,10 @@ class Intent:
         where = [c.sql() for c in self.conditions]
         if self.date_range is not None and self.time is not None:
             column, start, end = self.time.column, self.date_range.start, self.date_range.end
-            where.append(f"{column} >= DATE '{start.isoformat()}' AND {column} < DATE '{end.isoformat()}'")
+            if start is not None:
+                where.append(f"{column} >= DATE '{start.isoformat()}'")
+            if end is not None:
+                where.append(f"{column} < DATE '{end.isoformat()}'")
         where += [d.test for d in self.dashboard_filters if not d.on_measure]
         having = [c.sql() for c in self.having] + [d.test for d in self.dashboard_filters if d.on_measure]
         sql = f"SELECT {', '.join(columns)} FROM {self.cube.name}"  # noqa: S608 (semantic SQL over model names)
@@ -140,8 +147,7 @@ class Intent:
         if conditions:
             parts.append("where " + " and ".join(conditions))
         if self.date_range is not None and self.time is not None:
-            end = (self.date_range.end - timedelta(days=1)).isoformat()
-            parts.append(f"{self.time.title.lower()} from {self.date_range.start.isoformat()} to {end}")
+            parts.append(f"{self.time.title.lower()} {_period_words(self.date_range)}")
         if self.descending is not None:
             first = self.measures[0].title.lower()
             ranked = f"ranked by {first}, {'highest' if self.descending else 'lowest'} first"
@@ -154,6 +160,15 @@ class Intent:
         if self.left_out:
             text += " Left out of the dashboard's filters: " + "; ".join(self.left_out) + "."
         return text
+
+
+def _period_words(period: DateRange) -> str:
+    """``from 2024-01-01 to 2024-12-31``, ``from 2024-01-01 on``, ``before 2024-01-01``: a range's days."""
+    start = period.start.isoformat() if period.start is not None else ""
+    last = (period.end - timedelta(days=1)).isoformat() if period.end is not None else ""
+    if start and last:
+        return f"from {start} to {last}"
+    return f"from {start} on" if start else f"up to {last}"
 
 
 def describe_aggregation(member: Member) -> str:

@@ -13,7 +13,9 @@ from zoneinfo import ZoneInfo
 from embedadmin.chat.providers.analyst.dates import DateRange, find_dates
 from embedadmin.chat.providers.analyst.intent import Decline
 from embedadmin.chat.providers.analyst.words import (
+    ALSO_PHRASES,
     AMOUNT_UNITS,
+    ANAPHORS,
     AVERAGE_WORDS,
     BREAKDOWN_WORDS,
     COUNT_PHRASES,
@@ -32,6 +34,7 @@ from embedadmin.chat.providers.analyst.words import (
     Token,
     number_of,
     tokenize,
+    whole_number,
 )
 
 DEFAULT_TOP = 10
@@ -100,6 +103,7 @@ class Reading:
     comparisons: list[tuple[int, int, str, float]] = field(default_factory=list)  # (start, end, operator, number)
     negated: set[int] = field(default_factory=set)  # positions right after "not", "excluding"
     follow_up: bool = False
+    pointing: list[int] = field(default_factory=list)  # positions of words pointing into the thread ("those")
 
     @cached_property
     def stems(self) -> list[str]:
@@ -138,6 +142,15 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
         if word == "instead":
             reading.follow_up = True
             reading.taken.add(i)
+        if word in ANAPHORS:  # "those", "them": what they point to is the thread's last question
+            reading.follow_up = True
+            reading.pointing.append(i)
+    if reading.follow_up:
+        for phrase in ALSO_PHRASES:
+            for i in range(len(words) - len(phrase) + 1):
+                if tuple(words[i : i + len(phrase)]) == phrase:
+                    reading.taken.update(range(i, i + len(phrase)))
+    for i, word in enumerate(words):
         if word in ("only", "just") and reading.follow_up:
             reading.taken.add(i)
     found = find_dates(tokens, zone=zone, now=now, taken=reading.taken)
@@ -159,23 +172,30 @@ def _read_ranking(reading: Reading, words: list[str]) -> None:
         if not reading.free(i):
             continue
         following = words[i + 1] if i + 1 < len(words) else ""
-        if word in ("top", "bottom") or (word in ("best", "worst") and following.isdigit()):
+        count = whole_number(following)
+        if word in ("top", "bottom") or (word in ("best", "worst") and count is not None):
             reading.descending = word in ("top", "best")
             reading.taken.add(i)
-            if following.isdigit() and reading.free(i + 1):
-                reading.limit = int(following)
+            if count is not None and reading.free(i + 1):
+                reading.limit = count
                 reading.taken.add(i + 1)
                 reading.ranked_after.add(i + 2)
             else:
                 reading.limit = DEFAULT_TOP
                 reading.ranked_after.add(i + 1)
-        elif word.isdigit() and following in ("best", "worst", "top", "biggest", "largest") and reading.free(i + 1):
-            reading.limit = int(word)
-            reading.descending = following != "worst"
+        elif (
+            (ranked := whole_number(word)) is not None
+            and following in ("best", "worst", "top", "biggest", "largest", *MOST_WORDS, *LEAST_WORDS)
+            and reading.free(i + 1)
+        ):
+            reading.limit = ranked  # "the three biggest", "the 5 lowest"
+            reading.descending = following not in ("worst", *LEAST_WORDS)
             reading.taken |= {i, i + 1}
             reading.ranked_after.add(i + 2)
-        elif word in ("which", "what") and following.isdigit() and reading.free(i + 1):
-            reading.limit = int(following)  # "which 5 physicians have the lowest ...": the 5 ranked
+            if i and words[i - 1] == "the":
+                reading.taken.add(i - 1)
+        elif word in ("which", "what") and count is not None and reading.free(i + 1):
+            reading.limit = count  # "which 5 physicians have the lowest ...", "which three methods": the ones ranked
             reading.taken.add(i + 1)
             reading.which.add(i + 2)
         elif word in MOST_WORDS or word in LEAST_WORDS:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.dates import DateRange, find_grain
@@ -32,13 +32,17 @@ from embedadmin.chat.providers.analyst.words import (
     number_text,
 )
 from embedadmin.chat.providers.base import ValueLookup
-from embedadmin.chat.vocabulary import stem
+from embedadmin.chat.vocabulary import root, stem
 
 MAX_VALUE_WORDS = 4
 DISTINCT_STEMS = frozenset(stem(w) for w in DISTINCT_WORDS) | {"count", "number"}
 COPULAS = frozenset({"were", "was", "are", "is", "been", "being"})
 OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to", "on"})  # "revenue on orders placed in 2024"
-ANAPHORS = frozenset({"those", "these", "them", "they", "ones"})
+# Words of a time dimension's names that say it is a date, not which event it dates.
+DATE_WORDS = frozenset({"date", "time", "ts", "at", "on", "day", "timestamp", "datetime", "dt", "of", "the", "when"})
+PARTICLES = frozenset({"up", "in", "out", "off", "over"})  # "signed up", "checked in", "paid out", "written off"
+EVENT_ADJECTIVES = frozenset({"new"})  # "new accounts signed up in 2024": the accounts whose signup is in 2024
+SINGULAR_VERBS = frozenset({"was", "is", "has"})
 COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
 
 
@@ -221,6 +225,12 @@ async def attempt(
     left -= subject
     left -= _qualified(reading, left, valued_positions, nouns)
     left -= _owner_nouns(reading, left, spans, nouns, cube)
+    # A verb or noun naming a date of the model is that event ("accounts signed up in 2024": by the signup date;
+    # "subscriptions that churned": those with a churn date); "new" beside it says no more than the event.
+    event, event_positions = _event(cube, reading, left)
+    left -= event_positions
+    if event is not None:
+        left -= {i for i in left if tokens[i].lower in EVENT_ADJECTIVES}
     conditions += found
     named_holders = {c.member for c in found}
     qualified_by = {p for span in holder_spans if span.member in named_holders for p in span.positions}
@@ -254,8 +264,11 @@ async def attempt(
         return Attempt(cube, unplaced=unplaced)
     # The measure.
     measures = _without_subjects(measures, spans, reading, valued_positions)
-    if partial and not measures and "count" not in aggregations:
-        chosen: list[Member] | Decline = []
+    if partial and not measures and aggregations & {"share", "average", "distinct"}:
+        # "what percentage of them were urgent?": a new aggregation of the thread's rows, never its old measure
+        chosen: list[Member] | Decline = Decline("I could not tell which measure you mean.")
+    elif partial and not measures and "count" not in aggregations:
+        chosen = []
     else:
         counted = _counted(reading, spans)
         if "count" in aggregations and counted is not None and not counted.is_measure and not measures:
@@ -263,7 +276,7 @@ async def attempt(
         narrowed = bool(groups or conditions or grain or reading.date_ranges or reading.descending is not None)
         # The count stands for an unnamed measure only where the question counts things it names in the plural
         # ("bookings in Toulouse last year"), never for an amount ("how much did we invoice", "the total").
-        plural_subject = any(tokens[p].lower != tokens[p].stem for p in subject)
+        plural_subject = any(tokens[p].lower != tokens[p].stem for p in subject | event_positions)
         asks_amount = "total" in aggregations or any(t.lower == "much" for t in tokens)
         named_subject = (plural_subject or _names_subject(cube, spans)) and not asks_amount
         chosen = _measures(cube, reading, aggregations, measures, named_subject and narrowed)
@@ -275,16 +288,28 @@ async def attempt(
     if isinstance(chosen, Decline):
         return Attempt(cube, decline=chosen)
     if reading.date_ranges or grain:
-        # The time dimension named, else the only one the question did not name as a value, else _default_date's.
+        # The time dimension named, else the event's, else the only one the question did not name as a value,
+        # else _default_date's.
+        time = time or event
         others = [m for m in cube.time_dimensions() if time_span is None or m != time_span.member]
         if time is None and len(others) > 1:
-            dated = _default_date(cube, others, chosen)
+            # A rate or an amount named ("completion rate") is no event; a count of things ("orders") may be.
+            amounts = {
+                p for span in spans if span.member.is_measure and not span.member.is_count for p in span.positions
+            }
+            wording = {
+                root(t.lower) for i, t in enumerate(tokens) if i not in amounts and t.lower not in FUNCTION_WORDS
+            }
+            dated = _default_date(cube, others, chosen, wording)
             if isinstance(dated, Decline):
                 return Attempt(cube, decline=dated)
             others = [dated]
         time = time or next(iter(others), None)
         if time is None:
             return Attempt(cube, unplaced=[reading.phrase(sorted(reading.date_positions)) or (grain or "")])
+    elif event is not None and any(tokens[i].lower not in LIGHT_VERBS for i in event_positions):
+        # "subscriptions that churned": those with a churn date ("patients registered": all, as the data means)
+        conditions.append(Condition(event, "set", ()))
     if len(reading.date_ranges) > 1:
         return Attempt(cube, decline=Decline("This names two periods: comparing them takes more than one query."))
     if having and not (groups or grain):
@@ -308,10 +333,15 @@ async def attempt(
     return Attempt(cube, intent=_ranked(intent, reading))
 
 
-def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member]) -> Member | Decline:
+def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member], wording: set[str]) -> Member | Decline:
     """Which of several dates a period is of when the question names none: never a guess, since it changes the
-    answer. The one date of the cube the measures come from (in a view: orders' revenue, the orders' date); else the
-    one the model calls plainly "date" (its title or a synonym); else the question must say."""
+    answer. The one date a word of the question names as its event ("orders in 2024": the order date; "canceled in
+    2024": the cancellation date); else the one date of the cube the measures come from (in a view: orders' revenue,
+    the orders' date); else the one the model calls plainly "date" (its title or a synonym); else the question must
+    say. ``wording``: the roots of the question's words that may name an event."""
+    evoked = [m for m in dates if _event_roots(m) & wording]
+    if len(evoked) == 1:
+        return evoked[0]
     owners = {m.owner for m in measures}
     own = [m for m in dates if m.owner in owners] if cube.is_view else []
     if len(own) == 1:
@@ -322,6 +352,33 @@ def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member]) -
     listed = own or dates
     choices = ", ".join(m.title.lower() for m in listed[:-1]) + f" or {listed[-1].title.lower()}"
     return Decline(f"Which date should the period be of: {choices}? Say it.", ambiguous=True)
+
+
+def _event_roots(member: Member) -> set[str]:
+    """The roots of the words naming a time dimension other than "date", "at" and the like: the event it dates
+    ("Signup date": signup; "canceled_ts", "Cancellation date": cancel)."""
+    return {root(word) for phrase in member.phrases for word in phrase if word not in DATE_WORDS}
+
+
+def _event(cube: Cube, reading: Reading, candidates: set[int]) -> tuple[Member | None, set[int]]:
+    """The one time dimension words among ``candidates`` name as an event ("signed up": Signup date, "churned":
+    churn date), with their positions; None when no date or several are named so."""
+    tokens = reading.tokens
+    named: dict[str, tuple[Member, set[int]]] = {}
+    for i in sorted(candidates):
+        forms = [(root(tokens[i].lower), {i})]
+        if i + 1 in candidates and tokens[i + 1].lower in PARTICLES:  # "signed up": signup
+            forms.insert(0, (root(root(tokens[i].lower) + tokens[i + 1].lower), {i, i + 1}))
+        for form, positions in forms:
+            matching = [m for m in cube.time_dimensions() if form in _event_roots(m)]
+            if len(matching) == 1:
+                member, taken = named.get(matching[0].name, (matching[0], set()))
+                named[matching[0].name] = (member, taken | positions)
+                break
+    if len(named) != 1:
+        return None, set()
+    [(member, positions)] = named.values()
+    return member, positions
 
 
 def _headed(spans: list[Span], reading: Reading) -> tuple[list[Span], set[int]]:
@@ -698,7 +755,9 @@ def _ranked(intent: Intent, reading: Reading) -> Intent:
             positions = _positions_of(group, reading)
             if positions and positions[0] not in reading.group_starts:
                 last = reading.tokens[positions[-1]]
-                limit = 1 if last.lower == last.stem else None  # "which category": one; "which categories": all
+                after = reading.tokens[positions[-1] + 1].lower if positions[-1] + 1 < len(reading.tokens) else ""
+                # "which category": one; "which categories": all; "which of those regions was": one
+                limit = 1 if last.lower == last.stem or after in SINGULAR_VERBS else None
                 break
     return intent.replaced(descending=reading.descending, limit=limit)
 
@@ -727,10 +786,11 @@ async def understand(
     if isinstance(reading, Decline):
         return reading
     if previous is not None and reading.follow_up:
+        reading.taken.update(reading.pointing)  # "how many of those": the thread's last question, narrowed
         return await _follow_up(reading, previous, lookup, entity_nouns(cubes))
-    pointing = [t.text for t in reading.tokens if t.lower in ANAPHORS]
-    if pointing:  # "the MRR on those": what they point to is in the thread, and is not read as a change of it
-        return Decline(f"I could not tell what '{pointing[0]}' refers to: ask the whole question, naming it.")
+    if reading.pointing:  # "the MRR on those" with nothing answered before in the thread
+        word = reading.tokens[reading.pointing[0]].text
+        return Decline(f"I could not tell what '{word}' refers to: ask the whole question, naming it.")
     ordered = sorted(cubes, key=lambda c: not c.is_view)
     views = [c for c in cubes if c.is_view]
     nouns = entity_nouns(cubes)
@@ -793,10 +853,18 @@ def _worse(best: Attempt, other: Attempt) -> bool:
 def _in_thread_year(reading: Reading, previous: Intent) -> DateRange:
     """A follow-up's period: one named without its year ("and in Q4?") takes the year of the thread's period."""
     named = reading.date_ranges[0]
-    if not reading.yearless[0] or previous.date_range is None:
+    thread = previous.date_range
+    if not reading.yearless[0] or thread is None or thread.start is None or named.start is None:
         return named
-    shift = previous.date_range.start.year - named.start.year
-    return DateRange(named.start.replace(year=named.start.year + shift), named.end.replace(year=named.end.year + shift))
+    shift = thread.start.year - named.start.year
+
+    def shifted(day: date | None) -> date | None:
+        return day.replace(year=day.year + shift) if day is not None else None
+
+    try:
+        return DateRange(shifted(named.start), shifted(named.end))
+    except ValueError:  # February 29 in a year without one: the period as named
+        return named
 
 
 def entity_nouns(cubes: Sequence[Cube]) -> dict[str, frozenset[str]]:

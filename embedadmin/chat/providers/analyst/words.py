@@ -31,7 +31,7 @@ FUNCTION_WORDS = _words(
     have has had
     what which who whose how show me us give list tell please i we our my you your can could would should will
     there it its that these those all any some get find see know want need about just find return display
-    much many so far ever currently now overall altogether whole entire respectively value values number numbers
+    much many so far ever currently now overall as altogether whole entire respectively value values number numbers
     data figure figures result results report where only counting combined together
     """
 )
@@ -42,6 +42,7 @@ LIGHT_VERBS = _words(
     booked taken lasting lasted costing costed priced brought bring brings make makes making sell sells selling
     sold billed charged paid spent earned invoiced living live lives located based took place saw treated insured
     waited carry carried offer offered
+    receive place make create record register submit take generate log handle handled handling process processed
     """
 )
 # Verbs that say which amount a unit measures when the unit alone fits several ("lasting 60 minutes": a duration,
@@ -113,8 +114,53 @@ UNSUPPORTED = {
     "predict": "a forecast",
     "why": "an explanation",
 }
-FOLLOW_UP_OPENERS = (("and",), ("what", "about"), ("how", "about"), ("only",), ("just",), ("now",), ("but",))
+FOLLOW_UP_OPENERS = (
+    ("and",),
+    ("what", "about"),
+    ("how", "about"),
+    ("only",),
+    ("just",),
+    ("now",),
+    ("but",),
+    ("same", "list"),
+    ("the", "same"),
+    ("same",),
+    *((verb, it, "down") for verb in ("break", "split") for it in ("that", "this", "it")),
+    *((verb, it) for verb in ("split", "show") for it in ("that", "this", "it")),
+)
+# Words that point into the thread ("how many of those were urgent?"): a question with one is a follow-up.
+ANAPHORS = frozenset({"those", "these", "them", "they", "ones"})
+# Words that only say a follow-up adds to the last question ("break that down by region as well").
+ALSO_PHRASES = (("as", "well"), ("too",), ("also",))
 NEGATIONS = frozenset({"not", "excluding", "except", "without"})
+# Counts written as words ("the top three", "more than five orders"); "one" is left out: it is mostly a pronoun.
+NUMBER_WORDS = {
+    "zero": 0,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "hundred": 100,
+    "dozen": 12,
+}
 
 
 @dataclass(frozen=True)
@@ -141,8 +187,17 @@ def tokenize(question: str) -> list[Token]:
     return tokens
 
 
+def whole_number(word: str) -> int | None:
+    """A count written as digits or as a word ("5", "five", "twelve"); None when the word is not one."""
+    if word.isdigit():
+        return int(word)
+    return NUMBER_WORDS.get(word.lower())
+
+
 def number_of(text: str) -> float | None:
-    """``500``, ``$1,200``, ``12.5%``, ``3`` as a number; None when the text is not one."""
+    """``500``, ``$1,200``, ``12.5%``, ``3``, ``five`` as a number; None when the text is not one."""
+    if text.lower() in NUMBER_WORDS:
+        return float(NUMBER_WORDS[text.lower()])
     cleaned = text.replace("$", "").replace(",", "").rstrip("%")
     if not re.fullmatch(r"\d+(?:\.\d+)?", cleaned):
         return None
