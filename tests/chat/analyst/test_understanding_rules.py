@@ -367,3 +367,76 @@ def test_which_one_of_a_plural_group_asked_in_the_singular_is_one():
 
     assert isinstance(smallest, Intent)
     assert (smallest.descending, smallest.limit) == (False, 1)
+
+
+def test_which_month_had_the_most_is_one_month():
+    cubes = _saas_model()
+
+    one = _ask("Which month in 2024 had the most signups?", cubes, lookup=_saas_values)
+    all_months = _ask("Which months in 2024 had the most signups?", cubes, lookup=_saas_values)
+
+    assert isinstance(one, Intent)
+    assert (one.grain, one.descending, one.limit) == ("month", True, 1)
+    assert one.time is not None
+    assert one.time.name == "ops.signup_ts"
+    assert isinstance(all_months, Intent)
+    assert (all_months.grain, all_months.limit) == ("month", None)
+
+
+def _accounts_model() -> list:
+    """A cube of accounts (synonym "customers") with the account's name, and their invoices."""
+    accounts = {
+        "name": "accounts",
+        "title": "Accounts",
+        "meta": {"synonyms": ["customers"]},
+        "members": [
+            {"name": "accounts.count", "title": "Accounts", "type": "number", "aggType": "count"},
+            {"name": "accounts.acct_name", "title": "Account", "type": "string"},
+            {"name": "accounts.tier", "title": "Tier", "type": "string"},
+        ],
+    }
+    invoices = {
+        "name": "invoices",
+        "title": "Invoices",
+        "members": [
+            {"name": "invoices.count", "title": "Invoices", "type": "number", "aggType": "count"},
+            {"name": "invoices.collected", "title": "Collected", "type": "number", "aggType": "sum"},
+        ],
+    }
+    members = [
+        _member("billing", "acct_name", "Account", kind="string", alias="accounts.acct_name"),
+        _member("billing", "tier", "Tier", kind="string", alias="accounts.tier"),
+        _member("billing", "collected", "Collected", kind="number", alias="invoices.collected", agg="sum"),
+        _member("billing", "ship_mode", "Payment method", kind="string", alias="invoices.method"),
+    ]
+    view = {"name": "billing", "title": "Billing", "type": "view", "members": members}
+    return cubes_of({"cubes": [view, accounts, invoices]})
+
+
+def test_things_named_where_a_group_is_are_grouped_by_the_dimension_naming_each():
+    top = _ask("Who are our top ten customers by collected?", _accounts_model())
+    which = _ask("Which customer has the most collected?", _accounts_model())
+
+    assert isinstance(top, Intent)
+    assert ([g.name for g in top.groups], top.limit, top.descending) == (["billing.acct_name"], 10, True)
+    assert isinstance(which, Intent)
+    assert ([g.name for g in which.groups], which.limit) == (["billing.acct_name"], 1)
+
+
+async def _methods(cube: str, dimension: str, candidates: Any) -> list[str]:
+    return [c for c in candidates if dimension.endswith(".ship_mode") and c.lower() in {"air", "rail"}]
+
+
+def test_a_comparison_of_values_is_a_split_and_any_other_is_declined():
+    cubes = _accounts_model()
+
+    compared = _ask("Compare collected between air and rail", cubes, lookup=_methods)
+    versus = _ask("Collected air vs rail", cubes, lookup=_methods)
+    total = _ask("Compare the total collected between air and rail", cubes, lookup=_methods)
+    two_years = _ask("Compare collected in 2023 and 2024", cubes, lookup=_methods)
+
+    for intent in (compared, versus, total):
+        assert isinstance(intent, Intent), intent
+        assert [g.name for g in intent.groups] == ["billing.ship_mode"]
+        assert [(c.member.name, set(c.values)) for c in intent.conditions] == [("billing.ship_mode", {"air", "rail"})]
+    assert isinstance(two_years, Decline)

@@ -403,7 +403,9 @@ def find_grain(tokens: Sequence[Token], *, taken: set[int], custom: dict[tuple[s
         if unit and words[i + 1 : i + 3] == ["by", word]:
             return Found(frozenset({i, i + 1, i + 2}), grain=unit)  # "month by month"
         lead = words[i - 1] if i else ""
-        led = lead in ("by", "per", "each", "every") or (lead in ("a", "over") and (i - 1) not in taken)
+        led = lead in ("by", "per", "each", "every") or (
+            lead in ("a", "over", "which", "what") and (i - 1) not in taken
+        )
         for phrase, name in sorted(custom.items(), key=lambda item: -len(item[0])):
             spot = range(i, i + len(phrase))
             if led and tuple(stems[i : i + len(phrase)]) == phrase and all(p not in taken for p in spot):

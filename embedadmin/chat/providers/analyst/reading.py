@@ -18,6 +18,7 @@ from embedadmin.chat.providers.analyst.words import (
     ANAPHORS,
     AVERAGE_WORDS,
     BREAKDOWN_WORDS,
+    COMPARE_WORDS,
     COUNT_PHRASES,
     DISTINCT_WORDS,
     FOLLOW_UP_OPENERS,
@@ -103,6 +104,7 @@ class Reading:
     comparisons: list[tuple[int, int, str, float]] = field(default_factory=list)  # (start, end, operator, number)
     negated: set[int] = field(default_factory=set)  # positions right after "not", "excluding"
     follow_up: bool = False
+    compares: bool = False  # "compare", "vs": results side by side
     pointing: list[int] = field(default_factory=list)  # positions of words pointing into the thread ("those")
 
     @cached_property
@@ -153,6 +155,11 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     for i, word in enumerate(words):
         if word in ("only", "just") and reading.follow_up:
             reading.taken.add(i)
+    for i, word in enumerate(words):
+        if word in COMPARE_WORDS:
+            reading.compares = True
+            if word not in ("vs", "versus"):  # those join the values compared, as "and" does
+                reading.taken.add(i)
     found = find_dates(tokens, zone=zone, now=now, taken=reading.taken)
     for date_found in found:
         assert date_found.date_range is not None
@@ -164,6 +171,8 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     _skip_verbs(reading, words)
     _read_aggregation(reading, words)
     _read_markers(reading, words)
+    if reading.compares:  # "compare revenue between air and rail": "between" only joins the values compared
+        reading.taken.update(i for i, word in enumerate(words) if word == "between" and reading.free(i))
     return reading
 
 

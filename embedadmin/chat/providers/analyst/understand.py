@@ -43,6 +43,7 @@ DATE_WORDS = frozenset({"date", "time", "ts", "at", "on", "day", "timestamp", "d
 PARTICLES = frozenset({"up", "in", "out", "off", "over"})  # "signed up", "checked in", "paid out", "written off"
 EVENT_ADJECTIVES = frozenset({"new"})  # "new accounts signed up in 2024": the accounts whose signup is in 2024
 SINGULAR_VERBS = frozenset({"was", "is", "has"})
+VERSUS = ("vs", "versus", "against")  # "air vs rail": values side by side, as "and" joins them
 COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
 
 
@@ -225,6 +226,16 @@ async def attempt(
     left -= subject
     left -= _qualified(reading, left, valued_positions, nouns)
     left -= _owner_nouns(reading, left, spans, nouns, cube)
+    labelled: dict[str, list[int]] = {}
+    # A thing the model holds, named where a group is ("top 10 customers by revenue", "which customer"): grouped by
+    # the dimension that names each one (the customers' "Customer" or "name").
+    for i in sorted(left):
+        label = _label(cube, tokens[i].stem, nouns) if reading.names_group(i) else None
+        if label is not None:
+            left.discard(i)
+            labelled[label.name] = [i]
+            if label not in groups:
+                groups.append(label)
     # A verb or noun naming a date of the model is that event ("accounts signed up in 2024": by the signup date;
     # "subscriptions that churned": those with a churn date); "new" beside it says no more than the event.
     event, event_positions = _event(cube, reading, left)
@@ -250,8 +261,14 @@ async def attempt(
     groups += [m for m in value_holders if m not in named_holders and m not in groups and m not in entities]
     # Values joined by "and" are each answered ("orders from men and women": a row for each), unless the question
     # asks for them together ("combined", "together", "in total"); joined by "or", they are one group.
-    if not any(t.lower in COMBINING_WORDS for t in tokens) and "total" not in reading.aggregations.values():
-        groups += [c.member for c in found if c.member.name in joined_by_and and c.member not in groups]
+    together = any(t.lower in COMBINING_WORDS for t in tokens) or "total" in reading.aggregations.values()
+    split = [c.member for c in found if c.member.name in joined_by_and]
+    if reading.compares or not together:
+        groups += [m for m in split if m not in groups]
+    if reading.compares and not split and len(measures) < 2:
+        # "compare 2023 and 2024", "revenue vs last year": two results side by side, which one query cannot hold
+        reason = "This compares two results that one query cannot hold: compare values of one field or two measures."
+        return Attempt(cube, decline=Decline(reason))
     # A verb that only says the event happened ("orders placed in 2024") has no content, unless the model names
     # something by it ("lines returned": a member says "returned"): then it must be placed like any word.
     modelled = {word for member in cube.members for phrase in member.phrases for word in phrase}
@@ -330,7 +347,7 @@ async def attempt(
     if (reading.limit is not None or reading.descending is not None) and not (groups or grain or partial):
         # "the smallest order" with no grouping: a ranking of nothing, never answered with the measure's total
         return Attempt(cube, decline=Decline("This asks for a ranking, but I could not tell what to rank (by what?)."))
-    return Attempt(cube, intent=_ranked(intent, reading))
+    return Attempt(cube, intent=_ranked(intent, reading, labelled))
 
 
 def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member], wording: set[str]) -> Member | Decline:
@@ -352,6 +369,23 @@ def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member], w
     listed = own or dates
     choices = ", ".join(m.title.lower() for m in listed[:-1]) + f" or {listed[-1].title.lower()}"
     return Decline(f"Which date should the period be of: {choices}? Say it.", ambiguous=True)
+
+
+def _label(cube: Cube, noun: str, nouns: Mapping[str, frozenset[str]]) -> Member | None:
+    """The one string dimension of ``cube`` that names each thing ``noun`` names ("customers": the accounts): of that
+    cube, titled with one of its one-word names ("Account", "Customer") or called "name"; None when there is not
+    exactly one, or ``noun`` names several cubes."""
+    entities = nouns.get(noun, frozenset())
+    if len(entities) != 1:
+        return None
+    [entity] = entities
+    names = {(word,) for word, owners in nouns.items() if entity in owners}
+    labels = [
+        m
+        for m in cube.dimensions()
+        if m.owner == entity and m.type == "string" and (("name",) in m.phrases or m.title_phrase in names)
+    ]
+    return labels[0] if len(labels) == 1 else None
 
 
 def _event_roots(member: Member) -> set[str]:
@@ -607,13 +641,13 @@ async def _values(
         used.update(positions)
     # Connectors between values of one dimension ("completed or shipped") are placed with them.
     for i in left - used:
-        if tokens[i].lower in ("or", "and", "nor") and i - 1 in used and i + 1 in used:
+        if tokens[i].lower in ("or", "and", "nor", *VERSUS) and i - 1 in used and i + 1 in used:
             used.add(i)
     owner_at = {p: member for member, _value, positions in matched for p in positions}
     joined_by_and = {
         owner_at[i - 1].name
         for i, token in enumerate(tokens)
-        if token.lower == "and"
+        if token.lower in ("and", *VERSUS)
         and i - 1 in owner_at
         and owner_at[i - 1] == owner_at.get(i + 1)
         and not {i - 1, i + 1} & reading.negated
@@ -743,8 +777,9 @@ def _measures(
     return named
 
 
-def _ranked(intent: Intent, reading: Reading) -> Intent:
-    """A ranking asked for ("top 5", "which category has the most") ranks the rows by the first measure."""
+def _ranked(intent: Intent, reading: Reading, labelled: Mapping[str, list[int]]) -> Intent:
+    """A ranking asked for ("top 5", "which category has the most") ranks the rows by the first measure;
+    ``labelled``: where a group is named by the thing it names ("which customer")."""
     if reading.descending is None:
         return intent
     if not intent.groups and not intent.grain:
@@ -752,13 +787,17 @@ def _ranked(intent: Intent, reading: Reading) -> Intent:
     limit = reading.limit
     if limit is None:
         for group in intent.groups:
-            positions = _positions_of(group, reading)
+            positions = labelled.get(group.name) or _positions_of(group, reading)
             if positions and positions[0] not in reading.group_starts:
                 last = reading.tokens[positions[-1]]
                 after = reading.tokens[positions[-1] + 1].lower if positions[-1] + 1 < len(reading.tokens) else ""
                 # "which category": one; "which categories": all; "which of those regions was": one
                 limit = 1 if last.lower == last.stem or after in SINGULAR_VERBS else None
                 break
+    if limit is None and intent.grain and not intent.groups:
+        words = [t.lower for t in reading.tokens]
+        asked = any(word == intent.grain and words[i - 1] in ("which", "what") for i, word in enumerate(words) if i)
+        limit = 1 if asked else None  # "which month had the most orders": one month; "which months": all
     return intent.replaced(descending=reading.descending, limit=limit)
 
 

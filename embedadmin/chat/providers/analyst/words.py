@@ -105,10 +105,6 @@ UNSUPPORTED = {
     "increase": "a change between two periods",
     "decrease": "a change between two periods",
     "difference": "a difference between two results",
-    "compare": "a comparison of two results",
-    "compared": "a comparison of two results",
-    "versus": "a comparison of two results",
-    "vs": "a comparison of two results",
     "correlation": "a correlation",
     "forecast": "a forecast",
     "predict": "a forecast",
@@ -133,6 +129,8 @@ ANAPHORS = frozenset({"those", "these", "them", "they", "ones"})
 # Words that only say a follow-up adds to the last question ("break that down by region as well").
 ALSO_PHRASES = (("as", "well"), ("too",), ("also",))
 NEGATIONS = frozenset({"not", "excluding", "except", "without"})
+# Words asking for results side by side ("compare revenue between air and rail", "air vs rail").
+COMPARE_WORDS = frozenset({"compare", "compared", "comparing", "comparison", "vs", "versus"})
 # Counts written as words ("the top three", "more than five orders"); "one" is left out: it is mostly a pronoun.
 NUMBER_WORDS = {
     "zero": 0,
