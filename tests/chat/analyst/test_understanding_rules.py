@@ -440,3 +440,46 @@ def test_a_comparison_of_values_is_a_split_and_any_other_is_declined():
         assert [g.name for g in intent.groups] == ["billing.ship_mode"]
         assert [(c.member.name, set(c.values)) for c in intent.conditions] == [("billing.ship_mode", {"air", "rail"})]
     assert isinstance(two_years, Decline)
+
+
+def _renewals_model() -> list:
+    members = [
+        _member("subs", "sub_count", "Subscriptions", kind="number", alias="subscriptions.count", agg="count"),
+        _member("subs", "auto_renew", "Auto renew", kind="boolean", alias="subscriptions.auto_renew"),
+        _member("subs", "status", "Status", kind="string", alias="subscriptions.status"),
+        _member("subs", "started_ts", "Start date", kind="time", alias="subscriptions.started_ts"),
+    ]
+    return cubes_of({"cubes": [{"name": "subs", "title": "Subscriptions", "type": "view", "members": members}]})
+
+
+async def _sub_statuses(cube: str, dimension: str, candidates: Any) -> list[str]:
+    return [c for c in candidates if dimension.endswith(".status") and c.lower() in {"active", "canceled"}]
+
+
+def test_a_negation_is_placed_on_what_it_negates_or_the_question_is_declined():
+    cubes = _renewals_model()
+
+    without = _ask("How many subscriptions don't have auto renew?", cubes, lookup=_sub_statuses)
+    not_active = _ask("How many subscriptions are not active?", cubes, lookup=_sub_statuses)
+    not_in_year = _ask("How many subscriptions did not start in 2024?", cubes, lookup=_sub_statuses)
+
+    assert isinstance(without, Intent)
+    assert [(c.member.name, c.values) for c in without.conditions] == [("subs.auto_renew", ("FALSE",))]
+    assert isinstance(not_active, Intent)
+    assert [(c.operator, c.values) for c in not_active.conditions] == [("notEquals", ("active",))]
+    assert isinstance(not_in_year, Decline)  # never the subscriptions started in 2024
+
+
+def test_contractions_are_read_as_their_words():
+    assert [t.lower for t in tokenize("We've sold what we don't stock; Brand#23's lines")] == [
+        "we",
+        "sold",
+        "what",
+        "we",
+        "do",
+        "not",
+        "stock",
+        "brand",
+        "23",
+        "lines",
+    ]

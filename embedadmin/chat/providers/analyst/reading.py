@@ -39,6 +39,7 @@ from embedadmin.chat.providers.analyst.words import (
 )
 
 DEFAULT_TOP = 10
+NEGATED_AUXILIARIES = frozenset({"have", "has", "had", "be", "been", "being", "a", "an", "the", "any", "yet"})
 COMPARISONS = {
     ("over",): "gt",
     ("above",): "gt",
@@ -272,7 +273,10 @@ def _read_markers(reading: Reading, words: list[str]) -> None:
                 reading.which.add(i + 1)
             elif words[i] in NEGATIONS:
                 reading.taken.add(i)
-                reading.negated.add(i + 1)
+                at = i + 1
+                while at < len(words) and words[at] in NEGATED_AUXILIARIES:
+                    at += 1  # "do not have auto-renew": what is not had
+                reading.negated.add(at)
 
 
 def _read_comparisons(reading: Reading, words: list[str]) -> None:

@@ -166,6 +166,7 @@ async def attempt(
     value_holders: list[Member] = []
     holder_spans: list[Span] = []
     numeric_mentions: list[Member] = []
+    negations_placed: set[int] = set()
     for span in spans:
         member = span.member
         grouped = reading.names_group(span.start)
@@ -182,7 +183,9 @@ async def attempt(
         elif grouped:
             groups.append(member)
         elif member.type == "boolean":
-            conditions.append(Condition(member, "equals", ("TRUE",)))
+            negated = span.start in reading.negated  # "subscriptions without auto-renew"
+            conditions.append(Condition(member, "equals", ("FALSE" if negated else "TRUE",)))
+            negations_placed.update(reading.negated & {span.start})
         elif member.type == "number":
             numeric_mentions.append(member)
         else:
@@ -276,6 +279,11 @@ async def attempt(
         tokens[i].text
         for i in sorted(left)
         if tokens[i].lower not in LIGHT_VERBS or {tokens[i].lower, tokens[i].stem} & modelled
+    ]
+    # A negation that negates no value or yes/no field ("subscriptions that did not churn") is never dropped.
+    negations_placed |= reading.negated & valued_positions
+    unplaced += [
+        reading.phrase([i - 1, i]) if 0 < i < len(tokens) else "not" for i in sorted(reading.negated - negations_placed)
     ]
     if unplaced:
         return Attempt(cube, unplaced=unplaced)

@@ -174,12 +174,21 @@ class Token:
 
 
 def tokenize(question: str) -> list[Token]:
-    """The question's tokens (a possessive ``'s`` dropped; a quoted value kept as one token)."""
-    text = re.sub(r"(?<=[A-Za-z])['\u2019]s\b", "  ", question)  # same length: offsets stay those of the question
-    tokens = []
+    """The question's tokens (a possessive ``'s`` and the endings ``'ve``, ``'re``, ``'ll``, ``'d``, ``'m`` dropped,
+    ``n't`` read as "not"; a quoted value kept as one token)."""
+    text = re.sub(
+        r"(?<=[A-Za-z0-9])['\u2019](s|ve|re|ll|d|m)\b", lambda m: " " * len(m.group()), question
+    )  # same length
+    tokens: list[Token] = []
     for match in TOKEN.finditer(text):
         word = match.group()
         lower = word.lower()
+        if lower == "t" and tokens and text[match.start() - 1 : match.start()] in ("'", "\u2019"):
+            before = tokens.pop()  # "don't": "do" and "not"; "can't": "can" and "not"; "won't": "will" and "not"
+            base = {"can": "can", "won": "will"}.get(before.lower, before.lower.removesuffix("n"))
+            tokens.append(Token(before.text, base, stem(base), before.start, before.end))
+            tokens.append(Token(word, "not", "not", match.start(), match.end()))
+            continue
         stemmed = lower if lower[:1].isdigit() or lower[:1] in '"$' else stem(lower)
         tokens.append(Token(word, lower, stemmed, match.start(), match.end()))
     return tokens
