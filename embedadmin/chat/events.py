@@ -8,7 +8,7 @@ sort 0); ``__state__`` is logged as a marker and filled with the thread's messag
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 AGENT_NODE = "service_data_analyst_agent"
@@ -57,9 +57,12 @@ def assistant_delta(*, message_id: str, sort: int, content: str = "", thinking: 
     }
 
 
-def assistant_final(*, message_id: str, sort: int, content: str, thinking: str) -> Frame:
-    """The whole answer, replacing its deltas (same ``id``); ``graphPath[0] == "final"`` marks it."""
-    return {
+def assistant_final(
+    *, message_id: str, sort: int, content: str, thinking: str, suggestions: Sequence[str] = ()
+) -> Frame:
+    """The whole answer, replacing its deltas (same ``id``); ``graphPath[0] == "final"`` marks it. A declined
+    question's ``suggestions`` (questions the agent answers instead) are listed when there are any."""
+    frame: Frame = {
         "id": message_id,
         "role": "assistant",
         "content": content,
@@ -70,6 +73,9 @@ def assistant_final(*, message_id: str, sort: int, content: str, thinking: str) 
         "isStructuredResponse": False,
         "sort": sort,
     }
+    if suggestions:
+        frame["suggestions"] = list(suggestions)
+    return frame
 
 
 def tool_call(*, message_id: str, sort: int, name: str, input_json: str, result_json: str | None = None) -> Frame:

@@ -42,6 +42,7 @@ from embedadmin.chat.providers.base import (
     Provider,
     ProviderRequest,
     ProviderUnavailable,
+    Suggestions,
     ThinkingDelta,
 )
 from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools, dimension_values
@@ -155,6 +156,7 @@ class RunExecution:
         answer_id = f"{self.run.message_id}-answer"
         content: list[str] = []
         thinking: list[str] = []
+        offered: list[str] = []
         history = await self._db(selectors.thread_messages, thread_id=self.run.thread_id, before_seq=self.run.first_seq)
         dashboard = (self.run.context or {}).get("dashboard") or {}
         request = ProviderRequest(
@@ -179,6 +181,8 @@ class RunExecution:
                     return events.assistant_delta(message_id=answer_id, sort=s, **p)
 
                 await self._append(answer_id, delta)
+            elif isinstance(event, Suggestions):
+                offered = list(event.questions)
             elif isinstance(event, ModelUsage):
                 self._models.append(event.model)
                 self._usage["llm_calls"] += 1
@@ -187,7 +191,11 @@ class RunExecution:
         await self._append(
             answer_id,
             lambda s: events.assistant_final(
-                message_id=answer_id, sort=s, content="".join(content), thinking="".join(thinking)
+                message_id=answer_id,
+                sort=s,
+                content="".join(content),
+                thinking="".join(thinking),
+                suggestions=offered,
             ),
         )
 

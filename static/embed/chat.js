@@ -119,6 +119,21 @@
         scrollDown();
       }
 
+      // A declined question's way forward: each suggestion is a button that asks it.
+      function showSuggestions(questions) {
+        var group = h("div.chat-suggestions", { role: "group", "aria-label": "Suggested questions" });
+        group.appendChild(h("p", "Did you mean:"));
+        questions.forEach(function (suggested) {
+          var button = h("button.chat-suggestion", { type: "button" }, suggested);
+          button.addEventListener("click", function () {
+            ask(suggested);
+          });
+          group.appendChild(button);
+        });
+        answer.appendChild(group);
+        scrollDown();
+      }
+
       function onFrame(frame) {
         if (!frame || typeof frame !== "object") return;
         if (frame.jsonrpc && frame.error) {
@@ -145,7 +160,12 @@
         var path = frame.graphPath || [];
         if (path[0] === "final") {
           finalText = frame.content || "";
-          showText(finalText);
+          var offered = Array.isArray(frame.suggestions) ? frame.suggestions.filter(function (q) {
+            return typeof q === "string" && q;
+          }) : [];
+          var listed = finalText.indexOf("\n\nDid you mean:");
+          showText(offered.length && listed >= 0 ? finalText.slice(0, listed) : finalText);
+          if (offered.length) showSuggestions(offered);
           return;
         }
         if (frame.isDelta && frame.content) {

@@ -373,3 +373,29 @@ def test_the_dashboard_chat_answers_within_the_dashboards_filters(page, embed: E
     assert "within the dashboard's filters" in answer
     submitted = [payload for name, payload in events(page)[count:] if name == "ai-query"]
     assert [p["status"] for p in submitted][:1] == ["submitted"]
+
+
+def test_a_declined_question_offers_buttons_that_ask_what_it_answers(page, embed: Embed, django_db_blocker):
+    frame = open_host(page, embed, "anna")
+    frame.locator(".chat-launcher").click()
+
+    def ask(submit: Any) -> str:
+        count = len([e for e in events(page) if e[0] == "ai-query" and e[1]["status"] != "submitted"])
+        with django_db_blocker.unblock():  # the run is answered on a thread of its own
+            submit()
+            deadline = time.monotonic() + 30
+            while len([e for e in events(page) if e[0] == "ai-query" and e[1]["status"] != "submitted"]) == count:
+                assert time.monotonic() < deadline, events(page)
+                page.wait_for_timeout(100)
+        return frame.locator(".chat-assistant .chat-answer").last.inner_text()
+
+    frame.get_by_label("Question").fill("Show revenu by status")
+    declined = ask(lambda: frame.get_by_role("button", name="Ask").click())
+
+    assert "I did not understand 'revenu'" in declined
+    offered = frame.get_by_role("group", name="Suggested questions").last.get_by_role("button")
+    assert offered.all_inner_texts() == ["Show revenue by status"]
+    answered = ask(lambda: offered.first.click())
+    assert "Computed: Revenue" in answered
+    assert "by status" in answered
+    assert frame.locator(".chat-user").last.inner_text() == "Show revenue by status"

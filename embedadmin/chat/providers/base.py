@@ -35,7 +35,14 @@ class ModelUsage:
     output_tokens: int = 0
 
 
-ProviderEvent = ThinkingDelta | ContentDelta | ModelUsage
+@dataclass(frozen=True)
+class Suggestions:
+    """Questions offered instead of one the provider declined, each one it answers: shown as buttons that ask it."""
+
+    questions: tuple[str, ...]
+
+
+ProviderEvent = ThinkingDelta | ContentDelta | ModelUsage | Suggestions
 
 
 class CancelToken:

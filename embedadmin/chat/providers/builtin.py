@@ -22,7 +22,14 @@ from embedadmin.chat.providers.analyst.intent import Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, cubes_of
 from embedadmin.chat.providers.analyst.reading import read
 from embedadmin.chat.providers.analyst.understand import understand
-from embedadmin.chat.providers.base import ContentDelta, ProviderEvent, ProviderRequest, ThinkingDelta, ValueLookup
+from embedadmin.chat.providers.base import (
+    ContentDelta,
+    ProviderEvent,
+    ProviderRequest,
+    Suggestions,
+    ThinkingDelta,
+    ValueLookup,
+)
 
 ANSWER_PARTS = 3
 FOLLOW_UP_DEPTH = 3  # earlier questions read to understand a follow-up
@@ -41,11 +48,15 @@ async def analyst_stream(request: ProviderRequest, *, now: datetime | None = Non
     yield ThinkingDelta(f"Searching the data model for: {question}")
     meta = json.loads(await request.call_tool("serviceMeta", {"searchQuery": question}))
     answer = await _answer(request, meta, now or datetime.now(UTC))
-    for piece in chunks(answer, ANSWER_PARTS):
+    text, offered = answer if isinstance(answer, tuple) else (answer, ())
+    for piece in chunks(text, ANSWER_PARTS):
         yield ContentDelta(piece)
+    if offered:
+        yield Suggestions(offered)
 
 
-async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime) -> str:
+async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime) -> str | tuple[str, tuple[str, ...]]:
+    """The answer's text; for a decline with a way forward, also the questions offered instead."""
     if "error" in meta:
         return f"I could not search the data model: {meta['error']}"
     cubes = cubes_of(meta)
@@ -58,6 +69,9 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
         previous = await _previous_intent(request, cubes, lookup, zone, now)
     outcome = await understand(request.question, cubes, lookup, zone=zone, now=now, previous=previous)
     if isinstance(outcome, Decline):
+        if outcome.suggestions:
+            offered = "\n".join(f"- {q}" for q in outcome.suggestions)
+            return f"{outcome.reason}\n\nDid you mean:\n{offered}", outcome.suggestions
         return f"{outcome.reason} {capabilities(cubes)}"
     if request.context_filters:  # asked from a dashboard: its filters narrow the answer as they narrow its tiles
         outcome = with_dashboard_filters(outcome, request.context_filters, zone=zone, now=now)
@@ -90,7 +104,7 @@ async def _previous_intent(
         if request.search_model is not None:
             meta = await request.search_model(question)
             found = cubes_of(meta) if "error" not in meta else cubes
-        outcome = await understand(question, found, lookup, zone=zone, now=now, previous=intent)
+        outcome = await understand(question, found, lookup, zone=zone, now=now, previous=intent, suggest=False)
         intent = outcome if isinstance(outcome, Intent) else None
     return intent
 

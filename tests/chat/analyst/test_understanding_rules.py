@@ -483,3 +483,32 @@ def test_contractions_are_read_as_their_words():
         "23",
         "lines",
     ]
+
+
+def test_a_decline_offers_questions_it_answers_built_from_the_model():
+    dates = _ask("Revenue in 2024", _model())
+    misspelt = _ask("Show revenu by status", _model(plain_date_on="ordered_at"))
+    nothing_near = _ask("What is our net promoter score?", _model(plain_date_on="ordered_at"))
+
+    assert isinstance(dates, Decline)
+    assert dates.suggestions == (
+        "Revenue in 2024 (ordered at)",
+        "Revenue in 2024 (shipped at)",
+        "Revenue in 2024 (signed up at)",
+    )
+    assert isinstance(misspelt, Decline)
+    assert misspelt.suggestions == ("Show revenue by status",)
+    assert isinstance(nothing_near, Decline)
+    assert nothing_near.suggestions == ()
+    for offered in (*dates.suggestions, *misspelt.suggestions):  # each one is answered
+        assert isinstance(
+            _ask(offered, _model(plain_date_on="ordered_at") if "revenue by" in offered else _model()), Intent
+        )
+
+
+def test_a_suggestion_that_would_still_be_declined_is_never_offered():
+    # the misspelt word is near "subscriptions", but the question spelt right still names no date of the two
+    declined = _ask("How many subscriptons in 2024 by industry?", _saas_model(), lookup=_saas_values)
+
+    assert isinstance(declined, Decline)
+    assert declined.suggestions == ()

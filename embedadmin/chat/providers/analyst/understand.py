@@ -22,6 +22,7 @@ from embedadmin.chat.providers.analyst.dates import DateRange, find_grain
 from embedadmin.chat.providers.analyst.intent import Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.reading import Reading, read
+from embedadmin.chat.providers.analyst.suggest import MAX_SUGGESTIONS, candidates
 from embedadmin.chat.providers.analyst.words import (
     AMOUNT_VERBS,
     DISTINCT_WORDS,
@@ -145,7 +146,9 @@ async def attempt(
         elif len(units) > 1:
             choices = " or ".join(m.title.lower() for m in units)
             word = reading.tokens[end].text
-            return Attempt(cube, decline=Decline(f"'{word}' could be {choices}: say which one.", ambiguous=True))
+            titles = tuple(m.title for m in units)
+            decline = Decline(f"'{word}' could be {choices}: say which one.", ambiguous=True, choices=titles)
+            return Attempt(cube, decline=decline)
     spans = _spans(cube, reading, taken)  # aggregation words are free: "average order value" is a measure
     if grain is None and not any(reading.names_group(span.start) for span in spans):
         spans = [_per_row(cube, span, reading) for span in spans]
@@ -291,7 +294,7 @@ async def attempt(
     measures = _without_subjects(measures, spans, reading, valued_positions)
     if partial and not measures and aggregations & {"share", "average", "distinct"}:
         # "what percentage of them were urgent?": a new aggregation of the thread's rows, never its old measure
-        chosen: list[Member] | Decline = Decline("I could not tell which measure you mean.")
+        chosen: list[Member] | Decline = Decline("I could not tell which measure you mean.", choices=_titles(cube))
     elif partial and not measures and "count" not in aggregations:
         chosen = []
     else:
@@ -309,7 +312,8 @@ async def attempt(
         if asks_amount and "count" not in aggregations and counts_only:  # "how much did we invoice": not a count
             assert isinstance(chosen, list)
             counted_names = ", ".join(m.title.lower() for m in chosen)
-            chosen = Decline(f"This asks for an amount, but I only found a count ({counted_names}): name the amount.")
+            reason = f"This asks for an amount, but I only found a count ({counted_names}): name the amount."
+            chosen = Decline(reason, choices=_titles(cube, amounts=True))
     if isinstance(chosen, Decline):
         return Attempt(cube, decline=chosen)
     if reading.date_ranges or grain:
@@ -376,7 +380,8 @@ def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member], w
         return plain[0]
     listed = own or dates
     choices = ", ".join(m.title.lower() for m in listed[:-1]) + f" or {listed[-1].title.lower()}"
-    return Decline(f"Which date should the period be of: {choices}? Say it.", ambiguous=True)
+    titles = tuple(m.title for m in listed)
+    return Decline(f"Which date should the period be of: {choices}? Say it.", ambiguous=True, choices=titles)
 
 
 def _label(cube: Cube, noun: str, nouns: Mapping[str, frozenset[str]]) -> Member | None:
@@ -394,6 +399,11 @@ def _label(cube: Cube, noun: str, nouns: Mapping[str, frozenset[str]]) -> Member
         if m.owner == entity and m.type == "string" and (("name",) in m.phrases or m.title_phrase in names)
     ]
     return labels[0] if len(labels) == 1 else None
+
+
+def _titles(cube: Cube, *, amounts: bool = False) -> tuple[str, ...]:
+    """The titles of the measures a question could name instead (for ``amounts``, those that are no count)."""
+    return tuple(dict.fromkeys(m.title for m in cube.measures() if not (amounts and m.is_count)))
 
 
 def _event_roots(member: Member) -> set[str]:
@@ -774,7 +784,7 @@ def _measures(
             count = cube.count_measure()
             assert count is not None
             return [count]
-        return Decline("I could not tell which measure you mean.")
+        return Decline("I could not tell which measure you mean.", choices=_titles(cube))
     for member in named:
         if "average" in aggregations and member.agg_type != "avg":
             return Decline(f"The data model has no average of {member.title.lower()}.")
@@ -826,9 +836,33 @@ async def understand(
     zone: ZoneInfo,
     now: datetime,
     previous: Intent | None = None,
+    suggest: bool = True,
 ) -> Intent | Decline:
     """The query that answers ``question`` (or, for a follow-up, ``previous`` with the part it changes), or a
-    :class:`Decline` naming what could not be placed."""
+    :class:`Decline` naming what could not be placed, with up to three questions like it that it answers (when
+    ``suggest``)."""
+    outcome = await _understood(question, cubes, lookup, zone=zone, now=now, previous=previous)
+    if isinstance(outcome, Intent) or not suggest:
+        return outcome
+    offered: list[str] = []
+    for candidate in candidates(question, outcome, cubes):
+        tried = await _understood(candidate, cubes, lookup, zone=zone, now=now, previous=previous)
+        if isinstance(tried, Intent):
+            offered.append(candidate)
+            if len(offered) == MAX_SUGGESTIONS:
+                break
+    return replace(outcome, suggestions=tuple(offered))
+
+
+async def _understood(
+    question: str,
+    cubes: Sequence[Cube],
+    lookup: ValueLookup,
+    *,
+    zone: ZoneInfo,
+    now: datetime,
+    previous: Intent | None = None,
+) -> Intent | Decline:
     reading = read(question, zone=zone, now=now)
     if isinstance(reading, Decline):
         return reading
@@ -859,7 +893,8 @@ async def understand(
     if best.decline is not None:
         return best.decline
     words = ", ".join(f"'{w}'" for w in dict.fromkeys(best.unplaced))
-    return Decline(f"I did not understand {words}: no measure, dimension or value of the data model matches.")
+    reason = f"I did not understand {words}: no measure, dimension or value of the data model matches."
+    return Decline(reason, unplaced=tuple(dict.fromkeys(best.unplaced)))
 
 
 def _through_view(intent: Intent, views: Sequence[Cube]) -> Intent:
@@ -933,7 +968,8 @@ async def _follow_up(
         return tried.decline
     if tried.unplaced:
         words = ", ".join(f"'{w}'" for w in dict.fromkeys(tried.unplaced))
-        return Decline(f"I did not understand {words} as a change to the last question.")
+        reason = f"I did not understand {words} as a change to the last question."
+        return Decline(reason, unplaced=tuple(dict.fromkeys(tried.unplaced)))
     change = tried.intent
     updated = previous
     if reading.date_ranges:
