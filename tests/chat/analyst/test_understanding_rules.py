@@ -101,9 +101,11 @@ def test_the_date_of_the_measures_own_cube_is_the_periods():
 
 def test_a_count_never_answers_how_much():
     answer = _ask("How much did we order in 2024?", _model(plain_date_on="ordered_at"))
+    amount = _ask("How much were orders in 2024?", _model(plain_date_on="ordered_at"))
 
-    assert isinstance(answer, Decline)
-    assert "asks for an amount" in answer.reason
+    assert isinstance(answer, Decline)  # "order" is a verb here, not the count of orders
+    assert isinstance(amount, Decline)
+    assert "asks for an amount" in amount.reason
 
 
 def test_a_ranking_of_nothing_is_declined_not_answered_with_a_total():
@@ -512,3 +514,130 @@ def test_a_suggestion_that_would_still_be_declined_is_never_offered():
 
     assert isinstance(declined, Decline)
     assert declined.suggestions == ()
+
+
+def _traffic_model() -> list:
+    """A cube of web sessions ("visits"): sessions, distinct users, a bounce rate, landing page, device, a bounce."""
+    sessions = {
+        "name": "sessions",
+        "title": "Web sessions",
+        "meta": {"synonyms": ["visits"]},
+        "members": [
+            {"name": "sessions.count", "title": "Sessions", "type": "number", "aggType": "count"},
+            {"name": "sessions.users", "title": "Users", "type": "number", "aggType": "countDistinct"},
+            {
+                "name": "sessions.bounce_rate",
+                "title": "Bounce rate",
+                "type": "number",
+                "aggType": "number",
+                "format": "percent",
+            },
+            {"name": "sessions.landing_page", "title": "Landing page", "type": "string"},
+            {"name": "sessions.device", "title": "Device", "type": "string"},
+            {"name": "sessions.bounced", "title": "Bounced", "type": "boolean"},
+            {"name": "sessions.started_at", "title": "Session start", "type": "time"},
+        ],
+    }
+    return cubes_of({"cubes": [sessions]})
+
+
+async def _devices(cube: str, dimension: str, candidates: Any) -> list[str]:
+    return [c for c in candidates if dimension.endswith(".device") and c.lower() in {"tablet", "mobile"}]
+
+
+def test_a_share_asked_of_things_is_never_their_count():
+    declined = _ask("What percentage of visits bounced in July 2025?", _traffic_model(), lookup=_devices)
+
+    assert isinstance(declined, Decline)
+
+
+def test_things_counted_are_those_named_after_how_many_not_those_who_did_them():
+    counted = _ask("How many visits did tablet users make this year?", _traffic_model(), lookup=_devices)
+
+    assert isinstance(counted, Intent)
+    assert [m.name for m in counted.measures] == ["sessions.count"]
+    assert [(c.member.name, c.values) for c in counted.conditions] == [("sessions.device", ("tablet",))]
+
+
+def test_a_new_measure_on_those_of_a_ranking_keeps_the_same_rows():
+    cubes = _traffic_model()
+    first = _ask("Which three landing pages had the most visits last year?", cubes, lookup=_devices)
+    assert isinstance(first, Intent)
+    assert [m.name for m in first.measures] == ["sessions.count"]
+
+    rate = _ask("What was the bounce rate on those?", cubes, previous=first, lookup=_devices)
+
+    assert isinstance(rate, Intent)
+    assert [m.name for m in rate.measures] == ["sessions.count", "sessions.bounce_rate"]  # ranked as before
+    assert (rate.descending, rate.limit, rate.groups) == (True, 3, first.groups)
+
+
+def test_a_verb_spelt_like_a_count_is_not_that_count():
+    members = [
+        _member("billing", "invoices", "Invoices", kind="number", alias="invoices.count", agg="count"),
+        _member("billing", "billed", "Invoiced amount", kind="number", alias="invoices.amount", agg="sum"),
+        _member("billing", "issued_at", "Invoice date", kind="time", alias="invoices.issued_at"),
+    ]
+    cubes = cubes_of({"cubes": [{"name": "billing", "title": "Billing", "type": "view", "members": members}]})
+
+    verb = _ask("In which quarter did we invoice the most?", cubes)
+    noun = _ask("In which quarter did we have the most invoices?", cubes)
+
+    assert isinstance(verb, Decline)  # never the count of invoices for "invoice the most"
+    assert isinstance(noun, Intent)
+    assert [m.name for m in noun.measures] == ["billing.invoices"]
+
+
+def test_a_count_whose_things_did_something_is_not_asked_for_beside_the_amount():
+    answer = _ask(
+        "How much revenue have orders placed since April 1, 2025 brought in?", _model(plain_date_on="ordered_at")
+    )
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["shop.revenue"]
+
+
+def test_things_named_in_the_plural_are_not_a_grouping():
+    members = [
+        _member("wholesale", "orders", "Orders", kind="number", alias="orders.count", agg="count"),
+        _member("wholesale", "customer", "Customer", kind="string", alias="customers.name"),
+        _member("wholesale", "nation", "Nation", kind="string", alias="customers.nation"),
+        _member("wholesale", "order_date", "Order date", kind="time", alias="orders.order_date"),
+    ]
+    customers = {"name": "customers", "title": "Customers", "members": [{"name": "customers.name", "type": "string"}]}
+    view = {"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}
+
+    async def nations(cube: str, dimension: str, candidates: Any) -> list[str]:
+        held = {"germany": "GERMANY", "france": "FRANCE"}
+        return [held[c.lower()] for c in candidates if dimension.endswith(".nation") and c.lower() in held]
+
+    answer = _ask(
+        "Germany vs France, how many orders did customers place in 2024?",
+        cubes_of({"cubes": [view, customers]}),
+        lookup=nations,
+    )
+
+    assert isinstance(answer, Intent)
+    assert [g.name for g in answer.groups] == ["wholesale.nation"]
+
+
+def test_a_verb_naming_one_date_and_a_noun_another_is_ambiguous():
+    members = [
+        _member("wholesale", "orders", "Orders", kind="number", alias="orders.count", agg="count"),
+        _member("wholesale", "order_date", "Order date", kind="time", alias="orders.order_date"),
+        _member(
+            "wholesale",
+            "receipt_date",
+            "Receipt date",
+            kind="time",
+            alias="lines.receipt_date",
+            meta={"synonyms": ["received date"]},
+        ),
+    ]
+    cubes = cubes_of({"cubes": [{"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}]})
+
+    answer = _ask("How many orders have we received this year?", cubes)
+
+    assert isinstance(answer, Decline)
+    assert answer.ambiguous
+    assert set(answer.choices) == {"Order date", "Receipt date"}

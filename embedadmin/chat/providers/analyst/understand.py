@@ -2,13 +2,14 @@
 
 Every word of the question must be placed before the analyst answers: a date range, a grain, a ranking, an
 aggregation word, a comparison, a member of the model (name, title, synonym), a value found in the data (looked
-up through the Core Data API with the viewer's own access policies), or a word with no content of its own. A
-question is read against each cube and view (views first); the first that places every word answers, written
-against a view that shows every member it uses. A cube is not read when a view showing it declined the question
-as ambiguous (its fewer members would hide the ambiguity). When none does, the analyst declines and names the words
-no cube could place. A follow-up ("and last year?", "only in
-Berlin", "by city instead") changes one part of the thread's previous question. What a question says without
-the model (dates, rankings, aggregation words, comparisons, markers) is read first, in ``reading.py``.
+up through the Core Data API with the viewer's own access policies), a verb naming a date of the model, or a word
+with no content of its own. A question is read against each cube and view (views first); the first that places
+every word answers, written against a view that shows every member it uses. A cube is not read when a view showing
+it declined the question as ambiguous: its fewer members would hide the ambiguity. When none answers, the analyst
+declines, names the words no cube could place, and offers up to three questions like it that it answers
+(``suggest.py``). A follow-up ("and last year?", "only in Berlin", "by city instead", "how many of those ...")
+changes one part of the thread's previous question. What a question says without the model (dates, rankings,
+aggregation words, comparisons, markers) is read first, in ``reading.py``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to", "on"})  # "re
 DATE_WORDS = frozenset({"date", "time", "ts", "at", "on", "day", "timestamp", "datetime", "dt", "of", "the", "when"})
 PARTICLES = frozenset({"up", "in", "out", "off", "over"})  # "signed up", "checked in", "paid out", "written off"
 EVENT_ADJECTIVES = frozenset({"new"})  # "new accounts signed up in 2024": the accounts whose signup is in 2024
+AUXILIARIES = frozenset({"did", "do", "does", "have", "has", "had"})
+VERB_LEADS = frozenset({"we", "you", "they", "i", "did", "do", "does", "to", "will"})  # "did we invoice"
 SINGULAR_VERBS = frozenset({"was", "is", "has"})
 VERSUS = ("vs", "versus", "against")  # "air vs rail": values side by side, as "and" joins them
 COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
@@ -70,6 +73,13 @@ class Span:
         return range(self.start, self.end)
 
 
+def _as_verb(reading: Reading, start: int, member: Member) -> bool:
+    """Whether the word at ``start`` is a verb spelt like a count's noun ("did we invoice the most": an amount
+    invoiced, never the count of invoices): after a subject or an auxiliary, in the singular."""
+    token = reading.tokens[start]
+    return member.is_count and token.lower == token.stem and start > 0 and reading.tokens[start - 1].lower in VERB_LEADS
+
+
 def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
     """The non-overlapping phrases naming members of ``cube``: longest first, then earliest; a measure before a
     dimension of the same phrase, except where a group is named ("by customers")."""
@@ -78,7 +88,7 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
     for member in cube.members:
         for phrase in member.phrases:
             for start in range(len(stems) - len(phrase) + 1):
-                if tuple(stems[start : start + len(phrase)]) == phrase:
+                if tuple(stems[start : start + len(phrase)]) == phrase and not _as_verb(reading, start, member):
                     candidates.append(Span(start, start + len(phrase), member, phrase))
     # A measure's phrase cut by "were"/"was" ("patients were seen": patients seen), spanning the word between.
     kept = [i for i, t in enumerate(reading.tokens) if t.lower not in COPULAS]
@@ -179,7 +189,7 @@ async def attempt(
         if member.is_measure:
             measures.append(member)
         elif member.type == "time":
-            if grouped and grain is None:
+            if grouped and grain is None and not reading.date_ranges:
                 reason = f"Say which grain of {member.title.lower()}: per day, week, month, quarter or year."
                 return Attempt(cube, decline=Decline(reason))
             time, time_span = member, span
@@ -256,7 +266,11 @@ async def attempt(
         for span in holder_spans
         if len(span.member_phrase) == 1
         and span.member_phrase[0] in nouns
-        and span.start - 1 in valued_positions | qualified_by
+        and (
+            span.start - 1 in valued_positions | qualified_by
+            # "how many orders did customers place": the customers who did, not one row per customer
+            or (tokens[span.start].lower != tokens[span.start].stem and not reading.names_group(span.start))
+        )
     }
     distinct_at = {p + 1 for p, flag in reading.aggregations.items() if flag == "distinct"}
     for span in holder_spans:
@@ -292,6 +306,11 @@ async def attempt(
         return Attempt(cube, unplaced=unplaced)
     # The measure.
     measures = _without_subjects(measures, spans, reading, valued_positions)
+    counted_entity = _counted_entity(cube, reading, spans, nouns)
+    if counted_entity is not None and measures and all(m.is_count for m in measures):
+        auxiliary = next((i for i, t in enumerate(tokens) if t.lower in AUXILIARIES), len(tokens))
+        if all(s.start > auxiliary for s in spans if s.member in measures):
+            measures = [counted_entity]  # "how many visits did tablet users make": the visits, not the users
     if partial and not measures and aggregations & {"share", "average", "distinct"}:
         # "what percentage of them were urgent?": a new aggregation of the thread's rows, never its old measure
         chosen: list[Member] | Decline = Decline("I could not tell which measure you mean.", choices=_titles(cube))
@@ -319,16 +338,22 @@ async def attempt(
     if reading.date_ranges or grain:
         # The time dimension named, else the event's, else the only one the question did not name as a value,
         # else _default_date's.
+        # A rate or an amount named ("completion rate") is no event; a count of things ("orders") may be.
+        amounts = {p for span in spans if span.member.is_measure and not span.member.is_count for p in span.positions}
+        wording = {
+            root(t.lower)
+            for i, t in enumerate(tokens)
+            if i not in amounts | event_positions and t.lower not in FUNCTION_WORDS
+        }
+        if time is None and event is not None:
+            evoked = [m for m in cube.time_dimensions() if m != event and _event_roots(m) & wording]
+            if evoked:  # "orders received this year": the order date, or the receipt date the verb names?
+                titles = tuple(m.title for m in (event, *evoked))
+                reason = f"Which date should the period be of: {' or '.join(t.lower() for t in titles)}? Say it."
+                return Attempt(cube, decline=Decline(reason, ambiguous=True, choices=titles))
         time = time or event
         others = [m for m in cube.time_dimensions() if time_span is None or m != time_span.member]
         if time is None and len(others) > 1:
-            # A rate or an amount named ("completion rate") is no event; a count of things ("orders") may be.
-            amounts = {
-                p for span in spans if span.member.is_measure and not span.member.is_count for p in span.positions
-            }
-            wording = {
-                root(t.lower) for i, t in enumerate(tokens) if i not in amounts and t.lower not in FUNCTION_WORDS
-            }
             dated = _default_date(cube, others, chosen, wording)
             if isinstance(dated, Decline):
                 return Attempt(cube, decline=dated)
@@ -399,6 +424,20 @@ def _label(cube: Cube, noun: str, nouns: Mapping[str, frozenset[str]]) -> Member
         if m.owner == entity and m.type == "string" and (("name",) in m.phrases or m.title_phrase in names)
     ]
     return labels[0] if len(labels) == 1 else None
+
+
+def _counted_entity(
+    cube: Cube, reading: Reading, spans: list[Span], nouns: Mapping[str, frozenset[str]]
+) -> Member | None:
+    """The count of the things named right after "how many" by their cube's name, not a measure's ("how many visits
+    did tablet users make": the sessions, which "visits" names), when ``cube`` has exactly one."""
+    counts = [p for p, flag in reading.aggregations.items() if flag == "count"]
+    at = max(counts) + 1 if counts else len(reading.tokens)
+    if at >= len(reading.tokens) or any(s.start <= at < s.end for s in spans):
+        return None
+    entities = nouns.get(reading.tokens[at].stem, frozenset())
+    own = [m for m in cube.measures() if m.owner in entities and m.agg_type == "count"]
+    return own[0] if len(entities) == 1 and len(own) == 1 else None
 
 
 def _titles(cube: Cube, *, amounts: bool = False) -> tuple[str, ...]:
@@ -737,7 +776,9 @@ def _without_subjects(measures: list[Member], spans: list[Span], reading: Readin
         member = span.member
         if member.is_count and seen_other and member in kept:
             before = {t.lower for t in reading.tokens[max(0, span.start - 3) : span.start]}
-            if before & OWNER_WORDS or span.start - 1 in valued:
+            after = reading.tokens[span.end].lower if span.end < len(reading.tokens) else ""
+            # "revenue have orders placed since April brought in": the orders whose revenue it is
+            if before & OWNER_WORDS or span.start - 1 in valued or after in LIGHT_VERBS:
                 kept.remove(member)
         if member.is_measure:
             seen_other = True
@@ -779,6 +820,9 @@ def _measures(
         if count is None:
             return Decline(f"{cube.title} has no count.")
         return [count]
+    if not named and aggregations & {"share", "average"}:
+        # "what percentage of visits bounced": a share, never the count of the visits that did
+        return Decline("I could not tell which measure you mean.", choices=_titles(cube))
     if not named:
         if counted_subject and cube.count_measure() is not None:
             count = cube.count_measure()
@@ -980,7 +1024,11 @@ async def _follow_up(
     if change is None:
         # Only dates (or nothing the model names) changed.
         return updated if updated is not previous else Decline("I could not tell what to change in the last question.")
-    if change.measures:
+    if change.measures and reading.pointing and previous.limit is not None and change.descending is None:
+        # "the bounce rate on those" after "the three pages with the most visits": the same three, their rate too
+        added = tuple(m for m in change.measures if m not in previous.measures)
+        updated = updated.replaced(measures=(*previous.measures, *added))
+    elif change.measures:
         updated = updated.replaced(measures=change.measures)
     if change.groups:
         kept = tuple(c for c in updated.conditions if c.member not in change.groups)
