@@ -641,3 +641,68 @@ def test_a_verb_naming_one_date_and_a_noun_another_is_ambiguous():
     assert isinstance(answer, Decline)
     assert answer.ambiguous
     assert set(answer.choices) == {"Order date", "Receipt date"}
+
+
+def test_a_date_the_model_names_by_a_verb_and_another_a_noun_evokes_is_ambiguous():
+    members = [
+        _member("wholesale", "orders", "Orders", kind="number", alias="orders.count", agg="count"),
+        _member("wholesale", "order_date", "Order date", kind="time", alias="orders.order_date"),
+        _member(
+            "wholesale",
+            "receipt_date",
+            "Receipt date",
+            kind="time",
+            alias="lines.receipt_date",
+            meta={"synonyms": ["received on"]},  # the model itself calls it "received"
+        ),
+    ]
+    cubes = cubes_of({"cubes": [{"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}]})
+
+    answer = _ask("How many orders have we received this year?", cubes)
+
+    assert isinstance(answer, Decline)
+    assert answer.ambiguous
+    assert "Orders this year" not in answer.suggestions
+
+
+def test_a_count_said_the_other_way_round_is_that_count():
+    members = [
+        _member("ops", "sub_count", "Subscriptions", kind="number", alias="subscriptions.count", agg="count"),
+        _member("ops", "churned", "Canceled subscriptions", kind="number", alias="subscriptions.churned", agg="count"),
+        _member("ops", "started_ts", "Start date", kind="time", alias="subscriptions.started_ts"),
+        _member("ops", "canceled_ts", "Cancellation date", kind="time", alias="subscriptions.canceled_ts"),
+    ]
+    cubes = cubes_of({"cubes": [{"name": "ops", "title": "Operations", "type": "view", "members": members}]})
+
+    answer = _ask("How many subscriptions were canceled in 2024?", cubes)
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["ops.churned"]
+    assert answer.time is not None
+    assert answer.time.name == "ops.canceled_ts"
+
+
+def test_the_things_counted_are_counted_by_their_cubes_own_count_not_a_filtered_one():
+    sessions = {
+        "name": "sessions",
+        "title": "Web sessions",
+        "meta": {"synonyms": ["visits"]},
+        "members": [
+            {"name": "sessions.count", "title": "Sessions", "type": "number", "aggType": "count"},
+            {"name": "sessions.bounces", "title": "Bounced sessions", "type": "number", "aggType": "count"},
+            {"name": "sessions.users", "title": "Users", "type": "number", "aggType": "countDistinct"},
+            {"name": "sessions.device", "title": "Device", "type": "string"},
+        ],
+    }
+    view_members = [
+        _member("traffic", "sess_cnt", "Sessions", kind="number", alias="sessions.count", agg="count"),
+        _member("traffic", "bnc_cnt", "Bounced sessions", kind="number", alias="sessions.bounces", agg="count"),
+        _member("traffic", "uniq_vis", "Users", kind="number", alias="sessions.users", agg="countDistinct"),
+        _member("traffic", "dvc", "Device", kind="string", alias="sessions.device"),
+    ]
+    view = {"name": "traffic", "title": "Traffic", "type": "view", "members": view_members}
+
+    answer = _ask("How many visits did tablet users make?", cubes_of({"cubes": [view, sessions]}), lookup=_devices)
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["traffic.sess_cnt"]

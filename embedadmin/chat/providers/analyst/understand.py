@@ -100,6 +100,12 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
                     contiguous = positions[-1] - positions[0] + 1 == len(phrase)
                     if not contiguous and tuple(stems[p] for p in positions) == phrase:
                         candidates.append(Span(positions[0], positions[-1] + 1, member, phrase))
+        # A count's two words said the other way round ("subscriptions were canceled": Canceled subscriptions).
+        for member in cube.measures():
+            for first, second in (p for p in member.phrases if len(p) == 2 and member.is_count):
+                for a in range(len(stems) - 2):
+                    if stems[a] == second and reading.tokens[a + 1].lower in COPULAS and stems[a + 2] == first:
+                        candidates.append(Span(a, a + 3, member, (first, second)))
 
     def rank(span: Span) -> tuple[int, int, bool, bool]:
         grouped = reading.names_group(span.start)
@@ -126,9 +132,12 @@ async def attempt(
     *,
     nouns: Mapping[str, frozenset[str]],
     partial: bool = False,
+    plain_counts: Mapping[str, str] | None = None,
 ) -> Attempt:
     """Read the question against ``cube``: an :class:`Attempt` with the query, or the words left unplaced.
-    ``partial`` (a follow-up) asks for no measure."""
+    ``partial`` (a follow-up) asks for no measure; ``plain_counts``: each cube's own count (cube -> measure).
+    """
+    plain_counts = plain_counts or {}
     taken = set(reading.taken)
     tokens = reading.tokens
     # A grain word inside a longer name of the model ("monthly recurring revenue") is the name's, not a grain.
@@ -306,7 +315,7 @@ async def attempt(
         return Attempt(cube, unplaced=unplaced)
     # The measure.
     measures = _without_subjects(measures, spans, reading, valued_positions)
-    counted_entity = _counted_entity(cube, reading, spans, nouns)
+    counted_entity = _counted_entity(cube, reading, spans, nouns, plain_counts)
     if counted_entity is not None and measures and all(m.is_count for m in measures):
         auxiliary = next((i for i, t in enumerate(tokens) if t.lower in AUXILIARIES), len(tokens))
         if all(s.start > auxiliary for s in spans if s.member in measures):
@@ -340,15 +349,18 @@ async def attempt(
         # else _default_date's.
         # A rate or an amount named ("completion rate") is no event; a count of things ("orders") may be.
         amounts = {p for span in spans if span.member.is_measure and not span.member.is_count for p in span.positions}
+        one_word = set(time_span.positions) if time_span is not None and len(time_span.positions) == 1 else set()
         wording = {
             root(t.lower)
             for i, t in enumerate(tokens)
-            if i not in amounts | event_positions and t.lower not in FUNCTION_WORDS
+            if i not in amounts | event_positions | one_word and t.lower not in FUNCTION_WORDS
         }
-        if time is None and event is not None:
-            evoked = [m for m in cube.time_dimensions() if m != event and _event_roots(m) & wording]
+        # A verb naming a date ("received": the model's "received on") against a noun evoking another ("orders")
+        verb_date = event if time is None else (time if one_word else None)
+        if verb_date is not None:
+            evoked = [m for m in cube.time_dimensions() if m != verb_date and _event_roots(m) & wording]
             if evoked:  # "orders received this year": the order date, or the receipt date the verb names?
-                titles = tuple(m.title for m in (event, *evoked))
+                titles = tuple(m.title for m in (verb_date, *evoked))
                 reason = f"Which date should the period be of: {' or '.join(t.lower() for t in titles)}? Say it."
                 return Attempt(cube, decline=Decline(reason, ambiguous=True, choices=titles))
         time = time or event
@@ -427,7 +439,11 @@ def _label(cube: Cube, noun: str, nouns: Mapping[str, frozenset[str]]) -> Member
 
 
 def _counted_entity(
-    cube: Cube, reading: Reading, spans: list[Span], nouns: Mapping[str, frozenset[str]]
+    cube: Cube,
+    reading: Reading,
+    spans: list[Span],
+    nouns: Mapping[str, frozenset[str]],
+    plain_counts: Mapping[str, str],
 ) -> Member | None:
     """The count of the things named right after "how many" by their cube's name, not a measure's ("how many visits
     did tablet users make": the sessions, which "visits" names), when ``cube`` has exactly one."""
@@ -435,8 +451,10 @@ def _counted_entity(
     at = max(counts) + 1 if counts else len(reading.tokens)
     if at >= len(reading.tokens) or any(s.start <= at < s.end for s in spans):
         return None
-    entities = nouns.get(reading.tokens[at].stem, frozenset())
+    entities = {e for e in nouns.get(reading.tokens[at].stem, frozenset()) if e in plain_counts}  # cubes, not views
     own = [m for m in cube.measures() if m.owner in entities and m.agg_type == "count"]
+    plain = [m for m in own if (m.alias or m.name) in plain_counts.values()]  # the cube's own count, not a filtered one
+    own = plain or own
     return own[0] if len(entities) == 1 and len(own) == 1 else None
 
 
@@ -919,13 +937,14 @@ async def _understood(
     ordered = sorted(cubes, key=lambda c: not c.is_view)
     views = [c for c in cubes if c.is_view]
     nouns = entity_nouns(cubes)
+    plain_counts = {c.name: count.name for c in cubes if not c.is_view and (count := c.count_measure()) is not None}
     best: Attempt | None = None
     behind_ambiguity: set[str] = set()  # the cubes of a view that declined the question as ambiguous
     for cube in ordered:
         if cube.name in behind_ambiguity:
             # The view showing this cube found the question ambiguous: the cube's fewer members would hide that.
             continue
-        tried = await attempt(cube, reading, lookup, zone.key, nouns=nouns)
+        tried = await attempt(cube, reading, lookup, zone.key, nouns=nouns, plain_counts=plain_counts)
         if tried.intent is not None:
             return tried.intent if cube.is_view else _through_view(tried.intent, views)
         if cube.is_view and tried.decline is not None and tried.decline.ambiguous:
