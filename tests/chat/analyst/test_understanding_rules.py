@@ -559,7 +559,7 @@ def test_things_counted_are_those_named_after_how_many_not_those_who_did_them():
     assert [(c.member.name, c.values) for c in counted.conditions] == [("sessions.device", ("tablet",))]
 
 
-def test_a_new_measure_on_those_of_a_ranking_keeps_the_same_rows():
+def test_a_new_measure_on_those_of_a_ranking_is_declined_never_ranked_again():
     cubes = _traffic_model()
     first = _ask("Which three landing pages had the most visits last year?", cubes, lookup=_devices)
     assert isinstance(first, Intent)
@@ -567,9 +567,77 @@ def test_a_new_measure_on_those_of_a_ranking_keeps_the_same_rows():
 
     rate = _ask("What was the bounce rate on those?", cubes, previous=first, lookup=_devices)
 
-    assert isinstance(rate, Intent)
-    assert [m.name for m in rate.measures] == ["sessions.count", "sessions.bounce_rate"]  # ranked as before
-    assert (rate.descending, rate.limit, rate.groups) == (True, 3, first.groups)
+    assert isinstance(rate, Decline)  # ranked by the bounce rate, the three would be other pages
+
+
+def test_a_follow_up_ranking_the_other_way_keeps_the_rest():
+    cubes = _saas_model()
+    first = _ask("What are the top three industries by MRR?", cubes, lookup=_saas_values)
+    assert isinstance(first, Intent)
+
+    bottom = _ask("And the bottom three?", cubes, previous=first, lookup=_saas_values)
+
+    assert isinstance(bottom, Intent)
+    assert (bottom.descending, bottom.limit, bottom.groups, bottom.measures) == (
+        False,
+        3,
+        first.groups,
+        first.measures,
+    )
+
+
+def test_that_pointing_into_the_thread_is_a_follow_up_or_declined():
+    cubes = _saas_model()
+    first = _ask("What was the MRR of subscriptions started in 2024?", cubes, lookup=_saas_values)
+
+    alone = _ask("And how much of that was active?", cubes, lookup=_saas_values)
+    narrowed = _ask("And how much of that was active?", cubes, previous=first, lookup=_saas_values)
+
+    assert isinstance(alone, Decline)  # never all the MRR, every year
+    assert isinstance(narrowed, Intent)
+    assert isinstance(first, Intent)
+    assert narrowed.date_range == first.date_range
+
+
+def test_a_follow_up_counting_things_for_a_period_keeps_the_threads_measure():
+    cubes = _saas_model()
+    first = _ask("MRR by industry", cubes, lookup=_saas_values)
+    assert isinstance(first, Intent)
+
+    narrowed = _ask("What about just for subscriptions started in 2024?", cubes, previous=first, lookup=_saas_values)
+
+    assert isinstance(narrowed, Intent)
+    assert narrowed.measures == first.measures
+    assert narrowed.time is not None
+    assert narrowed.time.name == "ops.started_ts"
+
+
+def test_the_count_said_of_the_first_through_have_been_is_the_second():
+    members = [
+        _member("wholesale", "line_count", "Line items", kind="number", alias="lines.count", agg="count"),
+        _member("wholesale", "returned", "Returned lines", kind="number", alias="lines.returned", agg="count"),
+    ]
+    members[0]["meta"] = {"synonyms": ["order lines"]}
+    cubes = cubes_of({"cubes": [{"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}]})
+
+    answer = _ask("How many order lines have been returned in total?", cubes)
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["wholesale.returned"]
+
+
+def test_name_at_the_start_asks_for_a_list_it_names_no_dimension():
+    members = [
+        _member("people", "count", "Customers", kind="number", alias="customers.count", agg="count"),
+        _member("people", "name", "Name", kind="string", alias="customers.name"),
+        _member("people", "nation", "Nation", kind="string", alias="customers.nation"),
+    ]
+    cubes = cubes_of({"cubes": [{"name": "people", "title": "People", "type": "view", "members": members}]})
+
+    answer = _ask("Name the top three nations by number of customers.", cubes)
+
+    assert isinstance(answer, Intent)
+    assert [g.name for g in answer.groups] == ["people.nation"]
 
 
 def test_a_verb_spelt_like_a_count_is_not_that_count():

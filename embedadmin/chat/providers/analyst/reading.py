@@ -39,6 +39,8 @@ from embedadmin.chat.providers.analyst.words import (
 )
 
 DEFAULT_TOP = 10
+POINTING_LEADS = frozenset({"of", "on", "for", "from", "in"})  # "how much of that was collected?"
+POINTING_FOLLOWERS = frozenset({"was", "is", "were", "are", "as", "by", "in", "for"})
 NEGATED_AUXILIARIES = frozenset({"have", "has", "had", "be", "been", "being", "a", "an", "the", "any", "yet"})
 COMPARISONS = {
     ("over",): "gt",
@@ -136,6 +138,8 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
             return Decline(
                 f"This needs {what}, which the data model has no measure for and which one query cannot compute."
             )
+    if len(words) > 1 and words[0] == "name" and (words[1] in ("the", "a", "all", "top", "our") or words[1].isdigit()):
+        reading.taken.add(0)  # "Name the top three countries": a request, not the name dimension
     for opener in FOLLOW_UP_OPENERS:
         if tuple(words[: len(opener)]) == opener:
             reading.follow_up = True
@@ -145,7 +149,9 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
         if word == "instead":
             reading.follow_up = True
             reading.taken.add(i)
-        if word in ANAPHORS:  # "those", "them": what they point to is the thread's last question
+        after = words[i + 1] if i + 1 < len(words) else ""
+        that = word == "that" and i > 0 and words[i - 1] in POINTING_LEADS and after in ("", *POINTING_FOLLOWERS)
+        if word in ANAPHORS or that:  # "those", "them", "how much of that was": the thread's last question
             reading.follow_up = True
             reading.pointing.append(i)
     if reading.follow_up:

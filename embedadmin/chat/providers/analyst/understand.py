@@ -315,6 +315,13 @@ async def attempt(
         return Attempt(cube, unplaced=unplaced)
     # The measure.
     measures = _without_subjects(measures, spans, reading, valued_positions)
+    if partial:  # "what about just for orders placed in 2024?": the orders qualify the thread's measure
+        qualifying = {
+            s.member
+            for s in spans
+            if s.member.is_count and {t.lower for t in tokens[max(0, s.start - 2) : s.start]} & OWNER_WORDS
+        }
+        measures = [m for m in measures if m not in qualifying]
     counted_entity = _counted_entity(cube, reading, spans, nouns, plain_counts)
     if counted_entity is not None and measures and all(m.is_count for m in measures):
         auxiliary = next((i for i, t in enumerate(tokens) if t.lower in AUXILIARIES), len(tokens))
@@ -761,7 +768,7 @@ def _runs(positions: list[int]) -> list[list[int]]:
 def _predicated(reading: Reading, counts: list[Member]) -> bool:
     """Whether the second count is said of the first ("visits were no-shows", "orders are returned ones")."""
     words = [t.lower for t in reading.tokens]
-    return any(word in ("were", "was", "are", "is") for word in words) and len(counts) == 2
+    return any(word in COPULAS for word in words) and len(counts) == 2
 
 
 def _acted(reading: Reading, counts: list[Member]) -> bool:
@@ -1044,10 +1051,10 @@ async def _follow_up(
         # Only dates (or nothing the model names) changed.
         return updated if updated is not previous else Decline("I could not tell what to change in the last question.")
     if change.measures and reading.pointing and previous.limit is not None and change.descending is None:
-        # "the bounce rate on those" after "the three pages with the most visits": the same three, their rate too
-        added = tuple(m for m in change.measures if m not in previous.measures)
-        updated = updated.replaced(measures=(*previous.measures, *added))
-    elif change.measures:
+        # "the bounce rate on those" after "the three pages with the most visits": ranked again by the bounce rate,
+        # they would be other pages; the same ones take their names
+        return Decline("I could not tell which rows 'those' are once ranked by another measure: name them.")
+    if change.measures:
         updated = updated.replaced(measures=change.measures)
     if change.groups:
         kept = tuple(c for c in updated.conditions if c.member not in change.groups)
@@ -1061,4 +1068,7 @@ async def _follow_up(
         updated = updated.replaced(having=change.having)
     if change.descending is not None:
         updated = updated.replaced(descending=change.descending, limit=change.limit)
+    elif reading.descending is not None and (updated.groups or updated.grain):
+        # "and the bottom three?": the thread's rows ranked the other way
+        updated = updated.replaced(descending=reading.descending, limit=reading.limit or updated.limit)
     return updated
