@@ -13,6 +13,14 @@ suite's relative dates are resolved with it.
     .venv/bin/python bench/analyst.py [--json]
 
 Targets (issue 15): on each suite at least 90% of the answerable questions answered right, 0 wrong.
+
+The blind sets (``tests/chat/analyst/{saas,tpch,web}``, each questions file) are measured by the blind runner, in
+process on each set's fixed clock (their relative dates and checks are written for it, which a server on the real
+clock would not keep): right / declined / wrong per model and set, and each answered question's time asked again
+against the plain ``/v1/load`` of its query (the Core Data API's service, same viewer, second of two)::
+
+    eval "$(bash scripts/test-services.sh)"
+    EMBEDADMIN_ALLOW_DEV_SECRET=true .venv/bin/python bench/analyst.py --blind fresh3.yml [--blind-json 'o/{set}.json']
 """
 
 from __future__ import annotations
@@ -153,7 +161,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=4097)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object at the end")
+    parser.add_argument("--blind", metavar="QUESTIONS", help="the blind sets' questions file to measure instead")
+    parser.add_argument("--blind-json", help="with --blind: write each set's results here ('{set}' in the path)")
     args = parser.parse_args()
+    if args.blind:
+        from tests.chat.analyst import blind
+
+        extra = ["--json", args.blind_json] if args.blind_json else []
+        raise SystemExit(blind.main(["--questions", args.blind, "--timing", *extra]))
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-analyst-"))
     datasets = {"demo": scratch / "demo.duckdb", "clinic": scratch / "clinic.duckdb"}

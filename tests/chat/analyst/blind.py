@@ -30,6 +30,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -117,8 +118,9 @@ def _cells(rows: Any) -> Any:
     return json.loads(json.dumps(rows, default=str)) if rows is not None else None
 
 
-def run_set(name: str, cast: Any, questions_file: str = "questions.yml") -> dict[str, Any]:
-    """Every question of the blind set ``name`` (its ``questions_file``) asked once and judged."""
+def run_set(name: str, cast: Any, questions_file: str = "questions.yml", *, timing: bool = False) -> dict[str, Any]:
+    """Every question of the blind set ``name`` (its ``questions_file``) asked once and judged; with ``timing``, each
+    answered one asked again and its query loaded twice (``_timed``) once judged."""
     from embedadmin.accounts.services import duckdb_url
     from embedadmin.semantic import load_model
     from tests.chat.analyst.test_suites import ask
@@ -135,10 +137,26 @@ def run_set(name: str, cast: Any, questions_file: str = "questions.yml") -> dict
         model = load_model(dataset.MODEL, dialect="duckdb").require()
         with deployed(cast, dataset.MODEL, duckdb_url(path)) as context:
             for case in suite.cases:
-                cases.append(_case(case, suite, model, context, lambda sql: duck_rows(path, sql.format(t="")), ask))
+                record = _case(case, suite, model, context, lambda sql: duck_rows(path, sql.format(t="")), ask)
+                if timing and record["query"] is not None:
+                    record.update(_timed(case, suite, context, record["query"], ask))
+                cases.append(record)
     answerable = [c for c in cases if c["kind"] != "decline"]
     unanswerable = [c for c in cases if c["kind"] == "decline"]
+    timed = [c for c in cases if "answer_ms" in c]
+    latency = (
+        {
+            "timed": len(timed),
+            "answer_p50_ms": _p50([c["answer_ms"] for c in timed]),
+            "load_p50_ms": _p50([c["load_ms"] for c in timed]),
+        }
+        if timed
+        else {}
+    )
+    if latency:
+        latency["ratio"] = latency["answer_p50_ms"] / latency["load_p50_ms"]
     return {
+        **({"latency": latency} if latency else {}),
         "set": name,
         "questions": str(questions.relative_to(REPO)),
         "frozen": frozen(questions),
@@ -176,7 +194,7 @@ def _case(case: suites.Case, suite: suites.Suite, model: Any, context: Any, run:
     except (AssertionError, ValueError) as error:  # its SQL failed, or it ran more than one query
         record.update(outcome="wrong", basis="turn failed", detail=str(error), answer="", sql=None, rows=None)
         record.update(total_rows=None, check_rows=_cells(checked), rows_equal_check=None, expected=None)
-        record.update(answered=None, differs=None)
+        record.update(answered=None, differs=None, query=None)
         return record
     verdict = suites.judge(
         case,
@@ -189,6 +207,7 @@ def _case(case: suites.Case, suite: suites.Suite, model: Any, context: Any, run:
         checked=checked,
     )
     record.update(outcome=verdict.outcome, basis=verdict.basis, detail=verdict.detail, answer=turn.answer)
+    record["query"] = verdict.query
     record.update(sql=turn.sql, rows=_cells(turn.rows if turn.sql else None), total_rows=turn.total_rows)
     record["check_rows"] = _cells(checked)
     complete = turn.sql is not None and turn.total_rows <= len(turn.rows)
@@ -207,6 +226,30 @@ def _case(case: suites.Case, suite: suites.Suite, model: Any, context: Any, run:
     return record
 
 
+def _timed(case: suites.Case, suite: suites.Suite, context: Any, query: dict[str, Any], ask: Any) -> dict[str, float]:
+    """The analyst's answer asked again (its lookups, model and result warm, as a dashboard's second viewer finds
+    them) and the plain ``/v1/load`` of the query it ran, in the same process (the Core Data API's service, the
+    same viewer), second of two: milliseconds each."""
+    from embedadmin.accounts.models import Deployment
+    from embedadmin.semantic.serving.services import semantic_load
+
+    deployment = Deployment.objects.get(pk=context.deployment_id)
+    started = time.perf_counter()
+    ask(context, suite, case.question, list(case.after))
+    answer_ms = (time.perf_counter() - started) * 1000
+    load_ms = 0.0
+    for _ in range(2):
+        started = time.perf_counter()
+        semantic_load(deployment=deployment, ctx=context.query_context, query=query)
+        load_ms = (time.perf_counter() - started) * 1000
+    return {"answer_ms": answer_ms, "load_ms": load_ms}
+
+
+def _p50(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
 def report(result: dict[str, Any]) -> str:
     """The set's figures and its wrong and declined cases, as printed."""
     f = result["figures"]
@@ -219,6 +262,12 @@ def report(result: dict[str, Any]) -> str:
         f" wrong whose rows equal the check's {f['wrong_with_rows_equal_to_check']})",
         f"unanswerable declined {f['unanswerable_declined']}/{f['unanswerable']}",
     ]
+    if "latency" in result:
+        t = result["latency"]
+        lines.append(
+            f"answer time p50 {t['answer_p50_ms']:.1f} ms against the plain /v1/load of its query p50 "
+            f"{t['load_p50_ms']:.1f} ms ({t['timed']} answered questions, in process): {t['ratio']:.1f}x"
+        )
     for title, chosen in (
         ("WRONG", [c for c in result["cases"] if c["outcome"] == "wrong"]),
         ("DECLINED (answerable)", [c for c in result["cases"] if c["outcome"] == "declined"]),
@@ -243,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.chat.analyst.blind", description=__doc__.split("\n")[0])
     parser.add_argument("--set", choices=SETS, action="append", help="a set to run (repeatable; default: all)")
     parser.add_argument("--json", help="write the results here ('{set}' in the path: one file per set)")
+    parser.add_argument(
+        "--timing", action="store_true", help="also time each answer against the plain /v1/load of its query"
+    )
     parser.add_argument(
         "--questions",
         default="questions.yml",
@@ -271,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             if not (HERE / name / args.questions).exists():
                 print(f"== {name}: no {args.questions}", flush=True)
                 continue
-            result = {**run, **run_set(name, cast, args.questions)}
+            result = {**run, **run_set(name, cast, args.questions, timing=args.timing)}
             results.append(result)
             print(report(result), flush=True)
     print(f"commit {run['commit']}; analyst (last commit under embedadmin/chat/) {run['analyst_commit']}")
