@@ -774,3 +774,49 @@ def test_the_things_counted_are_counted_by_their_cubes_own_count_not_a_filtered_
 
     assert isinstance(answer, Intent)
     assert [m.name for m in answer.measures] == ["traffic.sess_cnt"]
+
+
+def test_the_edges_of_a_period_open_a_range_at_its_edge():
+    cubes = _saas_model()
+    assert _range(_ask("How many accounts signed up until the end of June 2023?", cubes)) == (None, date(2023, 7, 1))
+    assert _range(_ask("How many accounts signed up up until the end of June 2023?", cubes)) == (
+        None,
+        date(2023, 7, 1),
+    )
+    assert _range(_ask("How many accounts signed up before the end of 2024?", cubes)) == (None, date(2025, 1, 1))
+    assert _range(_ask("How many accounts signed up since the start of 2025?", cubes)) == (date(2025, 1, 1), None)
+    assert _range(_ask("How many accounts signed up until the start of 2025?", cubes)) == (None, date(2025, 1, 1))
+
+
+def test_the_head_noun_of_a_two_word_title_names_its_measure_when_nothing_else_says_it():
+    def model(*titles: str) -> list:
+        members = [
+            _member("shop", f"m{i}", title, kind="number", alias=f"sales.m{i}", agg="sum")
+            for i, title in enumerate(titles)
+        ]
+        members.append(_member("shop", "day", "Day", kind="time", alias="sales.day"))
+        return cubes_of({"cubes": [{"name": "shop", "title": "Shop", "type": "view", "members": members}]})
+
+    one = _ask("What was our revenue last year?", model("Gross revenue", "Units"))
+    two = _ask("What was our revenue last year?", model("Gross revenue", "Net revenue"))
+
+    assert isinstance(one, Intent)
+    assert [m.title for m in one.measures] == ["Gross revenue"]
+    assert isinstance(two, Decline)  # gross or net: never guessed
+    assert set(two.suggestions) <= {"What was our gross revenue last year", "What was our net revenue last year"}
+
+
+def test_a_past_participle_finds_the_value_it_says():
+    async def statuses(cube: str, dimension: str, candidates: Any) -> list[str]:
+        return [c for c in candidates if dimension.endswith(".status") and c.lower() in {"void", "paid"}]
+
+    members = [
+        _member("billing", "invoices", "Invoices", kind="number", alias="invoices.count", agg="count"),
+        _member("billing", "status", "Status", kind="string", alias="invoices.status"),
+    ]
+    cubes = cubes_of({"cubes": [{"name": "billing", "title": "Billing", "type": "view", "members": members}]})
+
+    answer = _ask("How many invoices were voided?", cubes, lookup=statuses)
+
+    assert isinstance(answer, Intent)
+    assert [(c.member.name, c.values) for c in answer.conditions] == [("billing.status", ("void",))]

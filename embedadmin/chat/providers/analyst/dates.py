@@ -48,6 +48,7 @@ DAY_SUFFIXES = frozenset({"st", "nd", "rd", "th"})
 DAY_LEADS = frozenset({"on", "to", "and", "before", "after", "through", "between", "by", "till"})
 # A word before a period that opens the range on one side: from the period's first day, after its last day,
 # before its first day, up to its last day.
+EDGES = frozenset({"end", "start", "beginning"})  # "since the start of 2025", "until the end of June"
 OPEN_MARKERS = {"since": "from", "after": "after", "before": "before", "until": "until", "till": "until"}
 
 
@@ -192,17 +193,30 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
 def _opened(item: Found, words: Sequence[str], taken: set[int]) -> Found:
     """A period after "since", "after", "before" or "until" as the range it opens ("since 2024": from 2024 on)."""
     lead = min(item.positions) - 1
+    edge = set()
+    if lead >= 0 and words[lead] in EDGES and lead not in taken:  # "until the end of June 2023": until June 2023
+        edge = {lead}
+        lead -= 1
+        if lead >= 0 and words[lead] == "the" and lead not in taken:
+            edge.add(lead)
+            lead -= 1
     if item.date_range is None or lead < 0 or lead in taken or words[lead] not in OPEN_MARKERS:
         return item
     start, end = item.date_range.start, item.date_range.end
+    side = OPEN_MARKERS[words[lead]]
+    edge_word = next((words[p] for p in edge if words[p] in EDGES), "")
+    if edge_word == "end":  # "before the end of 2024": up to its last day; "since the end of 2024": after it
+        side = {"before": "until", "from": "after"}.get(side, side)
+    elif edge_word:  # "until the start of 2025": before it; "after the beginning of March": from it
+        side = {"until": "before", "after": "from"}.get(side, side)
     opened = {
         "from": DateRange(start, None),
         "after": DateRange(end, None),
         "before": DateRange(None, start),
         "until": DateRange(None, end),
-    }[OPEN_MARKERS[words[lead]]]
-    taken.add(lead)
-    return Found(item.positions | {lead}, date_range=opened, yearless=item.yearless)
+    }[side]
+    taken.update({lead, *edge})
+    return Found(item.positions | {lead, *edge}, date_range=opened, yearless=item.yearless)
 
 
 def _day_number(words: Sequence[str], i: int) -> tuple[int, list[int]] | None:

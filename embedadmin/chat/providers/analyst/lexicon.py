@@ -129,22 +129,26 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
 
 def _with_head_nouns(cube: Cube, nouns: set[str]) -> Cube:
     """Each measure whose title starts with a word no other member's phrases use, and that names no cube, is also
-    named by that word ("units" for "Units sold")."""
+    named by that word ("units" for "Units sold"); so is one whose two-word title ends with such a word ("revenue"
+    for "Gross revenue", when nothing else of the model says "revenue")."""
     used: dict[str, int] = {}
     for member in cube.members:
         for word in {w for p in member.phrases for w in p}:
             used[word] = used.get(word, 0) + 1
     members = []
     for member in cube.members:
-        head = member.title_phrase[:1]
-        if (
-            member.is_measure
-            and len(member.title_phrase) > 1
-            and used.get(head[0]) == 1
-            and head[0] not in EDGE_WORDS | AGGREGATION_WORDS | nouns  # "patients" stays the patients' name
-            and head not in member.phrases
-        ):
-            member = replace(member, phrases=(*member.phrases, head))
+        # The first word of a longer title ("units" for "Units sold"), and the head noun of a two-word one
+        # ("revenue" for "Gross revenue"), when no other member's phrases use it.
+        heads = [member.title_phrase[:1]] + ([member.title_phrase[1:]] if len(member.title_phrase) == 2 else [])
+        for head in heads:
+            if (
+                member.is_measure
+                and len(member.title_phrase) > 1
+                and used.get(head[0]) == 1
+                and head[0] not in EDGE_WORDS | AGGREGATION_WORDS | nouns  # "patients" stays the patients' name
+                and head not in member.phrases
+            ):
+                member = replace(member, phrases=(*member.phrases, head))
         members.append(member)
     return replace(cube, members=tuple(members))
 

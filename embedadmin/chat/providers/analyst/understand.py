@@ -265,6 +265,7 @@ async def attempt(
     # "subscriptions that churned": those with a churn date); "new" beside it says no more than the event.
     event, event_positions = _event(cube, reading, left)
     left -= event_positions
+    left -= {i for i in left if tokens[i].lower == "up" and i + 1 in reading.date_positions}  # "up until March"
     if event is not None:
         left -= {i for i in left if tokens[i].lower in EVENT_ADJECTIVES}
     conditions += found
@@ -360,7 +361,7 @@ async def attempt(
         wording = {
             root(t.lower)
             for i, t in enumerate(tokens)
-            if i not in amounts | event_positions | one_word and t.lower not in FUNCTION_WORDS
+            if i not in amounts | event_positions | one_word | reading.date_positions and t.lower not in FUNCTION_WORDS
         }
         # A verb naming a date ("received": the model's "received on") against a noun evoking another ("orders")
         verb_date = event if time is None else (time if one_word else None)
@@ -692,7 +693,7 @@ async def _values(
         for b in range(a + 1, min(len(run), a + MAX_VALUE_WORDS) + 1)
     }
     candidates = written | {singular(text) for text in written}
-    candidates |= {_plain(text) for text in written} - {""}
+    candidates |= {key(text) for text in written for key in (_plain, _participle)} - {""}
     found_values: dict[str, dict[str, str]] = {}  # dimension -> lower value -> value
     for member in ordered:
         values = await lookup(cube.name, member.name, sorted(candidates))
@@ -704,7 +705,7 @@ async def _values(
         while a < len(run):
             for b in range(min(len(run), a + MAX_VALUE_WORDS), a, -1):
                 text = reading.phrase(run[a:b]).strip('"').lower()
-                keys = (text, singular(text), _plain(text))
+                keys = (text, singular(text), _plain(text), _participle(text))
                 owners = [(m, key) for key in keys for m in ordered if key and key in found_values.get(m.name, {})]
                 if owners:
                     member, key = owners[0]
@@ -746,6 +747,14 @@ def _plain(text: str) -> str:
     if " " not in lower and lower.endswith("ly") and len(lower) > 5:
         return lower[:-2]
     return ""
+
+
+def _participle(text: str) -> str:
+    """The value a past participle says of a thing ("voided": void, "paused": pause); "" for other words."""
+    lower = text.lower()
+    if " " in lower or len(lower) < 6 or not lower.endswith("ed"):
+        return ""
+    return lower[:-2]
 
 
 def singular(text: str) -> str:
