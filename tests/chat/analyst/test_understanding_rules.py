@@ -820,3 +820,36 @@ def test_a_past_participle_finds_the_value_it_says():
 
     assert isinstance(answer, Intent)
     assert [(c.member.name, c.values) for c in answer.conditions] == [("billing.status", ("void",))]
+
+
+def test_a_period_that_has_not_begun_is_declined():
+    answer = _ask("What will revenue be in Q4 2025?", _model(plain_date_on="ordered_at"))  # the clock: August 2025
+
+    assert isinstance(answer, Decline)
+    assert "not begun" in answer.reason
+
+
+def test_values_joined_by_and_with_a_preposition_or_article_between_are_each_answered():
+    answer = _ask("How many accounts signed up in 2024 in fintech and in retail?", _saas_model(), lookup=_saas_values)
+
+    assert isinstance(answer, Intent)
+    assert [g.name for g in answer.groups] == ["ops.industry"]
+
+
+def test_a_verb_saying_how_a_value_came_about_or_a_noun_adds_no_date_condition():
+    members = [
+        _member("wholesale", "avg_discount", "Average discount", kind="number", alias="lines.discount", agg="avg"),
+        _member("wholesale", "ship_mode", "Ship mode", kind="string", alias="lines.ship_mode"),
+        _member("wholesale", "ship_date", "Ship date", kind="time", alias="lines.ship_date"),
+        _member("wholesale", "pay_method", "Payment method", kind="string", alias="lines.method"),
+        _member("wholesale", "paid_at", "Payment date", kind="time", alias="lines.paid_at"),
+    ]
+    cubes = cubes_of({"cubes": [{"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}]})
+
+    async def modes(cube: str, dimension: str, candidates: Any) -> list[str]:
+        return [c.upper() for c in candidates if dimension.endswith(".ship_mode") and c.lower() == "truck"]
+
+    shipped = _ask("What is the average discount shipped by truck?", cubes, lookup=modes)
+
+    assert isinstance(shipped, Intent)
+    assert [(c.member.name, c.operator) for c in shipped.conditions] == [("wholesale.ship_mode", "equals")]

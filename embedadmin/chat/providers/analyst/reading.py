@@ -168,8 +168,12 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
             if word not in ("vs", "versus"):  # those join the values compared, as "and" does
                 reading.taken.add(i)
     found = find_dates(tokens, zone=zone, now=now, taken=reading.taken)
+    today = now.astimezone(zone).date()
     for date_found in found:
         assert date_found.date_range is not None
+        if date_found.date_range.start is not None and date_found.date_range.start > today:
+            # "what will revenue be in Q4 2025?": nothing has happened there yet; a forecast is another model's
+            return Decline("That period has not begun: the data holds what happened, and I do not forecast.")
         reading.date_ranges.append(date_found.date_range)
         reading.yearless.append(date_found.yearless)
         reading.date_positions |= date_found.positions

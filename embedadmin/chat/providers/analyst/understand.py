@@ -47,7 +47,10 @@ EVENT_ADJECTIVES = frozenset({"new"})  # "new accounts signed up in 2024": the a
 AUXILIARIES = frozenset({"did", "do", "does", "have", "has", "had"})
 VERB_LEADS = frozenset({"we", "you", "they", "i", "did", "do", "does", "to", "will"})  # "did we invoice"
 SINGULAR_VERBS = frozenset({"was", "is", "has"})
-VERSUS = ("vs", "versus", "against")  # "air vs rail": values side by side, as "and" joins them
+VERSUS = ("vs", "versus", "against")
+JOINED_FILLERS = frozenset(
+    {"in", "for", "from", "the", "of", "on", "at"}
+)  # "fintech and in healthcare"  # "air vs rail": values side by side, as "and" joins them
 COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
 
 
@@ -381,7 +384,7 @@ async def attempt(
         time = time or next(iter(others), None)
         if time is None:
             return Attempt(cube, unplaced=[reading.phrase(sorted(reading.date_positions)) or (grain or "")])
-    elif event is not None and any(tokens[i].lower not in LIGHT_VERBS for i in event_positions):
+    elif event is not None and _event_happened(event, event_positions, reading, conditions):
         # "subscriptions that churned": those with a churn date ("patients registered": all, as the data means)
         conditions.append(Condition(event, "set", ()))
     if len(reading.date_ranges) > 1:
@@ -444,6 +447,20 @@ def _label(cube: Cube, noun: str, nouns: Mapping[str, frozenset[str]]) -> Member
         if m.owner == entity and m.type == "string" and (("name",) in m.phrases or m.title_phrase in names)
     ]
     return labels[0] if len(labels) == 1 else None
+
+
+def _event_happened(event: Member, positions: set[int], reading: Reading, conditions: list[Condition]) -> bool:
+    """Whether a verb naming ``event`` with no period says the event happened ("subscriptions that churned",
+    "accounts that signed up"): a verb form that is not a light one ("placed", "registered": what the data means),
+    and not one that only says how a value came about ("lines shipped by truck": the ship mode)."""
+    tokens = reading.tokens
+    verb = any(tokens[i].lower.endswith("ed") or i + 1 in positions for i in positions)
+    light = all(tokens[i].lower in LIGHT_VERBS for i in positions)
+    event_roots = {root(tokens[i].lower) for i in positions}
+    told_by_value = any(
+        event_roots & {root(word) for phrase in c.member.phrases for word in phrase} for c in conditions
+    )
+    return verb and not light and not told_by_value
 
 
 def _counted_entity(
@@ -727,13 +744,20 @@ async def _values(
         if tokens[i].lower in ("or", "and", "nor", *VERSUS) and i - 1 in used and i + 1 in used:
             used.add(i)
     owner_at = {p: member for member, _value, positions in matched for p in positions}
+
+    def next_value(i: int) -> int:
+        """The position after "and" where the next value starts ("and in healthcare", "and the United Kingdom")."""
+        while i < len(tokens) and tokens[i].lower in JOINED_FILLERS and i not in owner_at:
+            i += 1
+        return i
+
     joined_by_and = {
         owner_at[i - 1].name
         for i, token in enumerate(tokens)
         if token.lower in ("and", *VERSUS)
         and i - 1 in owner_at
-        and owner_at[i - 1] == owner_at.get(i + 1)
-        and not {i - 1, i + 1} & reading.negated
+        and owner_at[i - 1] == owner_at.get(next_value(i + 1))
+        and not {i - 1, next_value(i + 1)} & reading.negated
     }
     return list(conditions.values()), left - used, used, joined_by_and
 
