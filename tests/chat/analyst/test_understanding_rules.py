@@ -853,3 +853,52 @@ def test_a_verb_saying_how_a_value_came_about_or_a_noun_adds_no_date_condition()
 
     assert isinstance(shipped, Intent)
     assert [(c.member.name, c.operator) for c in shipped.conditions] == [("wholesale.ship_mode", "equals")]
+
+
+def test_a_verb_another_cube_of_the_model_names_is_never_dropped_by_a_cube_without_it():
+    accounts = {
+        "name": "accounts",
+        "title": "Accounts",
+        "meta": {"synonyms": ["customers"]},
+        "members": [
+            {"name": "accounts.count", "title": "Accounts", "type": "number", "aggType": "count"},
+            {"name": "accounts.country", "title": "Country", "type": "string"},
+            {"name": "accounts.signed_up", "title": "Signup date", "type": "time"},
+        ],
+    }
+    invoices = {
+        "name": "invoices",
+        "title": "Invoices",
+        "members": [
+            {"name": "invoices.count", "title": "Invoices", "type": "number", "aggType": "count"},
+            {"name": "invoices.amount", "title": "Invoiced amount", "type": "number", "aggType": "sum"},
+            {"name": "invoices.issued", "title": "Invoice date", "type": "time"},
+        ],
+    }
+
+    async def countries(cube: str, dimension: str, candidates: Any) -> list[str]:
+        return [c for c in candidates if dimension.endswith(".country") and c.lower() == "germany"]
+
+    answer = _ask(
+        "What was invoiced to customers based in Germany in 2024?",
+        cubes_of({"cubes": [accounts, invoices]}),
+        lookup=countries,
+    )
+
+    assert isinstance(answer, Decline)  # never the count of German accounts signed up in 2024
+
+
+def test_a_thing_named_before_another_field_qualifies_it():
+    members = [
+        _member("wholesale", "revenue", "Revenue", kind="number", alias="lines.revenue", agg="sum"),
+        _member("wholesale", "customer", "Customer", kind="string", alias="customers.name"),
+        _member("wholesale", "nation", "Country", kind="string", alias="nations.name"),
+    ]
+    customers = {"name": "customers", "title": "Customers", "members": [{"name": "customers.name", "type": "string"}]}
+    view = {"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}
+
+    answer = _ask("Which five customer countries generated the most revenue?", cubes_of({"cubes": [view, customers]}))
+
+    assert isinstance(answer, Intent)
+    assert [g.name for g in answer.groups] == ["wholesale.nation"]
+    assert (answer.limit, answer.descending) == (5, True)

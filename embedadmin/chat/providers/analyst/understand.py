@@ -136,10 +136,11 @@ async def attempt(
     nouns: Mapping[str, frozenset[str]],
     partial: bool = False,
     plain_counts: Mapping[str, str] | None = None,
+    model_words: frozenset[str] = frozenset(),
 ) -> Attempt:
     """Read the question against ``cube``: an :class:`Attempt` with the query, or the words left unplaced.
-    ``partial`` (a follow-up) asks for no measure; ``plain_counts``: each cube's own count (cube -> measure).
-    """
+    ``partial`` (a follow-up) asks for no measure; ``plain_counts``: each cube's own count (cube -> measure);
+    ``model_words``: the words the whole model's members are named with."""
     plain_counts = plain_counts or {}
     taken = set(reading.taken)
     tokens = reading.tokens
@@ -303,8 +304,9 @@ async def attempt(
         reason = "This compares two results that one query cannot hold: compare values of one field or two measures."
         return Attempt(cube, decline=Decline(reason))
     # A verb that only says the event happened ("orders placed in 2024") has no content, unless the model names
-    # something by it ("lines returned": a member says "returned"): then it must be placed like any word.
-    modelled = {word for member in cube.members for phrase in member.phrases for word in phrase}
+    # something by it ("lines returned": a member says "returned"), in this cube or another (a cube without the
+    # invoices may not drop "invoiced"): then it must be placed like any word.
+    modelled = model_words | {word for member in cube.members for phrase in member.phrases for word in phrase}
     unplaced = [
         tokens[i].text
         for i in sorted(left)
@@ -536,8 +538,8 @@ def _headed(spans: list[Span], reading: Reading) -> tuple[list[Span], set[int]]:
 
 
 def _owned(spans: list[Span], cube: Cube, nouns: Mapping[str, frozenset[str]]) -> tuple[list[Span], set[int]]:
-    """The spans without a one-word name of a cube right before a dimension of that cube ("product category": the
-    products' category, not the product name and the category), and the positions such names take."""
+    """The spans without a one-word name of a cube right before another dimension ("product category": the products'
+    category, not the product name and the category; "customer countries"), and the positions such names take."""
     dropped: set[int] = set()
     kept: list[Span] = []
     for index, span in enumerate(spans):
@@ -548,7 +550,7 @@ def _owned(spans: list[Span], cube: Cube, nouns: Mapping[str, frozenset[str]]) -
             and len(span.member_phrase) == 1
             and not span.member.is_measure
             and not following.member.is_measure
-            and following.member.owner in nouns.get(span.member_phrase[0], frozenset())
+            and span.member_phrase[0] in nouns  # "customer countries": the customers' countries, not customers
         ):
             dropped.update(span.positions)
             continue
@@ -978,13 +980,16 @@ async def _understood(
     views = [c for c in cubes if c.is_view]
     nouns = entity_nouns(cubes)
     plain_counts = {c.name: count.name for c in cubes if not c.is_view and (count := c.count_measure()) is not None}
+    model_words = frozenset(word for c in cubes for m in c.members for phrase in m.phrases for word in phrase)
     best: Attempt | None = None
     behind_ambiguity: set[str] = set()  # the cubes of a view that declined the question as ambiguous
     for cube in ordered:
         if cube.name in behind_ambiguity:
             # The view showing this cube found the question ambiguous: the cube's fewer members would hide that.
             continue
-        tried = await attempt(cube, reading, lookup, zone.key, nouns=nouns, plain_counts=plain_counts)
+        tried = await attempt(
+            cube, reading, lookup, zone.key, nouns=nouns, plain_counts=plain_counts, model_words=model_words
+        )
         if tried.intent is not None:
             return tried.intent if cube.is_view else _through_view(tried.intent, views)
         if cube.is_view and tried.decline is not None and tried.decline.ambiguous:
