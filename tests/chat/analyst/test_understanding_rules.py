@@ -902,3 +902,24 @@ def test_a_thing_named_before_another_field_qualifies_it():
     assert isinstance(answer, Intent)
     assert [g.name for g in answer.groups] == ["wholesale.nation"]
     assert (answer.limit, answer.descending) == (5, True)
+
+
+def test_things_that_did_something_are_no_modifier():
+    members = [
+        _member("wholesale", "orders", "Orders", kind="number", alias="orders.count", agg="count"),
+        _member("wholesale", "customer", "Customer", kind="string", alias="customers.name"),
+        _member(
+            "wholesale",
+            "order_date",
+            "Order date",
+            kind="time",
+            alias="orders.order_date",
+            meta={"synonyms": ["placed on"]},
+        ),
+    ]
+    customers = {"name": "customers", "title": "Customers", "members": [{"name": "customers.name", "type": "string"}]}
+    view = {"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}
+
+    answer = _ask("How many different customers placed orders in 2024?", cubes_of({"cubes": [view, customers]}))
+
+    assert isinstance(answer, Decline)  # no distinct count of customers here: never the count of orders

@@ -176,7 +176,7 @@ async def attempt(
     if grain is None and not any(reading.names_group(span.start) for span in spans):
         spans = [_per_row(cube, span, reading) for span in spans]
     spans, absorbed = _headed(spans, reading)
-    spans, owners = _owned(spans, cube, nouns)
+    spans, owners = _owned(spans, reading, nouns)
     taken |= absorbed | owners
     spans = [span for span in spans if not _names_cube_counted(cube, span, reading)]
     for span in spans:
@@ -537,7 +537,7 @@ def _headed(spans: list[Span], reading: Reading) -> tuple[list[Span], set[int]]:
     return kept, absorbed
 
 
-def _owned(spans: list[Span], cube: Cube, nouns: Mapping[str, frozenset[str]]) -> tuple[list[Span], set[int]]:
+def _owned(spans: list[Span], reading: Reading, nouns: Mapping[str, frozenset[str]]) -> tuple[list[Span], set[int]]:
     """The spans without a one-word name of a cube right before another dimension ("product category": the products'
     category, not the product name and the category; "customer countries"), and the positions such names take."""
     dropped: set[int] = set()
@@ -550,7 +550,12 @@ def _owned(spans: list[Span], cube: Cube, nouns: Mapping[str, frozenset[str]]) -
             and len(span.member_phrase) == 1
             and not span.member.is_measure
             and not following.member.is_measure
-            and span.member_phrase[0] in nouns  # "customer countries": the customers' countries, not customers
+            and following.member.type != "time"
+            and (
+                following.member.owner in nouns.get(span.member_phrase[0], frozenset())
+                # "customer countries": the customers' countries; "customers placed": no modifier, the plural
+                or (span.member_phrase[0] in nouns and reading.tokens[span.start].lower == span.member_phrase[0])
+            )
         ):
             dropped.update(span.positions)
             continue
