@@ -385,26 +385,36 @@ def test_which_month_had_the_most_is_one_month():
     assert (all_months.grain, all_months.limit) == ("month", None)
 
 
+def _cube(name: str, title: str, *members: tuple[str, str, str, str], synonyms: tuple[str, ...] = ()) -> dict:
+    """A cube as ``serviceMeta`` shows it; each member (local name, title, type, aggregation or "")."""
+    shown = [
+        {"name": f"{name}.{local}", "title": member_title, "type": kind, **({"aggType": agg} if agg else {})}
+        for local, member_title, kind, agg in members
+    ]
+    return {
+        "name": name,
+        "title": title,
+        "members": shown,
+        **({"meta": {"synonyms": list(synonyms)}} if synonyms else {}),
+    }
+
+
 def _accounts_model() -> list:
     """A cube of accounts (synonym "customers") with the account's name, and their invoices."""
-    accounts = {
-        "name": "accounts",
-        "title": "Accounts",
-        "meta": {"synonyms": ["customers"]},
-        "members": [
-            {"name": "accounts.count", "title": "Accounts", "type": "number", "aggType": "count"},
-            {"name": "accounts.acct_name", "title": "Account", "type": "string"},
-            {"name": "accounts.tier", "title": "Tier", "type": "string"},
-        ],
-    }
-    invoices = {
-        "name": "invoices",
-        "title": "Invoices",
-        "members": [
-            {"name": "invoices.count", "title": "Invoices", "type": "number", "aggType": "count"},
-            {"name": "invoices.collected", "title": "Collected", "type": "number", "aggType": "sum"},
-        ],
-    }
+    accounts = _cube(
+        "accounts",
+        "Accounts",
+        ("count", "Accounts", "number", "count"),
+        ("acct_name", "Account", "string", ""),
+        ("tier", "Tier", "string", ""),
+        synonyms=("customers",),
+    )
+    invoices = _cube(
+        "invoices",
+        "Invoices",
+        ("count", "Invoices", "number", "count"),
+        ("collected", "Collected", "number", "sum"),
+    )
     members = [
         _member("billing", "acct_name", "Account", kind="string", alias="accounts.acct_name"),
         _member("billing", "tier", "Tier", kind="string", alias="accounts.tier"),
@@ -856,25 +866,21 @@ def test_a_verb_saying_how_a_value_came_about_or_a_noun_adds_no_date_condition()
 
 
 def test_a_verb_another_cube_of_the_model_names_is_never_dropped_by_a_cube_without_it():
-    accounts = {
-        "name": "accounts",
-        "title": "Accounts",
-        "meta": {"synonyms": ["customers"]},
-        "members": [
-            {"name": "accounts.count", "title": "Accounts", "type": "number", "aggType": "count"},
-            {"name": "accounts.country", "title": "Country", "type": "string"},
-            {"name": "accounts.signed_up", "title": "Signup date", "type": "time"},
-        ],
-    }
-    invoices = {
-        "name": "invoices",
-        "title": "Invoices",
-        "members": [
-            {"name": "invoices.count", "title": "Invoices", "type": "number", "aggType": "count"},
-            {"name": "invoices.amount", "title": "Invoiced amount", "type": "number", "aggType": "sum"},
-            {"name": "invoices.issued", "title": "Invoice date", "type": "time"},
-        ],
-    }
+    accounts = _cube(
+        "accounts",
+        "Accounts",
+        ("count", "Accounts", "number", "count"),
+        ("country", "Country", "string", ""),
+        ("signed_up", "Signup date", "time", ""),
+        synonyms=("customers",),
+    )
+    invoices = _cube(
+        "invoices",
+        "Invoices",
+        ("count", "Invoices", "number", "count"),
+        ("amount", "Invoiced amount", "number", "sum"),
+        ("issued", "Invoice date", "time", ""),
+    )
 
     async def countries(cube: str, dimension: str, candidates: Any) -> list[str]:
         return [c for c in candidates if dimension.endswith(".country") and c.lower() == "germany"]
