@@ -188,6 +188,7 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
             "name": cube["name"],
             "type": cube.get("type", "cube"),
             "title": title,
+            **({"description": cube["description"]} if cube.get("description") else {}),
             **({"meta": cube["meta"]} if cube.get("meta") else {}),
             "members": [_member_result(members[i]) for i in order],
         }

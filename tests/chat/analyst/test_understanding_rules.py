@@ -929,3 +929,23 @@ def test_things_that_did_something_are_no_modifier():
     answer = _ask("How many different customers placed orders in 2024?", cubes_of({"cubes": [view, customers]}))
 
     assert isinstance(answer, Decline)  # no distinct count of customers here: never the count of orders
+
+
+def test_customers_name_the_one_cube_its_description_says_holds_them():
+    users = _cube(
+        "users",
+        "Users",
+        ("count", "Users", "number", "count"),
+        ("city", "City", "string", ""),
+        ("signed_up_at", "Signed up at", "time", ""),
+    )
+    users["description"] = "People with an account in the shop; one row per customer."
+    products = _cube("products", "Products", ("count", "Products", "number", "count"))
+    products["description"] = "What the shop sells to its customers."  # a second cube saying it: no evidence
+
+    one = _ask("How many customers signed up in 2024?", cubes_of({"cubes": [users]}))
+    two = _ask("How many customers signed up in 2024?", cubes_of({"cubes": [users, products]}))
+
+    assert isinstance(one, Intent)
+    assert [m.name for m in one.measures] == ["users.count"]
+    assert isinstance(two, Decline)

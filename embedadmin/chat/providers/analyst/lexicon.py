@@ -13,6 +13,9 @@ COUNT_TYPES = frozenset({"count", "countDistinct", "countDistinctApprox"})
 EDGE_WORDS = frozenset({"at", "on", "in", "of", "the", "a", "an", "by", "per"})
 # A phrase of these words alone names no member: they say how to aggregate ("count", "total").
 AGGREGATION_WORDS = frozenset({"count", "total", "sum", "average", "mean", "number", "amount", "value"})
+# Everyday words for what a model holds, given to the one cube whose title or description says one of them
+# (``_with_described_nouns``); the stems, as questions are matched.
+BUSINESS_NOUNS = (("customer", "client", "buyer", "shopper"),)
 
 
 @dataclass(frozen=True)
@@ -123,8 +126,31 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
                 name=cube["name"], title=title, is_view=cube.get("type") == "view", phrases=tuple(own), members=members
             )
         )
+    cubes = _with_described_nouns(
+        cubes, descriptions={c["name"]: str(c.get("description") or "") for c in meta["cubes"]}
+    )
     nouns = {p[0] for cube in cubes for p in cube.phrases if len(p) == 1}
     return [_with_root_phrases(_with_head_nouns(cube, nouns), cubes) for cube in cubes]
+
+
+def _with_described_nouns(cubes: list[Cube], *, descriptions: Mapping[str, str]) -> list[Cube]:
+    """The business lexicon: everyday words for the things a model holds ("customers", "clients"), given to the one
+    cube whose title or description says them ("Users": "one row per customer"), when no cube or view is already
+    named by them. Never to a view, and never to two cubes: the model's own words are the evidence."""
+    named = {p for cube in cubes for p in cube.phrases}
+    for words in BUSINESS_NOUNS:
+        if any((w,) in named for w in words):
+            continue
+        said = [
+            cube
+            for cube in cubes
+            if not cube.is_view and set(words) & set(stems(f"{cube.title} {descriptions.get(cube.name, '')}"))
+        ]
+        if len(said) == 1:
+            [cube] = said
+            extra = tuple((w,) for w in words)
+            cubes = [replace(c, phrases=(*c.phrases, *extra)) if c is cube else c for c in cubes]
+    return cubes
 
 
 def _with_head_nouns(cube: Cube, nouns: set[str]) -> Cube:

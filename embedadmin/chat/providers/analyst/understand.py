@@ -54,6 +54,24 @@ JOINED_FILLERS = frozenset(
 COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
 
 
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the whole model says, which each cube's reading needs: the one-word names of its cubes and views (with
+    the cubes each names), each cube's own count, and every word its members are named with."""
+
+    nouns: Mapping[str, frozenset[str]]
+    plain_counts: Mapping[str, str] = field(default_factory=dict)
+    words: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, cubes: Sequence[Cube]) -> ModelFacts:
+        return cls(
+            nouns=entity_nouns(cubes),
+            plain_counts={c.name: n.name for c in cubes if not c.is_view and (n := c.count_measure()) is not None},
+            words=frozenset(word for c in cubes for m in c.members for phrase in m.phrases for word in phrase),
+        )
+
+
 @dataclass
 class Attempt:
     """One cube's reading of the question: the query it would run, or the words it could not place."""
@@ -133,15 +151,12 @@ async def attempt(
     lookup: ValueLookup,
     timezone: str,
     *,
-    nouns: Mapping[str, frozenset[str]],
+    facts: ModelFacts,
     partial: bool = False,
-    plain_counts: Mapping[str, str] | None = None,
-    model_words: frozenset[str] = frozenset(),
 ) -> Attempt:
     """Read the question against ``cube``: an :class:`Attempt` with the query, or the words left unplaced.
-    ``partial`` (a follow-up) asks for no measure; ``plain_counts``: each cube's own count (cube -> measure);
-    ``model_words``: the words the whole model's members are named with."""
-    plain_counts = plain_counts or {}
+    ``partial`` (a follow-up) asks for no measure."""
+    nouns, plain_counts, model_words = facts.nouns, facts.plain_counts, facts.words
     taken = set(reading.taken)
     tokens = reading.tokens
     # A grain word inside a longer name of the model ("monthly recurring revenue") is the name's, not a grain.
@@ -977,24 +992,20 @@ async def _understood(
         return reading
     if previous is not None and reading.follow_up:
         reading.taken.update(reading.pointing)  # "how many of those": the thread's last question, narrowed
-        return await _follow_up(reading, previous, lookup, entity_nouns(cubes))
+        return await _follow_up(reading, previous, lookup, ModelFacts.of(cubes))
     if reading.pointing:  # "the MRR on those" with nothing answered before in the thread
         word = reading.tokens[reading.pointing[0]].text
         return Decline(f"I could not tell what '{word}' refers to: ask the whole question, naming it.")
     ordered = sorted(cubes, key=lambda c: not c.is_view)
     views = [c for c in cubes if c.is_view]
-    nouns = entity_nouns(cubes)
-    plain_counts = {c.name: count.name for c in cubes if not c.is_view and (count := c.count_measure()) is not None}
-    model_words = frozenset(word for c in cubes for m in c.members for phrase in m.phrases for word in phrase)
+    facts = ModelFacts.of(cubes)
     best: Attempt | None = None
     behind_ambiguity: set[str] = set()  # the cubes of a view that declined the question as ambiguous
     for cube in ordered:
         if cube.name in behind_ambiguity:
             # The view showing this cube found the question ambiguous: the cube's fewer members would hide that.
             continue
-        tried = await attempt(
-            cube, reading, lookup, zone.key, nouns=nouns, plain_counts=plain_counts, model_words=model_words
-        )
+        tried = await attempt(cube, reading, lookup, zone.key, facts=facts)
         if tried.intent is not None:
             return tried.intent if cube.is_view else _through_view(tried.intent, views)
         if cube.is_view and tried.decline is not None and tried.decline.ambiguous:
@@ -1072,11 +1083,9 @@ def entity_nouns(cubes: Sequence[Cube]) -> dict[str, frozenset[str]]:
     return {noun: frozenset(names) for noun, names in named.items()}
 
 
-async def _follow_up(
-    reading: Reading, previous: Intent, lookup: ValueLookup, nouns: Mapping[str, frozenset[str]]
-) -> Intent | Decline:
+async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup, facts: ModelFacts) -> Intent | Decline:
     """``previous`` with what the follow-up changes: its dates, grain, groups, filters, measures or ranking."""
-    tried = await attempt(previous.cube, reading, lookup, previous.timezone, nouns=nouns, partial=True)
+    tried = await attempt(previous.cube, reading, lookup, previous.timezone, facts=facts, partial=True)
     if tried.decline is not None:
         return tried.decline
     if tried.unplaced:
