@@ -47,21 +47,20 @@ async def analyst_stream(request: ProviderRequest, *, now: datetime | None = Non
     question = request.question
     yield ThinkingDelta(f"Searching the data model for: {question}")
     meta = json.loads(await request.call_tool("serviceMeta", {"searchQuery": question}))
-    answer = await _answer(request, meta, now or datetime.now(UTC))
-    text, offered = answer if isinstance(answer, tuple) else (answer, ())
+    text, offered = await _answer(request, meta, now or datetime.now(UTC))
     for piece in chunks(text, ANSWER_PARTS):
         yield ContentDelta(piece)
     if offered:
         yield Suggestions(offered)
 
 
-async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime) -> str | tuple[str, tuple[str, ...]]:
-    """The answer's text; for a decline with a way forward, also the questions offered instead."""
+async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime) -> tuple[str, tuple[str, ...]]:
+    """The answer's text, and for a decline with a way forward the questions offered instead (else none)."""
     if "error" in meta:
-        return f"I could not search the data model: {meta['error']}"
+        return f"I could not search the data model: {meta['error']}", ()
     cubes = cubes_of(meta)
     if not cubes:
-        return "I found nothing in the data model that matches your question."
+        return "I found nothing in the data model that matches your question.", ()
     zone = ZoneInfo(request.timezone)
     lookup = _remembered(request.lookup_values or _no_values)
     previous = None
@@ -72,7 +71,7 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
         if outcome.suggestions:
             offered = "\n".join(f"- {q}" for q in outcome.suggestions)
             return f"{outcome.reason}\n\nDid you mean:\n{offered}", outcome.suggestions
-        return f"{outcome.reason} {capabilities(cubes)}"
+        return f"{outcome.reason} {capabilities(cubes)}", ()
     if request.context_filters:  # asked from a dashboard: its filters narrow the answer as they narrow its tiles
         outcome = with_dashboard_filters(outcome, request.context_filters, zone=zone, now=now)
     arguments = {
@@ -84,8 +83,8 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
     }
     result = json.loads(await request.call_tool("serviceSqlApi", arguments))
     if "error" in result:
-        return f"I could not run the query ({result['error']}). {capabilities(cubes)}"
-    return write_answer(outcome, result)
+        return f"I could not run the query ({result['error']}). {capabilities(cubes)}", ()
+    return write_answer(outcome, result), ()
 
 
 async def _previous_intent(

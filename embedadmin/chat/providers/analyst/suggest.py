@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from embedadmin.chat.providers.analyst.intent import Decline
 from embedadmin.chat.providers.analyst.lexicon import Cube
-from embedadmin.chat.vocabulary import root
+from embedadmin.chat.vocabulary import root, stems
 
 MAX_SUGGESTIONS = 3
 MAX_CANDIDATES = 8  # each is read like a question: a bound on the work a decline costs
@@ -25,7 +25,7 @@ CLOSE = 0.8  # how alike a word and a member's word must be (difflib's ratio) to
 def candidates(question: str, decline: Decline, cubes: Sequence[Cube]) -> list[str]:
     """Questions to try, most likely first."""
     base = question.strip().rstrip("?.! ")
-    wording = {root(w) for w in re.findall(r"[a-z0-9]+", base.lower())}
+    wording = _roots(base)
     found: list[str] = []
     for title in sorted(decline.choices, key=lambda t: -len(wording & _roots(t))):
         found.append(f"{base} ({title.lower()})")
@@ -38,7 +38,7 @@ def candidates(question: str, decline: Decline, cubes: Sequence[Cube]) -> list[s
 
 
 def _roots(text: str) -> set[str]:
-    return {root(w) for w in re.findall(r"[a-z0-9]+", text.lower())}
+    return {root(w) for w in stems(text)}
 
 
 def _alike(word: str, cubes: Sequence[Cube]) -> list[str]:

@@ -14,6 +14,7 @@ aggregation words, comparisons, markers) is read first, in ``reading.py``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
@@ -47,10 +48,8 @@ EVENT_ADJECTIVES = frozenset({"new"})  # "new accounts signed up in 2024": the a
 AUXILIARIES = frozenset({"did", "do", "does", "have", "has", "had"})
 VERB_LEADS = frozenset({"we", "you", "they", "i", "did", "do", "does", "to", "will"})  # "did we invoice"
 SINGULAR_VERBS = frozenset({"was", "is", "has"})
-VERSUS = ("vs", "versus", "against")
-JOINED_FILLERS = frozenset(
-    {"in", "for", "from", "the", "of", "on", "at"}
-)  # "fintech and in healthcare"  # "air vs rail": values side by side, as "and" joins them
+VERSUS = ("vs", "versus", "against")  # "air vs rail": values side by side, as "and" joins them
+JOINED_FILLERS = frozenset({"in", "for", "from", "the", "of", "on", "at"})  # "fintech and in healthcare"
 COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
 
 
@@ -350,7 +349,7 @@ async def attempt(
             measures = [counted_entity]  # "how many visits did tablet users make": the visits, not the users
     if partial and not measures and aggregations & {"share", "average", "distinct"}:
         # "what percentage of them were urgent?": a new aggregation of the thread's rows, never its old measure
-        chosen: list[Member] | Decline = Decline("I could not tell which measure you mean.", choices=_titles(cube))
+        chosen: list[Member] | Decline = _which_measure(cube)
     elif partial and not measures and "count" not in aggregations:
         chosen = []
     else:
@@ -369,7 +368,7 @@ async def attempt(
             assert isinstance(chosen, list)
             counted_names = ", ".join(m.title.lower() for m in chosen)
             reason = f"This asks for an amount, but I only found a count ({counted_names}): name the amount."
-            chosen = Decline(reason, choices=_titles(cube, amounts=True))
+            chosen = Decline(reason, choices=_measure_titles(cube, amounts=True))
     if isinstance(chosen, Decline):
         return Attempt(cube, decline=chosen)
     if reading.date_ranges or grain:
@@ -388,9 +387,7 @@ async def attempt(
         if verb_date is not None:
             evoked = [m for m in cube.time_dimensions() if m != verb_date and _event_roots(m) & wording]
             if evoked:  # "orders received this year": the order date, or the receipt date the verb names?
-                titles = tuple(m.title for m in (verb_date, *evoked))
-                reason = f"Which date should the period be of: {' or '.join(t.lower() for t in titles)}? Say it."
-                return Attempt(cube, decline=Decline(reason, ambiguous=True, choices=titles))
+                return Attempt(cube, decline=_which_date([verb_date, *evoked]))
         time = time or event
         others = [m for m in cube.time_dimensions() if time_span is None or m != time_span.member]
         if time is None and len(others) > 1:
@@ -443,10 +440,7 @@ def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member], w
     plain = [m for m in (own or dates) if ("date",) in m.phrases]
     if len(plain) == 1:
         return plain[0]
-    listed = own or dates
-    choices = ", ".join(m.title.lower() for m in listed[:-1]) + f" or {listed[-1].title.lower()}"
-    titles = tuple(m.title for m in listed)
-    return Decline(f"Which date should the period be of: {choices}? Say it.", ambiguous=True, choices=titles)
+    return _which_date(own or dates)
 
 
 def _label(cube: Cube, noun: str, nouns: Mapping[str, frozenset[str]]) -> Member | None:
@@ -500,15 +494,28 @@ def _counted_entity(
     return own[0] if len(entities) == 1 and len(own) == 1 else None
 
 
-def _titles(cube: Cube, *, amounts: bool = False) -> tuple[str, ...]:
+def _measure_titles(cube: Cube, *, amounts: bool = False) -> tuple[str, ...]:
     """The titles of the measures a question could name instead (for ``amounts``, those that are no count)."""
     return tuple(dict.fromkeys(m.title for m in cube.measures() if not (amounts and m.is_count)))
 
 
-def _event_roots(member: Member) -> set[str]:
+def _which_measure(cube: Cube) -> Decline:
+    """The decline of a question that names no measure it can be answered with, offering the cube's."""
+    return Decline("I could not tell which measure you mean.", choices=_measure_titles(cube))
+
+
+def _which_date(dates: Sequence[Member]) -> Decline:
+    """The decline of a period that could be of several ``dates``, offering each."""
+    titles = tuple(m.title for m in dates)
+    named = ", ".join(t.lower() for t in titles[:-1]) + f" or {titles[-1].lower()}"
+    return Decline(f"Which date should the period be of: {named}? Say it.", ambiguous=True, choices=titles)
+
+
+@functools.lru_cache(maxsize=1024)
+def _event_roots(member: Member) -> frozenset[str]:
     """The roots of the words naming a time dimension other than "date", "at" and the like: the event it dates
-    ("Signup date": signup; "canceled_ts", "Cancellation date": cancel)."""
-    return {root(word) for phrase in member.phrases for word in phrase if word not in DATE_WORDS}
+    ("Signup date": signup; "canceled_ts", "Cancellation date": cancel). Read for every word of every question."""
+    return frozenset(root(word) for phrase in member.phrases for word in phrase if word not in DATE_WORDS)
 
 
 def _event(cube: Cube, reading: Reading, candidates: set[int]) -> tuple[Member | None, set[int]]:
@@ -902,13 +909,13 @@ def _measures(
         return [count]
     if not named and aggregations & {"share", "average"}:
         # "what percentage of visits bounced": a share, never the count of the visits that did
-        return Decline("I could not tell which measure you mean.", choices=_titles(cube))
+        return _which_measure(cube)
     if not named:
         if counted_subject and cube.count_measure() is not None:
             count = cube.count_measure()
             assert count is not None
             return [count]
-        return Decline("I could not tell which measure you mean.", choices=_titles(cube))
+        return _which_measure(cube)
     for member in named:
         if "average" in aggregations and member.agg_type != "avg":
             return Decline(f"The data model has no average of {member.title.lower()}.")
@@ -965,12 +972,13 @@ async def understand(
     """The query that answers ``question`` (or, for a follow-up, ``previous`` with the part it changes), or a
     :class:`Decline` naming what could not be placed, with up to three questions like it that it answers (when
     ``suggest``)."""
-    outcome = await _understood(question, cubes, lookup, zone=zone, now=now, previous=previous)
+    facts = ModelFacts.of(cubes)
+    outcome = await _understood(question, cubes, facts, lookup, zone=zone, now=now, previous=previous)
     if isinstance(outcome, Intent) or not suggest:
         return outcome
     offered: list[str] = []
     for candidate in candidates(question, outcome, cubes):
-        tried = await _understood(candidate, cubes, lookup, zone=zone, now=now, previous=previous)
+        tried = await _understood(candidate, cubes, facts, lookup, zone=zone, now=now, previous=previous)
         if isinstance(tried, Intent):
             offered.append(candidate)
             if len(offered) == MAX_SUGGESTIONS:
@@ -981,6 +989,7 @@ async def understand(
 async def _understood(
     question: str,
     cubes: Sequence[Cube],
+    facts: ModelFacts,
     lookup: ValueLookup,
     *,
     zone: ZoneInfo,
@@ -992,13 +1001,12 @@ async def _understood(
         return reading
     if previous is not None and reading.follow_up:
         reading.taken.update(reading.pointing)  # "how many of those": the thread's last question, narrowed
-        return await _follow_up(reading, previous, lookup, ModelFacts.of(cubes))
+        return await _follow_up(reading, previous, lookup, facts)
     if reading.pointing:  # "the MRR on those" with nothing answered before in the thread
         word = reading.tokens[reading.pointing[0]].text
         return Decline(f"I could not tell what '{word}' refers to: ask the whole question, naming it.")
     ordered = sorted(cubes, key=lambda c: not c.is_view)
     views = [c for c in cubes if c.is_view]
-    facts = ModelFacts.of(cubes)
     best: Attempt | None = None
     behind_ambiguity: set[str] = set()  # the cubes of a view that declined the question as ambiguous
     for cube in ordered:
