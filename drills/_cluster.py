@@ -965,10 +965,8 @@ class Cluster:
             time.sleep(0.1)
 
     def warm_workers(self, stop_loss: float) -> None:
-        """Have every web worker answer one request. A worker imports Django's URLconf (every view module) at its
-        first request, which takes seconds on a busy machine while its other requests wait: a drill must not
-        mistake a worker that never served for a slow product (the kill drill's survivor once stalled a takeover
-        for 20 s so). Each ``/livez`` goes on a fresh connection; the worker that accepted it is found from its
+        """Have every web worker answer one request, so that a drill never mistakes a worker that never served for a
+        slow product. Each ``/livez`` goes on a fresh connection; the worker that accepted it is found from its
         socket, until every worker has answered one."""
         deadline = time.monotonic() + max(stop_loss, 1.0)
         warm: set[int] = set()

@@ -233,14 +233,19 @@ def _chat_run(c: Cluster, drill: Drill) -> None:
         if not accepted:
             accepted.append(time.monotonic())
 
+    attempts: list[tuple[float, float, int, str]] = []  # (sent, answered) s after the kill, status, error
     while True:
         body = {"input": "And how many orders?", "chatId": chat_id, "sessionSettings": session}
-        status, _, _ = asyncio.run(c.chat_stream(body, tenant="postgres", on_line=first_line, timeout=30))
+        sent = time.monotonic()
+        status, answer, _ = asyncio.run(c.chat_stream(body, tenant="postgres", on_line=first_line, timeout=30))
+        error = str((answer[0] if answer else {}).get("error", ""))[:60] if status != 200 else ""
+        attempts.append((round(sent - seen["at"], 2), round(time.monotonic() - seen["at"], 2), status, error))
         if status != 409 or time.monotonic() - seen["at"] > c.stop_loss(30):
             break
         accepted.clear()
         refused += 1
         time.sleep(0.1)
+    drill.figures["chat_attempts_after_kill"] = attempts[-6:]
     accepted_after = round((accepted[0] if accepted else time.monotonic()) - seen["at"], 2)
     drill.figures["chat_thread_free_after_kill_s"] = accepted_after
     drill.figures["chat_messages_refused_meanwhile"] = refused

@@ -3,6 +3,10 @@ through the one-hand-off WSGI bridge and answer exactly as the Django test clien
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import httpx
 import pytest
 
@@ -89,3 +93,36 @@ def test_a_host_outside_allowed_hosts_is_400_on_every_api_family(served, acme):
             answers[path] = (response.status_code, response.json()["error"])
 
     assert answers == {path: (400, "page" if path.startswith("/admin/") else "Bad request") for _, path in EVERY_FAMILY}
+
+
+WARM_PROBE = """
+import sys
+import embedadmin.asgi
+loaded = set(sys.modules)
+from django.urls import get_resolver
+from django.urls.resolvers import URLResolver
+
+
+def views(resolver):
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, URLResolver):
+            yield from views(pattern)
+        else:
+            yield pattern.callback.__module__
+
+
+every = set(views(get_resolver()))
+print(len(every), sorted(every - loaded))
+"""
+
+
+def test_loading_the_application_imports_every_view_before_a_worker_accepts():
+    """gunicorn's worker accepts connections once the application is loaded: a worker that imported the views at its
+    first request (seconds of CPU) kept the requests it accepted waiting, while a worker replacing a killed one."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "embedadmin.settings", "EMBEDADMIN_ALLOW_DEV_SECRET": "true"}
+    probe = subprocess.run(
+        [sys.executable, "-c", WARM_PROBE], capture_output=True, text=True, env=env, timeout=120, check=True
+    )
+    views, not_loaded = probe.stdout.split(" ", 1)
+    assert int(views) > 20
+    assert not_loaded.strip() == "[]"
