@@ -193,13 +193,17 @@ def test_a_cube_a_view_shows_answers_through_the_view_and_never_past_its_ambigui
 
     # "purchases" only the cube places: its answer is written against the view, which shows what it uses
     through = _ask("Purchases by status", cubes, lookup=_statuses)
-    # the view has two dates of orders, no plain one and none the words name, so it declines as ambiguous; the cube
-    # behind it, with one date, would answer: it may not
-    ambiguous = _ask("Count by status in 2024", cubes, lookup=_statuses)
+    # the view has three dates, no plain one and none the words name: "Orders" names its own ("Ordered at"), so the
+    # count of orders is placed by it; revenue comes from lines, which none is of, so it declines as ambiguous
+    titled = _ask("Count by status in 2024", cubes, lookup=_statuses)
+    ambiguous = _ask("Revenue by status in 2024", cubes, lookup=_statuses)
 
     assert isinstance(through, Intent)
     assert (through.cube.name, [m.name for m in through.measures]) == ("shop", ["shop.order_count"])
     assert [g.name for g in through.groups] == ["shop.status"]
+    assert isinstance(titled, Intent)
+    assert titled.time is not None
+    assert titled.time.name == "shop.ordered_at"
     assert isinstance(ambiguous, Decline)
     assert ambiguous.ambiguous
 
@@ -949,3 +953,46 @@ def test_customers_name_the_one_cube_its_description_says_holds_them():
     assert isinstance(one, Intent)
     assert [m.name for m in one.measures] == ["users.count"]
     assert isinstance(two, Decline)
+
+
+def _billing_model() -> list:
+    """A view of invoices (two dates, an amount, a collection rate) and sessions' dimensions titled with notes."""
+    members = [
+        _member("ops", "invoiced", "Invoiced amount", kind="number", alias="invoices.amount", agg="sum"),
+        _member("ops", "invoice_count", "Invoices", kind="number", alias="invoices.count", agg="count"),
+        _member("ops", "paid_share", "Share paid", kind="number", alias="invoices.paid_share", agg="number"),
+        _member("ops", "issued_at", "Invoice date", kind="time", alias="invoices.issued_at"),
+        _member("ops", "paid_at", "Payment date", kind="time", alias="invoices.paid_at"),
+        _member("ops", "device", "Device category", kind="string", alias="invoices.device"),
+        _member("ops", "geo_ctry", "Country (geo-IP)", kind="string", alias="invoices.country"),
+        _member("ops", "dflt_grp", "Default channel group", kind="string", alias="invoices.channel"),
+        _member("ops", "channel_source", "Channel source", kind="string", alias="invoices.channel_source"),
+    ]
+    return cubes_of({"cubes": [{"name": "ops", "title": "Ops", "type": "view", "members": members}]})
+
+
+def test_a_measure_titled_after_one_date_is_placed_by_that_date_and_a_ratio_never():
+    cubes = _billing_model()
+
+    amount = _ask("Total invoiced amount per month in 2025", cubes)
+    ratio = _ask("Share paid per month in 2025", cubes)
+
+    assert isinstance(amount, Intent)
+    assert amount.time is not None
+    assert amount.time.name == "ops.issued_at"
+    assert isinstance(ratio, Decline)  # "Share paid" says paid, but a ratio of invoices is not dated by payment
+    assert ratio.ambiguous
+
+
+def test_a_dimension_is_named_by_its_title_without_a_note_or_classifying_words_when_nothing_else_says_them():
+    cubes = _billing_model()
+
+    device = _ask("Invoices by device type", cubes)
+    country = _ask("Invoices per country", cubes)
+    channel = _ask("Invoices by channel", cubes)
+
+    assert isinstance(device, Intent)
+    assert [g.name for g in device.groups] == ["ops.device"]
+    assert isinstance(country, Intent)
+    assert [g.name for g in country.groups] == ["ops.geo_ctry"]
+    assert isinstance(channel, Decline)  # "channel" is in two titles: "Default channel group", "Channel source"

@@ -3,6 +3,7 @@ them and their members (names, titles, ``meta`` synonyms, plurals folded)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -16,6 +17,10 @@ AGGREGATION_WORDS = frozenset({"count", "total", "sum", "average", "mean", "numb
 # Everyday words for what a model holds, given to the one cube whose title or description says one of them
 # (``_with_described_nouns``); the stems, as questions are matched.
 BUSINESS_NOUNS = (("customer", "client", "buyer", "shopper"),)
+# Words of a dimension's title that classify rather than name ("Device category", "Default channel group"): the
+# rest of the title names the dimension too, when nothing else of the cube says it (``_with_short_names``).
+CLASSIFIER_WORDS = frozenset(stems("category type kind class group default"))
+QUALIFIER = re.compile(r"\s*\([^)]*\)")  # "Country (geo-IP)": a title's note in parentheses
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,7 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
         cubes, descriptions={c["name"]: str(c.get("description") or "") for c in meta["cubes"]}
     )
     nouns = {p[0] for cube in cubes for p in cube.phrases if len(p) == 1}
-    return [_with_root_phrases(_with_head_nouns(cube, nouns), cubes) for cube in cubes]
+    return [_with_root_phrases(_with_short_names(cube, nouns), cubes) for cube in cubes]
 
 
 def _with_described_nouns(cubes: list[Cube], *, descriptions: Mapping[str, str]) -> list[Cube]:
@@ -153,27 +158,41 @@ def _with_described_nouns(cubes: list[Cube], *, descriptions: Mapping[str, str])
     return cubes
 
 
-def _with_head_nouns(cube: Cube, nouns: set[str]) -> Cube:
-    """Each measure whose title starts with a word no other member's phrases use, and that names no cube, is also
-    named by that word ("units" for "Units sold"); so is one whose two-word title ends with such a word ("revenue"
-    for "Gross revenue", when nothing else of the model says "revenue")."""
+def _with_short_names(cube: Cube, nouns: set[str]) -> Cube:
+    """Members named by part of their title when no other member's phrases use that part, and it names no cube:
+
+    - a measure by the first word of a longer title ("units" for "Units sold"), or by the head noun of a two-word
+      one ("revenue" for "Gross revenue");
+    - a dimension by its title without a note in parentheses ("country" for "Country (geo-IP)") and without the
+      words that classify ("device" for "Device category", "channel" for "Default channel group")."""
     used: dict[str, int] = {}
     for member in cube.members:
         for word in {w for p in member.phrases for w in p}:
             used[word] = used.get(word, 0) + 1
+    taken = {p for member in cube.members for p in member.phrases}
+
+    def free(part: tuple[str, ...], member: Member) -> bool:
+        """A word no other member's phrases use, or a longer phrase no member has."""
+        if not part:
+            return False
+        unused = used.get(part[0]) == 1 if len(part) == 1 else part not in taken
+        return (
+            unused
+            and part not in member.phrases
+            and not set(part) & (EDGE_WORDS | AGGREGATION_WORDS | nouns)  # "patients" stays the patients' name
+        )
+
     members = []
     for member in cube.members:
-        # The first word of a longer title ("units" for "Units sold"), and the head noun of a two-word one
-        # ("revenue" for "Gross revenue"), when no other member's phrases use it.
-        heads = [member.title_phrase[:1]] + ([member.title_phrase[1:]] if len(member.title_phrase) == 2 else [])
+        if member.is_measure and len(member.title_phrase) > 1:
+            heads = [member.title_phrase[:1]] + ([member.title_phrase[1:]] if len(member.title_phrase) == 2 else [])
+        elif not member.is_measure:
+            plain = tuple(stems(QUALIFIER.sub("", member.title)))
+            heads = [plain, tuple(word for word in plain if word not in CLASSIFIER_WORDS)]
+        else:
+            heads = []
         for head in heads:
-            if (
-                member.is_measure
-                and len(member.title_phrase) > 1
-                and used.get(head[0]) == 1
-                and head[0] not in EDGE_WORDS | AGGREGATION_WORDS | nouns  # "patients" stays the patients' name
-                and head not in member.phrases
-            ):
+            if free(head, member):
                 member = replace(member, phrases=(*member.phrases, head))
         members.append(member)
     return replace(cube, members=tuple(members))

@@ -424,15 +424,26 @@ async def attempt(
     return Attempt(cube, intent=_ranked(intent, reading, labelled))
 
 
+# Measures that add up or count their rows, each of which the date of their own event places in a period.
+PLAIN_AGGREGATIONS = frozenset({"sum", "count", "countDistinct", "countDistinctApprox", "min", "max", "avg"})
+
+
 def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member], wording: set[str]) -> Member | Decline:
     """Which of several dates a period is of when the question names none: never a guess, since it changes the
     answer. The one date a word of the question names as its event ("orders in 2024": the order date; "canceled in
-    2024": the cancellation date); else the one date of the cube the measures come from (in a view: orders' revenue,
+    2024": the cancellation date); else the one date the measures' titles name ("Invoiced amount": the invoice
+    date); else the one date of the cube the measures come from (in a view: orders' revenue,
     the orders' date); else the one the model calls plainly "date" (its title or a synonym); else the question must
     say. ``wording``: the roots of the question's words that may name an event."""
     evoked = [m for m in dates if _event_roots(m) & wording]
     if len(evoked) == 1:
         return evoked[0]
+    # "Invoiced amount": the invoice date; never for a ratio ("Completion rate" of orders is by the orders' date)
+    added = all(m.agg_type in PLAIN_AGGREGATIONS and not m.is_percent for m in measures)
+    titled = {root(word) for m in measures for word in m.title_phrase} if added else set()
+    dated = [m for m in dates if _event_roots(m) & titled]
+    if len(dated) == 1:
+        return dated[0]
     owners = {m.owner for m in measures}
     own = [m for m in dates if m.owner in owners] if cube.is_view else []
     if len(own) == 1:
