@@ -996,3 +996,42 @@ def test_a_dimension_is_named_by_its_title_without_a_note_or_classifying_words_w
     assert isinstance(country, Intent)
     assert [g.name for g in country.groups] == ["ops.geo_ctry"]
     assert isinstance(channel, Decline)  # "channel" is in two titles: "Default channel group", "Channel source"
+
+
+def test_a_share_or_an_average_of_a_count_is_never_answered_with_the_count():
+    cubes = _model(plain_date_on="ordered_at")
+
+    percent = _ask("what % of orders were shipped?", cubes, lookup=_statuses)
+    average = _ask("avg order count by status", cubes, lookup=_statuses)
+
+    assert isinstance(percent, Decline)
+    assert isinstance(average, Decline)
+    assert "average" in average.reason
+
+
+def test_a_count_of_nothing_named_in_a_view_of_several_things_is_asked_back_and_its_cubes_never_guess():
+    cubes = _with_orders_cube(_model(plain_date_on="ordered_at"))  # the view counts orders and customers
+
+    unnamed = _ask("How many in 2024?", cubes)
+    named = _ask("How many orders in 2024?", cubes)
+
+    assert isinstance(unnamed, Decline)
+    assert unnamed.ambiguous
+    assert {"Orders", "Customers"} <= set(unnamed.choices)
+    assert isinstance(named, Intent)
+    assert [m.name for m in named.measures] == ["shop.order_count"]
+
+
+def test_a_grain_adverb_before_a_participle_says_how_not_per_what():
+    cubes = _model(plain_date_on="ordered_at")
+
+    billed = _ask("Revenue from annually billed orders", cubes, lookup=_statuses)
+    monthly = _ask("Monthly revenue in 2024", cubes, lookup=_statuses)
+    named = _ask("Monthly invoiced amount in 2025", _billing_model())  # "invoiced amount" is the model's name
+
+    assert isinstance(billed, Decline)  # never revenue per year
+    assert "annually" in billed.reason
+    assert isinstance(monthly, Intent)
+    assert monthly.grain == "month"
+    assert isinstance(named, Intent)
+    assert named.grain == "month"

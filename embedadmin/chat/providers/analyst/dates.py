@@ -425,7 +425,10 @@ def find_grain(tokens: Sequence[Token], *, taken: set[int], custom: dict[tuple[s
             if led and tuple(stems[i : i + len(phrase)]) == phrase and all(p not in taken for p in spot):
                 positions = frozenset({i - 1, *range(i, i + len(phrase))})
                 return Found(positions, grain=name)
-        if word in GRAIN_ADJECTIVES:
+        participle = i + 1 < len(words) and words[i + 1].endswith("ed") and i + 1 not in taken
+        if word in GRAIN_ADJECTIVES and not (word.endswith("ly") and participle):
+            # "monthly revenue", "monthly invoiced amount" (a name of the model): by month; "annually billed plans":
+            # how the plans are billed, never a grain
             return Found(frozenset({i}), grain=GRAIN_ADJECTIVES[word])
         unit = UNITS.get(word.rstrip("s"))
         if unit and led:

@@ -362,7 +362,10 @@ async def attempt(
         plural_subject = any(tokens[p].lower != tokens[p].stem for p in subject | event_positions)
         asks_amount = "total" in aggregations or any(t.lower == "much" for t in tokens)
         named_subject = (plural_subject or _names_subject(cube, spans)) and not asks_amount
-        chosen = _measures(cube, reading, aggregations, measures, named_subject and narrowed)
+        used = [*groups, *(c.member for c in conditions), *(m for m in (time, event) if m is not None)]
+        chosen = _measures(
+            cube, reading, aggregations, measures, named_subject and narrowed, used=used, plain_counts=plain_counts
+        )
         counts_only = isinstance(chosen, list) and bool(chosen) and all(m.is_count for m in chosen)
         if asks_amount and "count" not in aggregations and counts_only:  # "how much did we invoice": not a count
             assert isinstance(chosen, list)
@@ -508,6 +511,34 @@ def _counted_entity(
 def _measure_titles(cube: Cube, *, amounts: bool = False) -> tuple[str, ...]:
     """The titles of the measures a question could name instead (for ``amounts``, those that are no count)."""
     return tuple(dict.fromkeys(m.title for m in cube.measures() if not (amounts and m.is_count)))
+
+
+def _only_count(cube: Cube, used: Sequence[Member], plain_counts: Mapping[str, str]) -> Member | None:
+    """The count a question that names none asks for: the cube's own; in a view, the one of the only cube its counts
+    count, else of the only cube whose members the question uses ("count by status": the orders the status is of;
+    "signups per quarter": the accounts that signed up); None when that is not one cube (how many of which?)."""
+    count = cube.count_measure()
+    if count is None or not cube.is_view:
+        return count
+    counts = [m for m in cube.measures() if m.is_count]
+    owners = {m.owner for m in counts}
+    if len(owners) == 1:
+        return count
+    asked = {m.owner for m in used}
+    if len(asked) != 1:
+        return None
+    [owner] = asked
+    own = [m for m in counts if m.owner == owner]
+    plain = [m for m in own if m.alias == plain_counts.get(owner)] or [m for m in own if m.agg_type == "count"]
+    return plain[0] if len(plain) == 1 else None
+
+
+def _which_count(cube: Cube) -> Decline:
+    """The decline of a count whose things the question does not name, offering the model's counts."""
+    counts = tuple(dict.fromkeys(m.title for m in cube.measures() if m.is_count))
+    if not counts:
+        return Decline(f"{cube.title} has no count.")
+    return Decline("I could not tell what to count: name the things.", ambiguous=True, choices=counts)
 
 
 def _which_measure(cube: Cube) -> Decline:
@@ -894,12 +925,23 @@ def _names_subject(cube: Cube, spans: list[Span]) -> bool:
 
 
 def _measures(
-    cube: Cube, reading: Reading, aggregations: set[str], named: list[Member], counted_subject: bool
+    cube: Cube,
+    reading: Reading,
+    aggregations: set[str],
+    named: list[Member],
+    counted_subject: bool,
+    *,
+    used: Sequence[Member],
+    plain_counts: Mapping[str, str],
 ) -> list[Member] | Decline:
     """The measures the question asks for, with its aggregation words checked against their aggregation;
     ``counted_subject``: the question names the cube and narrows it (grouped, filtered, dated, ranked), so with no
     measure named it asks for the count ("bookings in Toulouse last year")."""
     if "count" in aggregations:
+        if aggregations & {"average", "share"}:
+            # "avg employee count", "what % of the number of visits": never the count alone
+            what = "an average" if "average" in aggregations else "a share"
+            return Decline(f"This asks for {what} of a count, which I cannot compute.", choices=_measure_titles(cube))
         counts = [m for m in named if m.is_count]
         if len(counts) == 2 and _predicated(reading, counts):
             return counts[1:]  # "how many visits were no-shows": the count of the ones that were
@@ -914,19 +956,16 @@ def _measures(
             return countable  # "how many units": a sum of units
         if named:
             return Decline(f"The data model has no count of {named[0].title.lower()}.")
-        count = cube.count_measure()
+        count = _only_count(cube, used, plain_counts)
         if count is None:
-            return Decline(f"{cube.title} has no count.")
+            return _which_count(cube)
         return [count]
     if not named and aggregations & {"share", "average"}:
         # "what percentage of visits bounced": a share, never the count of the visits that did
         return _which_measure(cube)
     if not named:
-        if counted_subject and cube.count_measure() is not None:
-            count = cube.count_measure()
-            assert count is not None
-            return [count]
-        return _which_measure(cube)
+        count = _only_count(cube, used, plain_counts) if counted_subject else None
+        return [count] if count is not None else _which_measure(cube)
     for member in named:
         if "average" in aggregations and member.agg_type != "avg":
             return Decline(f"The data model has no average of {member.title.lower()}.")

@@ -16,6 +16,7 @@ TOKEN = re.compile(
     r"|\d+-\d+\b"  # a range of numbers, as values are written ("25-34")
     r"|\$?\d+(?:,\d{3})*(?:\.\d+)?%?"  # a number, maybe money or a percentage (not the comma after it)
     r"|[A-Za-z][A-Za-z0-9]*"  # a word (Q1); a hyphen separates words, as in the model's names
+    r"|%"  # "what % of visits": a share
     r"|\"[^\"]+\""  # a quoted value
 )
 
@@ -90,7 +91,7 @@ GROUP_WORDS = frozenset({"by", "per", "across", "each", "every"})
 COUNT_PHRASES = (("how", "many"), ("number", "of"), ("count", "of"), ("count",), ("counts",))
 SUM_WORDS = frozenset({"total", "sum", "overall"})
 AVERAGE_WORDS = frozenset({"average", "mean", "avg", "typical"})
-SHARE_WORDS = frozenset({"share", "percentage", "percent", "proportion", "ratio", "rate", "fraction"})
+SHARE_WORDS = frozenset({"share", "percentage", "percent", "%", "proportion", "ratio", "rate", "fraction"})
 DISTINCT_WORDS = frozenset({"distinct", "unique", "different"})
 MOST_WORDS = frozenset({"most", "highest", "largest", "biggest", "greatest", "best", "top", "maximum", "max"})
 LEAST_WORDS = frozenset({"least", "lowest", "smallest", "fewest", "worst", "bottom", "minimum", "min"})
