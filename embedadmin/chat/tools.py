@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.chat.vocabulary import content_stems, local_name, relevance, sql_string, view_root
+from embedadmin.chat.vocabulary import content_stems, local_name, relevance, view_root
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.cubesql.written import sql_string
 from embedadmin.semantic.serving.datasources import CancelScope
 from embedadmin.semantic.serving.services import semantic_cubesql, semantic_meta
 

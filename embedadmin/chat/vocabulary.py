@@ -113,11 +113,6 @@ def local_name(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-def sql_string(value: str) -> str:
-    """``value`` as a semantic SQL string literal."""
-    return "'" + value.replace("'", "''") + "'"
-
-
 def view_root(measure_aliases: Iterable[str]) -> str | None:
     """The one cube a view's measures all come from (their ``aliasMember``s), if there is one: a view over the
     appointments cube is named by that cube's names too."""

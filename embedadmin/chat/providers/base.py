@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from embedadmin.semantic.cubesql.written import WRITTEN_OPERATORS
+
 
 @dataclass(frozen=True)
 class ThinkingDelta:
@@ -70,25 +72,9 @@ ValueLookup = Callable[[str, str, Sequence[str]], Awaitable[list[str]]]
 # question of the thread is read again against the cubes its own search found.
 ModelSearch = Callable[[str], Awaitable[dict[str, Any]]]
 
-# Cube's filter operators a dashboard may send as context (``context.dashboard.filters`` of a request).
-CONTEXT_FILTER_OPERATORS = (
-    "equals",
-    "notEquals",
-    "contains",
-    "notContains",
-    "startsWith",
-    "endsWith",
-    "gt",
-    "gte",
-    "lt",
-    "lte",
-    "set",
-    "notSet",
-    "inDateRange",
-    "notInDateRange",
-    "beforeDate",
-    "afterDate",
-)
+# Cube's filter operators a dashboard may send as context (``context.dashboard.filters`` of a request): those the
+# Core Data API writes in semantic SQL.
+CONTEXT_FILTER_OPERATORS = WRITTEN_OPERATORS
 
 
 @dataclass(frozen=True)

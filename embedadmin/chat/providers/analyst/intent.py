@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from embedadmin.chat.providers.analyst.dates import DateRange
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member
-from embedadmin.chat.vocabulary import sql_string
+from embedadmin.semantic.cubesql.written import sql_string
 
 OPERATOR_SQL = {"equals": "=", "notEquals": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 OPERATOR_WORDS = {
