@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from embedadmin.chat.providers.analyst.dates import find_dates
+from embedadmin.chat.providers.analyst.dates import DateRange, find_dates
 from embedadmin.chat.providers.analyst.intent import Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import cubes_of
 from embedadmin.chat.providers.analyst.understand import understand
@@ -1035,3 +1035,41 @@ def test_a_grain_adverb_before_a_participle_says_how_not_per_what():
     assert monthly.grain == "month"
     assert isinstance(named, Intent)
     assert named.grain == "month"
+
+
+def test_two_whole_periods_of_one_grain_are_a_row_each_and_others_are_declined():
+    cubes = _saas_model()
+
+    years = _ask("How did signups in 2024 compare with 2023?", cubes, lookup=_saas_values)
+    quarters = _ask("Compare new signups in Q1 2024 vs Q1 2025", cubes, lookup=_saas_values)
+    uneven = _ask("signups in June 2024 vs Q1 2025", cubes, lookup=_saas_values)
+
+    assert isinstance(years, Intent)  # adjacent: one range of the two, a row per year
+    assert years.grain == "year"
+    assert (years.date_range, years.compared) == (DateRange(date(2023, 1, 1), date(2025, 1, 1)), None)
+    assert isinstance(quarters, Intent)  # apart: the two ranges, a row for each
+    assert quarters.grain == "quarter"
+    assert (quarters.date_range, quarters.compared) == (
+        DateRange(date(2024, 1, 1), date(2024, 4, 1)),
+        DateRange(date(2025, 1, 1), date(2025, 4, 1)),
+    )
+    assert "signup_ts < DATE '2024-04-01' OR signup_ts >= DATE '2025-01-01'" in quarters.sql()
+    assert isinstance(uneven, Decline)  # a month against a quarter: no one grain gives a row for each
+
+
+def test_a_follow_ups_period_is_on_the_threads_date_and_never_moves_a_period_named_on_another():
+    cubes = _saas_model()
+    first = _ask("How many subscriptions started in 2024?", cubes, lookup=_saas_values)
+    assert isinstance(first, Intent)
+
+    again = _ask("And in 2023?", cubes, previous=first, lookup=_saas_values)
+    compared = _ask("and 2023 vs 2022?", cubes, previous=first, lookup=_saas_values)
+    other_date = _ask("how many of those were canceled in 2025?", cubes, previous=first, lookup=_saas_values)
+
+    assert isinstance(again, Intent)
+    assert again.time == first.time
+    assert again.date_range == DateRange(date(2023, 1, 1), date(2024, 1, 1))
+    assert isinstance(compared, Intent)
+    assert (compared.time, compared.grain) == (first.time, "year")
+    assert (compared.date_range, compared.compared) == (DateRange(date(2022, 1, 1), date(2024, 1, 1)), None)
+    assert isinstance(other_date, Decline)  # never the start date in 2025

@@ -60,6 +60,35 @@ class DateRange:
     end: date | None
 
 
+def period_grain(first: DateRange, second: DateRange) -> tuple[str, DateRange, DateRange] | None:
+    """The grain two periods are each one whole unit of ("2023 vs 2024": year; "Q1 2024 and Q1 2025": quarter), with
+    the two in order; None when they are not two separate whole days, months, quarters or years of one grain."""
+    if None in (first.start, first.end, second.start, second.end):
+        return None
+    earlier, later = sorted((first, second), key=lambda p: p.start or date.min)
+    assert earlier.end is not None
+    assert later.start is not None
+    if earlier.end > later.start:
+        return None  # overlapping: no row for each
+    for grain in ("day", "month", "quarter", "year"):
+        if _whole(earlier, grain) and _whole(later, grain):
+            return grain, earlier, later
+    return None
+
+
+def _whole(period: DateRange, grain: str) -> bool:
+    """Whether ``period`` is exactly one ``grain`` (a calendar month, quarter, year, or a day)."""
+    start, end = period.start, period.end
+    assert start is not None
+    assert end is not None
+    if grain == "day":
+        return end == start + timedelta(days=1)
+    months = {"month": 1, "quarter": 3, "year": 12}[grain]
+    aligned = start.day == 1 and (start.month - 1) % months == 0
+    later = start.month - 1 + months
+    return aligned and end == date(start.year + later // 12, later % 12 + 1, 1)
+
+
 @dataclass(frozen=True)
 class Found:
     """A date range or a grain the question names, and the token positions that name it."""

@@ -78,6 +78,7 @@ class Intent:
     time: Member | None = None
     grain: str | None = None
     date_range: DateRange | None = None
+    compared: DateRange | None = None  # a second period of the grain, after date_range: a row for each
     descending: bool | None = None  # ranked by the first measure; None: in the natural order
     limit: int | None = None
     timezone: str = "UTC"
@@ -103,11 +104,8 @@ class Intent:
         columns += [f"MEASURE({m.column})" for m in self.measures]
         where = [c.sql() for c in self.conditions]
         if self.date_range is not None and self.time is not None:
-            column, start, end = self.time.column, self.date_range.start, self.date_range.end
-            if start is not None:
-                where.append(f"{column} >= DATE '{start.isoformat()}'")
-            if end is not None:
-                where.append(f"{column} < DATE '{end.isoformat()}'")
+            tests = [_period_sql(self.time.column, p) for p in (self.date_range, self.compared) if p is not None]
+            where.append(f"({tests[0]} OR {tests[1]})" if len(tests) == 2 else tests[0])
         where += [d.test for d in self.dashboard_filters if not d.on_measure]
         having = [c.sql() for c in self.having] + [d.test for d in self.dashboard_filters if d.on_measure]
         sql = f"SELECT {', '.join(columns)} FROM {self.cube.name}"  # noqa: S608 (semantic SQL over model names)
@@ -147,7 +145,8 @@ class Intent:
         if conditions:
             parts.append("where " + " and ".join(conditions))
         if self.date_range is not None and self.time is not None:
-            parts.append(f"{self.time.title.lower()} {_period_words(self.date_range)}")
+            periods = [_period_words(p) for p in (self.date_range, self.compared) if p is not None]
+            parts.append(f"{self.time.title.lower()} {' and '.join(periods)}")
         if self.descending is not None:
             first = self.measures[0].title.lower()
             ranked = f"ranked by {first}, {'highest' if self.descending else 'lowest'} first"
@@ -160,6 +159,16 @@ class Intent:
         if self.left_out:
             text += " Left out of the dashboard's filters: " + "; ".join(self.left_out) + "."
         return text
+
+
+def _period_sql(column: str, period: DateRange) -> str:
+    """``column >= DATE '2024-01-01' AND column < DATE '2025-01-01'``: a range's days, open sides left out."""
+    tests = []
+    if period.start is not None:
+        tests.append(f"{column} >= DATE '{period.start.isoformat()}'")
+    if period.end is not None:
+        tests.append(f"{column} < DATE '{period.end.isoformat()}'")
+    return " AND ".join(tests)
 
 
 def _period_words(period: DateRange) -> str:

@@ -177,6 +177,10 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
         reading.date_ranges.append(date_found.date_range)
         reading.yearless.append(date_found.yearless)
         reading.date_positions |= date_found.positions
+    for i, word in enumerate(words):  # "Q1 2024 vs Q1 2025", "2023 and 2024": the word joining two periods
+        joins = word in ("vs", "versus", "and", "with") and reading.free(i)
+        if joins and i - 1 in reading.date_positions and i + 1 in reading.date_positions:
+            reading.taken.add(i)
     _read_comparisons(reading, words)
     _read_ranking(reading, words)
     _skip_verbs(reading, words)

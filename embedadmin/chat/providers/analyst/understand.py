@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-from embedadmin.chat.providers.analyst.dates import DateRange, find_grain
+from embedadmin.chat.providers.analyst.dates import DateRange, find_grain, period_grain
 from embedadmin.chat.providers.analyst.intent import Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.reading import Reading, read
@@ -152,9 +152,11 @@ async def attempt(
     *,
     facts: ModelFacts,
     partial: bool = False,
+    thread_time: Member | None = None,
 ) -> Attempt:
     """Read the question against ``cube``: an :class:`Attempt` with the query, or the words left unplaced.
-    ``partial`` (a follow-up) asks for no measure."""
+    ``partial`` (a follow-up) asks for no measure; ``thread_time``: the date the thread's periods are of, which a
+    follow-up's period is of too unless its words name another ("and in 2023?")."""
     nouns, plain_counts, model_words = facts.nouns, facts.plain_counts, facts.words
     taken = set(reading.taken)
     tokens = reading.tokens
@@ -313,7 +315,8 @@ async def attempt(
     split = [c.member for c in found if c.member.name in joined_by_and]
     if reading.compares or not together:
         groups += [m for m in split if m not in groups]
-    if reading.compares and not split and len(measures) < 2:
+    periods = period_grain(*reading.date_ranges) if len(reading.date_ranges) == 2 and grain is None else None
+    if reading.compares and not split and len(measures) < 2 and periods is None:
         # "compare 2023 and 2024", "revenue vs last year": two results side by side, which one query cannot hold
         reason = "This compares two results that one query cannot hold: compare values of one field or two measures."
         return Attempt(cube, decline=Decline(reason))
@@ -391,7 +394,11 @@ async def attempt(
             evoked = [m for m in cube.time_dimensions() if m != verb_date and _event_roots(m) & wording]
             if evoked:  # "orders received this year": the order date, or the receipt date the verb names?
                 return Attempt(cube, decline=_which_date([verb_date, *evoked]))
-        time = time or event
+        if time is None and event is None and thread_time is not None:
+            evoked = [m for m in cube.time_dimensions() if m != thread_time and _event_roots(m) & wording]
+            if evoked:  # "how many of those were canceled in 2025?": the thread's start date, or the cancellation?
+                return Attempt(cube, decline=_which_date([thread_time, *evoked]))
+        time = time or event or thread_time
         others = [m for m in cube.time_dimensions() if time_span is None or m != time_span.member]
         if time is None and len(others) > 1:
             dated = _default_date(cube, others, chosen, wording)
@@ -404,8 +411,15 @@ async def attempt(
     elif event is not None and _event_happened(event, event_positions, reading, conditions):
         # "subscriptions that churned": those with a churn date ("patients registered": all, as the data means)
         conditions.append(Condition(event, "set", ()))
-    if len(reading.date_ranges) > 1:
-        return Attempt(cube, decline=Decline("This names two periods: comparing them takes more than one query."))
+    date_range = reading.date_ranges[0] if reading.date_ranges else None
+    compared = None
+    if periods is not None:  # "revenue in 2023 vs 2024", "Q1 2024 and Q1 2025": a row for each period
+        grain, date_range, compared = periods
+        if date_range.end == compared.start:  # "2023 vs 2024": one range of two years, a row per year
+            date_range, compared = DateRange(date_range.start, compared.end), None
+    elif len(reading.date_ranges) > 1:
+        reason = "This names two periods that are not two whole days, months, quarters or years: ask for each."
+        return Attempt(cube, decline=Decline(reason))
     if having and not (groups or grain):
         return Attempt(cube, decline=Decline("A condition on a measure needs a grouping (per what?)."))
     grain_title = next((title for name, title in (time.granularities if time else ()) if name == grain), "")
@@ -418,7 +432,8 @@ async def attempt(
         time=time,
         grain=grain,
         grain_title=grain_title.lower(),
-        date_range=reading.date_ranges[0] if reading.date_ranges else None,
+        date_range=date_range,
+        compared=compared,
         timezone=timezone,
     )
     if (reading.limit is not None or reading.descending is not None) and not (groups or grain or partial):
@@ -1143,7 +1158,9 @@ def entity_nouns(cubes: Sequence[Cube]) -> dict[str, frozenset[str]]:
 
 async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup, facts: ModelFacts) -> Intent | Decline:
     """``previous`` with what the follow-up changes: its dates, grain, groups, filters, measures or ranking."""
-    tried = await attempt(previous.cube, reading, lookup, previous.timezone, facts=facts, partial=True)
+    tried = await attempt(
+        previous.cube, reading, lookup, previous.timezone, facts=facts, partial=True, thread_time=previous.time
+    )
     if tried.decline is not None:
         return tried.decline
     if tried.unplaced:
@@ -1152,9 +1169,24 @@ async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup, fa
         return Decline(reason, unplaced=tuple(dict.fromkeys(tried.unplaced)))
     change = tried.intent
     updated = previous
-    if reading.date_ranges:
+    named, before = (change.time if change else None), previous.time
+    if reading.date_ranges and named and before and named != before and previous.date_range is not None:
+        # "how many of those were canceled in 2025?" after "subscriptions started in 2024": a period on each of two
+        # dates, which one question of the thread does not hold; never the new period on the old date
+        reason = f"This puts a period on {named.title.lower()}, and the last question's is on {before.title.lower()}"
+        return Decline(reason + ": ask the whole question.")
+    if len(reading.date_ranges) == 2 and change is not None:
+        # "and 2023 vs 2024?": the two periods, each a row of their grain
+        updated = updated.replaced(
+            date_range=change.date_range,
+            compared=change.compared,
+            grain=change.grain,
+            time=previous.time or change.time,
+        )
+    elif reading.date_ranges:
         updated = updated.replaced(
             date_range=_in_thread_year(reading, previous),
+            compared=None,
             time=previous.time or (change.time if change else None),
         )
     if change is None:
