@@ -115,8 +115,8 @@ def _with_filters(*filters: Any) -> dict[str, Any]:
             "context.dashboard.filters.0.member: Ensure this field has no more than 255 characters.",
         ),
         (
-            _with_filters(_filter(operator="onTheDate")),
-            'context.dashboard.filters.0.operator: "onTheDate" is not a valid choice.',
+            _with_filters(_filter(operator="measureFilter")),
+            'context.dashboard.filters.0.operator: "measureFilter" is not a valid choice.',
         ),
         (
             _with_filters(_filter(operator=["equals"])),

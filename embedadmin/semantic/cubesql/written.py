@@ -21,31 +21,23 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from embedadmin.semantic.errors import QueryError
+from embedadmin.semantic.modeling.model import DATE_OPERATORS, FILTER_OPERATORS
 from embedadmin.semantic.query.dates import resolve_date_range
 from embedadmin.semantic.query.values import NUMBER_TEXT
 
-# The operators a filter is written with (Cube's, as a dashboard sends them).
-WRITTEN_OPERATORS = (
-    "equals",
-    "notEquals",
-    "contains",
-    "notContains",
-    "startsWith",
-    "endsWith",
-    "gt",
-    "gte",
-    "lt",
-    "lte",
-    "set",
-    "notSet",
-    "inDateRange",
-    "notInDateRange",
-    "beforeDate",
-    "afterDate",
-)
+# The operators a filter is written with: every one that tests a member's value (``measureFilter`` applies a
+# measure's own filters and has no value to write).
+WRITTEN_OPERATORS = tuple(operator for operator in FILTER_OPERATORS if operator != "measureFilter")
 COMPARISONS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
-PATTERNS = {"contains": ("%", "%"), "notContains": ("%", "%"), "startsWith": ("", "%"), "endsWith": ("%", "")}
-DATE_OPERATORS = frozenset({"inDateRange", "notInDateRange", "beforeDate", "afterDate"})
+PATTERNS = {
+    "contains": ("%", "%"),
+    "notContains": ("%", "%"),
+    "startsWith": ("", "%"),
+    "notStartsWith": ("", "%"),
+    "endsWith": ("%", ""),
+    "notEndsWith": ("%", ""),
+}
+NEGATIVE = frozenset({"notEquals", "notIn", "notContains", "notStartsWith", "notEndsWith"})
 DAY_START = "T00:00:00.000"
 DAY_END = "T23:59:59.999"
 
@@ -120,7 +112,7 @@ def written_filter(
 
 
 def _membership(column: str, operator: str, literals: list[str], values: tuple[str, ...]) -> WrittenFilter:
-    negated = operator == "notEquals"
+    negated = operator in NEGATIVE  # notEquals, notIn
     if len(literals) == 1:
         test = f"{column} {'<>' if negated else '='} {literals[0]}"
     else:
@@ -138,7 +130,7 @@ def _like_text(value: str) -> str:
 def _pattern_condition(column: str, operator: str, values: tuple[str, ...]) -> WrittenFilter:
     before, after = PATTERNS[operator]
     patterns = [sql_string(f"{before}{_like_text(v)}{after}") for v in values]
-    if operator == "notContains":  # keeps the rows without a value, as Cube's notContains does
+    if operator in NEGATIVE:  # keeps the rows without a value, as Cube's notContains does
         tests = " AND ".join(f"{column} NOT ILIKE {p}" for p in patterns)
         test = f"({tests} OR {column} IS NULL)"
     else:
@@ -167,7 +159,7 @@ def _date_condition(
 ) -> WrittenFilter:
     """A date filter as local bounds, resolved in ``zone`` the way the Core Data API resolves a ``dateRange``: whole
     days as ``DATE`` literals, the end exclusive."""
-    ranged = operator in ("inDateRange", "notInDateRange")
+    ranged = operator in ("inDateRange", "notInDateRange")  # the others take one date (or instant)
     if (ranged and len(values) > 2) or (not ranged and len(values) != 1):
         raise QueryError(f"{operator} takes {'one or two dates' if ranged else 'one date'}")
     try:
@@ -182,10 +174,16 @@ def _date_condition(
         raise QueryError("its dates could not be read") from None
     if operator == "inDateRange":
         return WrittenFilter(f"{column} >= {lower} AND {column} < {upper}", (_shown(start), _shown(end)))
+    if operator == "onTheDate":
+        return WrittenFilter(f"{column} >= {lower} AND {column} < {upper}", (_shown(start),))
     if operator == "notInDateRange":
         return WrittenFilter(f"({column} < {lower} OR {column} >= {upper})", (_shown(start), _shown(end)))
     if operator == "beforeDate":
         return WrittenFilter(f"{column} < {lower}", (_shown(start),))
+    if operator == "beforeOrOnDate":
+        return WrittenFilter(f"{column} < {upper}", (_shown(end),))
+    if operator == "afterOrOnDate":
+        return WrittenFilter(f"{column} >= {lower}", (_shown(start),))
     return WrittenFilter(f"{column} >= {upper}", (_shown(end),))  # afterDate: after the day (or instant) given
 
 

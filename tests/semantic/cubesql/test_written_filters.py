@@ -25,6 +25,10 @@ CASES = [
     ("users", "city", "string", "notContains", ["i"]),  # kept: Eve, without a city
     ("users", "city", "string", "startsWith", ["b"]),
     ("users", "city", "string", "endsWith", ["ICH"]),
+    ("users", "city", "string", "notStartsWith", ["b"]),
+    ("users", "city", "string", "notEndsWith", ["is"]),
+    ("users", "country", "string", "in", ["DE", "US"]),
+    ("users", "country", "string", "notIn", ["DE"]),
     ("users", "name", "string", "contains", ["%"]),  # a wildcard matched as written: nobody
     ("users", "country", "string", "set", []),
     ("users", "country", "string", "notSet", []),
@@ -42,6 +46,9 @@ CASES = [
     ("orders", "created_at", "time", "notInDateRange", ["2024-02-01", "2024-10-26"]),
     ("orders", "created_at", "time", "beforeDate", ["2024-03-31"]),
     ("orders", "created_at", "time", "afterDate", ["2024-06-01"]),
+    ("orders", "created_at", "time", "onTheDate", ["2024-01-31"]),
+    ("orders", "created_at", "time", "beforeOrOnDate", ["2024-03-30"]),
+    ("orders", "created_at", "time", "afterOrOnDate", ["2024-06-02"]),
 ]
 ZONES = ["UTC", "Europe/Berlin"]
 

@@ -25,11 +25,18 @@ from embedadmin.semantic.errors import QueryError
 
 WORDS = {
     "equals": "is",
+    "in": "is",
     "notEquals": "is not",
+    "notIn": "is not",
     "contains": "contains",
     "notContains": "does not contain",
     "startsWith": "starts with",
+    "notStartsWith": "does not start with",
     "endsWith": "ends with",
+    "notEndsWith": "does not end with",
+    "onTheDate": "on",
+    "beforeOrOnDate": "on or before",
+    "afterOrOnDate": "on or after",
     "gt": "over",
     "gte": "at least",
     "lt": "under",
