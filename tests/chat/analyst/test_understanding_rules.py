@@ -1073,3 +1073,34 @@ def test_a_follow_ups_period_is_on_the_threads_date_and_never_moves_a_period_nam
     assert (compared.time, compared.grain) == (first.time, "year")
     assert (compared.date_range, compared.compared) == (DateRange(date(2022, 1, 1), date(2024, 1, 1)), None)
     assert isinstance(other_date, Decline)  # never the start date in 2025
+
+
+def test_a_change_with_no_question_before_it_is_never_answered_as_a_question_of_its_own():
+    cubes = _saas_model()
+
+    fragment = _ask("just for fintech customers", cubes, lookup=_saas_values)
+    whole = _ask("And how many subscriptions started in 2024?", cubes, lookup=_saas_values)
+
+    assert isinstance(fragment, Decline)  # never the count of fintech accounts
+    assert "earlier question" in fragment.reason
+    assert isinstance(whole, Intent)
+
+
+def test_a_word_of_a_dimensions_name_is_no_event_of_a_date():
+    members = [
+        _member("wh", "revenue", "Revenue", kind="number", alias="lines.revenue", agg="sum", format="currency"),
+        _member("wh", "line_count", "Line items", kind="number", alias="lines.count", agg="count"),
+        _member("wh", "ship_date", "Ship date", kind="time", alias="lines.ship_date"),
+        _member("wh", "receipt_date", "Receipt date", kind="time", alias="lines.receipt_date"),
+        _member("wh", "ship_mode", "Shipping method", kind="string", alias="lines.ship_mode"),
+    ]
+    cubes = cubes_of({"cubes": [{"name": "wh", "title": "Wholesale", "type": "view", "members": members}]})
+
+    grouped = _ask("Revenue by shipping method in 2024", cubes)
+    shipped = _ask("How many lines shipped in 2024 by shipping method?", cubes)
+
+    assert isinstance(grouped, Decline)  # "shipping" names the method: which date is the revenue's is asked
+    assert grouped.ambiguous
+    assert isinstance(shipped, Intent)  # "shipped" is the event
+    assert shipped.time is not None
+    assert shipped.time.name == "wh.ship_date"

@@ -383,10 +383,13 @@ async def attempt(
         # A rate or an amount named ("completion rate") is no event; a count of things ("orders") may be.
         amounts = {p for span in spans if span.member.is_measure and not span.member.is_count for p in span.positions}
         one_word = set(time_span.positions) if time_span is not None and len(time_span.positions) == 1 else set()
+        # A word of a dimension's name ("shipping method") names that dimension, not an event
+        named_fields = {p for span in spans if not span.member.is_measure for p in span.positions}
         wording = {
             root(t.lower)
             for i, t in enumerate(tokens)
-            if i not in amounts | event_positions | one_word | reading.date_positions and t.lower not in FUNCTION_WORDS
+            if i not in amounts | event_positions | one_word | reading.date_positions | named_fields
+            and t.lower not in FUNCTION_WORDS
         }
         # A verb naming a date ("received": the model's "received on") against a noun evoking another ("orders")
         verb_date = event if time is None else (time if one_word else None)
@@ -1070,6 +1073,10 @@ async def _understood(
     if reading.pointing:  # "the MRR on those" with nothing answered before in the thread
         word = reading.tokens[reading.pointing[0]].text
         return Decline(f"I could not tell what '{word}' refers to: ask the whole question, naming it.")
+    if reading.follow_up and not reading.aggregations:
+        # "just for enterprise customers" with nothing answered before: a change to a question the thread does not
+        # hold, never a question of its own
+        return Decline("This reads as a change to an earlier question, and none was answered: ask the whole question.")
     ordered = sorted(cubes, key=lambda c: not c.is_view)
     views = [c for c in cubes if c.is_view]
     best: Attempt | None = None
