@@ -26,6 +26,11 @@ def _member(view: str, name: str, title: str, *, kind: str, alias: str, agg: str
     return member
 
 
+def _view(name: str, title: str, members: list) -> list:
+    """The model of one view, as ``serviceMeta`` shows it."""
+    return cubes_of({"cubes": [{"name": name, "title": title, "type": "view", "members": members}]})
+
+
 def _model(*, plain_date_on: str = "") -> list:
     """The view ``shop``; ``plain_date_on`` names the time dimension whose synonyms say plainly "date"."""
 
@@ -41,7 +46,7 @@ def _model(*, plain_date_on: str = "") -> list:
         _member("shop", "signed_up_at", "Signed up at", kind="time", alias="customers.signed_up_at"),
         _member("shop", "status", "Status", kind="string", alias="orders.status"),
     ]
-    return cubes_of({"cubes": [{"name": "shop", "title": "Shop", "type": "view", "members": members}]})
+    return _view("shop", "Shop", members)
 
 
 async def _no_values(cube: str, dimension: str, candidates: Any) -> list[str]:
@@ -129,7 +134,7 @@ def _orders_model() -> list:
         _member("sales", "customer", "Customer", kind="string", alias="orders.customer"),
         _member("sales", "ordered_at", "Ordered at", kind="time", alias="orders.ordered_at"),
     ]
-    return cubes_of({"cubes": [{"name": "sales", "title": "Sales", "type": "view", "members": members}]})
+    return _view("sales", "Sales", members)
 
 
 def test_distinct_things_without_a_distinct_count_are_declined_never_grouped():
@@ -214,7 +219,7 @@ def test_a_verb_the_model_names_something_by_is_never_dropped():
         _member("shop", "returned_count", "Returned orders", kind="number", alias="orders.returned", agg="count"),
         _member("shop", "ordered_at", "Ordered at", kind="time", alias="orders.ordered_at"),
     ]
-    cubes = cubes_of({"cubes": [{"name": "shop", "title": "Shop", "type": "view", "members": members}]})
+    cubes = _view("shop", "Shop", members)
 
     placed = _ask("How many orders were placed in 2024?", cubes)
     returned = _ask("How many orders were returned in 2024?", cubes)
@@ -247,7 +252,7 @@ def _saas_model() -> list:
         ),
         _member("ops", "status", "Status", kind="string", alias="subscriptions.status"),
     ]
-    return cubes_of({"cubes": [{"name": "ops", "title": "Operations", "type": "view", "members": members}]})
+    return _view("ops", "Operations", members)
 
 
 async def _saas_values(cube: str, dimension: str, candidates: Any) -> list[str]:
@@ -465,7 +470,7 @@ def _renewals_model() -> list:
         _member("subs", "status", "Status", kind="string", alias="subscriptions.status"),
         _member("subs", "started_ts", "Start date", kind="time", alias="subscriptions.started_ts"),
     ]
-    return cubes_of({"cubes": [{"name": "subs", "title": "Subscriptions", "type": "view", "members": members}]})
+    return _view("subs", "Subscriptions", members)
 
 
 async def _sub_statuses(cube: str, dimension: str, candidates: Any) -> list[str]:
@@ -632,7 +637,7 @@ def test_the_count_said_of_the_first_through_have_been_is_the_second():
         _member("wholesale", "returned", "Returned lines", kind="number", alias="lines.returned", agg="count"),
     ]
     members[0]["meta"] = {"synonyms": ["order lines"]}
-    cubes = cubes_of({"cubes": [{"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}]})
+    cubes = _view("wholesale", "Wholesale", members)
 
     answer = _ask("How many order lines have been returned in total?", cubes)
 
@@ -646,7 +651,7 @@ def test_name_at_the_start_asks_for_a_list_it_names_no_dimension():
         _member("people", "name", "Name", kind="string", alias="customers.name"),
         _member("people", "nation", "Nation", kind="string", alias="customers.nation"),
     ]
-    cubes = cubes_of({"cubes": [{"name": "people", "title": "People", "type": "view", "members": members}]})
+    cubes = _view("people", "People", members)
 
     answer = _ask("Name the top three nations by number of customers.", cubes)
 
@@ -660,7 +665,7 @@ def test_a_verb_spelt_like_a_count_is_not_that_count():
         _member("billing", "billed", "Invoiced amount", kind="number", alias="invoices.amount", agg="sum"),
         _member("billing", "issued_at", "Invoice date", kind="time", alias="invoices.issued_at"),
     ]
-    cubes = cubes_of({"cubes": [{"name": "billing", "title": "Billing", "type": "view", "members": members}]})
+    cubes = _view("billing", "Billing", members)
 
     verb = _ask("In which quarter did we invoice the most?", cubes)
     noun = _ask("In which quarter did we have the most invoices?", cubes)
@@ -716,7 +721,7 @@ def test_a_verb_naming_one_date_and_a_noun_another_is_ambiguous():
             meta={"synonyms": ["received date"]},
         ),
     ]
-    cubes = cubes_of({"cubes": [{"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}]})
+    cubes = _view("wholesale", "Wholesale", members)
 
     answer = _ask("How many orders have we received this year?", cubes)
 
@@ -738,7 +743,7 @@ def test_a_date_the_model_names_by_a_verb_and_another_a_noun_evokes_is_ambiguous
             meta={"synonyms": ["received on"]},  # the model itself calls it "received"
         ),
     ]
-    cubes = cubes_of({"cubes": [{"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}]})
+    cubes = _view("wholesale", "Wholesale", members)
 
     answer = _ask("How many orders have we received this year?", cubes)
 
@@ -754,7 +759,7 @@ def test_a_count_said_the_other_way_round_is_that_count():
         _member("ops", "started_ts", "Start date", kind="time", alias="subscriptions.started_ts"),
         _member("ops", "canceled_ts", "Cancellation date", kind="time", alias="subscriptions.canceled_ts"),
     ]
-    cubes = cubes_of({"cubes": [{"name": "ops", "title": "Operations", "type": "view", "members": members}]})
+    cubes = _view("ops", "Operations", members)
 
     answer = _ask("How many subscriptions were canceled in 2024?", cubes)
 
@@ -809,7 +814,7 @@ def test_the_head_noun_of_a_two_word_title_names_its_measure_when_nothing_else_s
             for i, title in enumerate(titles)
         ]
         members.append(_member("shop", "day", "Day", kind="time", alias="sales.day"))
-        return cubes_of({"cubes": [{"name": "shop", "title": "Shop", "type": "view", "members": members}]})
+        return _view("shop", "Shop", members)
 
     one = _ask("What was our revenue last year?", model("Gross revenue", "Units"))
     two = _ask("What was our revenue last year?", model("Gross revenue", "Net revenue"))
@@ -828,7 +833,7 @@ def test_a_past_participle_finds_the_value_it_says():
         _member("billing", "invoices", "Invoices", kind="number", alias="invoices.count", agg="count"),
         _member("billing", "status", "Status", kind="string", alias="invoices.status"),
     ]
-    cubes = cubes_of({"cubes": [{"name": "billing", "title": "Billing", "type": "view", "members": members}]})
+    cubes = _view("billing", "Billing", members)
 
     answer = _ask("How many invoices were voided?", cubes, lookup=statuses)
 
@@ -858,7 +863,7 @@ def test_a_verb_saying_how_a_value_came_about_or_a_noun_adds_no_date_condition()
         _member("wholesale", "pay_method", "Payment method", kind="string", alias="lines.method"),
         _member("wholesale", "paid_at", "Payment date", kind="time", alias="lines.paid_at"),
     ]
-    cubes = cubes_of({"cubes": [{"name": "wholesale", "title": "Wholesale", "type": "view", "members": members}]})
+    cubes = _view("wholesale", "Wholesale", members)
 
     async def modes(cube: str, dimension: str, candidates: Any) -> list[str]:
         return [c.upper() for c in candidates if dimension.endswith(".ship_mode") and c.lower() == "truck"]
@@ -968,7 +973,7 @@ def _billing_model() -> list:
         _member("ops", "dflt_grp", "Default channel group", kind="string", alias="invoices.channel"),
         _member("ops", "channel_source", "Channel source", kind="string", alias="invoices.channel_source"),
     ]
-    return cubes_of({"cubes": [{"name": "ops", "title": "Ops", "type": "view", "members": members}]})
+    return _view("ops", "Ops", members)
 
 
 def test_a_measure_titled_after_one_date_is_placed_by_that_date_and_a_ratio_never():
@@ -1094,7 +1099,7 @@ def test_a_word_of_a_dimensions_name_is_no_event_of_a_date():
         _member("wh", "receipt_date", "Receipt date", kind="time", alias="lines.receipt_date"),
         _member("wh", "ship_mode", "Shipping method", kind="string", alias="lines.ship_mode"),
     ]
-    cubes = cubes_of({"cubes": [{"name": "wh", "title": "Wholesale", "type": "view", "members": members}]})
+    cubes = _view("wh", "Wholesale", members)
 
     grouped = _ask("Revenue by shipping method in 2024", cubes)
     shipped = _ask("How many lines shipped in 2024 by shipping method?", cubes)

@@ -57,29 +57,36 @@ def _count(cube: str) -> str:
     return f"{cube}.count"
 
 
+def _written(
+    column: str, member_type: str, operator: str, values: list[str], *, is_measure: bool = False, zone: str = "UTC"
+) -> str:
+    """The condition the writer writes for a member labelled by its column, on the clock NOW."""
+    return written_filter(
+        column=column,
+        label=column,
+        member_type=member_type,
+        is_measure=is_measure,
+        operator=operator,
+        values=values,
+        zone=ZoneInfo(zone),
+        now=NOW,
+    ).sql
+
+
 @pytest.mark.parametrize("zone", ZONES)
 @pytest.mark.parametrize(("cube", "member", "member_type", "operator", "values"), CASES)
 def test_a_written_filter_returns_the_rows_of_the_cube_query_with_the_filter(
     executor: Executor, zone: str, cube: str, member: str, member_type: str, operator: str, values: list[str]
 ) -> None:
     # given
-    written = written_filter(
-        column=member,
-        label=member,
-        member_type=member_type,
-        is_measure=False,
-        operator=operator,
-        values=values,
-        zone=ZoneInfo(zone),
-        now=NOW,
-    )
+    written = _written(member, member_type, operator, values, zone=zone)
     cube_filter: dict[str, Any] = {"member": f"{cube}.{member}", "operator": operator}
     if values:
         cube_filter["values"] = values
 
     # when
     loaded = run_query(executor, {"measures": [_count(cube)], "filters": [cube_filter], "timezone": zone})
-    selected = data(executor, f"SELECT MEASURE(count) FROM {cube} WHERE {written.sql}", timezone=zone)
+    selected = data(executor, f"SELECT MEASURE(count) FROM {cube} WHERE {written}", timezone=zone)
 
     # then
     assert numeric(selected) == numeric([[row[_count(cube)]] for row in loaded["data"]])
@@ -93,16 +100,7 @@ def test_the_cases_cover_every_operator() -> None:
 def test_a_written_filter_on_a_measure_tests_its_aggregate_per_group(
     executor: Executor, operator: str, values: list[str]
 ) -> None:
-    written = written_filter(
-        column="count",
-        label="orders",
-        member_type="number",
-        is_measure=True,
-        operator=operator,
-        values=values,
-        zone=ZoneInfo("UTC"),
-        now=NOW,
-    )
+    written = _written("count", "number", operator, values, is_measure=True)
     query = {
         "measures": ["orders.count"],
         "dimensions": ["orders.status"],
@@ -111,7 +109,7 @@ def test_a_written_filter_on_a_measure_tests_its_aggregate_per_group(
     }
 
     loaded = run_query(executor, query)
-    selected = data(executor, f"SELECT status, MEASURE(count) FROM orders GROUP BY 1 HAVING {written.sql} ORDER BY 1")
+    selected = data(executor, f"SELECT status, MEASURE(count) FROM orders GROUP BY 1 HAVING {written} ORDER BY 1")
 
     assert numeric(selected) == numeric([[row["orders.status"], row["orders.count"]] for row in loaded["data"]])
 
@@ -134,14 +132,5 @@ def test_what_a_member_cannot_take_is_refused_with_the_reason(
     member_type: str, operator: str, values: list[str], reason: str
 ) -> None:
     with pytest.raises(QueryError) as refused:
-        written_filter(
-            column="age",
-            label="age",
-            member_type=member_type,
-            is_measure=False,
-            operator=operator,
-            values=values,
-            zone=ZoneInfo("UTC"),
-            now=NOW,
-        )
+        _written("age", member_type, operator, values)
     assert refused.value.message == reason

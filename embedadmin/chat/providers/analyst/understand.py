@@ -392,15 +392,15 @@ async def attempt(
             and t.lower not in FUNCTION_WORDS
         }
         # A verb naming a date ("received": the model's "received on") against a noun evoking another ("orders")
+        # The date a verb names, else the thread's, against a noun evoking another ("orders received this year":
+        # the order date or the receipt date? "how many of those were canceled in 2025?": the thread's start date
+        # or the cancellation date?)
         verb_date = event if time is None else (time if one_word else None)
-        if verb_date is not None:
-            evoked = [m for m in cube.time_dimensions() if m != verb_date and _event_roots(m) & wording]
-            if evoked:  # "orders received this year": the order date, or the receipt date the verb names?
-                return Attempt(cube, decline=_which_date([verb_date, *evoked]))
-        if time is None and event is None and thread_time is not None:
-            evoked = [m for m in cube.time_dimensions() if m != thread_time and _event_roots(m) & wording]
-            if evoked:  # "how many of those were canceled in 2025?": the thread's start date, or the cancellation?
-                return Attempt(cube, decline=_which_date([thread_time, *evoked]))
+        anchor = verb_date or (thread_time if time is None else None)
+        if anchor is not None:
+            evoked = [m for m in cube.time_dimensions() if m != anchor and _event_roots(m) & wording]
+            if evoked:
+                return Attempt(cube, decline=_which_date([anchor, *evoked]))
         time = time or event or thread_time
         others = [m for m in cube.time_dimensions() if time_span is None or m != time_span.member]
         if time is None and len(others) > 1:
