@@ -30,7 +30,7 @@ def run_sql(
     """(schema, rows) of a semantic SQL statement, read back from its JSON lines."""
     plan = cubesql_plan(model or shop_model(executor.dialect), sql, ctx, now=NOW, **options)
     _, rows = executor.run(plan.compiled.sql, plan.compiled.params)
-    lines = [json.loads(line) for line in cubesql_lines(plan, rows, chunk_size=chunk_size)]
+    lines = [json.loads(line) for line in cubesql_lines(plan, plan.finished(rows), chunk_size=chunk_size)]
     return lines[0]["schema"], [row for line in lines[1:] for row in line["data"]]
 
 

@@ -3,13 +3,15 @@
 ``/v1/cubesql`` (and the chat tool ``serviceSqlApi``)::
 
     plan = cubesql_plan(model, body["query"], ctx, timezone=body.get("timezone", "UTC"))  # QueryError: 400
-    rows = execute(plan.compiled.sql, plan.compiled.params).rows      # the engine's statement, bound values
+    rows = plan.finished(execute(plan.compiled.sql, plan.compiled.params).rows)  # QueryError: 400
     for line in cubesql_lines(plan, rows):                             # '{"schema": ...}\\n', '{"data": ...}\\n'...
         yield line
 
 The statement is translated (:mod:`.translate`) into the Cube JSON query it means, which is then
 normalized and compiled exactly as a ``/v1/load`` query: access policies (hidden members, row filters) and
-bound parameters apply the same way, and the caller's SQL never reaches the database. Values are
+bound parameters apply the same way, and the caller's SQL never reaches the database. A statement over one
+subquery (``SELECT ... FROM (SELECT ... FROM cube ...)``) runs its subquery so and computes the outer statement
+on the subquery's rows (:mod:`.postprocess`). Values are
 serialized as Cube's SQL API does: every non-null, non-boolean value as a string, timestamps as
 ``YYYY-MM-DDTHH:mm:ss.SSS``.
 """
@@ -26,6 +28,7 @@ from typing import Any
 
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.cubesql.postprocess import PostProcess, inner_statement
 from embedadmin.semantic.cubesql.terms import Term
 from embedadmin.semantic.cubesql.translate import parse_statement, translate
 from embedadmin.semantic.errors import DataSourceError, QueryError
@@ -70,16 +73,30 @@ class CubeSqlColumn:
 
 @dataclass(frozen=True)
 class CubeSqlPlan:
-    """A planned semantic SQL statement: the Cube query it means, its compiled statement, its columns."""
+    """A planned semantic SQL statement: the Cube query it means, its compiled statement, its columns; for a
+    post-processing statement, the outer statement (``post``) and the subquery's columns it reads (``inner``)."""
 
     query: dict[str, Any]
     load_plan: LoadPlan
     columns: tuple[CubeSqlColumn, ...]
+    post: PostProcess | None = None
+    inner: tuple[CubeSqlColumn, ...] = ()
+    cut_at: int | None = None  # the row limit that caps the subquery (it has no lower LIMIT of its own)
 
     @property
     def compiled(self) -> CompiledQuery:
         """What to run on the data source (``sql`` with ``params``)."""
         return self.load_plan.queries[0]
+
+    def finished(self, rows: Iterable[Sequence[Any]]) -> Iterable[Sequence[Any]]:
+        """The statement's rows from the compiled statement's ``rows``: those rows as they are, or for a
+        post-processing statement the outer statement computed on the whole of them (a :class:`QueryError`
+        raised here, before any line of the answer is written)."""
+        if self.post is None:
+            return rows
+        read = [[row[c.index] for c in self.inner] for row in rows]
+        complete = self.cut_at is None or len(read) < self.cut_at
+        return self.post.rows(read, [c.name for c in self.inner], complete=complete)
 
     def schema(self) -> list[dict[str, Any]]:
         return [column.schema_json() for column in self.columns]
@@ -100,7 +117,9 @@ def cubesql_plan(
     ``LIMIT`` above ``row_limit`` (and a statement without ``LIMIT``) is silently capped at ``row_limit``, as
     Cube caps the SQL API's queries at ``CUBEJS_DB_QUERY_LIMIT``.
     """
-    translation = translate(model, parse_statement(sql), ctx, timezone=timezone, now=now, row_limit=row_limit)
+    statement = parse_statement(sql)
+    inner = inner_statement(statement)
+    translation = translate(model, inner or statement, ctx, timezone=timezone, now=now, row_limit=row_limit)
     limits = Limits(default=row_limit, maximum=row_limit)
     try:
         load_plan = plan_queries(model, translation.query, ctx, now=now, default_timezone=timezone, limits=limits)
@@ -112,7 +131,12 @@ def cubesql_plan(
     columns = tuple(
         _column(model, output.name, output.term, positions[output.term.key]) for output in translation.outputs
     )
-    return CubeSqlPlan(translation.query, load_plan, columns)
+    if inner is None:
+        return CubeSqlPlan(translation.query, load_plan, columns)
+    post = PostProcess(statement, [(c.name, c.column_type) for c in columns])
+    outer = tuple(CubeSqlColumn(c.name, c.column_type, "", i) for i, c in enumerate(post.columns))
+    cut_at = row_limit if translation.query["limit"] >= row_limit else None
+    return CubeSqlPlan(translation.query, load_plan, outer, post, columns, cut_at)
 
 
 def _column(model: CompiledModel, name: str, term: Term, index: int) -> CubeSqlColumn:
@@ -157,7 +181,7 @@ def cell(value: Any, column_type: str) -> Any:
 
 
 def cubesql_rows(plan: CubeSqlPlan, rows: Iterable[Sequence[Any]]) -> Iterator[list[Any]]:
-    """The statement's rows (in the compiled statement's column order) as the SQL API's output rows."""
+    """The statement's rows (``plan.finished``'s) as the SQL API's output rows."""
     columns = [(c.index, c.column_type) for c in plan.columns]
     for row in rows:
         yield [cell(row[index], kind) for index, kind in columns]

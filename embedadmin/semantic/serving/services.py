@@ -369,7 +369,8 @@ def semantic_cubesql(
         except ContinueWait:
             if throw_continue_wait:
                 raise
-    return CubeSqlResult(plan, cached.result.rows, datetime.fromtimestamp(cached.refreshed_at, UTC))
+    rows = plan.finished(cached.result.rows)
+    return CubeSqlResult(plan, rows, datetime.fromtimestamp(cached.refreshed_at, UTC))
 
 
 def _result_read(served: ServedModel, sql: str, params: tuple[Any, ...], identity: str, every: float) -> ResultRead:

@@ -65,8 +65,8 @@ ERRORS = {
         "Only cubes and views can be queried: FROM <cube or view> [AS alias], got PG_READ_FILE('/etc/passwd')",
     ),
     "a subquery against a real table": (
-        "SELECT status FROM (SELECT status FROM orders) t",
-        "Only cubes and views can be queried: FROM <cube or view> [AS alias], got a subquery",
+        "SELECT usename FROM (SELECT usename FROM pg_user) t",
+        "Table 'pg_user' not found: only cubes and views can be queried",
     ),
     "a schema-qualified table": (
         "SELECT status FROM public.orders",

@@ -456,6 +456,33 @@ def test_cubesql_answers_json_lines_with_the_rows_of_the_database(core):
     assert lines[1:] == [{"data": [[status, str(count)] for status, count in expected]}]
 
 
+def test_cubesql_post_processes_a_subquery_and_answers_json_lines(core):
+    # when
+    response = core.post(
+        "cubesql",
+        {
+            "query": "SELECT 100.0 * SUM(CASE WHEN s = 'completed' THEN n END) / SUM(n) AS share "
+            "FROM (SELECT status AS s, MEASURE(count) AS n FROM orders GROUP BY 1)",
+            "cache": "no-cache",
+        },
+    )
+
+    # then
+    lines = _json_lines(response)
+    share = "SELECT 100.0 * count(*) FILTER (WHERE status = 'completed') / count(*) FROM orders"
+    [[expected]] = duck_rows(core.dataset, share)
+    assert response.status_code == 200
+    assert lines[0]["schema"] == [{"name": "share", "column_type": "Double"}]
+    assert round(float(lines[1]["data"][0][0]), 9) == round(float(expected), 9)
+
+
+def test_a_post_processing_statement_that_fails_while_computing_is_a_json_error_before_any_line(core):
+    response = core.post("cubesql", {"query": "SELECT SUM(n) / 0 FROM (SELECT MEASURE(count) AS n FROM orders)"})
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "division by zero"}
+
+
 @pytest.mark.parametrize(
     ("body", "status", "message"),
     [
