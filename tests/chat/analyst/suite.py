@@ -32,7 +32,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -305,6 +305,40 @@ def rows_equal(analyst: Sequence[Sequence[Any]], checked: Sequence[Sequence[Any]
     return sorted(left, key=_row_key) == sorted(right, key=_row_key)
 
 
+def rounded_like(analyst: Sequence[Sequence[Any]], checked: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """The analyst's numbers rounded to the places of the check's, cell by cell, where the check rounds (an
+    ``expect: answer`` check written ``ROUND(100.0 * ..., 2)`` states 56.98 for 56.9767...)."""
+    if len(analyst) != len(checked):
+        return [list(row) for row in analyst]
+    rounded = []
+    for row, check in zip(analyst, checked, strict=True):
+        cells = list(row)
+        for i, (cell, wanted) in enumerate(zip(row, check, strict=False)):
+            places = _places(wanted)
+            number = _number(cell)
+            if places is not None and 0 < places < 4 and number is not None:
+                cells[i] = number.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+        rounded.append(cells)
+    return rounded
+
+
+def _places(value: Any) -> int | None:
+    number = _number(value)
+    if number is None:
+        return None
+    exponent = number.as_tuple().exponent
+    return -exponent if isinstance(exponent, int) and exponent < 0 else 0
+
+
+def _number(value: Any) -> Decimal | None:
+    if isinstance(value, bool) or value is None or isinstance(value, datetime | date):
+        return None
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return None
+
+
 def _row_key(row: tuple[Any, ...]) -> str:
     return json.dumps(row, default=str)
 
@@ -357,13 +391,14 @@ def judge(
     Without ``checked`` (the callers that compare the numbers themselves) the query alone decides, as it always has.
     """
     from embedadmin.semantic.context import QueryContext
+    from embedadmin.semantic.cubesql.postprocess import inner_statement
     from embedadmin.semantic.cubesql.translate import parse_statement, translate
 
     if sql is None:
         return Verdict("right" if case.declines else "declined", decline, basis="declined")
-    query = translate(
-        model, parse_statement(sql), QueryContext(groups=["admin"]), timezone=suite.timezone, row_limit=ROW_LIMIT
-    ).query
+    statement = parse_statement(sql)  # a number computed on a query's rows (a share) is judged by that query
+    read = inner_statement(statement) or statement
+    query = translate(model, read, QueryContext(groups=["admin"]), timezone=suite.timezone, row_limit=ROW_LIMIT).query
     if case.declines:
         return Verdict("wrong", f"answered a question it should decline: {sql}", query, "query")
 
@@ -378,6 +413,8 @@ def judge(
     if case.expects_answer:
         if checked is None:
             raise ValueError(f"{case.question}: an `expect: answer` case is judged by its check's rows")
+        if rows is not None and "round(" in str(case.spec.get("check", "")).lower():
+            rows = rounded_like(rows, checked)  # judged at the precision its check rounds to
         right, why = numbers_right(ordered=False)
         return Verdict("right" if right else "wrong", sql if right else f"{sql}\n      {why}", query, "rows")
     alternatives = [case, *(Case(case.question, {**other}) for other in case.spec.get("or", ()))]

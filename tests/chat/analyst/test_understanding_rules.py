@@ -564,10 +564,71 @@ async def _devices(cube: str, dimension: str, candidates: Any) -> list[str]:
     return [c for c in candidates if dimension.endswith(".device") and c.lower() in {"tablet", "mobile"}]
 
 
-def test_a_share_asked_of_things_is_never_their_count():
-    declined = _ask("What percentage of visits bounced in July 2025?", _traffic_model(), lookup=_devices)
+def test_a_share_asked_of_things_is_the_models_percentage_for_it_never_their_count():
+    rate = _ask("What percentage of visits bounced in July 2025?", _traffic_model(), lookup=_devices)
 
-    assert isinstance(declined, Decline)
+    assert isinstance(rate, Intent)
+    assert [m.name for m in rate.measures] == ["sessions.bounce_rate"]
+    assert (rate.conditions, rate.share) == ((), ())
+
+
+def test_a_share_of_a_part_is_computed_from_the_count_of_the_whole():
+    share = _ask("What percentage of visits in July 2025 came from tablets?", _traffic_model(), lookup=_devices)
+
+    assert isinstance(share, Intent)
+    assert [m.name for m in share.measures] == ["sessions.count"]
+    assert [(c.member.name, c.values) for c in share.share] == [("sessions.device", ("tablet",))]
+    assert share.conditions == ()
+    assert share.sql().startswith(
+        "SELECT 100.0 * COALESCE(SUM(CASE WHEN part_1 = 'tablet' THEN value END), 0) / NULLIF(SUM(value), 0) AS share "
+        "FROM (SELECT device AS part_1, MEASURE(count) AS value FROM sessions WHERE started_at >= DATE '2025-07-01'"
+    )
+
+
+def test_the_whole_of_a_share_is_what_the_words_before_its_part_name():
+    cubes = _traffic_model()
+    clause = _ask("Of the visits that bounced, what share came from mobile?", cubes, lookup=_devices)
+    named = _ask("What share of bounced visits came from mobile?", cubes, lookup=_devices)
+    possessive = _ask("What was the mobile share of bounced visits?", cubes, lookup=_devices)
+
+    for share in (clause, named, possessive):
+        assert isinstance(share, Intent)
+        assert [(c.member.name, c.values) for c in share.conditions] == [("sessions.bounced", ("TRUE",))]
+        assert [(c.member.name, c.values) for c in share.share] == [("sessions.device", ("mobile",))]
+
+
+def test_a_share_of_what_does_not_add_up_over_its_parts_is_declined():
+    distinct = _ask("What share of users came from tablets?", _traffic_model(), lookup=_devices)
+    no_part = _ask("What share of visits happened in 2024?", _traffic_model(), lookup=_devices)
+
+    assert isinstance(distinct, Decline)
+    assert "no share or percentage of users" in distinct.reason
+    assert isinstance(no_part, Decline)
+
+
+def test_more_than_between_two_periods_is_their_difference():
+    cubes = _traffic_model()
+    more = _ask("How many more visits did we get in Q2 2025 than in Q1 2025?", cubes, lookup=_devices)
+    fewer = _ask("How many fewer visits came from tablets in 2024 than in 2025?", cubes, lookup=_devices)
+
+    assert isinstance(more, Intent)
+    assert more.difference == 1
+    assert (more.date_range.start, more.compared.start) == (date(2025, 4, 1), date(2025, 1, 1))  # type: ignore[union-attr]
+    assert "AS difference FROM (SELECT DATE_TRUNC('quarter', started_at) AS period" in more.sql()
+    assert isinstance(fewer, Intent)
+    assert fewer.difference == -1
+    assert "COALESCE(SUM(CASE WHEN period >= TIMESTAMP '2025-01-01'" in fewer.sql().split(" - ")[0]
+
+
+def test_a_difference_of_what_does_not_add_up_is_only_between_whole_periods():
+    cubes = _traffic_model()
+    halves = _ask("How many more users did we have in H1 2025 than in H1 2024?", cubes, lookup=_devices)
+    years = _ask("How many more users did we have in 2025 than in 2024?", cubes, lookup=_devices)
+
+    assert isinstance(halves, Decline)
+    assert "does not add up over days" in halves.reason
+    assert isinstance(years, Intent)
+    assert "DATE_TRUNC('year', started_at)" in years.sql()
 
 
 def test_things_counted_are_those_named_after_how_many_not_those_who_did_them():
@@ -1009,7 +1070,9 @@ def test_a_share_or_an_average_of_a_count_is_never_answered_with_the_count():
     percent = _ask("what % of orders were shipped?", cubes, lookup=_statuses)
     average = _ask("avg order count by status", cubes, lookup=_statuses)
 
-    assert isinstance(percent, Decline)
+    assert isinstance(percent, Intent)  # the share of the orders that were, computed on the count of all of them
+    assert [(c.member.name, c.values) for c in percent.share] == [("shop.status", ("shipped",))]
+    assert percent.sql().startswith("SELECT 100.0 * COALESCE(SUM(CASE WHEN part_1 = 'shipped' THEN value END), 0)")
     assert isinstance(average, Decline)
     assert "average" in average.reason
 

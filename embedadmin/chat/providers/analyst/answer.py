@@ -62,6 +62,15 @@ def write_answer(intent: Intent, result: dict[str, Any]) -> str:
 
     if not rows:
         return f"No data matches: {intent.title()} has no rows.\n{computed}"
+    if intent.computes:  # one number computed on the query's rows: a share (%) or a difference
+        value = rows[0][0]
+        if value is None:
+            shown = "no value (nothing to compare it with)"
+        elif intent.share:
+            shown = f"{Decimal(str(value)):,.1f}%"
+        else:
+            shown = format_value(value, intent.measures[0])
+        return f"{intent.title()}: {shown}.\n{computed}"
     if not keys:
         parts = [f"{m.title}: {format_value(rows[0][i], m)}." for i, m in enumerate(intent.measures)]
         return " ".join(parts) + f"\n{computed}"

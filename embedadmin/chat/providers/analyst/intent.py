@@ -3,10 +3,10 @@ plain words that say what was computed; or why it declined (a :class:`Decline`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
-from embedadmin.chat.providers.analyst.dates import DateRange
+from embedadmin.chat.providers.analyst.dates import DateRange, period_grain
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member
 from embedadmin.semantic.cubesql.written import sql_string
 
@@ -29,9 +29,13 @@ class Condition:
     operator: str
     values: tuple[str, ...]
     numeric: bool = False
+    at: int = field(default=-1, compare=False)  # the question's first word it was read from (-1: none)
 
     def sql(self) -> str:
-        column = f"MEASURE({self.member.column})" if self.member.is_measure else self.member.column
+        return self.sql_on(f"MEASURE({self.member.column})" if self.member.is_measure else self.member.column)
+
+    def sql_on(self, column: str) -> str:
+        """The test on ``column`` (the member's own, or a subquery's column holding its values)."""
         if self.operator == "set":
             return f"{column} IS NOT NULL"
         if self.numeric:
@@ -66,9 +70,15 @@ class DashboardCondition:
         return self.member.is_measure
 
 
+# Measures whose value over a set of rows is the sum of their values over its parts.
+ADDITIVE = frozenset({"sum", "count"})
+
+
 @dataclass(frozen=True)
 class Intent:
-    """One Cube query: measures by groups (and a time grain), under conditions and a date range, ranked."""
+    """One Cube query: measures by groups (and a time grain), under conditions and a date range, ranked; or a
+    number computed on one such query's rows (semantic SQL post-processing): the ``share`` (%) of the measure that
+    meets some conditions, or the ``difference`` of the measure between two periods."""
 
     cube: Cube
     measures: tuple[Member, ...]
@@ -86,6 +96,15 @@ class Intent:
     # The dashboard's filters, ANDed with what the question asks (``context.py``), and the words of those left out.
     dashboard_filters: tuple[DashboardCondition, ...] = ()
     left_out: tuple[str, ...] = ()
+    # The part whose share of the measure is asked ("what % of paid invoices were paid by card": by card).
+    share: tuple[Condition, ...] = ()
+    # 1: the measure in date_range minus in compared ("how much more in 2024 than in 2023"); -1: the other way.
+    difference: int = 0
+
+    @property
+    def computes(self) -> bool:
+        """Whether the answer is one number computed on the query's rows (a share or a difference)."""
+        return bool(self.share or self.difference)
 
     def replaced(self, **changes: object) -> Intent:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -97,11 +116,53 @@ class Intent:
 
     def sql(self) -> str:
         """The semantic SQL statement (run by the Core Data API, never on a database as it is)."""
+        if self.share:
+            return self._share_sql()
+        if self.difference:
+            return self._difference_sql()
+        return self._query_sql()
+
+    def _share_sql(self) -> str:
+        """``100 * (the measure where the part's conditions hold) / (the measure)``, on rows grouped by the part's
+        members (the measure adds up over them: ADDITIVE)."""
+        members = list(dict.fromkeys(c.member for c in self.share))
+        names = {m: f"part_{i}" for i, m in enumerate(members, 1)}
+        inner = self.replaced(measures=self.measures[:1], groups=tuple(members), share=(), descending=None, limit=None)
+        test = " AND ".join(c.sql_on(names[c.member]) for c in self.share)
+        part = f"COALESCE(SUM(CASE WHEN {test} THEN value END), 0)"
+        return (
+            f"SELECT 100.0 * {part} / NULLIF(SUM(value), 0) AS share "  # noqa: S608 (semantic SQL over model names)
+            f"FROM ({inner._query_sql(aliases=[*names.values(), 'value'])}) AS parts"
+        )
+
+    def _difference_sql(self) -> str:
+        """The measure in one period minus in the other, on rows grouped by the grain both periods are whole units
+        of (any measure), else by day (ADDITIVE measures, summed over each period's days)."""
+        assert self.date_range is not None
+        assert self.compared is not None
+        whole = period_grain(self.date_range, self.compared)
+        inner = self.replaced(grain=whole[0] if whole else "day", difference=0, descending=None, limit=None)
+        additive = self.measures[0].agg_type in ADDITIVE
+
+        def within(period: DateRange) -> str:
+            total = f"SUM(CASE WHEN {_period_sql('period', period, literal='TIMESTAMP')} THEN value END)"
+            return f"COALESCE({total}, 0)" if additive else total
+
+        first, second = within(self.date_range), within(self.compared)
+        computed = f"{first} - {second}" if self.difference > 0 else f"{second} - {first}"
+        return (
+            f"SELECT {computed} AS difference "  # noqa: S608 (semantic SQL over model names)
+            f"FROM ({inner._query_sql(aliases=['period', 'value'])}) AS periods"
+        )
+
+    def _query_sql(self, aliases: list[str] | None = None) -> str:
         columns: list[str] = []
         if self.grain and self.time is not None:
             columns.append(f"DATE_TRUNC('{self.grain}', {self.time.column})")
         columns += [g.column for g in self.groups]
         columns += [f"MEASURE({m.column})" for m in self.measures]
+        if aliases is not None:
+            columns = [f"{column} AS {alias}" for column, alias in zip(columns, aliases, strict=True)]
         where = [c.sql() for c in self.conditions]
         if self.date_range is not None and self.time is not None:
             tests = [_period_sql(self.time.column, p) for p in (self.date_range, self.compared) if p is not None]
@@ -126,6 +187,14 @@ class Intent:
 
     def title(self) -> str:
         """``Revenue by product category``: what the query answers, in a few words."""
+        if self.share:
+            return f"Share of {self.measures[0].title} where {' and '.join(c.words() for c in self.share)}"
+        if self.difference:
+            assert self.date_range is not None
+            assert self.compared is not None
+            first, second = _period_words(self.date_range), _period_words(self.compared)
+            later, earlier = (first, second) if self.difference > 0 else (second, first)
+            return f"{self.measures[0].title}, {later} minus {earlier}"
         text = " and ".join(m.title for m in self.measures)
         by = ([self.grain_title or self.grain] if self.grain else []) + [g.title.lower() for g in self.groups]
         if by:
@@ -135,6 +204,11 @@ class Intent:
     def computed(self) -> str:
         """What was computed, in plain words a reader can check: measures, grouping, filters, dates, time zone."""
         measures = ", ".join(f"{m.title} ({describe_aggregation(m)})" for m in self.measures)
+        if self.share:
+            part = " and ".join(c.words() for c in self.share)
+            measures = f"the percentage of {measures} where {part}, out of all of it"
+        elif self.difference:
+            measures = f"the difference in {measures} between the two periods ({self.title()})"
         parts = [f"{measures} from {self.cube.title}"]
         by = (
             [f"{self.grain_title or self.grain} of {self.time.title.lower()}"] if self.grain and self.time else []
@@ -161,13 +235,13 @@ class Intent:
         return text
 
 
-def _period_sql(column: str, period: DateRange) -> str:
+def _period_sql(column: str, period: DateRange, *, literal: str = "DATE") -> str:
     """``column >= DATE '2024-01-01' AND column < DATE '2025-01-01'``: a range's days, open sides left out."""
     tests = []
     if period.start is not None:
-        tests.append(f"{column} >= DATE '{period.start.isoformat()}'")
+        tests.append(f"{column} >= {literal} '{period.start.isoformat()}'")
     if period.end is not None:
-        tests.append(f"{column} < DATE '{period.end.isoformat()}'")
+        tests.append(f"{column} < {literal} '{period.end.isoformat()}'")
     return " AND ".join(tests)
 
 

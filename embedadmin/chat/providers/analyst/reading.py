@@ -41,6 +41,7 @@ from embedadmin.chat.providers.analyst.words import (
 DEFAULT_TOP = 10
 POINTING_LEADS = frozenset({"of", "on", "for", "from", "in"})  # "how much of that was collected?"
 POINTING_FOLLOWERS = frozenset({"was", "is", "were", "are", "as", "by", "in", "for"})
+DIFFERENCE_WORDS = {"more": 1, "higher": 1, "bigger": 1, "larger": 1, "fewer": -1, "less": -1, "lower": -1}
 NEGATED_AUXILIARIES = frozenset({"have", "has", "had", "be", "been", "being", "a", "an", "the", "any", "yet"})
 COMPARISONS = {
     ("over",): "gt",
@@ -108,6 +109,8 @@ class Reading:
     negated: set[int] = field(default_factory=set)  # positions right after "not", "excluding"
     follow_up: bool = False
     compares: bool = False  # "compare", "vs": results side by side
+    # "how much more ... in 2024 than in 2023": 1, the first period's minus the second's; "fewer ... than": -1
+    difference: int = 0
     pointing: list[int] = field(default_factory=list)  # positions of words pointing into the thread ("those")
 
     @cached_property
@@ -182,6 +185,7 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
         if joins and i - 1 in reading.date_positions and i + 1 in reading.date_positions:
             reading.taken.add(i)
     _read_comparisons(reading, words)
+    _read_difference(reading, words)
     _read_ranking(reading, words)
     _skip_verbs(reading, words)
     _read_aggregation(reading, words)
@@ -189,6 +193,24 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     if reading.compares:  # "compare revenue between air and rail": "between" only joins the values compared
         reading.taken.update(i for i, word in enumerate(words) if word == "between" and reading.free(i))
     return reading
+
+
+def _read_difference(reading: Reading, words: list[str]) -> None:
+    """ "How much more did we invoice in 2024 than in 2023?", "how many fewer signups in Q2 than in Q1": the
+    difference between two periods, "more" and "than" placed (a comparison with a number took its own)."""
+    if len(reading.date_ranges) != 2:
+        return
+    for i, word in enumerate(words):
+        if word not in DIFFERENCE_WORDS or not reading.free(i):
+            continue
+        than = next((j for j in range(i + 1, len(words)) if words[j] == "than" and reading.free(j)), None)
+        if than is None or not any(p > than for p in reading.date_positions):
+            return
+        if not any(i < p < than for p in reading.date_positions) and not any(p < i for p in reading.date_positions):
+            return
+        reading.difference = DIFFERENCE_WORDS[word]
+        reading.taken |= {i, than}
+        return
 
 
 def _read_ranking(reading: Reading, words: list[str]) -> None:

@@ -21,7 +21,7 @@ from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.dates import DateRange, find_grain, period_grain
-from embedadmin.chat.providers.analyst.intent import Condition, Decline, Intent
+from embedadmin.chat.providers.analyst.intent import ADDITIVE, Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.reading import Reading, read
 from embedadmin.chat.providers.analyst.suggest import MAX_SUGGESTIONS, candidates
@@ -226,7 +226,7 @@ async def attempt(
             groups.append(member)
         elif member.type == "boolean":
             negated = span.start in reading.negated  # "subscriptions without auto-renew"
-            conditions.append(Condition(member, "equals", ("FALSE" if negated else "TRUE",)))
+            conditions.append(Condition(member, "equals", ("FALSE" if negated else "TRUE",), at=span.start))
             negations_placed.update(reading.negated & {span.start})
         elif member.type == "number":
             numeric_mentions.append(member)
@@ -239,7 +239,8 @@ async def attempt(
         if target is None:
             return Attempt(cube, unplaced=[reading.phrase(range(start, end))])
         percent = tokens[end - 1].lower == "percent" or tokens[end - 1].text.endswith("%")
-        condition = Condition(target, operator, (number_text(number / 100 if percent else number),), numeric=True)
+        shown = number_text(number / 100 if percent else number)
+        condition = Condition(target, operator, (shown,), numeric=True, at=start)
         (having if target.is_measure else conditions).append(condition)
         if target.is_measure and target not in measures:
             measures.append(target)  # "countries with more than 10000 orders": shown as well as compared
@@ -416,7 +417,12 @@ async def attempt(
         conditions.append(Condition(event, "set", ()))
     date_range = reading.date_ranges[0] if reading.date_ranges else None
     compared = None
-    if periods is not None:  # "revenue in 2023 vs 2024", "Q1 2024 and Q1 2025": a row for each period
+    if reading.difference:  # "how much more did we invoice in 2024 than in 2023": one number
+        reason = _difference_refused(chosen, groups, grain, having, reading)
+        if reason:
+            return Attempt(cube, decline=Decline(reason))
+        date_range, compared = reading.date_ranges
+    elif periods is not None:  # "revenue in 2023 vs 2024", "Q1 2024 and Q1 2025": a row for each period
         grain, date_range, compared = periods
         if date_range.end == compared.start:  # "2023 vs 2024": one range of two years, a row per year
             date_range, compared = DateRange(date_range.start, compared.end), None
@@ -425,6 +431,21 @@ async def attempt(
         return Attempt(cube, decline=Decline(reason))
     if having and not (groups or grain):
         return Attempt(cube, decline=Decline("A condition on a measure needs a grouping (per what?)."))
+    share: tuple[Condition, ...] = ()
+    if "share" in aggregations and len(chosen) == 1 and not chosen[0].is_percent:
+        parts = _share_parts(chosen[0], conditions, spans, reading, subject | event_positions)
+        if isinstance(parts, Decline):
+            return Attempt(cube, decline=parts)
+        if groups or grain or having or compared or reading.difference or reading.descending is not None:
+            reason = "I compute a share as one number: ask for it without a grouping, a ranking or a second period."
+            return Attempt(cube, decline=Decline(reason))
+        rate = _model_rate(cube, parts[1])
+        if isinstance(rate, Decline):
+            return Attempt(cube, decline=rate)
+        if rate is not None:  # the model's own percentage, on the whole's rows
+            chosen, conditions = [rate], parts[0]
+        else:
+            conditions, share = parts
     grain_title = next((title for name, title in (time.granularities if time else ()) if name == grain), "")
     intent = Intent(
         cube=cube,
@@ -438,11 +459,84 @@ async def attempt(
         date_range=date_range,
         compared=compared,
         timezone=timezone,
+        share=share,
+        difference=reading.difference,
     )
     if (reading.limit is not None or reading.descending is not None) and not (groups or grain or partial):
         # "the smallest order" with no grouping: a ranking of nothing, never answered with the measure's total
         return Attempt(cube, decline=Decline("This asks for a ranking, but I could not tell what to rank (by what?)."))
     return Attempt(cube, intent=_ranked(intent, reading, labelled))
+
+
+# Words of a percentage measure's name that say it is one, not what it is of.
+RATE_WORDS = frozenset({"rate", "ratio", "percentage", "percent", "share", "pct", "of", "the", "a", "per"})
+# Words after the thing a share is of that start what the part is ("what % of paid invoices WERE paid by card").
+PART_VERBS = frozenset({"is", "are", "was", "were", "be", "been", "came", "come", "comes", "went", "go", "goes"})
+
+
+def _share_parts(
+    measure: Member, conditions: list[Condition], spans: list[Span], reading: Reading, subject: set[int]
+) -> tuple[list[Condition], tuple[Condition, ...]] | Decline:
+    """The conditions of a share question split into those of the whole and those of the part: a condition
+    before the share word ("EMEA's share of revenue") or after the verb that follows the thing the share is of
+    ("what % of paid invoices were paid by card") is the part's; between them, the whole's ("paid invoices"). With
+    no such verb, what follows the thing is the part ("the share of revenue from desktop")."""
+    title = measure.title.lower()
+    if measure.agg_type not in ADDITIVE:
+        return Decline(f"The data model has no share or percentage of {title}, and it does not add up over parts.")
+    tokens = reading.tokens
+    share_at = min(at for at, flag in reading.aggregations.items() if flag == "share")
+    named = [p for span in spans if span.member == measure for p in span.positions] or sorted(subject)
+    after = [p for p in named if p > share_at]
+    thing_end = max(after) if after else share_at
+    verb = next((i for i in range(thing_end + 1, len(tokens)) if tokens[i].lower in PART_VERBS), None)
+    whole: list[Condition] = []
+    part: list[Condition] = []
+    starts = verb if verb is not None else thing_end
+    for condition in conditions:
+        (part if _names_part(condition, share_at, starts, reading) else whole).append(condition)
+    if not part or any(c.at < 0 for c in conditions):
+        reason = f"This asks for a share of {title}, but I could not tell of which part: name it ('... by card')."
+        return Decline(reason)
+    return whole, tuple(part)
+
+
+def _names_part(condition: Condition, share_at: int, starts: int, reading: Reading) -> bool:
+    """Whether a condition is of the part a share is asked of: after the words that start it, or right before the
+    share word ("the EMEA share", "EMEA's share"), never in a clause before it ("of the invoices that were paid,
+    what percentage ...": the whole)."""
+    if condition.at > starts:
+        return True
+    between = [t.lower for t in reading.tokens[condition.at + 1 : share_at]]
+    return condition.at < share_at and not any(word in FUNCTION_WORDS or word == "," for word in between)
+
+
+def _model_rate(cube: Cube, part: Sequence[Condition]) -> Member | Decline | None:
+    """The model's own percentage measure for a share's part ("what % of visits bounced": Bounce rate, for the part
+    "bounced is true"): one whose name shares a root with the part's field or values. None when no measure does;
+    asked back when several do."""
+    words = {w for c in part for w in c.member.title.lower().split()}
+    values = [v for c in part if not c.numeric and c.member.type == "string" for v in c.values]
+    words |= {w for v in values for w in v.lower().split()}
+    roots = {root(w) for w in words if w.isalpha() and w not in RATE_WORDS}
+    rates = [m for m in cube.measures() if m.is_percent and roots & {root(w) for p in m.phrases for w in p}]
+    if len(rates) > 1:
+        titles = tuple(m.title for m in rates)
+        return Decline(f"This could be {' or '.join(titles)}: say which one.", ambiguous=True, choices=titles)
+    return rates[0] if rates else None
+
+
+def _difference_refused(
+    chosen: Sequence[Member], groups: Sequence[Member], grain: str | None, having: Sequence[Condition], reading: Reading
+) -> str:
+    """Why a difference between two periods is not computed ("" when it is)."""
+    if len(chosen) != 1 or groups or grain or having or reading.descending is not None:
+        return "I compute a difference between two periods as one number: ask it for one measure, without a grouping."
+    first, second = reading.date_ranges
+    if period_grain(first, second) is None and chosen[0].agg_type not in ADDITIVE:
+        title = chosen[0].title
+        return f"{title} does not add up over days: I compare it between two whole days, months, quarters or years."
+    return ""
 
 
 # Measures that add up or count their rows, each of which the date of their own event places in a period.
@@ -825,8 +919,10 @@ async def _values(
     for member, value, positions in matched:
         operator = "notEquals" if positions[0] in reading.negated else "equals"
         previous = conditions.get((member.name, operator))
-        joined = (*previous.values, value) if previous else (value,)
-        conditions[(member.name, operator)] = Condition(member, operator, joined)
+        held = previous.values if previous else ()
+        joined = held if value in held else (*held, value)
+        at = min(previous.at, positions[0]) if previous else positions[0]
+        conditions[(member.name, operator)] = Condition(member, operator, joined, at=at)
         used.update(positions)
     # Connectors between values of one dimension ("completed or shipped") are placed with them.
     for i in left - used:
@@ -979,15 +1075,18 @@ def _measures(
             return _which_count(cube)
         return [count]
     if not named and aggregations & {"share", "average"}:
-        # "what percentage of visits bounced": a share, never the count of the visits that did
-        return _which_measure(cube)
+        # "what percentage of our customers were sourced through partners": a share of the count of the things
+        # named (computed in attempt), never the count of the ones that were
+        count = _only_count(cube, used, plain_counts) if counted_subject and "average" not in aggregations else None
+        return [count] if count is not None else _which_measure(cube)
     if not named:
         count = _only_count(cube, used, plain_counts) if counted_subject else None
         return [count] if count is not None else _which_measure(cube)
     for member in named:
         if "average" in aggregations and member.agg_type != "avg":
             return Decline(f"The data model has no average of {member.title.lower()}.")
-        if "share" in aggregations and not member.is_percent:
+        if "share" in aggregations and not member.is_percent and not (len(named) == 1 and member.agg_type in ADDITIVE):
+            # a count or a sum: the share of a part of it is computed (attempt); anything else does not add up
             return Decline(f"The data model has no share or percentage of {member.title.lower()}.")
         if "distinct" in aggregations and not member.is_distinct_count:
             return Decline(f"The data model has no distinct count of {member.title.lower()}.")
