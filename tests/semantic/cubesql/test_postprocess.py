@@ -104,8 +104,11 @@ def test_the_subquery_is_read_under_the_callers_row_filters(executor: Executor) 
     as_admin = numeric(data(executor, sql))
 
     assert as_viewer == numeric(
-        direct(executor, "SELECT count(*), count(DISTINCT u.city) FROM orders o JOIN users u ON o.user_id = u.id "
-               "WHERE u.country = 'DE'")
+        direct(
+            executor,
+            "SELECT count(*), count(DISTINCT u.city) FROM orders o JOIN users u ON o.user_id = u.id "
+            "WHERE u.country = 'DE'",
+        )
     )
     assert as_admin[0][0] == 10
 
