@@ -79,3 +79,17 @@ def test_the_difference_between_two_periods_is_one_number(demo_deployment, demo_
     assert [[_number(v) for v in row] for row in turn.rows] == [[_number(later - earlier)]]
     periods = "from 2024-01-01 to 2024-12-31 minus from 2023-01-01 to 2023-12-31"
     assert turn.answer.startswith(f"Orders, {periods}: {later - earlier:,}.")
+
+
+def test_a_numeric_field_is_averaged_over_its_own_cubes_rows(demo_deployment, demo_duckdb):
+    turn = ask(demo_deployment, "What was the average unit price of line items in 2024?")
+
+    [[expected]] = duck_rows(
+        demo_duckdb,
+        "SELECT avg(li.price) FROM line_items li JOIN orders o ON o.id = li.order_id "
+        "WHERE o.created_at >= TIMESTAMP '2024-01-01' AND o.created_at < TIMESTAMP '2025-01-01'",
+    )
+    assert turn.sql is not None
+    assert turn.sql.startswith("SELECT AVG(value) AS avg FROM (SELECT unit_price AS value FROM line_items WHERE")
+    assert [[_number(v) for v in row] for row in turn.rows] == [[_number(expected)]]
+    assert "the average of Unit price over its rows from Line items" in turn.description

@@ -1172,3 +1172,55 @@ def test_a_word_of_a_dimensions_name_is_no_event_of_a_date():
     assert isinstance(shipped, Intent)  # "shipped" is the event
     assert shipped.time is not None
     assert shipped.time.name == "wh.ship_date"
+
+
+def _parts_model(*, with_average: bool = False) -> list:
+    """A cube of parts: a count, a retail price and a size (numeric fields), a manufacturer; and, with
+    ``with_average``, the model's own "Average retail price" measure."""
+    members = [
+        {"name": "parts.count", "title": "Parts", "type": "number", "aggType": "count"},
+        {"name": "parts.retail_price", "title": "Retail price", "type": "number", "format": "currency"},
+        {"name": "parts.size", "title": "Size", "type": "number"},
+        {"name": "parts.mfgr", "title": "Manufacturer", "type": "string"},
+    ]
+    if with_average:
+        members.append({"name": "parts.avg_price", "title": "Average retail price", "type": "number", "aggType": "avg"})
+    return cubes_of({"cubes": [{"name": "parts", "title": "Parts", "members": members}]})
+
+
+async def _manufacturers(cube: str, dimension: str, candidates: Any) -> list[str]:
+    return ["Acme" for c in candidates if dimension.endswith(".mfgr") and c.lower() == "acme"]
+
+
+def test_an_aggregation_word_on_a_numeric_field_aggregates_it_over_the_rows():
+    average = _ask("What is the average retail price of Acme parts?", _parts_model(), lookup=_manufacturers)
+    total = _ask("total size of all parts", _parts_model(), lookup=_manufacturers)
+
+    assert isinstance(average, Intent)
+    assert average.aggregate == "avg"
+    assert average.sql() == (
+        "SELECT AVG(value) AS avg FROM (SELECT retail_price AS value FROM parts WHERE mfgr = 'Acme') AS rows_"
+    )
+    assert isinstance(total, Intent)
+    assert total.sql() == "SELECT SUM(value) AS sum FROM (SELECT size AS value FROM parts) AS rows_"
+
+
+def test_a_numeric_field_the_model_has_a_measure_of_is_that_measure():
+    average = _ask("average retail price of Acme parts", _parts_model(with_average=True), lookup=_manufacturers)
+
+    assert isinstance(average, Intent)
+    assert (average.aggregate, [m.name for m in average.measures]) == ("", ["parts.avg_price"])
+
+
+def test_a_numeric_field_is_not_aggregated_per_group_nor_through_a_view_of_other_rows():
+    grouped = _ask("average size by manufacturer", _parts_model(), lookup=_manufacturers)
+    members = [
+        _member("sales", "line_count", "Lines", kind="number", alias="lines.count", agg="count"),
+        _member("sales", "size", "Size", kind="number", alias="parts.size"),
+    ]
+    through_view = _ask("average size", _view("sales", "Sales", members))
+
+    assert isinstance(grouped, Decline)
+    assert "without a grouping" in grouped.reason
+    assert isinstance(through_view, Decline)  # a view's rows are its lines: a part's size would repeat per line
+    assert "over the rows of parts" in through_view.reason

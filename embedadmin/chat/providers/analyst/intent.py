@@ -70,6 +70,8 @@ class DashboardCondition:
         return self.member.is_measure
 
 
+AGGREGATE_FUNCTIONS = {"avg": "AVG", "sum": "SUM", "min": "MIN", "max": "MAX"}
+AGGREGATE_WORDS = {"avg": "average", "sum": "total", "min": "lowest", "max": "highest"}
 # Measures whose value over a set of rows is the sum of their values over its parts.
 ADDITIVE = frozenset({"sum", "count"})
 
@@ -100,11 +102,13 @@ class Intent:
     share: tuple[Condition, ...] = ()
     # 1: the measure in date_range minus in compared ("how much more in 2024 than in 2023"); -1: the other way.
     difference: int = 0
+    # "avg", "sum": the one member of ``measures`` is a numeric dimension, aggregated over the cube's rows.
+    aggregate: str = ""
 
     @property
     def computes(self) -> bool:
-        """Whether the answer is one number computed on the query's rows (a share or a difference)."""
-        return bool(self.share or self.difference)
+        """Whether the answer is one number computed on the query's rows (a share, a difference, an aggregate)."""
+        return bool(self.share or self.difference or self.aggregate)
 
     def replaced(self, **changes: object) -> Intent:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -118,6 +122,8 @@ class Intent:
         """The semantic SQL statement (run by the Core Data API, never on a database as it is)."""
         if self.share:
             return self._share_sql()
+        if self.aggregate:
+            return self._aggregate_sql()
         if self.difference:
             return self._difference_sql()
         return self._query_sql()
@@ -155,6 +161,22 @@ class Intent:
             f"FROM ({inner._query_sql(aliases=['period', 'value'])}) AS periods"
         )
 
+    def _aggregate_sql(self) -> str:
+        """``AVG`` (``SUM``, ``MIN``, ``MAX``) of a numeric field over the cube's rows, one row each (ungrouped)."""
+        function = AGGREGATE_FUNCTIONS[self.aggregate]
+        rows = f"SELECT {self.measures[0].column} AS value FROM {self.cube.name}"  # noqa: S608 (semantic SQL)
+        where = self._where()
+        if where:
+            rows += " WHERE " + " AND ".join(where)
+        return f"SELECT {function}(value) AS {function.lower()} FROM ({rows}) AS rows_"  # noqa: S608 (semantic SQL)
+
+    def _where(self) -> list[str]:
+        where = [c.sql() for c in self.conditions]
+        if self.date_range is not None and self.time is not None:
+            tests = [_period_sql(self.time.column, p) for p in (self.date_range, self.compared) if p is not None]
+            where.append(f"({tests[0]} OR {tests[1]})" if len(tests) == 2 else tests[0])
+        return where + [d.test for d in self.dashboard_filters if not d.on_measure]
+
     def _query_sql(self, aliases: list[str] | None = None) -> str:
         columns: list[str] = []
         if self.grain and self.time is not None:
@@ -163,11 +185,7 @@ class Intent:
         columns += [f"MEASURE({m.column})" for m in self.measures]
         if aliases is not None:
             columns = [f"{column} AS {alias}" for column, alias in zip(columns, aliases, strict=True)]
-        where = [c.sql() for c in self.conditions]
-        if self.date_range is not None and self.time is not None:
-            tests = [_period_sql(self.time.column, p) for p in (self.date_range, self.compared) if p is not None]
-            where.append(f"({tests[0]} OR {tests[1]})" if len(tests) == 2 else tests[0])
-        where += [d.test for d in self.dashboard_filters if not d.on_measure]
+        where = self._where()
         having = [c.sql() for c in self.having] + [d.test for d in self.dashboard_filters if d.on_measure]
         sql = f"SELECT {', '.join(columns)} FROM {self.cube.name}"  # noqa: S608 (semantic SQL over model names)
         if where:
@@ -189,6 +207,8 @@ class Intent:
         """``Revenue by product category``: what the query answers, in a few words."""
         if self.share:
             return f"Share of {self.measures[0].title} where {' and '.join(c.words() for c in self.share)}"
+        if self.aggregate:
+            return f"{AGGREGATE_WORDS[self.aggregate].capitalize()} {self.measures[0].title}"
         if self.difference:
             assert self.date_range is not None
             assert self.compared is not None
@@ -204,7 +224,9 @@ class Intent:
     def computed(self) -> str:
         """What was computed, in plain words a reader can check: measures, grouping, filters, dates, time zone."""
         measures = ", ".join(f"{m.title} ({describe_aggregation(m)})" for m in self.measures)
-        if self.share:
+        if self.aggregate:
+            measures = f"the {AGGREGATE_WORDS[self.aggregate]} of {self.measures[0].title} over its rows"
+        elif self.share:
             part = " and ".join(c.words() for c in self.share)
             measures = f"the percentage of {measures} where {part}, out of all of it"
         elif self.difference:

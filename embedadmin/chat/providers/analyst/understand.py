@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo
 from embedadmin.chat.providers.analyst.dates import DateRange, find_grain, period_grain
 from embedadmin.chat.providers.analyst.intent import ADDITIVE, Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
+from embedadmin.chat.providers.analyst.places import place_names
 from embedadmin.chat.providers.analyst.reading import Reading, read
 from embedadmin.chat.providers.analyst.suggest import MAX_SUGGESTIONS, candidates
 from embedadmin.chat.providers.analyst.words import (
@@ -246,6 +247,22 @@ async def attempt(
             measures.append(target)  # "countries with more than 10000 orders": shown as well as compared
         if target in numeric_mentions:
             numeric_mentions.remove(target)
+    # "the average list price of parts": a numeric field aggregated over its own cube's rows, no measure named
+    aggregated = _aggregated_field(aggregations, measures, numeric_mentions)
+    twin = _measure_of_field(cube, *aggregated) if aggregated is not None else None
+    if twin is not None:  # the model's own measure of it ("Average retail price" for "average list price")
+        assert aggregated is not None
+        numeric_mentions.remove(aggregated[1])
+        measures, aggregated = [twin], None
+    if aggregated is not None and (groups or grain or having):
+        reason = f"I aggregate {aggregated[1].title.lower()} as one number: ask for it without a grouping."
+        return Attempt(cube, decline=Decline(reason))
+    if aggregated is not None:
+        field_cube = aggregated[1].owner
+        if cube.is_view and field_cube != cube.name:  # a view's rows may repeat it (a part per line item)
+            reason = f"I aggregate {aggregated[1].title.lower()} over the rows of {field_cube}, not of {cube.title}."
+            return Attempt(cube, decline=Decline(reason))
+        numeric_mentions.remove(aggregated[1])
     groups += [m for m in numeric_mentions if m not in groups]
     # Values found in the data for the words left.
     # A dimension named without "by" may be the start of a value ("United States" against "state"): its words are
@@ -351,9 +368,11 @@ async def attempt(
         auxiliary = next((i for i, t in enumerate(tokens) if t.lower in AUXILIARIES), len(tokens))
         if all(s.start > auxiliary for s in spans if s.member in measures):
             measures = [counted_entity]  # "how many visits did tablet users make": the visits, not the users
-    if partial and not measures and aggregations & {"share", "average", "distinct"}:
+    if aggregated is not None:
+        chosen: list[Member] | Decline = [aggregated[1]]
+    elif partial and not measures and aggregations & {"share", "average", "distinct"}:
         # "what percentage of them were urgent?": a new aggregation of the thread's rows, never its old measure
-        chosen: list[Member] | Decline = _which_measure(cube)
+        chosen = _which_measure(cube)
     elif partial and not measures and "count" not in aggregations:
         chosen = []
     else:
@@ -461,6 +480,7 @@ async def attempt(
         timezone=timezone,
         share=share,
         difference=reading.difference,
+        aggregate=aggregated[0] if aggregated is not None else "",
     )
     if (reading.limit is not None or reading.descending is not None) and not (groups or grain or partial):
         # "the smallest order" with no grouping: a ranking of nothing, never answered with the measure's total
@@ -499,6 +519,32 @@ def _share_parts(
         reason = f"This asks for a share of {title}, but I could not tell of which part: name it ('... by card')."
         return Decline(reason)
     return whole, tuple(part)
+
+
+def _aggregated_field(
+    aggregations: set[str], measures: Sequence[Member], numeric_mentions: Sequence[Member]
+) -> tuple[str, Member] | None:
+    """("avg" or "sum", the field) when the question aggregates one numeric field and names no measure but the
+    count of the things it is of ("average list price of parts", "total employees of fintech accounts"); None
+    otherwise."""
+    asked = aggregations & {"average", "total"}
+    amounts = [m for m in measures if not m.is_count]
+    if len(asked) != 1 or amounts or len(numeric_mentions) != 1 or aggregations & {"count", "share", "distinct"}:
+        return None
+    return ("avg" if "average" in asked else "sum"), numeric_mentions[0]
+
+
+def _measure_of_field(cube: Cube, aggregate: str, field: Member) -> Member | None:
+    """The one measure of ``cube`` that aggregates ``field`` as asked, by its name: "Average retail price" (avg)
+    for the field "Retail price"."""
+    wanted = {"avg": "avg", "sum": "sum"}[aggregate]
+    named = {phrase for phrase in field.phrases if phrase}
+    twins = [
+        m
+        for m in cube.measures()
+        if m.agg_type == wanted and any(set(f) <= set(p) for f in named for p in m.phrases if len(p) > len(f))
+    ]
+    return twins[0] if len(twins) == 1 else None
 
 
 def _names_part(condition: Condition, share_at: int, starts: int, reading: Reading) -> bool:
@@ -894,6 +940,7 @@ async def _values(
     }
     candidates = written | {singular(text) for text in written}
     candidates |= {key(text) for text in written for key in (_plain, _participle)} - {""}
+    candidates |= {name for text in written for name in place_names(text)}
     found_values: dict[str, dict[str, str]] = {}  # dimension -> lower value -> value
     for member in ordered:
         values = await lookup(cube.name, member.name, sorted(candidates))
@@ -905,7 +952,7 @@ async def _values(
         while a < len(run):
             for b in range(min(len(run), a + MAX_VALUE_WORDS), a, -1):
                 text = reading.phrase(run[a:b]).strip('"').lower()
-                keys = (text, singular(text), _plain(text), _participle(text))
+                keys = (text, singular(text), _plain(text), _participle(text), *map(str.lower, place_names(text)))
                 owners = [(m, key) for key in keys for m in ordered if key and key in found_values.get(m.name, {})]
                 if owners:
                     member, key = owners[0]
@@ -1185,8 +1232,9 @@ async def _understood(
             # The view showing this cube found the question ambiguous: the cube's fewer members would hide that.
             continue
         tried = await attempt(cube, reading, lookup, zone.key, facts=facts)
-        if tried.intent is not None:
-            return tried.intent if cube.is_view else _through_view(tried.intent, views)
+        if tried.intent is not None:  # a field aggregated over its own cube's rows stays on that cube
+            keep = cube.is_view or bool(tried.intent.aggregate)
+            return tried.intent if keep else _through_view(tried.intent, views)
         if cube.is_view and tried.decline is not None and tried.decline.ambiguous:
             behind_ambiguity |= {m.owner for m in cube.members}
         if best is None or _worse(best, tried):
