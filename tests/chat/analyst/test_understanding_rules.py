@@ -1224,3 +1224,36 @@ def test_a_numeric_field_is_not_aggregated_per_group_nor_through_a_view_of_other
     assert "without a grouping" in grouped.reason
     assert isinstance(through_view, Decline)  # a view's rows are its lines: a part's size would repeat per line
     assert "over the rows of parts" in through_view.reason
+
+
+def test_which_has_more_of_values_compared_is_a_row_for_each():
+    cubes = _model(plain_date_on="ordered_at")
+
+    versus = _ask("shipped vs returned: which has more orders?", cubes, lookup=_statuses)
+    either = _ask("Which has more orders, shipped or returned?", cubes, lookup=_statuses)
+    one = _ask("shipped versus returned, which one has more revenue?", cubes, lookup=_statuses)
+
+    for split in (versus, either, one):
+        assert isinstance(split, Intent)
+        assert [g.name for g in split.groups] == ["shop.status"]
+        assert split.limit is None
+        assert split.descending is None
+        assert [set(c.values) for c in split.conditions] == [{"shipped", "returned"}]
+
+
+def test_periods_compared_as_one_range_of_two_whole_units_are_a_row_for_each():
+    compared = _ask("compare the number of orders in 2023 and 2024", _model(plain_date_on="ordered_at"))
+
+    assert isinstance(compared, Intent)
+    assert compared.grain == "year"
+    assert compared.date_range == DateRange(date(2023, 1, 1), date(2025, 1, 1))
+
+
+def test_a_period_without_its_year_joined_to_one_with_a_year_shares_it():
+    quarters = _ask("compare orders in Q1 and Q2 2024", _model(plain_date_on="ordered_at"))
+    months = _ask("orders in June vs July 2025", _model(plain_date_on="ordered_at"))
+
+    assert isinstance(quarters, Intent)
+    assert (quarters.grain, quarters.date_range) == ("quarter", DateRange(date(2024, 1, 1), date(2024, 7, 1)))
+    assert isinstance(months, Intent)
+    assert (months.grain, months.date_range) == ("month", DateRange(date(2025, 6, 1), date(2025, 8, 1)))

@@ -89,6 +89,20 @@ def _whole(period: DateRange, grain: str) -> bool:
     return aligned and end == date(start.year + later // 12, later % 12 + 1, 1)
 
 
+def two_whole(period: DateRange) -> tuple[str, DateRange, DateRange] | None:
+    """``period`` as two whole consecutive units of one grain ("2023 and 2024" read as one range: two years), in
+    :func:`period_grain`'s form; None when it is not."""
+    start, end = period.start, period.end
+    if start is None or end is None:
+        return None
+    for grain, months in (("month", 1), ("quarter", 3), ("year", 12)):
+        later = start.month - 1 + months
+        middle = date(start.year + later // 12, later % 12 + 1, 1) if start.day == 1 else None
+        if middle is not None and _whole(DateRange(start, middle), grain) and _whole(DateRange(middle, end), grain):
+            return grain, DateRange(start, middle), DateRange(middle, end)
+    return None
+
+
 @dataclass(frozen=True)
 class Found:
     """A date range or a grain the question names, and the token positions that name it."""

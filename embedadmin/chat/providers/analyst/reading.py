@@ -5,12 +5,12 @@ aggregation, a comparison or a grouping marker (``read``). What is left is place
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from zoneinfo import ZoneInfo
 
-from embedadmin.chat.providers.analyst.dates import DateRange, find_dates
+from embedadmin.chat.providers.analyst.dates import DateRange, Found, find_dates
 from embedadmin.chat.providers.analyst.intent import Decline
 from embedadmin.chat.providers.analyst.words import (
     ALSO_PHRASES,
@@ -41,6 +41,7 @@ from embedadmin.chat.providers.analyst.words import (
 DEFAULT_TOP = 10
 POINTING_LEADS = frozenset({"of", "on", "for", "from", "in"})  # "how much of that was collected?"
 POINTING_FOLLOWERS = frozenset({"was", "is", "were", "are", "as", "by", "in", "for"})
+PERIOD_JOINERS = frozenset({"and", "or", "vs", "versus", "with", "to", "through", "against", ","})
 DIFFERENCE_WORDS = {"more": 1, "higher": 1, "bigger": 1, "larger": 1, "fewer": -1, "less": -1, "lower": -1}
 NEGATED_AUXILIARIES = frozenset({"have", "has", "had", "be", "been", "being", "a", "an", "the", "any", "yet"})
 COMPARISONS = {
@@ -170,7 +171,7 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
             reading.compares = True
             if word not in ("vs", "versus"):  # those join the values compared, as "and" does
                 reading.taken.add(i)
-    found = find_dates(tokens, zone=zone, now=now, taken=reading.taken)
+    found = _sharing_years(find_dates(tokens, zone=zone, now=now, taken=reading.taken), words)
     today = now.astimezone(zone).date()
     for date_found in found:
         assert date_found.date_range is not None
@@ -186,6 +187,7 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
             reading.taken.add(i)
     _read_comparisons(reading, words)
     _read_difference(reading, words)
+    _read_choice(reading, words)
     _read_ranking(reading, words)
     _skip_verbs(reading, words)
     _read_aggregation(reading, words)
@@ -193,6 +195,30 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     if reading.compares:  # "compare revenue between air and rail": "between" only joins the values compared
         reading.taken.update(i for i, word in enumerate(words) if word == "between" and reading.free(i))
     return reading
+
+
+def _sharing_years(found: list[Found], words: list[str]) -> list[Found]:
+    """A period without its year joined to the next one that has a year ("Q1 and Q2 2024", "June vs July 2025")
+    is of that year, not the latest one begun."""
+    found = sorted(found, key=lambda f: min(f.positions))
+    shared = list(found)
+    for index in range(len(found) - 2, -1, -1):
+        first, second = shared[index], shared[index + 1]
+        between = words[max(first.positions) + 1 : min(second.positions)]
+        if not first.yearless or second.yearless or not between or not set(between) <= PERIOD_JOINERS:
+            continue
+        period, year = first.date_range, second.date_range
+        if period is None or year is None or period.start is None or period.end is None or year.start is None:
+            continue
+        shift = year.start.year - period.start.year
+        try:
+            moved = DateRange(
+                period.start.replace(year=period.start.year + shift), period.end.replace(year=period.end.year + shift)
+            )
+        except ValueError:  # February 29th in another year
+            continue
+        shared[index] = replace(first, date_range=moved, yearless=False)
+    return shared
 
 
 def _read_difference(reading: Reading, words: list[str]) -> None:
@@ -211,6 +237,17 @@ def _read_difference(reading: Reading, words: list[str]) -> None:
         reading.difference = DIFFERENCE_WORDS[word]
         reading.taken |= {i, than}
         return
+
+
+def _read_choice(reading: Reading, words: list[str]) -> None:
+    """ "EMEA vs APAC: which has more MRR?", "which moves more units, truck or rail?": a comparative with no "than"
+    in a question of which asks which of the things compared: a row for each answers it (``compares``)."""
+    if not (reading.compares or "which" in words):
+        return
+    for i, word in enumerate(words):
+        if word in DIFFERENCE_WORDS and reading.free(i) and "than" not in words[i:]:
+            reading.taken.add(i)
+            reading.compares = True
 
 
 def _read_ranking(reading: Reading, words: list[str]) -> None:
@@ -240,6 +277,8 @@ def _read_ranking(reading: Reading, words: list[str]) -> None:
             reading.ranked_after.add(i + 2)
             if i and words[i - 1] == "the":
                 reading.taken.add(i - 1)
+        elif word == "which" and following in ("one", "ones") and reading.free(i + 1):
+            reading.taken.add(i + 1)  # "which one moves more units": which of them, not a ranking's first
         elif word in ("which", "what") and count is not None and reading.free(i + 1):
             reading.limit = count  # "which 5 physicians have the lowest ...", "which three methods": the ones ranked
             reading.taken.add(i + 1)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-from embedadmin.chat.providers.analyst.dates import DateRange, find_grain, period_grain
+from embedadmin.chat.providers.analyst.dates import DateRange, find_grain, period_grain, two_whole
 from embedadmin.chat.providers.analyst.intent import ADDITIVE, Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.places import place_names
@@ -334,6 +334,8 @@ async def attempt(
     if reading.compares or not together:
         groups += [m for m in split if m not in groups]
     periods = period_grain(*reading.date_ranges) if len(reading.date_ranges) == 2 and grain is None else None
+    if reading.compares and not split and grain is None and len(reading.date_ranges) == 1:
+        periods = two_whole(reading.date_ranges[0])  # "compare orders in 2023 and 2024": a row per year
     if reading.compares and not split and len(measures) < 2 and periods is None:
         # "compare 2023 and 2024", "revenue vs last year": two results side by side, which one query cannot hold
         reason = "This compares two results that one query cannot hold: compare values of one field or two measures."
@@ -983,10 +985,12 @@ async def _values(
             i += 1
         return i
 
+    # Values compared are each answered, joined by "or" too ("which has more, EMEA or APAC?").
+    joiners = ("and", *VERSUS, *(("or",) if reading.compares else ()))
     joined_by_and = {
         owner_at[i - 1].name
         for i, token in enumerate(tokens)
-        if token.lower in ("and", *VERSUS)
+        if token.lower in joiners
         and i - 1 in owner_at
         and owner_at[i - 1] == owner_at.get(next_value(i + 1))
         and not {i - 1, next_value(i + 1)} & reading.negated

@@ -45,7 +45,7 @@ LIGHT_VERBS = _words(
     sold billed charged paid spent earned invoiced living live lives located based took place saw treated insured
     waited carry carried offer offered
     receive place make create record register submit take generate log handle handled handling process processed
-    come comes coming drive drives drove driven track tracked
+    come comes coming drive drives drove driven track tracked move moves moved go goes went
     """
 )
 # Verbs that say which amount a unit measures when the unit alone fits several ("lasting 60 minutes": a duration,
