@@ -53,7 +53,7 @@ def test_the_whole_a_share_is_of_keeps_its_own_conditions(demo_deployment, demo_
 
 
 def test_a_share_the_model_has_a_percentage_for_is_that_percentage(demo_deployment):
-    turn = ask(demo_deployment, "What percentage of orders in 2024 were completed?")
+    turn = ask(demo_deployment, "What percentage of orders were completed?")
 
     assert turn.sql is not None
     assert turn.sql.startswith("SELECT MEASURE(completion_rate) FROM sales")

@@ -1257,3 +1257,38 @@ def test_a_period_without_its_year_joined_to_one_with_a_year_shares_it():
     assert (quarters.grain, quarters.date_range) == ("quarter", DateRange(date(2024, 1, 1), date(2024, 7, 1)))
     assert isinstance(months, Intent)
     assert (months.grain, months.date_range) == ("month", DateRange(date(2025, 6, 1), date(2025, 8, 1)))
+
+
+def test_a_value_naming_another_dates_event_asks_which_date():
+    asked = _ask("How many shipped orders in 2024?", _model(plain_date_on="ordered_at"), lookup=_statuses)
+
+    assert isinstance(asked, Decline)
+    assert asked.ambiguous
+    assert set(asked.choices) == {"Ordered at", "Shipped at"}
+
+
+def test_a_word_before_a_measures_title_that_makes_another_measures_title_is_that_one_measure():
+    members = [
+        _member("billing", "billed", "Invoiced amount", kind="number", alias="invoices.billed", agg="sum"),
+        _member("billing", "net", "Net invoiced amount", kind="number", alias="invoices.net", agg="sum"),
+        _member("billing", "issued_at", "Invoice date", kind="time", alias="invoices.issued_at"),
+    ]
+    members[0]["meta"] = {"synonyms": ["billings"]}
+
+    net = _ask("net billings for March 2025", _view("billing", "Billing", members))
+
+    assert isinstance(net, Intent)
+    assert [m.name for m in net.measures] == ["billing.net"]
+
+
+def test_chat_box_spellings_and_ordinal_days_are_read_as_meant():
+    cubes = _model(plain_date_on="ordered_at")
+
+    days = _ask("whats the no. of orders from June 1st to June 15th 2025", cubes)
+    no_from = _ask("orders June 1st to June 15th, 2025 pls", cubes)
+
+    for asked in (days, no_from):
+        assert isinstance(asked, Intent)
+        assert [m.name for m in asked.measures] == ["shop.order_count"]
+        assert asked.date_range == DateRange(date(2025, 6, 1), date(2025, 6, 16))
+        assert asked.grain is None

@@ -44,23 +44,24 @@ def sql_input(result) -> dict[str, Any]:
 
 
 def test_the_answer_states_the_number_and_what_was_computed(demo_deployment, demo_duckdb, chat):
-    question = "How many orders were completed in 2024?"
+    # "completed in 2024" would be asked back: the status completed, or the completion date in 2024?
+    question = "How many orders were shipped in 2024?"
 
     result = chat.ask(question, sessionSettings=ADMIN)
 
     [[completed]] = duck_rows(
         demo_duckdb,
-        "SELECT count(*) FROM orders WHERE status = 'completed' "
+        "SELECT count(*) FROM orders WHERE status = 'shipped' "
         "AND created_at >= DATE '2024-01-01' AND created_at < DATE '2025-01-01'",
     )
     computed = (
-        "Computed: Orders (count) from Sales, where status is completed, ordered at from 2024-01-01 to 2024-12-31 "
+        "Computed: Orders (count) from Sales, where status is shipped, ordered at from 2024-01-01 to 2024-12-31 "
         "(time zone UTC)."
     )
     answer = final_answer(result)
     assert answer["content"] == f"Orders: {completed:,}.\n{computed}"
     assert sql_input(result) == {
-        "sqlQuery": "SELECT MEASURE(order_count) FROM sales WHERE status = 'completed' "
+        "sqlQuery": "SELECT MEASURE(order_count) FROM sales WHERE status = 'shipped' "
         "AND created_at >= DATE '2024-01-01' AND created_at < DATE '2025-01-01'",
         "queryTitle": "Orders",
         "description": computed,

@@ -167,6 +167,13 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
                 take(range(i, end_index), date_range)
                 i = end_index
                 continue
+        if word in MONTHS and any(c in words[i + 1 :] for c in TO_WORDS):
+            # "June 1 to June 15, 2025" with no "from": one range, never its two ends as two days
+            span = _between(words, i - 1, zone, connectors=TO_WORDS)
+            if span is not None and free(*range(i, span[0])):
+                take(range(i, span[0]), span[1])
+                i = span[0]
+                continue
         if word in ("today", "yesterday"):
             take([i], _relative(word, zone, now))
         elif word in RELATIVE_LEADS and UNITS.get(following.rstrip("s")) and free(i + 1):

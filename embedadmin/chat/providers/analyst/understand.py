@@ -192,6 +192,7 @@ async def attempt(
     spans = _spans(cube, reading, taken)  # aggregation words are free: "average order value" is a measure
     if grain is None and not any(reading.names_group(span.start) for span in spans):
         spans = [_per_row(cube, span, reading) for span in spans]
+    spans = _qualifying_heads(spans)
     spans, absorbed = _headed(spans, reading)
     spans, owners = _owned(spans, reading, nouns)
     taken |= absorbed | owners
@@ -433,6 +434,14 @@ async def attempt(
         time = time or next(iter(others), None)
         if time is None:
             return Attempt(cube, unplaced=[reading.phrase(sorted(reading.date_positions)) or (grain or "")])
+        # A value that names another date's event ("invoices paid in 2024": status paid, or the payment date?) when
+        # the question names no date itself: asked, never the default date taken in silence.
+        valued_roots = {root(tokens[i].lower) for i in valued_positions if tokens[i].lower not in FUNCTION_WORDS}
+        evoked_by_values = [m for m in cube.time_dimensions() if m != time and _event_roots(m) & valued_roots]
+        by_verb = verb_date is not None and not set(event_positions) <= subject  # not just the things counted
+        named_time = time_span is not None and not set(time_span.positions) & valued_positions
+        if evoked_by_values and not by_verb and not named_time:
+            return Attempt(cube, decline=_which_date([time, *evoked_by_values]))
     elif event is not None and _event_happened(event, event_positions, reading, conditions):
         # "subscriptions that churned": those with a churn date ("patients registered": all, as the data means)
         conditions.append(Condition(event, "set", ()))
@@ -739,6 +748,27 @@ def _event(cube: Cube, reading: Reading, candidates: set[int]) -> tuple[Member |
         return None, set()
     [(member, positions)] = named.values()
     return member, positions
+
+
+def _qualifying_heads(spans: list[Span]) -> list[Span]:
+    """ "net billings": the one measure whose title is the first word before the title of the measure named next
+    ("Net" + "Invoiced amount", named "billings": Net invoiced amount), never both."""
+    kept: list[Span] = []
+    for span in spans:
+        before = kept[-1] if kept else None
+        if (
+            before is not None
+            and before.end == span.start
+            and before.end - before.start == 1
+            and before.member.is_measure
+            and span.member.is_measure
+            and before.member.title_phrase[1:] == span.member.title_phrase
+            and before.member_phrase == before.member.title_phrase[:1]
+        ):
+            kept[-1] = Span(before.start, span.end, before.member, before.member.title_phrase)
+            continue
+        kept.append(span)
+    return kept
 
 
 def _headed(spans: list[Span], reading: Reading) -> tuple[list[Span], set[int]]:

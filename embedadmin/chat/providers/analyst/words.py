@@ -11,8 +11,12 @@ from dataclasses import dataclass
 
 from embedadmin.chat.vocabulary import stem
 
+# Spellings of a chat box, read as the word they stand for.
+SPELLINGS = {"whats": "what", "hows": "how", "pls": "please", "plz": "please", "qty": "quantity", "avg.": "avg"}
+ORDINAL = re.compile(r"\d{1,2}(?:st|nd|rd|th)")
 TOKEN = re.compile(
-    r"\d{4}-\d{2}-\d{2}"  # an ISO date
+    r"\d{1,2}(?:st|nd|rd|th)\b"  # an ordinal day ("June 15th")
+    r"|\d{4}-\d{2}-\d{2}"  # an ISO date
     r"|\d+-\d+\b"  # a range of numbers, as values are written ("25-34")
     r"|\$?\d+(?:,\d{3})*(?:\.\d+)?%?"  # a number, maybe money or a percentage (not the comma after it)
     r"|[A-Za-z][A-Za-z0-9]*"  # a word (Q1); a hyphen separates words, as in the model's names
@@ -192,6 +196,11 @@ def tokenize(question: str) -> list[Token]:
             tokens.append(Token(before.text, base, stem(base), before.start, before.end))
             tokens.append(Token(word, "not", "not", match.start(), match.end()))
             continue
+        if ORDINAL.fullmatch(lower):
+            lower = lower[:-2]  # "June 15th": the 15th day, read as 15
+        elif lower == "no" and text[match.end() : match.end() + 4].startswith((". of", ".of")):
+            lower = "number"  # "no. of urgent orders": the number of them, not a negation
+        lower = SPELLINGS.get(lower, lower)
         stemmed = lower if lower[:1].isdigit() or lower[:1] in '"$' else stem(lower)
         tokens.append(Token(word, lower, stemmed, match.start(), match.end()))
     return tokens
