@@ -57,6 +57,13 @@ def _ask(question: str, cubes: list, previous: Intent | None = None, lookup: Any
     return asyncio.run(understand(question, cubes, lookup, zone=UTC_ZONE, now=NOW, previous=previous))
 
 
+def _assert_asked_between(answer: Intent | Decline, *choices: str) -> None:
+    """The analyst asked back which of ``choices`` the words mean, never picking one."""
+    assert isinstance(answer, Decline)
+    assert answer.ambiguous
+    assert set(answer.choices) == set(choices)
+
+
 def _period(question: str) -> tuple[date, date, bool]:
     [found] = find_dates(tokenize(question), zone=UTC_ZONE, now=NOW, taken=set())
     assert found.date_range is not None
@@ -786,9 +793,7 @@ def test_a_verb_naming_one_date_and_a_noun_another_is_ambiguous():
 
     answer = _ask("How many orders have we received this year?", cubes)
 
-    assert isinstance(answer, Decline)
-    assert answer.ambiguous
-    assert set(answer.choices) == {"Order date", "Receipt date"}
+    _assert_asked_between(answer, "Order date", "Receipt date")
 
 
 def test_a_date_the_model_names_by_a_verb_and_another_a_noun_evokes_is_ambiguous():
@@ -1262,9 +1267,7 @@ def test_a_period_without_its_year_joined_to_one_with_a_year_shares_it():
 def test_a_value_naming_another_dates_event_asks_which_date():
     asked = _ask("How many shipped orders in 2024?", _model(plain_date_on="ordered_at"), lookup=_statuses)
 
-    assert isinstance(asked, Decline)
-    assert asked.ambiguous
-    assert set(asked.choices) == {"Ordered at", "Shipped at"}
+    _assert_asked_between(asked, "Ordered at", "Shipped at")
 
 
 def test_a_word_before_a_measures_title_that_makes_another_measures_title_is_that_one_measure():
