@@ -132,6 +132,10 @@ def _synonyms(item: Mapping[str, Any]) -> list[str]:
     return [str(s) for s in found] if isinstance(found, list) else []
 
 
+MAX_LABEL_WORDS = 3
+NOTE_LABELS = frozenset({"note", "notes", "example", "examples", "warning", "deprecated", "nb", "caution", "see"})
+
+
 def phrases(item: Mapping[str, Any], *, cube_title: str = "") -> list[tuple[str, ...]]:
     """The phrases that name a member (or a cube): its name's words, for a dimension also their tail
     (``product_category`` gives ``product category`` and ``category``), its title, its title without the view's,
@@ -142,13 +146,24 @@ def phrases(item: Mapping[str, Any], *, cube_title: str = "") -> list[tuple[str,
     if "aggType" not in item:
         found += [tuple(named[i:]) for i in range(1, len(named))]
     title = str(item.get("title") or "")
-    for text in (title, short_title(title, cube_title), *_synonyms(item)):
+    for text in (title, short_title(title, cube_title), *_synonyms(item), _description_label(item)):
         found.append(tuple(stems(text)))
     unique: list[tuple[str, ...]] = []
     for phrase in found:
         if phrase and phrase not in unique and not all(word in STOPWORDS for word in phrase):
             unique.append(phrase)
     return unique
+
+
+def _description_label(item: Mapping[str, Any]) -> str:
+    """The label a description opens with before a colon ("Sales territory: North America, EMEA, APAC or LATAM."),
+    which names the member as its title does; "" when it opens otherwise."""
+    description = str(item.get("description") or "")
+    label, colon, _ = description.partition(":")
+    words = label.split()
+    if not colon or not 1 <= len(words) <= MAX_LABEL_WORDS or not all(w.isalpha() for w in words):
+        return ""
+    return "" if words[0].lower() in NOTE_LABELS else label
 
 
 def relevance(item: Mapping[str, Any], search: Iterable[str], *, cube_title: str = "") -> float:

@@ -1295,3 +1295,21 @@ def test_chat_box_spellings_and_ordinal_days_are_read_as_meant():
         assert [m.name for m in asked.measures] == ["shop.order_count"]
         assert asked.date_range == DateRange(date(2025, 6, 1), date(2025, 6, 16))
         assert asked.grain is None
+
+
+def test_a_field_is_named_by_the_label_its_description_opens_with():
+    members = [
+        _member("accounts", "count", "Accounts", kind="number", alias="accounts.count", agg="count"),
+        _member(
+            "accounts", "geo", "Geo", kind="string", alias="accounts.geo", description="Sales territory: EMEA or APAC."
+        ),
+        _member("accounts", "tier", "Tier", kind="string", alias="accounts.tier", description="Note: set by sales."),
+    ]
+    cubes = _view("accounts", "Accounts", members)
+
+    by_label = _ask("accounts by sales territory", cubes)
+    by_note = _ask("accounts by note", cubes)
+
+    assert isinstance(by_label, Intent)
+    assert [g.name for g in by_label.groups] == ["accounts.geo"]
+    assert isinstance(by_note, Decline)  # "Note:" opens a remark, not a name
