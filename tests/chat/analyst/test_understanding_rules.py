@@ -1313,3 +1313,15 @@ def test_a_field_is_named_by_the_label_its_description_opens_with():
     assert isinstance(by_label, Intent)
     assert [g.name for g in by_label.groups] == ["accounts.geo"]
     assert isinstance(by_note, Decline)  # "Note:" opens a remark, not a name
+
+
+def test_new_things_of_a_period_are_those_the_period_counts_and_without_one_new_says_nothing_placed():
+    dated = _ask("new customers in 2024", _model())
+    undated = _ask("new customers", _model())
+
+    assert isinstance(dated, Intent)
+    assert [m.name for m in dated.measures] == ["shop.customer_count"]
+    assert dated.time is not None
+    assert dated.time.name == "shop.signed_up_at"
+    assert isinstance(undated, Decline)
+    assert "'new'" in undated.reason

@@ -307,6 +307,9 @@ async def attempt(
     left -= {i for i in left if tokens[i].lower == "up" and i + 1 in reading.date_positions}  # "up until March"
     if event is not None:
         left -= {i for i in left if tokens[i].lower in EVENT_ADJECTIVES}
+    elif reading.date_ranges:  # "new accounts in 2024": the accounts of 2024, by the date the period is of
+        counted_at = subject | {s.start for s in spans if s.member.is_count}
+        left -= {i for i in left if tokens[i].lower in EVENT_ADJECTIVES and i + 1 in counted_at}
     conditions += found
     named_holders = {c.member for c in found}
     qualified_by = {p for span in holder_spans if span.member in named_holders for p in span.positions}

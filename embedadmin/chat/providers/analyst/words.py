@@ -12,7 +12,17 @@ from dataclasses import dataclass
 from embedadmin.chat.vocabulary import stem
 
 # Spellings of a chat box, read as the word they stand for.
-SPELLINGS = {"whats": "what", "hows": "how", "pls": "please", "plz": "please", "qty": "quantity", "avg.": "avg"}
+SPELLINGS = {
+    "whats": "what",
+    "hows": "how",
+    "pls": "please",
+    "plz": "please",
+    "qty": "quantity",
+    "amt": "amount",
+    "subs": "subscriptions",
+    "yr": "year",
+    "yrs": "years",
+}
 ORDINAL = re.compile(r"\d{1,2}(?:st|nd|rd|th)")
 TOKEN = re.compile(
     r"\d{1,2}(?:st|nd|rd|th)\b"  # an ordinal day ("June 15th")
