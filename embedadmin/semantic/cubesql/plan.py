@@ -133,7 +133,10 @@ def cubesql_plan(
     )
     if inner is None:
         return CubeSqlPlan(translation.query, load_plan, columns)
-    post = PostProcess(statement, [(c.name, c.column_type) for c in columns])
+    try:
+        post = PostProcess(statement, [(c.name, c.column_type) for c in columns])
+    except RecursionError:
+        raise QueryError("The SQL query is nested too deeply") from None
     outer = tuple(CubeSqlColumn(c.name, c.column_type, "", i) for i, c in enumerate(post.columns))
     cut_at = row_limit if translation.query["limit"] >= row_limit else None
     return CubeSqlPlan(translation.query, load_plan, outer, post, columns, cut_at)

@@ -24,9 +24,10 @@ on a part of its rows.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal, DivisionByZero, InvalidOperation, localcontext
 from typing import Any
 
@@ -54,6 +55,7 @@ _COMPARISONS: dict[type[exp.Expr], Callable[[Any, Any], bool]] = {
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div)
 _NUMBER_TYPES = frozenset({"Double", "Int64"})
 _PRECISION = 38
+MAX_WORK = 5_000_000  # rows x expression terms a post-processing query may compute
 Row = dict[str, Any]
 
 
@@ -109,13 +111,20 @@ class PostProcess:
         self.aggregated = bool(self.group) or any(_has_aggregate(c.expression) for c in self.columns)
         order = select.args.get("order")
         ordered = order.expressions if order is not None else ()
-        self.order = tuple((self._reference(o.this, "ORDER BY"), bool(o.args.get("desc"))) for o in ordered)
-        for expression, _ in self.order:
+        self.order = tuple(
+            (self._reference(o.this, "ORDER BY", outputs_first=True), bool(o.args.get("desc")), _nulls_first(o))
+            for o in ordered
+        )
+        for expression, _, _ in self.order:
             self._check(expression, aggregates=self.aggregated)
         if self.aggregated:
             keys = {_key(e) for e in self.group}
-            for expression in [*(c.expression for c in self.columns), *(e for e, _ in self.order)]:
+            for expression in [*(c.expression for c in self.columns), *(e for e, _, _ in self.order)]:
                 _grouped(expression, keys)
+        self.work = sum(
+            len(list(e.walk()))
+            for e in [*(c.expression for c in self.columns), *self.group, *(e for e, _, _ in self.order)]
+        ) + (len(list(self.where.walk())) if self.where is not None else 0)
         self.limit = _count(select.args.get("limit"), "LIMIT")
         self.offset = _count(select.args.get("offset"), "OFFSET") or 0
 
@@ -128,14 +137,16 @@ class PostProcess:
         self._check(expression, aggregates=True)
         return OuterColumn(name or _column_name(expression), self._type(expression), expression)
 
-    def _reference(self, node: exp.Expr, clause: str) -> exp.Expr:
-        """A GROUP BY / ORDER BY item: a select item's position or alias, else an expression."""
+    def _reference(self, node: exp.Expr, clause: str, *, outputs_first: bool = False) -> exp.Expr:
+        """A GROUP BY / ORDER BY item: a select item's position or alias, else an expression. A name that is both an
+        alias and a column of the subquery is the alias in ORDER BY, the column in GROUP BY (PostgreSQL's rules)."""
         if isinstance(node, exp.Literal) and not node.is_string:
             position = int(Decimal(node.this)) if node.this.isdigit() else 0
             if not 1 <= position <= len(self.columns):
                 raise QueryError(f"{clause} position {node.this} is not in the select list")
             return self.columns[position - 1].expression
-        if isinstance(node, exp.Column) and not node.table and node.name.lower() not in self.types:
+        plain = isinstance(node, exp.Column) and not node.table
+        if plain and (outputs_first or node.name.lower() not in self.types):
             for column in self.columns:
                 if column.name.lower() == node.name.lower():
                     return column.expression
@@ -181,6 +192,8 @@ class PostProcess:
                 raise QueryError("IN takes a list of values in a post-processing query")
             children = [node.this, *node.expressions]
         elif isinstance(node, exp.Between):
+            if node.args.get("symmetric"):
+                raise QueryError("BETWEEN SYMMETRIC is not supported in a post-processing query")
             children = [node.this, node.args["low"], node.args["high"]]
         elif isinstance(node, exp.Nullif):
             children = [node.this, node.expression]
@@ -231,18 +244,35 @@ class PostProcess:
                 "aggregate or filter it inside the subquery"
             )
         keys = [n.lower() for n in names]
+        # A Double column's whole numbers are doubles (their division does not truncate), as the SQL API types them.
+        doubled = [self.types.get(key) == "Double" for key in keys]
+        read = [
+            {k: Decimal(v) if d and type(v) is int else v for k, v, d in zip(keys, row, doubled, strict=True)}
+            for row in inner
+        ]
+        if len(read) * self.work > MAX_WORK:
+            raise QueryError(
+                f"The post-processing query is too large to compute ({len(read)} rows x {self.work} terms): "
+                "aggregate inside the subquery or write fewer terms"
+            )
         with localcontext() as context:
             context.prec = _PRECISION
             context.traps[DivisionByZero] = True
             context.traps[InvalidOperation] = True
             try:
-                computed = self._rows([dict(zip(keys, row, strict=True)) for row in inner])
+                computed = self._rows(read)
             except DivisionByZero:
                 raise QueryError("division by zero") from None
-            except InvalidOperation:
-                raise QueryError("The post-processing query computed an invalid number") from None
+            except (ArithmeticError, ValueError):
+                raise QueryError("The post-processing query computed a number out of range or invalid") from None
             except TypeError:
                 raise QueryError("The post-processing query compares or sorts values of different types") from None
+            except RecursionError:
+                raise QueryError("The SQL query is nested too deeply") from None
+        for row in computed:
+            for value, column in zip(row, self.columns, strict=True):
+                if not _fits(value, column.column_type):
+                    raise QueryError(f"Column '{column.name}' mixes values of different types (its branches differ)")
         doubles = [c.column_type == "Double" for c in self.columns]
         # A computed number is a double, as Cube's SQL API (DataFusion) returns it.
         return [[_double(v) if d else v for v, d in zip(row, doubles, strict=True)] for row in computed]
@@ -259,13 +289,13 @@ class PostProcess:
             if not self.group and not groups:
                 groups[()] = []  # an aggregate over no rows is one row (SUM NULL, COUNT 0)
             scopes = [(members[0] if members else {}, members) for members in groups.values()]
-        if self.order:
-            for expression, descending in reversed(self.order):
-
-                def key(scope: tuple[Row, list[Row] | None], by: exp.Expr = expression) -> tuple[int, Any]:
-                    return _sort_key(_value(by, *scope))
-
-                scopes.sort(key=key, reverse=descending)
+        for expression, descending, nulls_first in reversed(self.order):  # stable: the last key first
+            valued = [(_value(expression, *scope), scope) for scope in scopes]
+            present = [(v, scope) for v, scope in valued if v is not None]
+            present.sort(key=lambda pair: _comparable(pair[0]), reverse=descending)
+            missing = [scope for v, scope in valued if v is None]
+            ordered = [scope for _, scope in present]
+            scopes = [*missing, *ordered] if nulls_first else [*ordered, *missing]
         rows = [[_value(c.expression, row, members) for c in self.columns] for row, members in scopes]
         end = None if self.limit is None else self.offset + self.limit
         return rows[self.offset : end]
@@ -279,7 +309,7 @@ def _value(node: exp.Expr, row: Row, group: list[Row] | None) -> Any:
     if isinstance(node, exp.Column):
         return row.get(node.name.lower())
     if isinstance(node, exp.Literal):
-        return node.this if node.is_string else _number(node.this)
+        return node.this if node.is_string else _literal_number(node.this)
     if isinstance(node, exp.Null):
         return None
     if isinstance(node, exp.Boolean):
@@ -306,7 +336,12 @@ def _value(node: exp.Expr, row: Row, group: list[Row] | None) -> Any:
             return left - right
         if isinstance(node, exp.Mul):
             return left * right
-        return left / right
+        if isinstance(left, int) and isinstance(right, int):  # integer division truncates, as in PostgreSQL
+            if right == 0:
+                raise DivisionByZero
+            quotient = abs(left) // abs(right)
+            return quotient if (left >= 0) == (right > 0) else -quotient
+        return Decimal(left) / Decimal(right)
     if isinstance(node, exp.Nullif):
         first = _value(node.this, row, group)
         return None if _compare(first, _value(node.expression, row, group), exp.EQ) else first
@@ -319,7 +354,9 @@ def _value(node: exp.Expr, row: Row, group: list[Row] | None) -> Any:
     if isinstance(node, exp.Round):
         number = _numeric(_value(node.this, row, group))
         places = int(_value(node.args["decimals"], row, group)) if node.args.get("decimals") is not None else 0
-        return None if number is None else number.quantize(Decimal(1).scaleb(-places), rounding="ROUND_HALF_UP")
+        if number is None:
+            return None
+        return Decimal(number).quantize(Decimal(1).scaleb(-places), rounding="ROUND_HALF_UP")
     if isinstance(node, exp.Case):
         for case in node.args["ifs"]:
             if _truth(case.this, row, group) is True:
@@ -349,7 +386,7 @@ def _truth(node: exp.Expr, row: Row, group: list[Row] | None) -> bool | None:
         left = _value(node.this, row, group)
         found = [_compare(left, _value(v, row, group), exp.EQ) for v in node.expressions]
         return True if True in found else None if None in found else False
-    if isinstance(node, exp.Between):
+    if isinstance(node, exp.Between):  # BETWEEN SYMMETRIC is refused by _check
         left = _value(node.this, row, group)
         low = _compare(left, _value(node.args["low"], row, group), exp.GTE)
         high = _compare(left, _value(node.args["high"], row, group), exp.LTE)
@@ -386,14 +423,20 @@ def _compare(left: Any, right: Any, kind: type[exp.Expr]) -> bool | None:
     left, right = _comparable(left), _comparable(right)
     if isinstance(left, datetime) != isinstance(right, datetime):
         left, right = _as_time(left), _as_time(right)
-    elif isinstance(left, Decimal) != isinstance(right, Decimal):
+    elif _family(left) != _family(right):
         raise QueryError(f"Cannot compare {left!r} with {right!r}")
     return _COMPARISONS[kind](left, right)
 
 
+def _family(value: Any) -> str:
+    return "boolean" if isinstance(value, bool) else "text" if isinstance(value, str) else "number"
+
+
 def _comparable(value: Any) -> Any:
-    if isinstance(value, bool | str | datetime):
+    if isinstance(value, bool | str):
         return value
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo is not None else value
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day)
     return _numeric(value)
@@ -410,20 +453,36 @@ def _as_time(value: Any) -> datetime:
     raise QueryError(f"Cannot compare {value!r} with a time")
 
 
-def _numeric(value: Any) -> Decimal | None:
+def _numeric(value: Any) -> int | Decimal | None:
+    """A number as computed here: integers stay integers (their division truncates), others are decimals."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         raise QueryError(f"Not a number: {value!r}")
-    return value if isinstance(value, Decimal) else Decimal(str(value))
+    return value if isinstance(value, int | Decimal) else Decimal(str(value))
 
 
 def _double(value: Any) -> Any:
     return float(value) if isinstance(value, Decimal) else value
 
 
-def _number(text: str) -> Decimal:
-    return Decimal(text)
+@functools.lru_cache(maxsize=4096)
+def _literal_number(text: str) -> int | Decimal:
+    """A numeric literal: ``2`` an integer, ``2.0`` or ``1e3`` a decimal (read once, not per row)."""
+    return int(text) if text.isdigit() else Decimal(text)
+
+
+def _fits(value: Any, column_type: str) -> bool:
+    """Whether a computed value is of its column's type (a CASE whose branches differ is refused)."""
+    if value is None:
+        return True
+    if column_type == "Timestamp":
+        return isinstance(value, date)
+    if column_type in _NUMBER_TYPES:
+        return isinstance(value, int | float | Decimal) and not isinstance(value, bool)
+    if column_type == "Boolean":
+        return isinstance(value, bool)
+    return isinstance(value, str)
 
 
 def _cast_kind(node: exp.Cast) -> str | None:
@@ -444,17 +503,22 @@ def _hashable(value: Any) -> Any:
     return _comparable(value) if value is not None else None
 
 
-def _sort_key(value: Any) -> tuple[int, Any]:
-    """Nulls sort last ascending and first descending (PostgreSQL's order, with ``reverse`` for descending)."""
-    return (1, 0) if value is None else (0, _comparable(value))
-
-
 def _has_aggregate(node: exp.Expr) -> bool:
     return any(type(n) in _AGGREGATES for n in node.walk())
 
 
 def _key(node: exp.Expr) -> str:
-    return node.sql(dialect="postgres").lower()
+    """An expression as GROUP BY compares it: column names without case, literals as written."""
+    copy = node.copy()
+    for column in copy.find_all(exp.Column):
+        column.set("this", exp.to_identifier(column.name.lower()))
+    return copy.sql(dialect="postgres")
+
+
+def _nulls_first(ordered: exp.Ordered) -> bool:
+    """PostgreSQL's default unless written: nulls last ascending, first descending."""
+    written = ordered.args.get("nulls_first")
+    return bool(ordered.args.get("desc")) if written is None else bool(written)
 
 
 def _grouped(node: exp.Expr, keys: set[str]) -> None:

@@ -24,32 +24,39 @@ def _number(value: object) -> Decimal:
 
 
 def test_the_share_of_a_part_is_computed_on_the_rows_of_the_whole(demo_deployment, demo_duckdb):
-    turn = ask(demo_deployment, "What share of 2024 revenue came from female customers?")
+    turn = ask(demo_deployment, "What share of 2024 orders were cancelled?")
 
     [[expected]] = duck_rows(
         demo_duckdb,
-        f"SELECT 100.0 * sum(li.quantity * li.price) FILTER (WHERE u.gender = 'female') / sum(li.quantity * li.price) "
-        f"FROM {REVENUE_ROWS} WHERE o.created_at >= TIMESTAMP '2024-01-01' AND o.created_at < TIMESTAMP '2025-01-01'",
+        "SELECT 100.0 * count(*) FILTER (WHERE status = 'cancelled') / count(*) FROM orders "
+        "WHERE created_at >= TIMESTAMP '2024-01-01' AND created_at < TIMESTAMP '2025-01-01'",
     )
     assert turn.sql is not None
-    assert turn.sql.startswith("SELECT 100.0 * COALESCE(SUM(CASE WHEN part_1 = 'female' THEN value END), 0)")
+    assert turn.sql.startswith("SELECT 100.0 * COALESCE(SUM(CASE WHEN part_1 = 'cancelled' THEN value END), 0)")
     assert [[_number(v) for v in row] for row in turn.rows] == [[_number(expected)]]
-    assert turn.answer.startswith(f"Share of Revenue where users gender is female: {Decimal(str(expected)):.1f}%.")
+    assert turn.answer.startswith(f"Share of Orders where status is cancelled: {Decimal(str(expected)):.1f}%.")
     assert "out of all of it" in turn.description
 
 
 def test_the_whole_a_share_is_of_keeps_its_own_conditions(demo_deployment, demo_duckdb):
-    turn = ask(demo_deployment, "What percentage of shipped orders in 2024 were placed by women?")
+    turn = ask(demo_deployment, "What percentage of 2024 orders from women were cancelled?")
 
     [[expected]] = duck_rows(
         demo_duckdb,
-        "SELECT 100.0 * count(*) FILTER (WHERE u.gender = 'female') / count(*) FROM orders o JOIN users u "
-        "ON u.id = o.user_id WHERE o.status = 'shipped' AND o.created_at >= TIMESTAMP '2024-01-01' "
+        "SELECT 100.0 * count(*) FILTER (WHERE o.status = 'cancelled') / count(*) FROM orders o JOIN users u "
+        "ON u.id = o.user_id WHERE u.gender = 'female' AND o.created_at >= TIMESTAMP '2024-01-01' "
         "AND o.created_at < TIMESTAMP '2025-01-01'",
     )
     assert turn.sql is not None
-    assert "WHERE status = 'shipped'" in turn.sql
+    assert "WHERE users_gender = 'female'" in turn.sql
     assert [[_number(v) for v in row] for row in turn.rows] == [[_number(expected)]]
+
+
+def test_a_share_of_a_part_on_another_cubes_rows_is_declined(demo_deployment):
+    turn = ask(demo_deployment, "What share of 2024 revenue came from female customers?")
+
+    assert turn.sql is None  # revenue comes from the lines, the gender from their customers
+    assert "only over the fields of its own rows" in turn.answer
 
 
 def test_a_share_the_model_has_a_percentage_for_is_that_percentage(demo_deployment):

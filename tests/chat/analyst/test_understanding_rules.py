@@ -633,7 +633,7 @@ def test_a_difference_of_what_does_not_add_up_is_only_between_whole_periods():
     years = _ask("How many more users did we have in 2025 than in 2024?", cubes, lookup=_devices)
 
     assert isinstance(halves, Decline)
-    assert "does not add up over days" in halves.reason
+    assert "does not add up over the days" in halves.reason
     assert isinstance(years, Intent)
     assert "DATE_TRUNC('year', started_at)" in years.sql()
 
@@ -1325,3 +1325,102 @@ def test_new_things_of_a_period_are_those_the_period_counts_and_without_one_new_
     assert dated.time.name == "shop.signed_up_at"
     assert isinstance(undated, Decline)
     assert "'new'" in undated.reason
+
+
+def _billing_view() -> list:
+    """Subscriptions (their count and status) with the invoices billed for them (pay method, invoice date): a
+    subscription has many invoices, so grouped by an invoice's field it counts once per invoice."""
+    return _view(
+        "billing",
+        "Billing",
+        [
+            _member("billing", "subs", "Subscriptions", kind="number", alias="subscriptions.count", agg="count"),
+            _member("billing", "sub_status", "Status", kind="string", alias="subscriptions.status"),
+            _member("billing", "pay_method", "Pay method", kind="string", alias="invoices.pay_method"),
+            _member("billing", "started_at", "Start date", kind="time", alias="subscriptions.started_at"),
+            _member("billing", "issued_at", "Invoice date", kind="time", alias="invoices.issued_at"),
+        ],
+    )
+
+
+async def _billing_values(cube: str, dimension: str, candidates: Any) -> list[str]:
+    held = {"card": ".pay_method", "wire": ".pay_method", "active": ".sub_status"}
+    return [c for c in candidates if dimension.endswith(held.get(c.lower(), "-"))]
+
+
+def test_a_share_or_difference_over_another_cubes_rows_is_declined_never_counted_twice():
+    cubes = _billing_view()
+
+    by_invoice = _ask("what share of subscriptions were paid by card?", cubes, lookup=_billing_values)
+    own = _ask("what share of subscriptions are active?", cubes, lookup=_billing_values)
+    days = _ask(
+        "how many more subscriptions by invoice date in H1 2024 than in H1 2023?", cubes, lookup=_billing_values
+    )
+
+    assert isinstance(by_invoice, Decline)
+    assert "pay method" in by_invoice.reason
+    assert isinstance(own, Intent)
+    assert [c.member.name for c in own.share] == ["billing.sub_status"]
+    assert isinstance(days, Decline)
+
+
+def test_a_follow_up_of_a_number_computed_from_a_query_is_declined():
+    cubes = _billing_view()
+    share = _ask("what share of subscriptions are active?", cubes, lookup=_billing_values)
+    assert isinstance(share, Intent)
+
+    follow_up = _ask("and for 2024?", cubes, previous=share, lookup=_billing_values)
+
+    assert isinstance(follow_up, Decline)
+    assert "ask the whole question" in follow_up.reason
+
+
+def test_a_place_is_matched_by_its_other_spellings_only_in_a_field_of_places():
+    members = [
+        _member("stores", "count", "Stores", kind="number", alias="stores.count", agg="count"),
+        _member("stores", "state", "State", kind="string", alias="stores.state"),
+        _member("stores", "country", "Country", kind="string", alias="stores.country"),
+    ]
+    cubes = _view("stores", "Stores", members)
+
+    async def codes(cube: str, dimension: str, candidates: Any) -> list[str]:
+        held = {"state": {"CA"}, "country": {"DE"}}[dimension.rsplit(".", 1)[1]] if "." in dimension else set()
+        return [c.upper() for c in candidates if c.upper() in held]
+
+    german = _ask("how many German stores?", cubes, lookup=codes)
+    canadian = _ask("how many Canadian stores?", cubes, lookup=codes)
+
+    assert isinstance(german, Intent)
+    assert [(c.member.name, c.values) for c in german.conditions] == [("stores.country", ("DE",))]
+    assert isinstance(canadian, Decline)  # CA is a state here, not Canada
+
+
+def test_a_share_a_view_refuses_is_not_answered_another_way_by_the_cubes_behind_it():
+    view = {
+        "name": "revops",
+        "title": "Revenue operations",
+        "type": "view",
+        "members": [
+            _member("revops", "subs", "Subscriptions", kind="number", alias="subscriptions.count", agg="count"),
+            _member("revops", "tier", "Tier", kind="string", alias="accounts.tier"),
+            _member("revops", "plan", "Plan", kind="string", alias="subscriptions.plan"),
+        ],
+    }
+    behind = {
+        "name": "subscriptions",
+        "title": "Subscriptions",
+        "members": [
+            {"name": "subscriptions.count", "title": "Subscriptions", "type": "number", "aggType": "count"},
+            {"name": "subscriptions.plan", "title": "Plan", "type": "string"},
+        ],
+    }
+
+    async def enterprise(cube: str, dimension: str, candidates: Any) -> list[str]:
+        on_view = dimension == "revops.tier"  # the view holds it as a tier; the cube behind, as a plan
+        return [c for c in candidates if c.lower() == "enterprise" and (on_view or dimension.endswith(".plan"))]
+
+    cubes = cubes_of({"cubes": [view, behind]})
+    answer = _ask("what share of subscriptions are enterprise?", cubes, lookup=enterprise)
+
+    assert isinstance(answer, Decline)
+    assert "not over tier" in answer.reason

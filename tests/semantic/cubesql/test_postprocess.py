@@ -3,9 +3,13 @@ data, on DuckDB and PostgreSQL; what they refuse; and that the subquery is read 
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 from embedadmin.semantic import QueryContext
+from embedadmin.semantic.cubesql.postprocess import PostProcess
+from embedadmin.semantic.cubesql.translate import parse_statement
 from embedadmin.semantic.errors import AccessDenied, QueryError
 from tests.semantic.cubesql_support import data, direct, numeric, run_sql
 from tests.semantic.databases import Executor
@@ -52,6 +56,19 @@ EQUIVALENT = {
         "WHERE NOT (c = 'DE') OR a BETWEEN 60 AND 100 ORDER BY 1 DESC",
         "SELECT o.amount FROM orders o LEFT JOIN users u ON o.user_id = u.id "
         "WHERE NOT (u.country = 'DE') OR o.amount BETWEEN 60 AND 100 ORDER BY 1 DESC",
+    ),
+    "NULLS FIRST and NULLS LAST as written": (
+        "SELECT c, n FROM (SELECT country AS c, MEASURE(count) AS n FROM users GROUP BY 1) ORDER BY c NULLS FIRST",
+        "SELECT country, count(*) FROM users GROUP BY 1 ORDER BY 1 NULLS FIRST",
+    ),
+    "ORDER BY a name that is both an output alias and a column: the alias": (
+        "SELECT -a AS a FROM (SELECT amount AS a FROM orders) ORDER BY a",
+        "SELECT -amount AS a FROM orders ORDER BY a",
+    ),
+    "a count divided by a whole number truncates; a number field's does not": (
+        "SELECT s, n / 2, r / 8 FROM (SELECT status AS s, MEASURE(count) AS n, MEASURE(revenue) AS r FROM orders "
+        "GROUP BY 1) ORDER BY s",
+        "SELECT status, floor(count(*) / 2.0), sum(amount) / 8.0 FROM orders GROUP BY 1 ORDER BY 1",
     ),
     "nulls sort last ascending, first descending": (
         "SELECT c, n FROM (SELECT country AS c, MEASURE(count) AS n FROM users GROUP BY 1) ORDER BY c DESC, n",
@@ -142,6 +159,19 @@ def test_a_viewer_reads_through_a_subquery_only_what_was_granted(executor: Execu
         ("SELECT amount FROM (SELECT amount FROM orders) LIMIT 'x'", "LIMIT must be a whole number"),
         ("SELECT amount FROM (SELECT amount FROM orders) WHERE amount > TIMESTAMP 'soon'", "Invalid time literal"),
         ("SELECT CAST(amount AS TEXT) FROM (SELECT amount FROM orders)", "are cast"),
+        ("SELECT amount * 1e999999999 FROM (SELECT amount FROM orders)", "out of range"),
+        ("SELECT " + " + ".join(["amount"] * 1500) + " FROM (SELECT amount FROM orders)", "nested too deeply"),
+        (
+            "SELECT CASE WHEN amount > 50 THEN TIMESTAMP '2024-01-01' ELSE amount END FROM (SELECT amount FROM orders)",
+            "mixes values of different types",
+        ),
+        ("SELECT amount FROM (SELECT amount FROM orders) WHERE amount BETWEEN SYMMETRIC 50 AND 10", "SYMMETRIC"),
+        ("SELECT status FROM (SELECT status FROM orders) WHERE status = TRUE", "Cannot compare"),
+        (
+            "SELECT CASE WHEN s = 'A' THEN 1 END FROM (SELECT status AS s FROM orders) "
+            "GROUP BY CASE WHEN s = 'a' THEN 1 END",
+            "must appear in GROUP BY",
+        ),
         ("SELECT amount FROM (SELECT amount FROM orders) ORDER BY 3", "ORDER BY position 3"),
     ],
 )
@@ -164,3 +194,27 @@ def test_a_subquery_that_reaches_the_row_limit_is_refused_rather_than_computed_o
     assert under == [["10"]]
     assert limited == [["3"]]  # its own LIMIT: the rows it asked for, nothing cut
     assert "row limit" in refused.value.message
+
+
+def test_a_post_processing_query_too_large_to_compute_is_refused_before_computing() -> None:
+    listed = ", ".join(str(i) for i in range(200))
+    post = PostProcess(parse_statement(f"SELECT COUNT(*) FROM (SELECT 1) WHERE a IN ({listed})"), [("a", "Double")])
+
+    with pytest.raises(QueryError) as refused:
+        post.rows([[i] for i in range(30_000)], ["a"], complete=True)
+
+    assert "too large to compute" in refused.value.message
+
+
+def test_times_with_a_time_zone_compare_with_time_literals_as_utc() -> None:
+    post = PostProcess(
+        parse_statement("SELECT SUM(CASE WHEN t = TIMESTAMP '2024-10-01' THEN n END) FROM (SELECT 1)"),
+        [("t", "Timestamp"), ("n", "Int64")],
+    )
+    berlin = timezone(timedelta(hours=2))
+
+    rows = post.rows(
+        [[datetime(2024, 10, 1, 2, 0, tzinfo=berlin), 3], [datetime(2024, 10, 2), 4]], ["t", "n"], complete=True
+    )
+
+    assert rows == [[3.0]]

@@ -295,6 +295,8 @@ class Decline:
 
     reason: str
     ambiguous: bool = False  # the words have several readings in the model (not: the model lacks something)
+    # read, and refused for a reason of the view's rows: the cubes behind the view must not answer it another way
+    final: bool = False
     choices: tuple[str, ...] = ()  # titles of members one of which the question could name to be answered
     unplaced: tuple[str, ...] = ()  # the words no member, value or date placed
     suggestions: tuple[str, ...] = ()  # questions like the one asked that the analyst answers (checked)

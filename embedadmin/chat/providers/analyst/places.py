@@ -1,7 +1,8 @@
 """Places as people name them in questions, and the names data holds for them: a demonym ("Canadian customers"), a
 common short name ("the UK", "the States") or a region's adjective ("European"). Each word maps to the spellings a
 country or region dimension may hold (its English name, its ISO 3166 alpha-2 code); the analyst looks every spelling
-up in the data like any other word, so a place binds only to a value the data has.
+up in the data like any other word, so a place binds only to a value the data has, and only in a field whose name
+says it holds places (country, region, territory...): "CA" in a field of US states is not Canada.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ _COUNTRIES: dict[str, tuple[str, str]] = {
     "british": ("United Kingdom", "GB"),
     "uk": ("United Kingdom", "GB"),
     "britain": ("United Kingdom", "GB"),
-    "england": ("United Kingdom", "GB"),
-    "english": ("United Kingdom", "GB"),
     "canadian": ("Canada", "CA"),
     "chilean": ("Chile", "CL"),
     "chinese": ("China", "CN"),
@@ -77,10 +76,16 @@ _REGIONS: dict[str, tuple[str, ...]] = {
     "european": ("Europe",),
     "asian": ("Asia",),
     "african": ("Africa",),
-    "latin": ("Latin America", "LATAM"),
+    "latin american": ("Latin America", "LATAM"),
     "nordic": ("Nordics",),
     "middle eastern": ("Middle East",),
 }
+
+
+# Words naming a field that holds places: only such a field is matched with a place's other spellings.
+PLACE_FIELD_WORDS = frozenset(
+    {"country", "nation", "region", "geo", "territory", "location", "market", "continent", "area", "hq", "headquarter"}
+)
 
 
 def place_names(word: str) -> tuple[str, ...]:
@@ -90,4 +95,4 @@ def place_names(word: str) -> tuple[str, ...]:
     return (*country, *_REGIONS.get(lower, ()))
 
 
-__all__ = ["place_names"]
+__all__ = ["PLACE_FIELD_WORDS", "place_names"]

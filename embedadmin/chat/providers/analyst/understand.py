@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from embedadmin.chat.providers.analyst.dates import DateRange, find_grain, period_grain, two_whole
 from embedadmin.chat.providers.analyst.intent import ADDITIVE, Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
-from embedadmin.chat.providers.analyst.places import place_names
+from embedadmin.chat.providers.analyst.places import PLACE_FIELD_WORDS, place_names
 from embedadmin.chat.providers.analyst.reading import Reading, read
 from embedadmin.chat.providers.analyst.suggest import MAX_SUGGESTIONS, candidates
 from embedadmin.chat.providers.analyst.words import (
@@ -451,9 +451,9 @@ async def attempt(
     date_range = reading.date_ranges[0] if reading.date_ranges else None
     compared = None
     if reading.difference:  # "how much more did we invoice in 2024 than in 2023": one number
-        reason = _difference_refused(chosen, groups, grain, having, reading)
+        reason = _difference_refused(chosen, groups, grain, having, reading, time.owner if time else "")
         if reason:
-            return Attempt(cube, decline=Decline(reason))
+            return Attempt(cube, decline=Decline(reason, final=True))
         date_range, compared = reading.date_ranges
     elif periods is not None:  # "revenue in 2023 vs 2024", "Q1 2024 and Q1 2025": a row for each period
         grain, date_range, compared = periods
@@ -532,6 +532,11 @@ def _share_parts(
     if not part or any(c.at < 0 for c in conditions):
         reason = f"This asks for a share of {title}, but I could not tell of which part: name it ('... by card')."
         return Decline(reason)
+    outside = sorted({c.member.title.lower() for c in part if c.member.owner != measure.owner})
+    if outside:  # grouped by another cube's field, one row of the measure's cube may count in several parts
+        names = ", ".join(outside)
+        reason = f"I compute a share of {title} only over the fields of its own rows, and not over {names}."
+        return Decline(reason, final=True)
     return whole, tuple(part)
 
 
@@ -587,15 +592,23 @@ def _model_rate(cube: Cube, part: Sequence[Condition]) -> Member | Decline | Non
 
 
 def _difference_refused(
-    chosen: Sequence[Member], groups: Sequence[Member], grain: str | None, having: Sequence[Condition], reading: Reading
+    chosen: Sequence[Member],
+    groups: Sequence[Member],
+    grain: str | None,
+    having: Sequence[Condition],
+    reading: Reading,
+    time_owner: str,
 ) -> str:
     """Why a difference between two periods is not computed ("" when it is)."""
     if len(chosen) != 1 or groups or grain or having or reading.descending is not None:
         return "I compute a difference between two periods as one number: ask it for one measure, without a grouping."
     first, second = reading.date_ranges
-    if period_grain(first, second) is None and chosen[0].agg_type not in ADDITIVE:
+    if period_grain(first, second) is None and (chosen[0].agg_type not in ADDITIVE or time_owner != chosen[0].owner):
         title = chosen[0].title
-        return f"{title} does not add up over days: I compare it between two whole days, months, quarters or years."
+        return (
+            f"{title} does not add up over the days of its date: I compare it between two whole days, months, quarters "
+            "or years."
+        )
     return ""
 
 
@@ -987,8 +1000,15 @@ async def _values(
         while a < len(run):
             for b in range(min(len(run), a + MAX_VALUE_WORDS), a, -1):
                 text = reading.phrase(run[a:b]).strip('"').lower()
-                keys = (text, singular(text), _plain(text), _participle(text), *map(str.lower, place_names(text)))
+                keys = (text, singular(text), _plain(text), _participle(text))
                 owners = [(m, key) for key in keys for m in ordered if key and key in found_values.get(m.name, {})]
+                places = [name.lower() for name in place_names(text)]
+                owners += [
+                    (m, key)
+                    for key in places
+                    for m in ordered
+                    if _holds_places(m) and key in found_values.get(m.name, {})
+                ]
                 if owners:
                     member, key = owners[0]
                     matched.append((member, found_values[member.name][key], run[a:b]))
@@ -1029,6 +1049,11 @@ async def _values(
         and not {i - 1, next_value(i + 1)} & reading.negated
     }
     return list(conditions.values()), left - used, used, joined_by_and
+
+
+def _holds_places(member: Member) -> bool:
+    """Whether a field's name says it holds places ("Country", "hq_country", "Sales territory")."""
+    return any(word in PLACE_FIELD_WORDS for phrase in member.phrases for word in phrase)
 
 
 def _plain(text: str) -> str:
@@ -1272,7 +1297,7 @@ async def _understood(
         if tried.intent is not None:  # a field aggregated over its own cube's rows stays on that cube
             keep = cube.is_view or bool(tried.intent.aggregate)
             return tried.intent if keep else _through_view(tried.intent, views)
-        if cube.is_view and tried.decline is not None and tried.decline.ambiguous:
+        if cube.is_view and tried.decline is not None and (tried.decline.ambiguous or tried.decline.final):
             behind_ambiguity |= {m.owner for m in cube.members}
         if best is None or _worse(best, tried):
             best = tried
@@ -1349,6 +1374,8 @@ def entity_nouns(cubes: Sequence[Cube]) -> dict[str, frozenset[str]]:
 
 async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup, facts: ModelFacts) -> Intent | Decline:
     """``previous`` with what the follow-up changes: its dates, grain, groups, filters, measures or ranking."""
+    if previous.computes:  # a share, a difference or an aggregate: a change would change what it is computed on
+        return Decline("The last answer was one number computed from a query: ask the whole question with the change.")
     tried = await attempt(
         previous.cube, reading, lookup, previous.timezone, facts=facts, partial=True, thread_time=previous.time
     )
