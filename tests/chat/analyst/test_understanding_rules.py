@@ -1424,3 +1424,18 @@ def test_a_share_a_view_refuses_is_not_answered_another_way_by_the_cubes_behind_
 
     assert isinstance(answer, Decline)
     assert "not over tier" in answer.reason
+
+
+def test_a_range_of_days_without_its_year_is_one_range_and_one_it_cannot_read_is_declined():
+    cubes = _model(plain_date_on="ordered_at")
+
+    yearless = _ask("orders from June 1 to June 15", cubes)
+    reversed_days = _ask("orders from June 15 to June 1, 2025", cubes)
+    over_new_year = _ask("orders from December 1 to January 15", cubes)
+
+    assert isinstance(yearless, Intent)  # June 2025 has begun on the clock (August 2025)
+    assert yearless.date_range == DateRange(date(2025, 6, 1), date(2025, 6, 16))
+    assert yearless.grain is None
+    for declined in (reversed_days, over_new_year):  # never its two ends as two days
+        assert isinstance(declined, Decline)
+        assert "range of days" in declined.reason

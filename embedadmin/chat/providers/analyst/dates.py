@@ -161,7 +161,7 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
         following = words[i + 1] if i + 1 < len(words) else ""
         # between <month> and <month> <year>, between <date> and <date>
         if word in ("between", "from") and free(i + 1, i + 2, i + 3):
-            span = _between(words, i, zone, connectors=("and",) if word == "between" else TO_WORDS)
+            span = _between(words, i, zone, connectors=("and",) if word == "between" else TO_WORDS, today=today)
             if span is not None:
                 end_index, date_range = span
                 take(range(i, end_index), date_range)
@@ -169,7 +169,7 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
                 continue
         if word in MONTHS and any(c in words[i + 1 :] for c in TO_WORDS):
             # "June 1 to June 15, 2025" with no "from": one range, never its two ends as two days
-            span = _between(words, i - 1, zone, connectors=TO_WORDS)
+            span = _between(words, i - 1, zone, connectors=TO_WORDS, today=today)
             if span is not None and free(*range(i, span[0])):
                 take(range(i, span[0]), span[1])
                 i = span[0]
@@ -388,11 +388,13 @@ PERIODS: dict[str, Callable[[int, int], DateRange]] = {"month": _month, "quarter
 
 
 def _between(
-    words: Sequence[str], i: int, zone: ZoneInfo, *, connectors: Sequence[str]
+    words: Sequence[str], i: int, zone: ZoneInfo, *, connectors: Sequence[str], today: date | None = None
 ) -> tuple[int, DateRange] | None:
     """``between January and March 2024``, ``from June 1 to June 7, 2025``, ``between 2022 and 2024`` or ``between
     2024-01-01 and 2024-03-31``: the end position and the range from the first period's first day to the second's
-    last. A year written only after the second period is the first's too; with no year at all, no range."""
+    last. A year written only after the second period is the first's too; with no year at all, the latest year in
+    which the range has begun by ``today`` ("from June 1 to June 15" in August 2025: 2025), as for a period without
+    its year (without ``today``, no range)."""
     found = [words.index(c, i + 2) for c in connectors if c in words[i + 2 :]]
     if not found:
         return None
@@ -405,6 +407,12 @@ def _between(
     if second_kind == "day" and first_kind == "day" and not second_parts[0] and first_parts[0]:
         second_parts = (first_parts[0], second_parts[1])  # "from June 1 to 7, 2025": the second day is June's
     year = second_year or first_year
+    if year is None and today is not None:
+        try:
+            begun = _endpoint_range(first_kind, today.year, first_parts).start
+        except ValueError:
+            return None
+        year = today.year if begun is not None and begun <= today else today.year - 1
     if year is None:
         return None
     start_year = first_year or year

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
+from itertools import pairwise
 from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.dates import DateRange, Found, find_dates
@@ -41,6 +42,8 @@ from embedadmin.chat.providers.analyst.words import (
 DEFAULT_TOP = 10
 POINTING_LEADS = frozenset({"of", "on", "for", "from", "in"})  # "how much of that was collected?"
 POINTING_FOLLOWERS = frozenset({"was", "is", "were", "are", "as", "by", "in", "for"})
+ONE_DAY = timedelta(days=1)
+RANGE_JOINERS = frozenset({"to", "through", "until", "till", "thru", "-"})
 PERIOD_JOINERS = frozenset({"and", "or", "vs", "versus", "with", "to", "through", "against", ","})
 DIFFERENCE_WORDS = {"more": 1, "higher": 1, "bigger": 1, "larger": 1, "fewer": -1, "less": -1, "lower": -1}
 NEGATED_AUXILIARIES = frozenset({"have", "has", "had", "be", "been", "being", "a", "an", "the", "any", "yet"})
@@ -173,6 +176,9 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
                 reading.taken.add(i)
     found = _sharing_years(find_dates(tokens, zone=zone, now=now, taken=reading.taken), words)
     today = now.astimezone(zone).date()
+    if _unread_range(found, words):
+        # "from June 15 to June 1", "December 1 to January 15": two days joined by "to" that make no range read
+        return Decline("I could not read that range of days: say it from the earlier day to the later, with its year.")
     for date_found in found:
         assert date_found.date_range is not None
         if date_found.date_range.start is not None and date_found.date_range.start > today:
@@ -219,6 +225,21 @@ def _sharing_years(found: list[Found], words: list[str]) -> list[Found]:
             continue
         shared[index] = replace(first, date_range=moved, yearless=False)
     return shared
+
+
+def _unread_range(found: list[Found], words: list[str]) -> bool:
+    """Whether two single days are joined by "to" (or "through", "until"): a range the dates could not read, never
+    to be answered as its two ends."""
+    days = sorted((f for f in found if _one_day(f.date_range)), key=lambda f: min(f.positions))
+    for first, second in pairwise(days):
+        between = words[max(first.positions) + 1 : min(second.positions)]
+        if between and set(between) <= RANGE_JOINERS:
+            return True
+    return False
+
+
+def _one_day(period: DateRange | None) -> bool:
+    return period is not None and None not in (period.start, period.end) and period.end - period.start == ONE_DAY  # type: ignore[operator]
 
 
 def _read_difference(reading: Reading, words: list[str]) -> None:
