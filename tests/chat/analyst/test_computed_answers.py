@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.chat.analyst.test_context_filters import ask
+from tests.chat.analyst.test_context_filters import Turn, ask
 from tests.chat.test_tools import demo_deployment
 from tests.semantic.http_support import demo_duckdb, duck_rows, fresh_semantic_state
 
@@ -23,6 +23,12 @@ def _number(value: object) -> Decimal:
     return Decimal(str(value)).quantize(Decimal("0.000001"))
 
 
+def _only_number(turn: Turn) -> Decimal:
+    """The one number an answer computed (one row, one column), as compared."""
+    [[value]] = turn.rows
+    return _number(value)
+
+
 def test_the_share_of_a_part_is_computed_on_the_rows_of_the_whole(demo_deployment, demo_duckdb):
     turn = ask(demo_deployment, "What share of 2024 orders were cancelled?")
 
@@ -33,7 +39,7 @@ def test_the_share_of_a_part_is_computed_on_the_rows_of_the_whole(demo_deploymen
     )
     assert turn.sql is not None
     assert turn.sql.startswith("SELECT 100.0 * COALESCE(SUM(CASE WHEN part_1 = 'cancelled' THEN value END), 0)")
-    assert [[_number(v) for v in row] for row in turn.rows] == [[_number(expected)]]
+    assert _only_number(turn) == _number(expected)
     assert turn.answer.startswith(f"Share of Orders where status is cancelled: {Decimal(str(expected)):.1f}%.")
     assert "out of all of it" in turn.description
 
@@ -49,7 +55,7 @@ def test_the_whole_a_share_is_of_keeps_its_own_conditions(demo_deployment, demo_
     )
     assert turn.sql is not None
     assert "WHERE users_gender = 'female'" in turn.sql
-    assert [[_number(v) for v in row] for row in turn.rows] == [[_number(expected)]]
+    assert _only_number(turn) == _number(expected)
 
 
 def test_a_share_of_a_part_on_another_cubes_rows_is_declined(demo_deployment):
@@ -83,7 +89,7 @@ def test_the_difference_between_two_periods_is_one_number(demo_deployment, demo_
     )
     assert turn.sql is not None
     assert "AS difference FROM (SELECT DATE_TRUNC('year', created_at) AS period" in turn.sql
-    assert [[_number(v) for v in row] for row in turn.rows] == [[_number(later - earlier)]]
+    assert _only_number(turn) == _number(later - earlier)
     periods = "from 2024-01-01 to 2024-12-31 minus from 2023-01-01 to 2023-12-31"
     assert turn.answer.startswith(f"Orders, {periods}: {later - earlier:,}.")
 
@@ -98,5 +104,17 @@ def test_a_numeric_field_is_averaged_over_its_own_cubes_rows(demo_deployment, de
     )
     assert turn.sql is not None
     assert turn.sql.startswith("SELECT AVG(value) AS avg FROM (SELECT unit_price AS value FROM line_items WHERE")
-    assert [[_number(v) for v in row] for row in turn.rows] == [[_number(expected)]]
+    assert _only_number(turn) == _number(expected)
     assert "the average of Unit price over its rows from Line items" in turn.description
+
+
+def test_an_embed_viewer_granted_only_the_view_gets_no_field_aggregate_from_the_cube_behind_it(demo_deployment):
+    # The policy grants the view Sales to admins; the cube line_items behind it has no policy of its own, so an embed
+    # viewer's serviceMeta never offers it, and the view's rows (a line per order line) are not averaged in its place.
+    admin = ask(demo_deployment, "What was the average unit price of line items in 2024?")
+    turn = ask(demo_deployment, "What was the average unit price of line items in 2024?", only_granted=True)
+
+    assert admin.sql is not None
+    assert "FROM line_items" in admin.sql
+    assert turn.sql is None
+    assert "Computed:" not in turn.answer

@@ -44,11 +44,12 @@ def ask(
     *filters: tuple[str, str, Sequence[str]],
     groups: Sequence[str] = ("admin",),
     timezone: str = "UTC",
+    only_granted: bool = False,
 ) -> Turn:
-    """One turn of the built-in analyst from dashboard SalesOvervw1 with ``filters``, through the real tools."""
-    context = ToolContext(
-        account_id=cast.account.pk, deployment_id=cast.deployment.pk, query_context=QueryContext(groups=list(groups))
-    )
+    """One turn of the built-in analyst from dashboard SalesOvervw1 with ``filters``, through the real tools
+    (``only_granted``: as an embed viewer, who reads only what a policy grants)."""
+    viewer = QueryContext(groups=list(groups), only_granted=only_granted)
+    context = ToolContext(account_id=cast.account.pk, deployment_id=cast.deployment.pk, query_context=viewer)
     tools = default_tools()
     calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
+from itertools import pairwise
 from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.words import Token
@@ -43,6 +44,8 @@ SHORT_WORDS = frozenset({"may", "mar", "jan", "jun", "oct", "dec", "sept", "sep"
 YEAR = re.compile(r"^(19|20)\d\d$")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 TO_WORDS = ("to", "through", "until", "till", "thru")
+# Words joining two periods that share a year written after the second ("Q1 and Q2 2024").
+PERIOD_JOINERS = frozenset({"and", "or", "vs", "versus", "with", "against", "to", "through"})
 DAY_SUFFIXES = frozenset({"st", "nd", "rd", "th"})
 # Words before a day that make a short month name that is also an English word ("may") a month: "on May 5".
 DAY_LEADS = frozenset({"on", "to", "and", "before", "after", "through", "between", "by", "till"})
@@ -237,7 +240,7 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
             )
             take(said, DateRange(date(year, 1, 1), date(year + 1, 1, 1)))
         i += 1
-    return [_opened(item, words, taken) for item in _joined(found, words, taken)]
+    return _sharing_years([_opened(item, words, taken) for item in _joined(found, words, taken)], words)
 
 
 def _opened(item: Found, words: Sequence[str], taken: set[int]) -> Found:
@@ -343,6 +346,47 @@ def _joined(found: list[Found], words: Sequence[str], taken: set[int]) -> list[F
                 continue
         joined.append(item)
     return joined
+
+
+def _sharing_years(found: list[Found], words: Sequence[str]) -> list[Found]:
+    """A period without its year joined to the next one that has a year ("Q1 and Q2 2024", "June vs July 2025")
+    is of that year, not the latest one begun."""
+    shared = sorted(found, key=lambda f: min(f.positions))
+    for index in range(len(shared) - 2, -1, -1):
+        first, second = shared[index], shared[index + 1]
+        between = words[max(first.positions) + 1 : min(second.positions)]
+        period, year = first.date_range, second.date_range
+        if not first.yearless or second.yearless or not between or not set(between) <= PERIOD_JOINERS:
+            continue
+        if period is None or period.start is None or period.end is None or year is None or year.start is None:
+            continue
+        shift = year.start.year - period.start.year
+        try:
+            start, end = (
+                period.start.replace(year=period.start.year + shift),
+                period.end.replace(year=period.end.year + shift),
+            )
+        except ValueError:  # February 29th in another year
+            continue
+        shared[index] = replace(first, date_range=DateRange(start, end), yearless=False)
+    return shared
+
+
+def unread_range(found: Sequence[Found], words: Sequence[str]) -> bool:
+    """Whether two single days stand joined by "to" (or "through", "until"): a range :func:`find_dates` could not
+    read ("June 15 to June 1"), never to be answered as its two ends."""
+    days = sorted((f for f in found if _one_day(f.date_range)), key=lambda f: min(f.positions))
+    for first, second in pairwise(days):
+        between = words[max(first.positions) + 1 : min(second.positions)]
+        if between and set(between) <= set(TO_WORDS):
+            return True
+    return False
+
+
+def _one_day(period: DateRange | None) -> bool:
+    if period is None or period.start is None or period.end is None:
+        return False
+    return period.end - period.start == timedelta(days=1)
 
 
 def _month(year: int, number: int) -> DateRange:

@@ -5,13 +5,12 @@ aggregation, a comparison or a grouping marker (``read``). What is left is place
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
-from itertools import pairwise
 from zoneinfo import ZoneInfo
 
-from embedadmin.chat.providers.analyst.dates import DateRange, Found, find_dates
+from embedadmin.chat.providers.analyst.dates import DateRange, find_dates, unread_range
 from embedadmin.chat.providers.analyst.intent import Decline
 from embedadmin.chat.providers.analyst.words import (
     ALSO_PHRASES,
@@ -42,9 +41,6 @@ from embedadmin.chat.providers.analyst.words import (
 DEFAULT_TOP = 10
 POINTING_LEADS = frozenset({"of", "on", "for", "from", "in"})  # "how much of that was collected?"
 POINTING_FOLLOWERS = frozenset({"was", "is", "were", "are", "as", "by", "in", "for"})
-ONE_DAY = timedelta(days=1)
-RANGE_JOINERS = frozenset({"to", "through", "until", "till", "thru", "-"})
-PERIOD_JOINERS = frozenset({"and", "or", "vs", "versus", "with", "to", "through", "against", ","})
 DIFFERENCE_WORDS = {"more": 1, "higher": 1, "bigger": 1, "larger": 1, "fewer": -1, "less": -1, "lower": -1}
 NEGATED_AUXILIARIES = frozenset({"have", "has", "had", "be", "been", "being", "a", "an", "the", "any", "yet"})
 COMPARISONS = {
@@ -174,9 +170,9 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
             reading.compares = True
             if word not in ("vs", "versus"):  # those join the values compared, as "and" does
                 reading.taken.add(i)
-    found = _sharing_years(find_dates(tokens, zone=zone, now=now, taken=reading.taken), words)
+    found = find_dates(tokens, zone=zone, now=now, taken=reading.taken)
     today = now.astimezone(zone).date()
-    if _unread_range(found, words):
+    if unread_range(found, words):
         # "from June 15 to June 1", "December 1 to January 15": two days joined by "to" that make no range read
         return Decline("I could not read that range of days: say it from the earlier day to the later, with its year.")
     for date_found in found:
@@ -201,45 +197,6 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     if reading.compares:  # "compare revenue between air and rail": "between" only joins the values compared
         reading.taken.update(i for i, word in enumerate(words) if word == "between" and reading.free(i))
     return reading
-
-
-def _sharing_years(found: list[Found], words: list[str]) -> list[Found]:
-    """A period without its year joined to the next one that has a year ("Q1 and Q2 2024", "June vs July 2025")
-    is of that year, not the latest one begun."""
-    found = sorted(found, key=lambda f: min(f.positions))
-    shared = list(found)
-    for index in range(len(found) - 2, -1, -1):
-        first, second = shared[index], shared[index + 1]
-        between = words[max(first.positions) + 1 : min(second.positions)]
-        if not first.yearless or second.yearless or not between or not set(between) <= PERIOD_JOINERS:
-            continue
-        period, year = first.date_range, second.date_range
-        if period is None or year is None or period.start is None or period.end is None or year.start is None:
-            continue
-        shift = year.start.year - period.start.year
-        try:
-            moved = DateRange(
-                period.start.replace(year=period.start.year + shift), period.end.replace(year=period.end.year + shift)
-            )
-        except ValueError:  # February 29th in another year
-            continue
-        shared[index] = replace(first, date_range=moved, yearless=False)
-    return shared
-
-
-def _unread_range(found: list[Found], words: list[str]) -> bool:
-    """Whether two single days are joined by "to" (or "through", "until"): a range the dates could not read, never
-    to be answered as its two ends."""
-    days = sorted((f for f in found if _one_day(f.date_range)), key=lambda f: min(f.positions))
-    for first, second in pairwise(days):
-        between = words[max(first.positions) + 1 : min(second.positions)]
-        if between and set(between) <= RANGE_JOINERS:
-            return True
-    return False
-
-
-def _one_day(period: DateRange | None) -> bool:
-    return period is not None and None not in (period.start, period.end) and period.end - period.start == ONE_DAY  # type: ignore[operator]
 
 
 def _read_difference(reading: Reading, words: list[str]) -> None:

@@ -250,20 +250,20 @@ async def attempt(
             numeric_mentions.remove(target)
     # "the average list price of parts": a numeric field aggregated over its own cube's rows, no measure named
     aggregated = _aggregated_field(aggregations, measures, numeric_mentions)
-    twin = _measure_of_field(cube, *aggregated) if aggregated is not None else None
-    if twin is not None:  # the model's own measure of it ("Average retail price" for "average list price")
-        assert aggregated is not None
-        numeric_mentions.remove(aggregated[1])
-        measures, aggregated = [twin], None
-    if aggregated is not None and (groups or grain or having):
-        reason = f"I aggregate {aggregated[1].title.lower()} as one number: ask for it without a grouping."
-        return Attempt(cube, decline=Decline(reason))
     if aggregated is not None:
-        field_cube = aggregated[1].owner
-        if cube.is_view and field_cube != cube.name:  # a view's rows may repeat it (a part per line item)
-            reason = f"I aggregate {aggregated[1].title.lower()} over the rows of {field_cube}, not of {cube.title}."
+        function, field_member = aggregated
+        numeric_mentions.remove(field_member)
+        twin = _measure_of_field(cube, function, field_member)
+        if twin is not None:  # the model's own measure of it ("Average retail price" for "average list price")
+            measures, aggregated = [twin], None
+        elif groups or grain or having:
+            reason = f"I aggregate {field_member.title.lower()} as one number: ask for it without a grouping."
             return Attempt(cube, decline=Decline(reason))
-        numeric_mentions.remove(aggregated[1])
+        elif cube.is_view and field_member.owner != cube.name:  # a view's rows may repeat it (a part per line item)
+            reason = (
+                f"I aggregate {field_member.title.lower()} over the rows of {field_member.owner}, not of {cube.title}."
+            )
+            return Attempt(cube, decline=Decline(reason))
     groups += [m for m in numeric_mentions if m not in groups]
     # Values found in the data for the words left.
     # A dimension named without "by" may be the start of a value ("United States" against "state"): its words are
@@ -556,12 +556,11 @@ def _aggregated_field(
 def _measure_of_field(cube: Cube, aggregate: str, field: Member) -> Member | None:
     """The one measure of ``cube`` that aggregates ``field`` as asked, by its name: "Average retail price" (avg)
     for the field "Retail price"."""
-    wanted = {"avg": "avg", "sum": "sum"}[aggregate]
     named = {phrase for phrase in field.phrases if phrase}
     twins = [
         m
         for m in cube.measures()
-        if m.agg_type == wanted and any(set(f) <= set(p) for f in named for p in m.phrases if len(p) > len(f))
+        if m.agg_type == aggregate and any(set(f) <= set(p) for f in named for p in m.phrases if len(p) > len(f))
     ]
     return twins[0] if len(twins) == 1 else None
 
@@ -989,6 +988,7 @@ async def _values(
     candidates = written | {singular(text) for text in written}
     candidates |= {key(text) for text in written for key in (_plain, _participle)} - {""}
     candidates |= {name for text in written for name in place_names(text)}
+    place_fields = [m for m in ordered if _holds_places(m)]
     found_values: dict[str, dict[str, str]] = {}  # dimension -> lower value -> value
     for member in ordered:
         values = await lookup(cube.name, member.name, sorted(candidates))
@@ -1003,12 +1003,7 @@ async def _values(
                 keys = (text, singular(text), _plain(text), _participle(text))
                 owners = [(m, key) for key in keys for m in ordered if key and key in found_values.get(m.name, {})]
                 places = [name.lower() for name in place_names(text)]
-                owners += [
-                    (m, key)
-                    for key in places
-                    for m in ordered
-                    if _holds_places(m) and key in found_values.get(m.name, {})
-                ]
+                owners += [(m, key) for key in places for m in place_fields if key in found_values.get(m.name, {})]
                 if owners:
                     member, key = owners[0]
                     matched.append((member, found_values[member.name][key], run[a:b]))
