@@ -14,7 +14,8 @@ from embedadmin.core.fields import UNPAIRED_SURROGATE, has_lone_surrogate, loads
 from tests.conftest import Cast, JsonClient
 from tests.embedding.support import CONTEXT_URL
 from tests.platform.support import EMBED_TENANTS_URL, GENERATE_URL, TENANT_SETTINGS_URL, USER_ATTRIBUTES_URL, db_rows
-from tests.semantic.http_support import CoreApi, core, demo_duckdb, fresh_semantic_state, mint
+from tests.semantic.http_support import CoreApi, core, demo_duckdb, fresh_semantic_state
+from tests.tokens import sign_token
 
 LONE = "\ud800"  # json.dumps writes it as the escape "\ud800", which json.loads reads back unpaired
 
@@ -68,7 +69,7 @@ def test_a_token_whose_algorithm_is_not_a_string_is_403(core: CoreApi, alg):
 
 
 def test_a_token_with_an_unpaired_surrogate_in_a_claim_is_403(core: CoreApi):
-    token = mint(core.cast.created.deployment_api_secret, sub="ann", jti=LONE, groups=["admin"])
+    token = sign_token(core.cast.created.deployment_api_secret, sub="ann", jti=LONE, groups=["admin"])
 
     response = core.post("load", {"query": {"measures": ["orders.count"]}}, token=token)
 

@@ -16,13 +16,11 @@ deterministic (``derandomize``: hypothesis derives each example from the test, n
 from __future__ import annotations
 
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-import jwt
 import pytest
 import requests
 import schemathesis
@@ -46,6 +44,7 @@ from tests.asgi_server import uvicorn_server
 from tests.conftest import Cast
 from tests.embedding.dashboard_support import published_dashboard
 from tests.semantic.http_support import DEMO_MODEL, demo_duckdb  # noqa: F401  (a fixture)
+from tests.tokens import sign_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,8 +89,7 @@ class World:
 
 
 def _jwt(secret: str, **claims: Any) -> str:
-    now = int(time.time())
-    return jwt.encode({"sub": "fuzz", "iat": now, "exp": now + 3600, **claims}, secret, "HS256")
+    return sign_token(secret, **{"sub": "fuzz", **claims})
 
 
 def _world(cast: Cast, *, model_dir: Path, dataset: Path) -> World:

@@ -2,11 +2,11 @@
 
 import datetime as dt
 
-import jwt
 import pytest
 from django.utils import timezone
 
 from embedadmin.accounts.tokens import TokenInvalid, deployment_token_sign, deployment_token_verify
+from tests.tokens import sign_token
 
 
 def _token(acme, **claims):
@@ -35,11 +35,7 @@ def test_embed_tokens_keep_verifying_when_the_deployment_configures_an_identity_
 
 @pytest.mark.django_db
 def test_a_token_signed_with_another_deployments_secret_is_refused(acme, globex):
-    token = jwt.encode(
-        {"exp": int((timezone.now() + dt.timedelta(minutes=5)).timestamp())},
-        globex.created.deployment_api_secret,
-        algorithm="HS256",
-    )
+    token = sign_token(globex.created.deployment_api_secret, ttl_s=300)
     with pytest.raises(TokenInvalid, match="signature"):
         deployment_token_verify(deployment=acme.deployment, token=token)
 

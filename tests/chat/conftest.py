@@ -7,25 +7,23 @@ their own database connections, and responses are read through Django's ASGI han
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import jwt
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 from django.test import AsyncClient
-from django.utils import timezone
 
 from embedadmin.accounts import services as accounts
 from embedadmin.chat import services
 from embedadmin.chat.models import Agent, Run
 from embedadmin.chat.runtime import ChatRuntime, get_runtime
 from embedadmin.chat.tools import Tool, ToolContext, ToolRegistry, default_tools
+from tests.tokens import sign_token
 
 SESSION = {"externalId": "alice"}
 
@@ -82,7 +80,7 @@ class Chat:
     @staticmethod
     def token_header(secret: str, **claims: Any) -> dict[str, str]:
         """``X-Service-Auth-Token``: a chat-scoped token signed with ``secret`` carrying ``claims``."""
-        return {"X-Service-Auth-Token": mint_token(secret, {"scope": ["chat"], **claims})}
+        return {"X-Service-Auth-Token": sign_token(secret, **{"scope": ["chat"], **claims})}
 
     @property
     def stream_url(self) -> str:
@@ -138,11 +136,6 @@ def runtime() -> Iterator[ChatRuntime]:
 def chat(acme, runtime) -> Chat:
     agent = services.agent_create(account=acme.account, deployment=acme.deployment, name="Analyst")
     return Chat(agent=agent, api_key=acme.created.api_key)
-
-
-def mint_token(secret: str, claims: dict[str, Any], *, ttl: int = 600) -> str:
-    payload = {"exp": int((timezone.now() + dt.timedelta(seconds=ttl)).timestamp()), **claims}
-    return jwt.encode(payload, secret, algorithm="HS256")
 
 
 class Gate:

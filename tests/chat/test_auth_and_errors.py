@@ -11,7 +11,8 @@ from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import ApiKey
 from embedadmin.chat import services
 from embedadmin.chat.models import ChatUser, Run, Thread
-from tests.chat.conftest import SESSION, mint_token
+from tests.chat.conftest import SESSION
+from tests.tokens import sign_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +25,7 @@ def _rpc(message: str) -> dict:
 
 
 def _token(acme, **claims) -> str:
-    return mint_token(acme.created.deployment_api_secret, {"sub": "Bob", "scope": ["chat"], **claims})
+    return sign_token(acme.created.deployment_api_secret, **{"sub": "Bob", "scope": ["chat"], **claims})
 
 
 @pytest.mark.parametrize(
@@ -120,8 +121,7 @@ def test_a_token_without_external_id_uses_sub_lowercased(chat, acme):
 )
 def test_token_claims_are_checked(chat, acme, claims, message):
     chat.enable_token_auth()
-    base = {"sub": "bob", "scope": ["chat"], **claims}
-    token = mint_token(acme.created.deployment_api_secret, {k: v for k, v in base.items() if v is not None})
+    token = sign_token(acme.created.deployment_api_secret, **{"sub": "bob", "scope": ["chat"], **claims})
 
     assert chat.stream({"input": "hi"}, headers={"X-Service-Auth-Token": token}).lines == [_rpc(message)]
 
@@ -136,8 +136,8 @@ def test_a_space_separated_scope_string_with_chat_is_accepted(chat, acme):
 
 def test_tokens_signed_otherwise_or_expired_are_refused(chat, acme):
     chat.enable_token_auth()
-    forged = mint_token("not-the-secret-but-long-enough-for-hs256", {"sub": "bob", "scope": ["chat"]})
-    expired = mint_token(acme.created.deployment_api_secret, {"sub": "bob", "scope": ["chat"]}, ttl=-60)
+    forged = sign_token("not-the-secret-but-long-enough-for-hs256", sub="bob", scope=["chat"])
+    expired = sign_token(acme.created.deployment_api_secret, ttl_s=-60, sub="bob", scope=["chat"])
 
     assert chat.stream({"input": "hi"}, headers={"X-Service-Auth-Token": forged}).lines == [
         _rpc("Invalid token signature")

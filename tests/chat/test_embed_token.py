@@ -7,7 +7,8 @@ import pytest
 from embedadmin.chat.models import ChatUser, Run
 from embedadmin.embedding import services as embedding
 from embedadmin.embedding.serializers import generate_session_input
-from tests.chat.conftest import SESSION, mint_token
+from tests.chat.conftest import SESSION
+from tests.tokens import sign_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,11 +69,13 @@ def test_a_session_without_ai_is_refused(chat, acme, account_ai, settings):
     assert ChatUser.objects.count() == 0
 
 
-def test_a_host_minted_token_cannot_pose_as_an_embed_token(chat, acme):
+def test_a_token_the_host_signs_cannot_pose_as_an_embed_token(chat, acme):
     # given: the host holds the deployment secret and copies an embed token's claims, seal excepted
-    forged = mint_token(
+    forged = sign_token(
         acme.created.deployment_api_secret,
-        {"sub": "eve", "jti": "x", "embed": {"deploymentId": acme.deployment.pk, "settings": {"allowAi": True}}},
+        sub="eve",
+        jti="x",
+        embed={"deploymentId": acme.deployment.pk, "settings": {"allowAi": True}},
     )
 
     # when

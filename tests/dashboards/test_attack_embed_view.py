@@ -27,6 +27,7 @@ from tests.embedding.conftest import (
 )
 from tests.embedding.dashboard_support import embed_headers
 from tests.semantic.http_support import core, demo_duckdb, duck_rows, fresh_semantic_state
+from tests.tokens import sign_token
 
 pytestmark = pytest.mark.django_db
 
@@ -99,6 +100,8 @@ def _part(value: dict) -> str:
     return jwt.utils.base64url_encode(json.dumps(value).encode()).decode()
 
 
+# Put together by hand, not with ``tests.tokens.sign_token``: PyJWT signs neither a header that names an algorithm
+# other than the signature's nor with an empty HMAC key, and these forgeries need both.
 def _unsigned(header: dict, claims: dict) -> str:
     return f"{_part(header)}.{_part(claims)}.{_part({'sig': 1})}"
 
@@ -118,13 +121,13 @@ def _forgeries(core, token: str) -> dict[str, str]:
     wider = {**claims, "groups": ["admin"], "exp": int(time.time()) + 3600}
     unsealed = {key: value for key, value in claims.items() if key != "embed"}
     return {
-        "alg-none": jwt.encode(wider, key=None, algorithm="none"),
+        "alg-none": sign_token(None, algorithm="none", **wider),
         "rs256-header": _unsigned({"alg": "RS256", "typ": "JWT", "kid": "k"}, wider),
-        "guessed-key": jwt.encode(wider, "secret", algorithm="HS256"),
+        "guessed-key": sign_token("secret", **wider),
         "empty-key": _hs256_with_empty_key(wider),
         "claims-changed-signature-kept": ".".join([token.split(".")[0], _part(wider), token.split(".")[2]]),
-        "deployment-secret-wider": jwt.encode(wider, core.cast.created.deployment_api_secret, algorithm="HS256"),
-        "deployment-secret-unsealed": jwt.encode(unsealed, core.cast.created.deployment_api_secret, algorithm="HS256"),
+        "deployment-secret-wider": sign_token(core.cast.created.deployment_api_secret, **wider),
+        "deployment-secret-unsealed": sign_token(core.cast.created.deployment_api_secret, **unsealed),
     }
 
 

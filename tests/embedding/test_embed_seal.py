@@ -13,6 +13,7 @@ from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.embedding import services as embedding
 from embedadmin.embedding.tokens import embed_token_verify
 from tests.conftest import Cast
+from tests.tokens import sign_token
 
 
 def exchanged_token(cast: Cast, **settings) -> str:
@@ -29,7 +30,7 @@ def exchanged_token(cast: Cast, **settings) -> str:
 def resigned(token: str, cast: Cast, change) -> str:
     claims = jwt.decode(token, options={"verify_signature": False})
     change(claims)
-    return jwt.encode(claims, cast.created.deployment_api_secret, algorithm="HS256")
+    return sign_token(cast.created.deployment_api_secret, **claims)
 
 
 def test_the_real_token_verifies(acme: Cast):

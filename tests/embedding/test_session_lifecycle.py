@@ -13,6 +13,7 @@ from embedadmin.accounts import services as accounts
 from embedadmin.embedding.models import EmbedSession
 from embedadmin.embedding.tokens import embed_token_seal
 from tests.embedding.support import CONTEXT_URL, REVOKE_URL, bearer, decode_embed_token
+from tests.tokens import sign_token
 
 SESSION_REFUSED = {"error": "Session is invalid, expired or already used"}
 DAY = 24 * 3600
@@ -95,7 +96,7 @@ def test_exchange_returns_a_24_hour_hs256_token_for_the_deployment(
             "email": "alice@acme.test",
             "userProfile": {"displayName": "Alice", "picture": "https://cdn.acme.test/alice.png"},
             # The install's mark over every claim and the expiry (embedding.tokens.embed_token_seal): a host
-            # holding the deployment secret can neither mint it nor change a claim under it.
+            # holding the deployment secret can neither make it nor change a claim under it.
             "seal": embed_token_seal(payload=claims),
         },
     }
@@ -332,10 +333,8 @@ def test_the_context_of_a_good_token_is_its_payload(api, new_session, exchange, 
 
 def _forged(acme, **changes) -> str:
     """A token with an embed claim, signed with something other than the deployment secret."""
-    payload = {"sub": "alice", "exp": int(timezone.now().timestamp()) + 60, "jti": "x"}
-    payload["embed"] = {"deploymentId": acme.deployment.pk}
-    payload.update(changes)
-    return jwt.encode(payload, "not-the-secret-" + "x" * 32, algorithm="HS256")
+    claims = {"sub": "alice", "jti": "x", "embed": {"deploymentId": acme.deployment.pk}, **changes}
+    return sign_token("not-the-secret-" + "x" * 32, ttl_s=60, **claims)
 
 
 @pytest.mark.parametrize(
@@ -359,17 +358,14 @@ def test_a_bad_token_has_no_context(api, acme, authorization, message):
     assert response.json() == {"error": message}
 
 
-def test_a_deployment_token_that_no_session_minted_has_no_context(api, acme):
+def test_a_deployment_token_not_exchanged_for_a_session_has_no_context(api, acme):
     # given: validly signed for the deployment, but not an embed session's token
-    token = jwt.encode(
-        {
-            "sub": "alice",
-            "exp": int(timezone.now().timestamp()) + 60,
-            "jti": "made-up",
-            "embed": {"deploymentId": acme.deployment.pk},
-        },
+    token = sign_token(
         acme.created.deployment_api_secret,
-        algorithm="HS256",
+        ttl_s=60,
+        sub="alice",
+        jti="made-up",
+        embed={"deploymentId": acme.deployment.pk},
     )
 
     # when

@@ -15,11 +15,11 @@ from embedadmin.accounts.tokens import TokenInvalid, deployment_token_verify
 from tests.conftest import Cast, JsonClient
 from tests.embedding.support import GENERATE_URL, TOKEN_URL, decode_embed_token
 from tests.panel.conftest import admin_url, messages_of, shown_secrets
-from tests.semantic.http_support import mint
+from tests.tokens import sign_token
 
 
 def _token(secret: str) -> str:
-    return mint(secret, ttl_s=600, sub="ada")
+    return sign_token(secret, ttl_s=600, sub="ada")
 
 
 def _embed_token(api: JsonClient, cast: Cast) -> str:

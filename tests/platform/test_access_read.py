@@ -5,7 +5,8 @@ viewer's values filled in.
 The cast is the demo model (``tests/semantic/http_support.py``): ``sales`` grants the ``admin`` group everything and
 the ``regional`` group everything but personal data, filtered to their ``country`` attribute; ``product_catalog``
 grants every viewer its non-money members; the raw cubes carry no policy. The proof that the listing is the path a
-real token takes: it agrees with ``/v1/meta`` answered to the viewer's token minted by generate-session + exchange.
+real token takes: it agrees with ``/v1/meta`` answered to the token of a session minted by generate-session and
+exchanged for the viewer.
 """
 
 # ruff: noqa: F811  (the fixtures imported from http_support are redefined as test arguments, as pytest wants)

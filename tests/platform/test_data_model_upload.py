@@ -4,10 +4,8 @@ validated by compiling, refused paths, ``replace``, and another account's deploy
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
-import jwt
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -15,6 +13,7 @@ from embedadmin.accounts.selectors import deployment_signing_secret
 from embedadmin.accounts.services import deployment_configure
 from tests.dashboards.support import DEMO_MODEL, fresh_models  # noqa: F401
 from tests.platform.support import db_rows
+from tests.tokens import sign_token
 
 WIDGETS = """cubes:
   - name: widgets
@@ -64,9 +63,7 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 
 def _cubes(api, cast) -> list[str]:
-    now = int(time.time())
-    claims = {"iat": now, "exp": now + 600, "groups": ["admin"]}
-    token = jwt.encode(claims, deployment_signing_secret(deployment=cast.deployment), algorithm="HS256")
+    token = sign_token(deployment_signing_secret(deployment=cast.deployment), ttl_s=600, groups=["admin"])
     response = api.get(f"/d/{cast.deployment.pk}/cubejs-api/v1/meta", HTTP_AUTHORIZATION=token)
     assert response.status_code == 200, response.content
     return sorted(cube["name"] for cube in response.json()["cubes"])

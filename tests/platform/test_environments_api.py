@@ -13,6 +13,7 @@ from embedadmin.accounts.selectors import deployment_signing_secret
 from embedadmin.semantic.serving.auth import API_SCOPES_CLAIM
 from tests.dashboards import support as dashboards_support
 from tests.platform.support import db_rows
+from tests.tokens import sign_token
 
 fresh_models = dashboards_support.fresh_models
 modelled = dashboards_support.modelled
@@ -249,8 +250,7 @@ def test_a_meta_sync_token_reads_the_metadata_only(api, modelled, route, data_al
 
 def test_a_restriction_that_cannot_be_read_restricts_to_nothing(api, modelled):
     secret = deployment_signing_secret(deployment=modelled.deployment)
-    now = int(dt.datetime.now(dt.UTC).timestamp())
-    token = jwt.encode({"sub": "x", "iat": now, "exp": now + 60, API_SCOPES_CLAIM: "meta"}, secret, algorithm="HS256")
+    token = sign_token(secret, ttl_s=60, sub="x", **{API_SCOPES_CLAIM: "meta"})
 
     meta = api.get(f"/d/{modelled.deployment.pk}/cubejs-api/v1/meta", HTTP_AUTHORIZATION=token)
 

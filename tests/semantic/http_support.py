@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import jwt
 import pytest
 from django.core.cache import cache
 from django.http import HttpResponse
@@ -26,6 +24,7 @@ from embedadmin.accounts.services import deployment_configure, duckdb_url
 from embedadmin.semantic import clear_models
 from embedadmin.semantic.serving.datasources import close_data_sources
 from tests.conftest import Cast, JsonClient
+from tests.tokens import sign_token
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_MODEL = REPO / "demo" / "model"
@@ -53,12 +52,6 @@ def duck_rows(path: Path, sql: str, params: list[Any] | None = None) -> list[tup
         return connection.execute(sql, params or []).fetchall()
 
 
-def mint(secret: str, *, ttl_s: int = 3600, algorithm: str = "HS256", **claims: Any) -> str:
-    """A token signed with ``secret``, as a host back end would mint one."""
-    now = int(time.time())
-    return jwt.encode({"iat": now, "exp": now + ttl_s, **claims}, secret, algorithm=algorithm)
-
-
 @dataclass
 class CoreApi:
     """The Core Data API of one deployment, through Django's test client."""
@@ -74,7 +67,7 @@ class CoreApi:
     def token(self, **claims: Any) -> str:
         """A token of the deployment; by default an administrator's (group ``admin``)."""
         claims.setdefault("groups", ["admin"])
-        return mint(self.cast.created.deployment_api_secret, **claims)
+        return sign_token(self.cast.created.deployment_api_secret, **claims)
 
     def headers(self, token: str | None) -> dict[str, str]:
         return {} if token is None else {"HTTP_AUTHORIZATION": token}
@@ -118,7 +111,8 @@ def core(api: JsonClient, acme: Cast, demo_duckdb: Path, fresh_semantic_state: N
 
 @pytest.fixture
 def embed_token(core) -> Callable[..., tuple[str, str]]:
-    """``embed_token(groups=[...], country=...)``: (token, sessionId) minted by generate-session + exchange."""
+    """``embed_token(groups=[...], country=...)``: (token, sessionId), a session minted by generate-session and the
+    token it is exchanged for."""
     client, cast = core.client, core.cast
     created = client.post_json(
         "/api/v1/user-attributes", {"name": "country", "type": "string"}, **cast.platform_headers

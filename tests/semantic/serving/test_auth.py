@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -30,6 +29,7 @@ from embedadmin.semantic.serving.auth import (
     core_token_verify,
 )
 from embedadmin.semantic.serving.routing import query_context
+from tests.tokens import sign_token
 
 AUDIENCE = "https://analytics.example.com"
 ISSUER = "https://idp.example.com/"
@@ -92,7 +92,8 @@ class SigningKey:
         )
 
     def sign(self, claims: dict[str, Any], **header: Any) -> str:
-        return jwt.encode(claims, self.private, algorithm=self.algorithm, headers={"kid": self.kid, **header})
+        """``claims`` signed with this key, its ``kid`` in the header unless ``header`` names another."""
+        return sign_token(self.private, algorithm=self.algorithm, headers={"kid": self.kid, **header}, **claims)
 
 
 @pytest.fixture(scope="module")
@@ -202,9 +203,7 @@ def test_jwks_tokens_verify_into_a_security_context(request, deployment, jwks, k
     ],
 )
 def test_jwks_token_claims_are_enforced(deployment, jwks, rsa_key, changes, message):
-    payload = {key: value for key, value in claims(**changes).items() if value is not None}
-
-    assert rejection(deployment, rsa_key.sign(payload), jwks) == message
+    assert rejection(deployment, rsa_key.sign(claims(**changes)), jwks) == message
 
 
 @pytest.mark.django_db
@@ -232,7 +231,7 @@ def test_algorithm_confusion_hs256_signed_with_the_public_key_is_refused(deploym
 @pytest.mark.django_db
 def test_a_token_must_use_the_algorithm_of_its_key(deployment, jwks, rsa_key, ec_key):
     # An ES256 token that names the RSA key's kid.
-    mislabelled = jwt.encode(claims(), ec_key.private, algorithm="ES256", headers={"kid": rsa_key.kid})
+    mislabelled = ec_key.sign(claims(), kid=rsa_key.kid)
 
     assert rejection(deployment, mislabelled, jwks) == "Token algorithm 'ES256' does not match its key 'rsa-1'"
 
@@ -253,14 +252,14 @@ def test_symmetric_keys_in_the_key_set_are_never_used(deployment, jwks, jwks_ser
 @pytest.mark.parametrize("algorithm", ["HS512", "PS256", "RS512"])
 def test_other_algorithms_are_refused(deployment, jwks, rsa_key, algorithm):
     key = "x" * 64 if algorithm == "HS512" else rsa_key.private
-    token = jwt.encode(claims(), key, algorithm=algorithm, headers={"kid": rsa_key.kid})
+    token = sign_token(key, algorithm=algorithm, headers={"kid": rsa_key.kid}, **claims())
 
     assert rejection(deployment, token, jwks) == f"Token algorithm '{algorithm}' is not accepted"
 
 
 @pytest.mark.django_db
 def test_jwks_tokens_need_a_kid_and_a_configured_jwks(deployment, jwks, rsa_key):
-    without_kid = jwt.encode(claims(), rsa_key.private, algorithm="RS256")
+    without_kid = sign_token(rsa_key.private, algorithm="RS256", **claims())
     assert rejection(deployment, without_kid, jwks) == "JWT without kid inside headers"
 
     Deployment.objects.filter(pk=deployment.pk).update(jwks_url="")
@@ -306,7 +305,7 @@ def test_unknown_kids_refetch_at_most_once_per_interval(deployment, jwks_server,
     core_token_verify(deployment=deployment, token=rsa_key.sign(claims()), jwks=jwks)
 
     for kid in ("made-up-1", "made-up-2", "made-up-3"):
-        token = jwt.encode(claims(), rsa_key.private, algorithm="RS256", headers={"kid": kid})
+        token = rsa_key.sign(claims(), kid=kid)
         assert rejection(deployment, token, jwks) == f'Unable to verify, JWK with kid: "{kid}" not found'
 
     assert jwks_server.requests == 1
@@ -343,7 +342,7 @@ def test_keys_fetched_before_keep_verifying_while_the_jwks_host_fails(deployment
 
     time.sleep(0.3)
     context = core_token_verify(deployment=deployment, token=rsa_key.sign(claims(sub="stale-ok")), jwks=jwks)
-    unknown = jwt.encode(claims(), rsa_key.private, algorithm="RS256", headers={"kid": "new"})
+    unknown = rsa_key.sign(claims(), kid="new")
 
     assert context.payload["sub"] == "stale-ok"
     assert rejection(deployment, unknown, jwks) == FETCH_FAILED
@@ -367,11 +366,7 @@ def test_a_failing_jwks_host_is_not_asked_on_every_request(deployment, jwks_serv
 @pytest.mark.django_db
 def test_hs256_tokens_verify_with_the_deployment_secret(acme, jwks):
     now = int(time.time())
-    token = jwt.encode(
-        {"iat": now, "exp": now + 60, "groups": ["admin"], "tenant": "t-1"},
-        acme.created.deployment_api_secret,
-        algorithm="HS256",
-    )
+    token = sign_token(acme.created.deployment_api_secret, iat=now, exp=now + 60, groups=["admin"], tenant="t-1")
 
     context = core_token_verify(deployment=acme.deployment, token=token, jwks=jwks)
 
@@ -382,7 +377,7 @@ def test_hs256_tokens_verify_with_the_deployment_secret(acme, jwks):
 
 @pytest.mark.django_db
 def test_hs256_with_another_secret_is_refused(acme, jwks):
-    token = jwt.encode({"exp": int(time.time()) + 60}, "not-the-deployment-secret" * 2, algorithm="HS256")
+    token = sign_token("not-the-deployment-secret" * 2, ttl_s=60)
 
     assert rejection(acme.deployment, token, jwks) == "Invalid token signature"
 

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from embedadmin.accounts.services import deployment_configure, duckdb_url
-from tests.semantic.http_support import DEMO_MODEL, demo_duckdb, duck_rows, fresh_semantic_state, mint  # noqa: F401
+from tests.semantic.http_support import DEMO_MODEL, demo_duckdb, duck_rows, fresh_semantic_state  # noqa: F401
+from tests.tokens import sign_token
 
 JS_DIR = Path(__file__).resolve().parents[2] / "js"
 QUERY = {
@@ -47,7 +48,7 @@ def client_run(transactional_db, live_server, acme, demo_duckdb, fresh_semantic_
     """What the JS client saw, querying acme's deployment on the demo data through the live server."""
     deployment_configure(deployment=acme.deployment, model_dir=str(DEMO_MODEL), data_source_url=duckdb_url(demo_duckdb))
     _node_modules()
-    token = mint(acme.created.deployment_api_secret, groups=["admin"])
+    token = sign_token(acme.created.deployment_api_secret, groups=["admin"])
     env = {
         **os.environ,
         "CUBE_API_URL": f"{live_server.url}/d/{acme.deployment.pk}/cubejs-api/v1",

@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from embedadmin.accounts.services import deployment_secret_rotate, deployment_secrets_revoke_older
 from embedadmin.accounts.tokens import deployment_token_revoke
-from tests.semantic.http_support import core, demo_duckdb, fresh_semantic_state, mint  # noqa: F401
+from tests.semantic.http_support import core, demo_duckdb, fresh_semantic_state  # noqa: F401
+from tests.tokens import sign_token
 
 BY_STATUS = {"measures": ["orders.count"], "dimensions": ["orders.status"], "order": {"orders.status": "asc"}}
 
@@ -103,7 +104,7 @@ def test_a_token_of_a_revoked_secret_is_refused_at_once_though_its_answer_was_ke
 
     deployment_secrets_revoke_older(deployment=core.cast.deployment)
     refused = core.post("load", {"query": BY_STATUS}, token=old_token)
-    accepted = core.post("load", {"query": BY_STATUS}, token=mint(new_secret, groups=["admin"]))
+    accepted = core.post("load", {"query": BY_STATUS}, token=sign_token(new_secret, groups=["admin"]))
 
     assert refused.status_code == 403
     assert accepted.status_code == 200

@@ -11,7 +11,8 @@ from decimal import Decimal
 import pytest
 
 from embedadmin.accounts.services import deployment_configure, duckdb_url
-from tests.semantic.http_support import DEMO_MODEL, core, demo_duckdb, duck_rows, fresh_semantic_state, mint  # noqa: F401
+from tests.semantic.http_support import DEMO_MODEL, core, demo_duckdb, duck_rows, fresh_semantic_state  # noqa: F401
+from tests.tokens import sign_token
 
 BY_STATUS = {"measures": ["orders.count", "orders.total_amount"], "dimensions": ["orders.status"]}
 STATUS_SQL = "SELECT status, count(*), sum(amount) FROM orders GROUP BY status ORDER BY 2 DESC"
@@ -341,7 +342,7 @@ def test_a_deployment_without_a_model_is_400(core, make_account):
     # when
     response = core.client.get(
         f"/d/{bare.deployment.pk}/cubejs-api/v1/meta",
-        HTTP_AUTHORIZATION=mint(bare.created.deployment_api_secret, groups=["admin"]),
+        HTTP_AUTHORIZATION=sign_token(bare.created.deployment_api_secret, groups=["admin"]),
     )
 
     # then

@@ -1,5 +1,5 @@
-"""Who may query the Core Data API, and what they see: the token matrix, and embed tokens minted through the
-real generate-session flow whose groups and user attributes the demo model's access policies read."""
+"""Who may query the Core Data API, and what they see: the token matrix, and the embed tokens of sessions minted
+through the real generate-session flow, whose groups and user attributes the demo model's access policies read."""
 
 # ruff: noqa: F811  (the fixtures imported from http_support are redefined as test arguments, as pytest wants)
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import jwt
 import pytest
 
 from tests.semantic.http_support import (  # noqa: F401
@@ -18,8 +17,8 @@ from tests.semantic.http_support import (  # noqa: F401
     duck_rows,
     embed_token,
     fresh_semantic_state,
-    mint,
 )
+from tests.tokens import sign_token
 
 COUNT = {"measures": ["orders.count"]}
 SALES_COUNT = {"measures": ["sales.order_count"]}
@@ -27,24 +26,23 @@ SALES_BY_COUNTRY = {"measures": ["sales.order_count"], "dimensions": ["sales.use
 
 
 def _alg_none(core: CoreApi) -> str:
-    now = int(time.time())
-    return jwt.encode({"groups": ["admin"], "exp": now + 60}, key=None, algorithm="none")
+    return sign_token(None, algorithm="none", ttl_s=60, groups=["admin"])
 
 
 def _expired(core: CoreApi) -> str:
-    return mint(core.cast.created.deployment_api_secret, ttl_s=-60, groups=["admin"])
+    return sign_token(core.cast.created.deployment_api_secret, ttl_s=-60, groups=["admin"])
 
 
 def _bad_signature(core: CoreApi) -> str:
-    return mint("not-the-deployment-secret-not-the-deployment-secret", groups=["admin"])
+    return sign_token("not-the-deployment-secret-not-the-deployment-secret", groups=["admin"])
 
 
 def _not_yet_valid(core: CoreApi) -> str:
-    return mint(core.cast.created.deployment_api_secret, groups=["admin"], nbf=int(time.time()) + 600)
+    return sign_token(core.cast.created.deployment_api_secret, groups=["admin"], nbf=int(time.time()) + 600)
 
 
 def _hs512(core: CoreApi) -> str:
-    return mint(core.cast.created.deployment_api_secret, algorithm="HS512", groups=["admin"])
+    return sign_token(core.cast.created.deployment_api_secret, algorithm="HS512", groups=["admin"])
 
 
 @pytest.mark.parametrize(
@@ -70,7 +68,7 @@ def test_a_missing_token_is_403(core, endpoint):
 
 def test_a_token_of_another_deployment_is_403(core, globex):
     # given: a perfectly good token, for globex's deployment
-    token = mint(globex.created.deployment_api_secret, groups=["admin"])
+    token = sign_token(globex.created.deployment_api_secret, groups=["admin"])
 
     # when
     response = core.get("load", {"query": COUNT}, token=token)
