@@ -36,12 +36,12 @@ def pg_name() -> Iterator[str]:
 
 
 @pytest.fixture
-def pg(pg_name: str) -> DataSource:
+def pg_source(pg_name: str) -> DataSource:
     return get_data_source(f"{POSTGRES_URL}?application_name={pg_name}&pool_max_size=2")
 
 
 @pytest.fixture
-def duck(tmp_path: Path) -> Iterator[DataSource]:
+def duck_source(tmp_path: Path) -> Iterator[DataSource]:
     path = tmp_path / "empty.duckdb"
     duckdb.connect(str(path)).close()
     yield get_data_source(duckdb_url(path))
@@ -81,7 +81,7 @@ def _run_and_cancel(source: DataSource, sql: str, *, after_s: float) -> tuple[Ba
     return outcome[0], elapsed
 
 
-def test_postgres_cancel_stops_the_statement_in_the_server_within_a_second(pg, pg_name):
+def test_postgres_cancel_stops_the_statement_in_the_server_within_a_second(pg_source, pg_name):
     outcome: dict[str, object] = {}
 
     def watch() -> None:
@@ -90,7 +90,7 @@ def test_postgres_cancel_stops_the_statement_in_the_server_within_a_second(pg, p
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    error, elapsed = _run_and_cancel(pg, "SELECT pg_sleep(10)", after_s=1.0)
+    error, elapsed = _run_and_cancel(pg_source, "SELECT pg_sleep(10)", after_s=1.0)
     watcher.join()
 
     assert isinstance(error, QueryCancelled), error
@@ -100,18 +100,18 @@ def test_postgres_cancel_stops_the_statement_in_the_server_within_a_second(pg, p
     assert not any("pg_sleep" in q for q in _running(pg_name))  # and is not any more
     # The pool's connections (both of them) keep working.
     for _ in range(4):
-        assert pg.execute("SELECT 41 + 1", [], timeout_s=5).rows == [(42,)]
+        assert pg_source.execute("SELECT 41 + 1", [], timeout_s=5).rows == [(42,)]
 
 
-def test_duckdb_cancel_interrupts_the_query_within_a_second_and_the_thread_queries_again(duck):
-    error, elapsed = _run_and_cancel(duck, DUCK_SLOW, after_s=0.5)
+def test_duckdb_cancel_interrupts_the_query_within_a_second_and_the_thread_queries_again(duck_source):
+    error, elapsed = _run_and_cancel(duck_source, DUCK_SLOW, after_s=0.5)
 
     assert isinstance(error, QueryCancelled), error
     assert elapsed < 1.0, elapsed
-    assert duck.execute("SELECT 42", [], timeout_s=5).rows == [(42,)]
+    assert duck_source.execute("SELECT 42", [], timeout_s=5).rows == [(42,)]
 
 
-@pytest.mark.parametrize("which", ["pg", "duck"])
+@pytest.mark.parametrize("which", ["pg_source", "duck_source"])
 def test_a_cancelled_scope_runs_no_further_statement(request, which):
     source = request.getfixturevalue(which)
     scope = CancelScope()
@@ -123,7 +123,7 @@ def test_a_cancelled_scope_runs_no_further_statement(request, which):
     assert scope.cancelled
 
 
-@pytest.mark.parametrize("which", ["pg", "duck"])
+@pytest.mark.parametrize("which", ["pg_source", "duck_source"])
 def test_a_cancel_after_the_statement_ended_touches_nothing_else(request, which):
     source = request.getfixturevalue(which)
     scope = CancelScope()
@@ -136,13 +136,13 @@ def test_a_cancel_after_the_statement_ended_touches_nothing_else(request, which)
     assert results == [[(2,)]] * 5
 
 
-def test_one_scope_cancels_statements_running_at_once_on_several_connections(pg, pg_name):
+def test_one_scope_cancels_statements_running_at_once_on_several_connections(pg_source, pg_name):
     scope = CancelScope()
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            pg.execute("SELECT pg_sleep(10)", [], timeout_s=30, cancel=scope)
+            pg_source.execute("SELECT pg_sleep(10)", [], timeout_s=30, cancel=scope)
         except BaseException as exc:
             errors.append(exc)
 
@@ -159,7 +159,7 @@ def test_one_scope_cancels_statements_running_at_once_on_several_connections(pg,
     assert all(isinstance(e, QueryCancelled) for e in errors)
 
 
-def test_a_timeout_is_still_a_timeout_with_a_scope(pg):
+def test_a_timeout_is_still_a_timeout_with_a_scope(pg_source):
     with pytest.raises(QueryTimeout):
-        pg.execute("SELECT pg_sleep(5)", [], timeout_s=0.2, cancel=CancelScope())
-    assert pg.execute("SELECT 3", [], timeout_s=5).rows == [(3,)]
+        pg_source.execute("SELECT pg_sleep(5)", [], timeout_s=0.2, cancel=CancelScope())
+    assert pg_source.execute("SELECT 3", [], timeout_s=5).rows == [(3,)]

@@ -34,17 +34,17 @@ def pg_name() -> Iterator[str]:
 
 
 @pytest.fixture
-def pg(pg_name: str) -> DataSource:
+def pg_source(pg_name: str) -> DataSource:
     return get_data_source(f"{POSTGRES_URL}?application_name={pg_name}&pool_max_size=6")
 
 
-def _fill(pg: DataSource, count: int) -> None:
+def _fill(pg_source: DataSource, count: int) -> None:
     """Make the pool hold ``count`` idle connections: ``count`` queries at once."""
     barrier = threading.Barrier(count)
 
     def run() -> None:
         barrier.wait()
-        pg.execute("SELECT pg_sleep(0.2)", [], timeout_s=5)
+        pg_source.execute("SELECT pg_sleep(0.2)", [], timeout_s=5)
 
     threads = [threading.Thread(target=run) for _ in range(count)]
     for thread in threads:
@@ -53,23 +53,23 @@ def _fill(pg: DataSource, count: int) -> None:
         thread.join()
 
 
-def test_after_every_pooled_backend_is_terminated_the_next_queries_all_succeed(pg, pg_name):
-    _fill(pg, 5)
+def test_after_every_pooled_backend_is_terminated_the_next_queries_all_succeed(pg_source, pg_name):
+    _fill(pg_source, 5)
     assert terminate_backends(pg_name) >= 5
 
     started = time.monotonic()
-    results = [pg.execute("SELECT $1::int", [n], timeout_s=5).rows for n in range(10)]
+    results = [pg_source.execute("SELECT $1::int", [n], timeout_s=5).rows for n in range(10)]
 
     assert results == [[(n,)] for n in range(10)]
     assert time.monotonic() - started < 1.0
 
 
-def test_a_query_whose_connection_dies_under_it_fails_unavailable_and_poisons_nothing(pg, pg_name):
+def test_a_query_whose_connection_dies_under_it_fails_unavailable_and_poisons_nothing(pg_source, pg_name):
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            pg.execute("SELECT pg_sleep(5)", [], timeout_s=10)
+            pg_source.execute("SELECT pg_sleep(5)", [], timeout_s=10)
         except BaseException as exc:
             errors.append(exc)
 
@@ -82,14 +82,14 @@ def test_a_query_whose_connection_dies_under_it_fails_unavailable_and_poisons_no
     assert len(errors) == 1, errors
     assert isinstance(errors[0], DataSourceUnavailable), errors
     assert str(errors[0]) == "Data source is unavailable"
-    assert [pg.execute("SELECT 1", [], timeout_s=5).rows for _ in range(5)] == [[(1,)]] * 5
+    assert [pg_source.execute("SELECT 1", [], timeout_s=5).rows for _ in range(5)] == [[(1,)]] * 5
 
 
-def test_a_refused_statement_is_not_unavailable(pg):
+def test_a_refused_statement_is_not_unavailable(pg_source):
     with pytest.raises(DataSourceError) as caught:
-        pg.execute("SELECT 1 / 0", [], timeout_s=5)
+        pg_source.execute("SELECT 1 / 0", [], timeout_s=5)
     assert not isinstance(caught.value, DataSourceUnavailable)
-    assert pg.execute("SELECT 1", [], timeout_s=5).rows == [(1,)]
+    assert pg_source.execute("SELECT 1", [], timeout_s=5).rows == [(1,)]
 
 
 def test_an_unreachable_source_is_unavailable_naming_nothing_secret():

@@ -68,7 +68,7 @@ def duckdb_file(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def duck(duckdb_file: Path) -> DataSource:
+def duck_source(duckdb_file: Path) -> DataSource:
     return get_data_source(duckdb_url(duckdb_file))
 
 
@@ -85,7 +85,7 @@ def pg_schema() -> Iterator[str]:
 
 
 @pytest.fixture
-def pg(pg_schema: str) -> DataSource:
+def pg_source(pg_schema: str) -> DataSource:
     return get_data_source(POSTGRES_URL)
 
 
@@ -96,8 +96,8 @@ def pg(pg_schema: str) -> DataSource:
 def source_and_table(request) -> tuple[DataSource, str]:
     """The same seeded table in each dialect."""
     if request.param == "duckdb":
-        return request.getfixturevalue("duck"), "people"
-    return request.getfixturevalue("pg"), f"{request.getfixturevalue('pg_schema')}.people"
+        return request.getfixturevalue("duck_source"), "people"
+    return request.getfixturevalue("pg_source"), f"{request.getfixturevalue('pg_schema')}.people"
 
 
 def test_results_come_back_with_columns_value_types_and_python_values(source_and_table):
@@ -112,8 +112,8 @@ def test_results_come_back_with_columns_value_types_and_python_values(source_and
     )
 
 
-def test_dialect_names_the_sql_flavour(duck, pg):
-    assert (duck.dialect, pg.dialect) == ("duckdb", "postgres")
+def test_dialect_names_the_sql_flavour(duck_source, pg_source):
+    assert (duck_source.dialect, pg_source.dialect) == ("duckdb", "postgres")
 
 
 def test_bound_values_with_quotes_and_sql_are_inert(source_and_table):
@@ -235,9 +235,9 @@ def test_a_slow_query_does_not_hold_up_others(source_and_table):
         ("SET TimeZone = 'Europe/Paris'", "the configuration has been locked"),
     ],
 )
-def test_duckdb_queries_cannot_reach_files_the_network_or_settings(duck, sql, fragment):
+def test_duckdb_queries_cannot_reach_files_the_network_or_settings(duck_source, sql, fragment):
     with pytest.raises(DataSourceError) as caught:
-        duck.execute(sql, [], timeout_s=5)
+        duck_source.execute(sql, [], timeout_s=5)
 
     assert fragment in str(caught.value)
     assert not Path("/tmp/stolen.csv").exists()
@@ -264,8 +264,8 @@ def test_duckdb_url_paths_follow_the_database_url_convention(tmp_path):
     close_data_sources()
 
 
-def test_a_replaced_duckdb_file_is_reopened(duck, duckdb_file):
-    assert duck.execute("SELECT count(*) FROM people", [], timeout_s=5).rows == [(3,)]
+def test_a_replaced_duckdb_file_is_reopened(duck_source, duckdb_file):
+    assert duck_source.execute("SELECT count(*) FROM people", [], timeout_s=5).rows == [(3,)]
     replacement = duckdb_file.with_suffix(".new")
     connection = duckdb.connect(str(replacement))
     connection.execute("CREATE TABLE people AS SELECT 42 AS id")
@@ -273,26 +273,26 @@ def test_a_replaced_duckdb_file_is_reopened(duck, duckdb_file):
 
     os.replace(replacement, duckdb_file)
 
-    assert duck.execute("SELECT id FROM people", [], timeout_s=5).rows == [(42,)]
+    assert duck_source.execute("SELECT id FROM people", [], timeout_s=5).rows == [(42,)]
 
 
-def test_duckdb_threads_keep_their_cursor_and_a_timeout_retires_it(duck):
+def test_duckdb_threads_keep_their_cursor_and_a_timeout_retires_it(duck_source):
     """A cursor is kept per thread between queries; the one a timeout interrupted is not used again, so the
     interrupt cannot reach the thread's next query."""
     for _ in range(5):
-        assert duck.execute("SELECT count(*) FROM people", [], timeout_s=5).rows == [(3,)]
-    kept = list(duck._cursors)
-    other = threading.Thread(target=lambda: duck.execute("SELECT 1", [], timeout_s=5))
+        assert duck_source.execute("SELECT count(*) FROM people", [], timeout_s=5).rows == [(3,)]
+    kept = list(duck_source._cursors)
+    other = threading.Thread(target=lambda: duck_source.execute("SELECT 1", [], timeout_s=5))
     other.start()
     other.join()
     assert len(kept) == 1
-    assert len(duck._cursors) == 2
+    assert len(duck_source._cursors) == 2
 
     with pytest.raises(QueryTimeout):
-        duck.execute(SLOW_QUERIES["duckdb"], [], timeout_s=0.2)
-    assert kept[0] not in duck._cursors
+        duck_source.execute(SLOW_QUERIES["duckdb"], [], timeout_s=0.2)
+    assert kept[0] not in duck_source._cursors
     for _ in range(5):
-        assert duck.execute("SELECT count(*) FROM people", [], timeout_s=5).rows == [(3,)]
+        assert duck_source.execute("SELECT count(*) FROM people", [], timeout_s=5).rows == [(3,)]
 
 
 def test_a_missing_duckdb_file_is_a_data_source_error(tmp_path):
@@ -308,16 +308,16 @@ def test_a_missing_duckdb_file_is_a_data_source_error(tmp_path):
 # --- PostgreSQL --------------------------------------------------------------------------------------
 
 
-def test_postgres_refuses_a_second_statement(pg, pg_schema):
+def test_postgres_refuses_a_second_statement(pg_source, pg_schema):
     with pytest.raises(DataSourceError) as caught:
-        pg.execute(f"SELECT 1; DROP TABLE {pg_schema}.people", [], timeout_s=5)
+        pg_source.execute(f"SELECT 1; DROP TABLE {pg_schema}.people", [], timeout_s=5)
 
     assert str(caught.value) == "cannot insert multiple commands into a prepared statement"
-    assert pg.execute(f"SELECT count(*) FROM {pg_schema}.people", [], timeout_s=5).rows == [(3,)]
+    assert pg_source.execute(f"SELECT count(*) FROM {pg_schema}.people", [], timeout_s=5).rows == [(3,)]
 
 
-def test_postgres_runs_in_read_only_transactions_with_the_query_timeout(pg):
-    result = pg.execute(
+def test_postgres_runs_in_read_only_transactions_with_the_query_timeout(pg_source):
+    result = pg_source.execute(
         "SELECT current_setting('transaction_read_only'), current_setting('statement_timeout'), "
         "current_setting('TimeZone')",
         [],
@@ -327,11 +327,11 @@ def test_postgres_runs_in_read_only_transactions_with_the_query_timeout(pg):
     assert result.rows == [("on", "2500ms", "UTC")]
 
 
-def test_postgres_timeout_does_not_leak_into_the_next_query(pg):
+def test_postgres_timeout_does_not_leak_into_the_next_query(pg_source):
     with pytest.raises(QueryTimeout):
-        pg.execute("SELECT pg_sleep(5)", [], timeout_s=0.2)
+        pg_source.execute("SELECT pg_sleep(5)", [], timeout_s=0.2)
 
-    result = pg.execute("SELECT pg_sleep(0.4), current_setting('statement_timeout')", [], timeout_s=3)
+    result = pg_source.execute("SELECT pg_sleep(0.4), current_setting('statement_timeout')", [], timeout_s=3)
 
     assert result.rows == [("", "3s")]
 
@@ -395,7 +395,7 @@ def test_value_type_names(name, expected):
     assert value_type(name) == expected
 
 
-def test_closing_a_duckdb_source_while_a_query_runs_stops_the_query_and_never_raises(duck):
+def test_closing_a_duckdb_source_while_a_query_runs_stops_the_query_and_never_raises(duck_source):
     """Closing the shared sources (a process's shutdown, a test's teardown) while a request's query runs on another
     thread: DuckDB refuses to close a cursor busy with a call ("connection is busy with another call"), which made
     closing raise. The running query is interrupted instead, and closing completes."""
@@ -405,7 +405,7 @@ def test_closing_a_duckdb_source_while_a_query_runs_stops_the_query_and_never_ra
     def slow() -> None:
         running.set()
         try:
-            duck.execute(SLOW_QUERIES["duckdb"], [], timeout_s=30)
+            duck_source.execute(SLOW_QUERIES["duckdb"], [], timeout_s=30)
             outcome.append(None)
         except BaseException as exc:  # what the query ended with is the assertion
             outcome.append(exc)
