@@ -9,7 +9,6 @@ import random
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -18,6 +17,8 @@ from urllib.parse import quote
 import httpx
 import psycopg
 from django.db import connection
+
+from tests.waiting import wait_until
 
 
 def _free_port() -> int:
@@ -79,17 +80,16 @@ def uvicorn_server(**env: str) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
+
+    def live() -> bool:
+        assert server.poll() is None, "the web process exited"
+        try:
+            return httpx.get(f"{base}/livez", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{base}/livez", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None, "the web process exited"
-            assert time.monotonic() < deadline, "the web process did not start"
-            time.sleep(0.2)
+        wait_until(live, "the web process answers /livez", every=0.2)
         yield base
     finally:
         server.terminate()

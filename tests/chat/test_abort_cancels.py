@@ -19,6 +19,7 @@ from embedadmin.semantic.serving.datasources import close_data_sources
 from embedadmin.semantic.serving.services import semantic_cubesql
 from tests.asgi_server import admin_rows, database_url_for_subprocess
 from tests.chat.conftest import SESSION, LiveStream
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,14 +74,6 @@ def _sleeping(statement: str) -> list[str]:
     return [row[0] for row in rows]
 
 
-def _until(predicate, timeout: float) -> float:
-    started = time.monotonic()
-    while not predicate():
-        assert time.monotonic() - started < timeout, "timed out"
-        time.sleep(0.02)
-    return time.monotonic() - started
-
-
 def test_abort_cancels_the_running_statement_in_postgresql(chat, runtime, slow_source):
     name = slow_source(30.25)
     runtime.provider_for = lambda agent: AsksTheSlowQuery()
@@ -89,10 +82,10 @@ def test_abort_cancels_the_running_statement_in_postgresql(chat, runtime, slow_s
         live = LiveStream(await chat.apost(chat.stream_url, {"input": "how many?", "sessionSettings": SESSION}))
         chat_id = (await live.next())["state"]["chatId"]
         await live.until(lambda line: line.get("toolCall") is not None)
-        await asyncio.to_thread(_until, lambda: bool(_sleeping(name)), 10)
+        await asyncio.to_thread(wait_until, lambda: _sleeping(name), "the statement runs", every=0.02)
         aborted_at = time.monotonic()
         aborted = await chat.apost(chat.abort_url, {"chatId": chat_id, "sessionSettings": SESSION})
-        gone = await asyncio.to_thread(_until, lambda: not _sleeping(name), 5)
+        gone = await asyncio.to_thread(wait_until, lambda: not _sleeping(name), "the statement ends", every=0.02)
         lines = await live.rest(timeout=5)
         return aborted, gone, time.monotonic() - aborted_at, lines
 
@@ -123,7 +116,7 @@ def test_a_request_waiting_on_the_aborted_query_takes_it_over(chat, runtime, slo
         live = LiveStream(await chat.apost(chat.stream_url, {"input": "how many?", "sessionSettings": SESSION}))
         chat_id = (await live.next())["state"]["chatId"]
         await live.until(lambda line: line.get("toolCall") is not None)
-        await asyncio.to_thread(_until, lambda: bool(_sleeping(name)), 10)
+        await asyncio.to_thread(wait_until, lambda: _sleeping(name), "the statement runs", every=0.02)
         run = await asyncio.to_thread(lambda: Run.objects.get())
         context = run.query_context
         ctx = QueryContext(

@@ -18,6 +18,7 @@ import pytest
 from embedadmin.chat.bus import RedisBus, bus_for_settings
 from embedadmin.chat.models import Run, ThreadEvent
 from tests.chat.conftest import SESSION, Gate, LiveStream, running_runs, tools_with, wait_for
+from tests.waiting import wait_until
 
 FALLBACK_POLL_SECONDS = 0.25
 
@@ -42,14 +43,14 @@ class OwnRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.02)
-        raise AssertionError("redis-server did not start")
+        wait_until(self._accepts, "redis-server accepts connections", every=0.02)
+
+    def _accepts(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+        except OSError:
+            return False
+        return True
 
     def stop(self) -> None:
         if self.process is not None:
@@ -109,7 +110,7 @@ def test_a_subscription_outlives_redis_and_returns_to_it(own_redis):
             while not subscription.live and loop.time() < deadline:  # type: ignore[attr-defined]
                 await subscription.get(timeout=30)
             live = subscription.live  # type: ignore[attr-defined]
-            time.sleep(0.6)  # past the publisher's pause after its failure
+            wait_until(lambda: time.monotonic() >= bus._skip_until, "the publisher's pause after a failure ends")
             bus.publish("thread:7", {"kind": "event", "seq": 9})
             note = None
             while note is None and loop.time() < deadline:

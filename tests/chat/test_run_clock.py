@@ -16,6 +16,7 @@ from embedadmin.chat import selectors, services
 from embedadmin.chat.models import Run, ThreadEvent
 from embedadmin.chat.services import runs, users
 from tests.chat.conftest import SESSION
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,6 +44,16 @@ def _server_clock(monkeypatch, offset: dt.timedelta) -> None:
     """This application server's clock, ``offset`` away from the database's."""
     real_now = timezone.now
     monkeypatch.setattr(timezone, "now", lambda: real_now() + offset)
+
+
+def _until_the_database_finds_it_stale(run: Run) -> None:
+    """Wait until the run's heartbeat is older than the lease by the database's clock (real time: the test cannot
+    move the database's clock, only this server's)."""
+    wait_until(
+        lambda: run.pk in {pk for pk, _ in selectors.stale_runs(stale_after=runs.STALE_AFTER)},
+        "the database finds the run's heartbeat stale",
+        every=0.1,
+    )
 
 
 def _seconds_past(moment: dt.datetime) -> float:
@@ -100,7 +111,7 @@ def test_a_run_is_stale_once_the_databases_time_passes_the_limit_whatever_this_s
     assert services.runs_fail_stale() == 0
 
     # when: the database's time passes the limit
-    time.sleep(1.5)
+    _until_the_database_finds_it_stale(run)
     status, heartbeat = selectors.run_health(run_id=run.pk)
     looks_stale = services.heartbeat_stale(heartbeat, timezone.now())
     failed = services.runs_fail_stale()
@@ -120,7 +131,7 @@ def test_a_new_message_takes_over_a_thread_whose_run_the_database_finds_stale(ch
     monkeypatch.setattr(runs, "STALE_AFTER", dt.timedelta(seconds=1))
     chat_id, run = _running_run(chat)
     _server_clock(monkeypatch, -SKEW)
-    time.sleep(1.5)
+    _until_the_database_finds_it_stale(run)
 
     # when
     result = chat.stream({"input": "hi", "chatId": chat_id, "sessionSettings": SESSION})

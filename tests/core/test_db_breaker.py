@@ -16,7 +16,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,17 +32,9 @@ from drills._cluster import Postgres
 from embedadmin.core.errors import RETRY_AFTER_SECONDS
 from embedadmin.core.pgpool import CheckedConnectionPool, DatabaseUnreachable, unavailable_reason
 from embedadmin.envconfig import database_from_url
+from tests.waiting import STOP_LOSS_S, wait_until
 
 pytestmark = pytest.mark.postgres
-
-STOP_LOSS_S = 60  # how long a wait for a state may take before the test gives up: never a judgement of speed
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + STOP_LOSS_S
-    while not condition():
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        time.sleep(0.01)
 
 
 @pytest.fixture(scope="module")

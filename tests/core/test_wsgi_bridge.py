@@ -319,7 +319,7 @@ def test_a_client_that_leaves_stops_a_slow_sync_stream_between_pulls():
     class Slow(_Stream):
         def __iter__(self):
             for i in range(200):
-                time.sleep(0.005)
+                time.sleep(0.005)  # a slow producer: the client leaves while it is being pulled
                 pulled.append(i)
                 yield b"x" * 10
 

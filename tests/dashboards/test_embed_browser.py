@@ -31,6 +31,7 @@ from tests.asgi_server import _free_port
 from tests.conftest import Cast
 from tests.panel.conftest import BROWSER_ARGS
 from tests.semantic.http_support import DEMO_MODEL, demo_duckdb, duck_rows, fresh_semantic_state  # noqa: F401
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
 
@@ -116,6 +117,11 @@ def wait_for_event(page, name: str, *, after: int = 0, timeout: float = 20) -> d
             return seen[-1]
         page.wait_for_timeout(100)
     raise AssertionError(f"no {name} event after #{after}; got {events(page)}")
+
+
+def _redeemed(embed: Embed) -> int:
+    """How many of the account's embed sessions were exchanged for a token."""
+    return EmbedSession.objects.filter(account=embed.cast.account, exchanged_at__isnull=False).count()
 
 
 def session_of(page) -> str:
@@ -286,10 +292,7 @@ def test_renewal_in_place_keeps_the_tiles_answering(page, embed: Embed, settings
     count = len(events(page))
     wait_for_event(page, "session-expiring", after=count, timeout=15)
     # The host minted a second session and posted set-session: it is redeemed (not pending any more).
-    deadline = time.monotonic() + 10
-    while EmbedSession.objects.filter(account=embed.cast.account, exchanged_at__isnull=False).count() < 2:
-        assert time.monotonic() < deadline, "the renewal's session was never redeemed"
-        time.sleep(0.2)
+    wait_until(lambda: _redeemed(embed) == 2, "the renewal's session is redeemed", every=0.2)
     # Past the first token's expiry, a refresh still answers, with the new token.
     page.wait_for_timeout(7000)
     count = len(events(page))
@@ -317,10 +320,7 @@ def test_renewal_in_place_trades_the_export_grant_for_the_new_sessions(page, emb
     frame = open_host(page, embed, "anna", allowExport="true")
     count = len(events(page))
     wait_for_event(page, "session-expiring", after=count, timeout=15)
-    deadline = time.monotonic() + 10
-    while EmbedSession.objects.filter(account=embed.cast.account, exchanged_at__isnull=False).count() < 2:
-        assert time.monotonic() < deadline, "the renewal's session was never redeemed"
-        time.sleep(0.2)
+    wait_until(lambda: _redeemed(embed) == 2, "the renewal's session is redeemed", every=0.2)
     page.wait_for_timeout(7000)  # past the first token's expiry
     count = len(events(page))
     frame.locator("[data-widget-id='top-cities'] .tile-menu summary").click()

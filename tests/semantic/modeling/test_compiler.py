@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from embedadmin.semantic import ModelError, load_model
 from embedadmin.semantic.modeling.model import CubeReference, MemberReference
 from tests.conftest import run_concurrently
 from tests.semantic.conftest import SHOP, shop_model
+from tests.waiting import wait_until
 
 
 def write(root: Path, relative: str, text: str) -> Path:
@@ -556,21 +556,26 @@ def test_unknown_dialect_is_refused() -> None:
 
 
 def test_concurrent_first_requests_all_get_the_model_while_it_compiles(tmp_path: Path, monkeypatch) -> None:
-    # given: a model whose compile takes a while, and no check made yet
+    # given: a model whose compile lasts until all eight requests have asked for it, and no check made yet
     from embedadmin.semantic.modeling import registry
 
     write(tmp_path, "cubes/orders.yml", ORDERS)
     real_compile = registry.compile_model
+    asked: list[int] = []
 
     def slow_compile(*args, **kwargs):
-        time.sleep(0.2)
+        wait_until(lambda: len(asked) == 8, "every request asks for the model while it compiles")
         return real_compile(*args, **kwargs)
 
     monkeypatch.setattr(registry, "compile_model", slow_compile)
     fresh = registry.ModelRegistry(check_interval=3600)
 
+    def ask():
+        asked.append(1)
+        return fresh.get(tmp_path, dialect="duckdb")
+
     # when: eight requests ask for it at once
-    versions = run_concurrently([lambda: fresh.get(tmp_path, dialect="duckdb")] * 8)
+    versions = run_concurrently([ask] * 8)
 
     # then: every one of them is served the compiled model (none an empty version)
     assert len(versions) == 8

@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import threading
 
+import pytest
 from django.core.cache.backends.redis import RedisCache
 
+from embedadmin.semantic.serving.cache import QueryRunner
 from embedadmin.semantic.serving.datasources import QueryResult
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -42,3 +44,17 @@ class Query:
         if self.error is not None:
             raise self.error
         return rows(self.calls if self.value is None else self.value)
+
+
+def counted_waits(runner: QueryRunner, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each request that starts waiting on a job of ``runner`` (its own, or another process's) appends the job's id:
+    a test waits on this list, not for a guessed time, before it lets the job end."""
+    waits: list[str] = []
+    original = runner._await
+
+    def counted(key: str, job_id: str, *rest):
+        waits.append(job_id)
+        return original(key, job_id, *rest)
+
+    monkeypatch.setattr(runner, "_await", counted)
+    return waits

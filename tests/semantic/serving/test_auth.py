@@ -21,6 +21,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from embedadmin.accounts.models import Deployment, RevokedToken
 from embedadmin.accounts.tokens import TokenInvalid
+from embedadmin.semantic.serving import auth
 from embedadmin.semantic.serving.auth import (
     FETCH_FAILED,
     JwksClient,
@@ -37,13 +38,15 @@ ISSUER = "https://idp.example.com/"
 
 @dataclass
 class JwksServer:
-    """A JWKS host on 127.0.0.1: serves ``keys`` at ``url``, counts requests, can stall or fail."""
+    """A JWKS host on 127.0.0.1: serves ``keys`` at ``url``, counts requests, can stall (``stalled``: it answers
+    only once the test is over) or fail (``status``)."""
 
     url: str
     keys: list[dict[str, Any]] = field(default_factory=list)
     requests: int = 0
-    delay_s: float = 0.0
+    stalled: bool = False
     status: int = 200
+    released: threading.Event = field(default_factory=threading.Event)
 
 
 @pytest.fixture
@@ -53,7 +56,8 @@ def jwks_server() -> Iterator[JwksServer]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             state.requests += 1
-            time.sleep(state.delay_s)
+            if state.stalled:
+                state.released.wait(30)
             body = json.dumps({"keys": state.keys}).encode()
             self.send_response(state.status)
             self.send_header("Content-Type", "application/json")
@@ -70,6 +74,7 @@ def jwks_server() -> Iterator[JwksServer]:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield state
+    state.released.set()
     server.shutdown()
     server.server_close()
 
@@ -124,6 +129,26 @@ def deployment(acme, jwks_server, rsa_key, ec_key) -> Deployment:
 @pytest.fixture
 def jwks() -> JwksClient:
     return JwksClient(ttl_s=300, refetch_interval_s=0, timeout_s=1)
+
+
+class Clock:
+    """The monotonic clock of ``semantic.serving.auth`` (the JWKS key cache's), moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(auth, "time", clock)
+    return clock
 
 
 def claims(**extra: Any) -> dict[str, Any]:
@@ -312,11 +337,11 @@ def test_unknown_kids_refetch_at_most_once_per_interval(deployment, jwks_server,
 
 
 @pytest.mark.django_db
-def test_keys_expire_after_their_ttl(deployment, jwks_server, rsa_key):
-    jwks = JwksClient(ttl_s=0.2, refetch_interval_s=0, timeout_s=1)
+def test_keys_expire_after_their_ttl(deployment, jwks_server, rsa_key, clock):
+    jwks = JwksClient(ttl_s=300, refetch_interval_s=0, timeout_s=1)
     core_token_verify(deployment=deployment, token=rsa_key.sign(claims()), jwks=jwks)
 
-    time.sleep(0.3)
+    clock.advance(301)
     core_token_verify(deployment=deployment, token=rsa_key.sign(claims()), jwks=jwks)
 
     assert jwks_server.requests == 2
@@ -325,7 +350,7 @@ def test_keys_expire_after_their_ttl(deployment, jwks_server, rsa_key):
 @pytest.mark.django_db
 def test_a_slow_jwks_host_fails_within_the_timeout(deployment, jwks_server, rsa_key):
     jwks = JwksClient(ttl_s=300, refetch_interval_s=0, timeout_s=0.3)
-    jwks_server.delay_s = 2
+    jwks_server.stalled = True
 
     started = time.monotonic()
     message = rejection(deployment, rsa_key.sign(claims()), jwks)
@@ -335,12 +360,12 @@ def test_a_slow_jwks_host_fails_within_the_timeout(deployment, jwks_server, rsa_
 
 
 @pytest.mark.django_db
-def test_keys_fetched_before_keep_verifying_while_the_jwks_host_fails(deployment, jwks_server, rsa_key):
-    jwks = JwksClient(ttl_s=0.2, refetch_interval_s=0, timeout_s=1)
+def test_keys_fetched_before_keep_verifying_while_the_jwks_host_fails(deployment, jwks_server, rsa_key, clock):
+    jwks = JwksClient(ttl_s=300, refetch_interval_s=0, timeout_s=1)
     core_token_verify(deployment=deployment, token=rsa_key.sign(claims()), jwks=jwks)
     jwks_server.status = 503
 
-    time.sleep(0.3)
+    clock.advance(301)
     context = core_token_verify(deployment=deployment, token=rsa_key.sign(claims(sub="stale-ok")), jwks=jwks)
     unknown = rsa_key.sign(claims(), kid="new")
 

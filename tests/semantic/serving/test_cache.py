@@ -16,7 +16,8 @@ from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.semantic.serving.cache import CachedResult, CacheMode, ContinueWait, QueryRunner, result_cache_key
 from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult, QueryTimeout
-from tests.semantic.serving.cache_support import REDIS_URL, Query, redis_backend, rows
+from tests.semantic.serving.cache_support import REDIS_URL, Query, counted_waits, redis_backend, rows
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 KEY = result_cache_key(source="duckdb:///demo", sql="SELECT count(*) FROM orders", params=[], context="ctx")
@@ -32,6 +33,17 @@ def runner(backend) -> Iterator[QueryRunner]:
 def load(runner: QueryRunner, query: Query, *, mode: CacheMode = CacheMode.STALE_IF_SLOW, **options) -> CachedResult:
     settings = {"key": KEY, "refresh_every_s": 60, "wait_s": 2, "job_timeout_s": 10, **options}
     return runner.load(run=query, mode=mode, **settings)
+
+
+def job_forgotten(runner: QueryRunner, key: str = KEY) -> bool:
+    """The last job of ``key`` is registered no more: the window in which a repeat picks up a finished job's outcome
+    (``job_result_ttl_s``) is over, so the next load that does not take the cached rows runs the query again."""
+    return not runner._has(f"job:{key}")
+
+
+def refreshed_since(runner: QueryRunner, moment: float, key: str = KEY) -> bool:
+    """The cache holds rows of ``key`` read after ``moment``."""
+    return runner.stamps([key]).get(key, moment) > moment
 
 
 # --- keys ---------------------------------------------------------------------------------------------
@@ -83,7 +95,8 @@ def test_a_stale_result_is_refreshed_when_the_query_is_fast(runner):
     query = Query()
     first = load(runner, query, refresh_every_s=0.2)
 
-    time.sleep(1.2)  # past the refresh interval and the finished job's pickup window
+    # past the refresh interval (0.2 s) and the finished job's pickup window (1 s, real time on the cache's clock)
+    wait_until(lambda: job_forgotten(runner), "the finished job's pickup window ends")
     second = load(runner, query, refresh_every_s=0.2)
 
     assert (second.result, second.from_cache, second.stale) == (rows(2), False, False)
@@ -97,7 +110,7 @@ def prime_stale(runner: QueryRunner) -> Query:
     """Cache rows(1), let them go stale, and return a slow query that would produce rows(2)."""
     query = Query()
     load(runner, query, refresh_every_s=0.2)
-    time.sleep(1.2)
+    wait_until(lambda: job_forgotten(runner), "the finished job's pickup window ends")  # stale by then too
     query.gate.clear()
     query.started.clear()
     return query
@@ -110,8 +123,7 @@ def test_stale_if_slow_serves_stale_rows_while_the_refresh_is_slow(runner):
     served = load(runner, query, refresh_every_s=0.2, wait_s=0.2)
     waited = time.monotonic() - started
     query.gate.set()
-    assert query.started.wait(5)
-    time.sleep(0.3)
+    wait_until(lambda: refreshed_since(runner, served.refreshed_at), "the refresh caches its rows")
     refreshed = load(runner, query, refresh_every_s=60)
 
     assert (served.result, served.from_cache, served.stale) == (rows(1), True, True)
@@ -127,7 +139,7 @@ def test_stale_while_revalidate_answers_at_once_and_refreshes_in_the_background(
     waited = time.monotonic() - started
     assert query.started.wait(5)
     query.gate.set()
-    time.sleep(0.3)
+    wait_until(lambda: refreshed_since(runner, served.refreshed_at), "the background refresh caches its rows")
     refreshed = load(runner, query, mode=CacheMode.STALE_WHILE_REVALIDATE, refresh_every_s=60)
 
     assert (served.result, served.stale) == (rows(1), True)
@@ -190,7 +202,7 @@ def test_a_slow_query_answers_continue_wait_and_the_repeat_reattaches(runner, mo
     with pytest.raises(ContinueWait):
         load(runner, query, mode=mode, wait_s=0.1)
     query.gate.set()
-    time.sleep(0.3)  # the job ends between the client's repeats
+    wait_until(lambda: not runner._local, "the job ends between the client's repeats")
     answer = load(runner, query, mode=mode, wait_s=0.1)
 
     assert answer.result == rows(1)
@@ -218,13 +230,13 @@ def test_a_wait_that_ends_leaves_a_queued_job_to_run(backend):
     assert queued.calls == 1
 
 
-def test_identical_concurrent_requests_share_one_run(runner):
+def test_identical_concurrent_requests_share_one_run(runner, monkeypatch):
     query = Query(gated=True)
+    waits = counted_waits(runner, monkeypatch)
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         pending = [pool.submit(load, runner, query, wait_s=5) for _ in range(6)]
-        assert query.started.wait(5)
-        time.sleep(0.2)
+        wait_until(lambda: len(waits) == 6, "every request waits on the run")
         query.gate.set()
         answers = [future.result() for future in pending]
 
@@ -249,7 +261,7 @@ def test_errors_reach_the_request_and_its_repeat_but_are_not_cached(runner, erro
         load(runner, failing)
     with pytest.raises(kind) as repeat:
         load(runner, failing)
-    time.sleep(1.2)
+    wait_until(lambda: job_forgotten(runner), "the failed job's pickup window ends")
     recovered = load(runner, Query())
 
     assert str(first.value) == str(repeat.value) == message
@@ -289,11 +301,9 @@ class PreemptedStarter(QueryRunner):
     """A runner whose requests look for their job's outcome only once the job has ended and left the process's
     table of running jobs, as a thread preempted on a loaded machine does."""
 
-    def _await(self, job_id, *rest):
-        deadline = time.monotonic() + 5
-        while job_id in self._local and time.monotonic() < deadline:
-            time.sleep(0.001)
-        return super()._await(job_id, *rest)
+    def _await(self, key, job_id, *rest):
+        wait_until(lambda: job_id not in self._local, "the job ends and leaves the table of running jobs", every=0.001)
+        return super()._await(key, job_id, *rest)
 
 
 def test_a_job_that_ends_before_its_request_waits_still_answers_with_the_cache_down(redis_prefix):
@@ -308,7 +318,7 @@ def test_a_job_that_ends_before_its_request_waits_still_answers_with_the_cache_d
 # --- across processes (Redis) -------------------------------------------------------------------------
 
 OWNER_SCRIPT = """
-import os, sys, time
+import os, sys
 from pathlib import Path
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 import django
@@ -316,14 +326,14 @@ django.setup()
 from django.core.cache.backends.redis import RedisCache
 from embedadmin.semantic.serving.cache import ContinueWait, QueryRunner
 from embedadmin.semantic.serving.datasources import QueryResult
+from tests.waiting import wait_until
 
 redis_url, prefix, key, gate = sys.argv[1:5]
 job_timeout_s = float(sys.argv[5])
 runner = QueryRunner(cache=RedisCache(redis_url, {"KEY_PREFIX": prefix}), workers=2, job_margin_s=1)
 
 def run():
-    while not Path(gate).exists():
-        time.sleep(0.01)
+    wait_until(Path(gate).exists, "the test opens the gate")
     return QueryResult(columns=["n"], types=["integer"], rows=[(42,)])
 
 try:
@@ -348,17 +358,18 @@ def start_owner(redis_prefix: str, gate: Path, *, job_timeout_s: float) -> subpr
     return process
 
 
-def test_a_second_process_reattaches_to_the_job_of_the_first(redis_prefix, tmp_path):
+def test_a_second_process_reattaches_to_the_job_of_the_first(redis_prefix, tmp_path, monkeypatch):
     gate = tmp_path / "gate"
     owner = start_owner(redis_prefix, gate, job_timeout_s=30)
     here = QueryRunner(cache=redis_backend(redis_prefix), workers=2)
+    waits = counted_waits(here, monkeypatch)
     query = Query()
 
     with pytest.raises(ContinueWait):
         load(here, query, wait_s=0.3)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        repeat = pool.submit(load, here, query, wait_s=10)  # attached before the rows exist
-        time.sleep(0.3)
+        repeat = pool.submit(load, here, query, wait_s=10)
+        wait_until(lambda: len(waits) == 2, "the repeat waits on the owner's job")  # attached before the rows exist
         gate.touch()
         answer = repeat.result()
     owner_output = owner.communicate(timeout=10)[0]

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -23,6 +23,7 @@ from embedadmin.semantic.serving.datasources import (
     close_data_sources,
     get_data_source,
 )
+from tests.waiting import wait_until
 
 POSTGRES_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://embedadmin:embedadmin@127.0.0.1:5432/embedadmin")
 # A DuckDB statement that runs for many seconds (a large cross join), interruptible.
@@ -56,8 +57,27 @@ def _running(name: str) -> list[str]:
     return [row[0] for row in rows]
 
 
-def _run_and_cancel(source: DataSource, sql: str, *, after_s: float) -> tuple[BaseException | None, float]:
-    """Run ``sql`` on a thread, cancel its scope after ``after_s``; what it raised and how long after the cancel."""
+def _until_sleeping(name: str, count: int = 1) -> None:
+    """Wait until ``count`` statements of ``name`` run ``pg_sleep`` in the server."""
+    wait_until(
+        lambda: sum("pg_sleep" in query for query in _running(name)) >= count,
+        f"{count} pg_sleep statement(s) of {name} running in the server",
+        every=0.05,
+    )
+
+
+def _until_duckdb_runs(source: DataSource) -> None:
+    """Wait until a thread runs a statement on ``source``. DuckDB shows no sign of a statement under way inside the
+    engine: once the thread's cursor holds it, the statement is given half a second (real time) to get in there."""
+    wait_until(lambda: any(cursor.running is not None for cursor in source._cursors), "a thread runs its statement")
+    time.sleep(0.5)
+
+
+def _run_and_cancel(
+    source: DataSource, sql: str, *, once_running: Callable[[], None]
+) -> tuple[BaseException | None, float]:
+    """Run ``sql`` on a thread, cancel its scope once ``once_running`` returns (the statement runs); what it raised
+    and how long after the cancel."""
     scope = CancelScope()
     outcome: list[BaseException | None] = []
     ended = threading.Event()
@@ -72,7 +92,7 @@ def _run_and_cancel(source: DataSource, sql: str, *, after_s: float) -> tuple[Ba
 
     thread = threading.Thread(target=run)
     thread.start()
-    time.sleep(after_s)
+    once_running()
     cancelled_at = time.monotonic()
     scope.cancel()
     assert ended.wait(10), "the query was not interrupted"
@@ -82,21 +102,12 @@ def _run_and_cancel(source: DataSource, sql: str, *, after_s: float) -> tuple[Ba
 
 
 def test_postgres_cancel_stops_the_statement_in_the_server_within_a_second(pg_source, pg_name):
-    outcome: dict[str, object] = {}
-
-    def watch() -> None:
-        time.sleep(0.7)
-        outcome["running"] = _running(pg_name)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    error, elapsed = _run_and_cancel(pg_source, "SELECT pg_sleep(10)", after_s=1.0)
-    watcher.join()
+    # cancelled once it runs in the server
+    error, elapsed = _run_and_cancel(pg_source, "SELECT pg_sleep(10)", once_running=lambda: _until_sleeping(pg_name))
 
     assert isinstance(error, QueryCancelled), error
     assert str(error) == "Query was cancelled"
     assert elapsed < 1.0, elapsed
-    assert any("pg_sleep" in q for q in outcome["running"])  # it was running in the server
     assert not any("pg_sleep" in q for q in _running(pg_name))  # and is not any more
     # The pool's connections (both of them) keep working.
     for _ in range(4):
@@ -104,7 +115,7 @@ def test_postgres_cancel_stops_the_statement_in_the_server_within_a_second(pg_so
 
 
 def test_duckdb_cancel_interrupts_the_query_within_a_second_and_the_thread_queries_again(duck_source):
-    error, elapsed = _run_and_cancel(duck_source, DUCK_SLOW, after_s=0.5)
+    error, elapsed = _run_and_cancel(duck_source, DUCK_SLOW, once_running=lambda: _until_duckdb_runs(duck_source))
 
     assert isinstance(error, QueryCancelled), error
     assert elapsed < 1.0, elapsed
@@ -129,7 +140,7 @@ def test_a_cancel_after_the_statement_ended_touches_nothing_else(request, which)
     scope = CancelScope()
     assert source.execute("SELECT 1", [], timeout_s=5, cancel=scope).rows == [(1,)]
     scope.cancel()
-    time.sleep(0.2)
+    time.sleep(0.2)  # a stray interrupt, were one sent, would land meanwhile: nothing to wait on but time
 
     results = [source.execute("SELECT 2", [], timeout_s=5).rows for _ in range(5)]
 
@@ -149,7 +160,7 @@ def test_one_scope_cancels_statements_running_at_once_on_several_connections(pg_
     threads = [threading.Thread(target=run) for _ in range(2)]
     for thread in threads:
         thread.start()
-    time.sleep(0.8)
+    _until_sleeping(pg_name, count=2)
     started = time.monotonic()
     scope.cancel()
     for thread in threads:

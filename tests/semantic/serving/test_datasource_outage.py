@@ -21,8 +21,9 @@ from embedadmin.semantic.serving.datasources import (
     close_data_sources,
     get_data_source,
 )
-from tests.asgi_server import terminate_backends
+from tests.asgi_server import admin_rows, terminate_backends
 from tests.semantic.http_support import DEMO_MODEL, CoreApi, fresh_semantic_state  # noqa: F401
+from tests.waiting import wait_until
 
 POSTGRES_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://embedadmin:embedadmin@127.0.0.1:5432/embedadmin")
 
@@ -36,6 +37,16 @@ def pg_name() -> Iterator[str]:
 @pytest.fixture
 def pg_source(pg_name: str) -> DataSource:
     return get_data_source(f"{POSTGRES_URL}?application_name={pg_name}&pool_max_size=6")
+
+
+def _sleeping(application_name: str) -> bool:
+    """Whether a backend of ``application_name`` runs ``pg_sleep``."""
+    rows = admin_rows(
+        "SELECT 1 FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
+        " AND strpos(query, 'pg_sleep') > 0",
+        [application_name],
+    )
+    return bool(rows)
 
 
 def _fill(pg_source: DataSource, count: int) -> None:
@@ -75,7 +86,7 @@ def test_a_query_whose_connection_dies_under_it_fails_unavailable_and_poisons_no
 
     thread = threading.Thread(target=run)
     thread.start()
-    time.sleep(0.5)
+    wait_until(lambda: _sleeping(pg_name), "the statement runs in the server", every=0.05)
     terminate_backends(pg_name)
     thread.join(5)
 

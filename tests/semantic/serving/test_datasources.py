@@ -28,6 +28,7 @@ from embedadmin.semantic.serving.datasources import (
     get_data_source,
     value_type,
 )
+from tests.waiting import wait_until
 
 POSTGRES_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://embedadmin:embedadmin@127.0.0.1:5432/embedadmin")
 HOSTILE = "O'Brien'); DROP TABLE people; --"
@@ -86,7 +87,7 @@ def pg_schema() -> Iterator[str]:
 
 @pytest.fixture
 def pg_source(pg_schema: str) -> DataSource:
-    return get_data_source(POSTGRES_URL)
+    return get_data_source(f"{POSTGRES_URL}?application_name={pg_schema}")
 
 
 # --- both dialects -----------------------------------------------------------------------------------
@@ -194,6 +195,23 @@ def test_a_slow_query_is_interrupted_at_its_timeout_and_the_source_keeps_working
     assert source.execute(f"SELECT count(*) FROM {table}", [], timeout_s=5).rows == [(3,)]
 
 
+def _until_running(source: DataSource, table: str) -> None:
+    """Wait until another thread runs a statement on ``source``: in the server for PostgreSQL (the sessions of the
+    ``pg_source`` fixture are named after the schema of ``table``); for DuckDB, which shows no sign of a statement
+    under way inside the engine, once that thread's cursor holds it."""
+    if source.dialect == "postgres":
+        application_name = table.split(".")[0]
+        query = "SELECT 1 FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
+
+        def running() -> bool:
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+                return bool(admin.execute(query, [application_name]).fetchall())
+
+        wait_until(running, "the slow statement runs in the server", every=0.05)
+    else:
+        wait_until(lambda: any(cursor.running is not None for cursor in source._cursors), "a thread runs its statement")
+
+
 def test_a_slow_query_does_not_hold_up_others(source_and_table):
     source, table = source_and_table
     slow_done = threading.Event()
@@ -205,7 +223,7 @@ def test_a_slow_query_does_not_hold_up_others(source_and_table):
 
     worker = threading.Thread(target=slow)
     worker.start()
-    time.sleep(0.2)
+    _until_running(source, table)
     started = time.monotonic()
     result = source.execute(f"SELECT count(*) FROM {table}", [], timeout_s=5)
     fast_elapsed = time.monotonic() - started
@@ -413,7 +431,8 @@ def test_closing_a_duckdb_source_while_a_query_runs_stops_the_query_and_never_ra
     worker = threading.Thread(target=slow)
     worker.start()
     running.wait(5)
-    time.sleep(0.3)  # inside the statement
+    _until_running(duck_source, "people")
+    time.sleep(0.3)  # DuckDB shows no sign of a statement inside the engine: give it a moment (real time) to get in
 
     close_data_sources()
     worker.join(10)

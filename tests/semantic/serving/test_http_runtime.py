@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import shutil
 import threading
-import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from embedadmin.accounts.services import deployment_configure
 from embedadmin.semantic.modeling import registry
 from embedadmin.semantic.serving.datasources import DuckDBSource
 from tests.semantic.http_support import DEMO_MODEL, core, demo_duckdb, duck_rows, fresh_semantic_state  # noqa: F401
+from tests.waiting import wait_until
 
 COUNT = {"measures": ["orders.count"]}
 EXTRA_CUBE = """cubes:
@@ -37,34 +39,46 @@ BROKEN_CUBE = """cubes:
 # --- Continue wait --------------------------------------------------------------------------------------
 
 
+@dataclass
+class HeldQueries:
+    """DuckDB queries held until the test opens ``gate``; ``ran`` records each statement run."""
+
+    ran: list[str] = field(default_factory=list)
+    gate: threading.Event = field(default_factory=threading.Event)
+
+
 @pytest.fixture
-def slow_duckdb(monkeypatch) -> list[str]:
-    """Every DuckDB query takes 0.4 s longer; the list records each statement run."""
+def slow_duckdb(monkeypatch) -> Iterator[HeldQueries]:
+    """Every DuckDB query is slow: it runs once the test opens the gate (opened at the end of the test in any case)."""
     original = DuckDBSource.execute
-    ran: list[str] = []
+    held = HeldQueries()
     lock = threading.Lock()
 
     def slow(self, sql, params, *, timeout_s, cancel=None):
         with lock:
-            ran.append(sql)
-        time.sleep(0.4)
+            held.ran.append(sql)
+        assert held.gate.wait(30), "the test never let the query run"
         return original(self, sql, params, timeout_s=timeout_s, cancel=cancel)
 
     monkeypatch.setattr(DuckDBSource, "execute", slow)
-    return ran
+    yield held
+    held.gate.set()
 
 
 def test_a_slow_query_answers_continue_wait_and_the_repeat_gets_its_rows(core, slow_duckdb, settings):
     # given
     settings.SEMANTIC = {**settings.SEMANTIC, "CONTINUE_WAIT_SECONDS": 0.05}
 
-    # when
+    # when: the query is held past the first request's wait and its first repeat's, then runs; the client repeats
     first = core.post("load", {"query": COUNT, "queryType": "multi"})
-    repeats = []
-    for _ in range(40):
+    repeats = [core.post("load", {"query": COUNT, "queryType": "multi"})]
+    slow_duckdb.gate.set()
+
+    def answered() -> bool:
         repeats.append(core.post("load", {"query": COUNT, "queryType": "multi"}))
-        if "error" not in repeats[-1].json():
-            break
+        return "error" not in repeats[-1].json()
+
+    wait_until(answered, "a repeat gets the rows", every=0)
 
     # then: 200 Continue wait, then the rows of the one query that ran, re-attached to
     assert first.status_code == 200
@@ -72,13 +86,19 @@ def test_a_slow_query_answers_continue_wait_and_the_repeat_gets_its_rows(core, s
     assert all(r.status_code == 200 for r in repeats)
     assert [r.json() for r in repeats[:-1]] == [{"error": "Continue wait"}] * (len(repeats) - 1)
     assert repeats[-1].json()["results"][0]["data"] == [{"orders.count": "2000"}]
-    assert len(slow_duckdb) == 1
+    assert len(slow_duckdb.ran) == 1
 
 
 def test_a_query_within_the_wait_answers_at_once(core, slow_duckdb, settings):
     settings.SEMANTIC = {**settings.SEMANTIC, "CONTINUE_WAIT_SECONDS": 5.0}
+    # the query runs once it has started (the request waits on it meanwhile)
+    opener = threading.Thread(
+        target=lambda: (wait_until(lambda: slow_duckdb.ran, "the query starts"), slow_duckdb.gate.set())
+    )
+    opener.start()
 
     body = core.load(COUNT)
+    opener.join()
 
     assert body["data"] == [{"orders.count": "2000"}]
 

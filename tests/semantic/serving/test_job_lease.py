@@ -17,7 +17,8 @@ from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.semantic.serving.cache import CacheMode, ContinueWait, QueryRunner, result_cache_key
-from tests.semantic.serving.cache_support import REDIS_URL, Query, redis_backend, rows
+from tests.semantic.serving.cache_support import REDIS_URL, Query, counted_waits, redis_backend, rows
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 KEY = result_cache_key(source="duckdb:///demo", sql="SELECT sum(amount) FROM orders", params=[], context="lease")
@@ -45,7 +46,7 @@ try:
     runner.load(key=key, run=run, refresh_every_s=60, wait_s=0.1, job_timeout_s=30)
 except ContinueWait:
     print("continue-wait", flush=True)
-time.sleep(3600)
+time.sleep(3600)  # the process lives on, renewing its lease, until the test kills it
 """
 
 
@@ -63,10 +64,16 @@ def job_of(prefix: str) -> str:
     return RedisCache(REDIS_URL, {"KEY_PREFIX": prefix}).get(f"semantic:job:{KEY}")
 
 
-def test_a_live_owner_keeps_its_job_and_a_killed_one_is_taken_over_within_2_seconds(redis_prefix):
+def leased(prefix: str, job_id: str) -> bool:
+    """Whether the owner's lease of ``job_id`` is still on Redis (it lapses there, on Redis's clock)."""
+    return RedisCache(REDIS_URL, {"KEY_PREFIX": prefix}).has_key(f"semantic:lease:{job_id}")
+
+
+def test_a_live_owner_keeps_its_job_and_a_killed_one_is_taken_over_within_2_seconds(redis_prefix, monkeypatch):
     owner = start_owner(redis_prefix)
     owned = job_of(redis_prefix)
     here = QueryRunner(cache=redis_backend(redis_prefix), workers=2)
+    waits = counted_waits(here, monkeypatch)
     query = Query(value=7)
     try:
         # While the owner lives (3 s, twice its lease), requests here wait on its job: they never run the query.
@@ -77,7 +84,7 @@ def test_a_live_owner_keeps_its_job_and_a_killed_one_is_taken_over_within_2_seco
 
         with ThreadPoolExecutor(max_workers=1) as pool:
             waiting = pool.submit(here.load, key=KEY, run=query, refresh_every_s=60, wait_s=10, job_timeout_s=30)
-            time.sleep(0.5)  # the request is waiting on the owner's job
+            wait_until(lambda: len(waits) == 2, "the request waits on the owner's job")
             owner.send_signal(signal.SIGKILL)
             killed = time.monotonic()
             answer = waiting.result(timeout=15)
@@ -97,8 +104,9 @@ def test_a_request_arriving_after_the_owner_died_takes_over_at_once(redis_prefix
     owner = start_owner(redis_prefix)
     owner.send_signal(signal.SIGKILL)
     owner.wait(timeout=10)
-    time.sleep(1.6)  # the lease lapses; the job stays registered (timeout 30 s + margin)
-    assert job_of(redis_prefix) is not None
+    job = job_of(redis_prefix)
+    wait_until(lambda: not leased(redis_prefix, job), "the dead owner's lease lapses (1.5 s)")
+    assert job_of(redis_prefix) == job  # the job stays registered (timeout 30 s + margin)
     here = QueryRunner(cache=redis_backend(redis_prefix), workers=2)
 
     started = time.monotonic()
@@ -124,10 +132,15 @@ redis_url, prefix, key, runs = sys.argv[1:5]
 def run():
     with open(runs, "a") as log:
         log.write(f"{os.getpid()}\\n")
-    time.sleep(1.0)
+    time.sleep(1.0)  # a query that takes a while: the other takers wait on a run under way, not a finished one
     return QueryResult(columns=["n"], types=["integer"], rows=[(5,)])
 
-runner = QueryRunner(cache=RedisCache(redis_url, {"KEY_PREFIX": prefix}), workers=2)
+class Announcing(QueryRunner):
+    def _await(self, *args):
+        print("waiting", flush=True)  # on the owner's job
+        return super()._await(*args)
+
+runner = Announcing(cache=RedisCache(redis_url, {"KEY_PREFIX": prefix}), workers=2)
 print("ready", flush=True)
 sys.stdin.readline()
 answer = runner.load(key=key, run=run, refresh_every_s=60, wait_s=10, job_timeout_s=30)
@@ -158,7 +171,8 @@ def test_waiting_processes_take_a_dead_owners_job_over_once(redis_prefix, tmp_pa
             assert taker.stdin is not None
             taker.stdin.write("go\n")
             taker.stdin.flush()
-        time.sleep(0.5)
+        for taker in takers:
+            assert taker.stdout.readline() == "waiting\n"  # every taker waits on the owner's job
         owner.send_signal(signal.SIGKILL)
         answers = [taker.communicate(timeout=20)[0] for taker in takers]
     finally:
