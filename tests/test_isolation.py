@@ -66,8 +66,8 @@ fresh_models = content.fresh_models  # the fixture: each test starts and ends wi
 
 SHARED_TENANT = "shared-tenant"
 PERSONAL_KEY_REFUSED = "This endpoint requires an admin API key; personal API keys are not allowed"
-NOT_AN_API_KEY = "Authorization header must be 'Api-Key <credential>'"
-NOT_A_BEARER = "Authorization header must be 'Bearer <credential>'"
+NOT_AN_API_KEY = "Authorization header must be 'Api-Key <key>'"
+NOT_A_BEARER = "Authorization header must be 'Bearer <token>'"
 
 
 @dataclass

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.conf import settings
 from django.urls import resolve
 from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
+from embedadmin.core.edge.declarations import declared
 from embedadmin.platform import openapi
 from embedadmin.platform.scim.views import NotFoundView
 from embedadmin.semantic.serving.views import not_found_view
@@ -17,7 +19,7 @@ from tests.embed_assets.support import AssetParser, static_path
 
 pytestmark = pytest.mark.django_db
 
-SAMPLE = {"deploymentId": "7", "publicId": "Dash1", "accountName": "acme", "agentId": "agent1"}
+SAMPLE = {"deployment_id": "7", "public_id": "Dash1", "account_name": "acme", "agent_id": "agent1"}
 
 
 def _concrete(path: str) -> str:
@@ -48,18 +50,18 @@ def test_spec_is_a_valid_openapi_31_document(spec):
         "/api/v1/embed/generate-session",
         "/api/v1/embed/session/token",
         "/api/v1/embed/session/revoke",
-        "/api/v1/embed/dashboard/{publicId}/view",
-        "/api/v1/embed/dashboard/{publicId}/export",
-        "/embed/dashboard/{publicId}",
+        "/api/v1/embed/dashboard/{public_id}/view",
+        "/api/v1/embed/dashboard/{public_id}/export",
+        "/embed/dashboard/{public_id}",
         "/embed/chat",
         "/cubejs-api/v1/meta",
         "/cubejs-api/v1/load",
         "/cubejs-api/v1/sql",
         "/cubejs-api/v1/dry-run",
         "/cubejs-api/v1/cubesql",
-        "/d/{deploymentId}/cubejs-api/v1/load",
-        "/api/v1/public/{accountName}/agents/{agentId}/chat/stream-chat-state",
-        "/api/v1/public/{accountName}/agents/{agentId}/chat/abort",
+        "/d/{deployment_id}/cubejs-api/v1/load",
+        "/api/v1/public/{account_name}/agents/{agent_id}/chat/stream-chat-state",
+        "/api/v1/public/{account_name}/agents/{agent_id}/chat/abort",
         "/api/scim/v2/Users",
         "/api/scim/v2/Groups/{group_id}",
     ],
@@ -206,12 +208,26 @@ def test_a_delete_that_takes_a_body_documents_it(spec):
 
 
 @pytest.mark.parametrize("path", sorted(openapi.fragment_paths()))
-def test_each_hand_written_fragment_is_a_route_of_the_urlconf(path):
-    # The plain Django views are described by hand: each path must resolve to a real view (not a catch-all 404),
-    # so a route that moves or disappears fails here instead of drifting from the spec.
+def test_each_declared_operation_is_described_at_a_route_of_its_view(path):
+    # The plain Django views declare their operations beside their code; the document places them at the routes
+    # serving them: each path written back into a URL must reach a view declaring every method described there.
     match = resolve(_concrete(path))
-    assert match.func is not not_found_view
-    assert getattr(match.func, "view_class", None) is not NotFoundView
+    described = {method.upper() for method in openapi.fragment_paths()[path]}
+    declaration = declared(match.func)
+    assert declaration is not None
+    assert described == set(declaration.operations)
+
+
+def test_a_declared_operation_names_the_parameters_of_its_route(spec):
+    operation = spec["paths"]["/d/{deployment_id}/cubejs-api/v1/load"]["post"]
+    assert operation["parameters"][0] == {
+        "name": "deployment_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "integer"},
+    }
+    chat = spec["paths"]["/api/v1/public/{account_name}/agents/{agent_id}/chat/abort"]["post"]
+    assert [parameter["name"] for parameter in chat["parameters"]] == ["account_name", "agent_id"]
 
 
 def test_every_generated_path_is_a_route_of_the_urlconf(spec):
@@ -229,7 +245,7 @@ def test_docs_page_is_served_with_own_assets_under_a_strict_csp(client):
     assert "unsafe-inline" not in csp
     assert "unsafe-eval" not in csp
     parser = AssetParser()
-    parser.feed((openapi.settings.BASE_DIR / "templates" / "api_docs.html").read_text())
+    parser.feed((settings.BASE_DIR / "templates" / "api_docs.html").read_text())
     assert parser.inline_scripts == 0
     assert parser.style_elements == 0
     assert parser.style_attributes == []

@@ -54,9 +54,9 @@ CHECKS = [not_a_server_error, status_code_conformance, response_schema_conforman
 # Operations not fuzzed, each with its reason.
 EXCLUDED = {
     # Streams an agent's answer as JSON lines for as long as the run lasts, and starts an LLM run per request.
-    ("POST", "/api/v1/public/{accountName}/agents/{agentId}/chat/stream-chat-state"): "streaming chat",
+    ("POST", "/api/v1/public/{account_name}/agents/{agent_id}/chat/stream-chat-state"): "streaming chat",
     # HTML pages for an iframe: nothing for a JSON schema to check; their errors are HTML pages by design.
-    ("GET", "/embed/dashboard/{publicId}"): "embed page HTML",
+    ("GET", "/embed/dashboard/{public_id}"): "embed page HTML",
     ("GET", "/embed/chat"): "embed page HTML",
 }
 
@@ -128,7 +128,6 @@ def _world(cast: Cast, *, model_dir: Path, dataset: Path) -> World:
     embed_token = embedding.session_exchange(session_id=session_id).token
     pins = {
         "deployment_id": deployment.pk,
-        "deploymentId": deployment.pk,
         "tenant_name": tenant.name,
         "group_id": tenant_group.pk,
         "attribute_id": attribute.pk,
@@ -137,10 +136,9 @@ def _world(cast: Cast, *, model_dir: Path, dataset: Path) -> World:
         "report_id": report.pk,
         "user_id": user.pk,
         "environment_id": "production",
-        "publicId": dashboard.public_id,
         "public_id": dashboard.public_id,
-        "accountName": account.name,
-        "agentId": agent.public_id,
+        "account_name": account.name,
+        "agent_id": agent.public_id,
     }
     credentials = {
         "ApiKey": {"Authorization": f"Api-Key {cast.created.api_key}"},

@@ -1,4 +1,5 @@
-"""DRF authentication for ``Authorization: Api-Key <key>`` and ``Authorization: Bearer <token>``.
+"""DRF authentication for ``Authorization: Api-Key <key>`` and ``Authorization: Bearer <token>``, read by the edge
+kit's one header reader (:mod:`embedadmin.core.edge.authorization`).
 
 A missing, malformed, unknown or revoked credential is 401; what a valid credential may do is decided
 by the permission classes below and by the views (403).
@@ -17,27 +18,26 @@ from embedadmin.accounts.selectors import (
     api_key_authenticate,
     platform_token_authenticate,
 )
+from embedadmin.core.edge.authorization import (
+    API_KEY,
+    PLATFORM_TOKEN,
+    CredentialRefused,
+    Presented,
+    Scheme,
+    missing_message,
+    presented_credential,
+)
 
 
-def credential_of(header: str, scheme: str) -> str | None:
-    """The credential of an ``Authorization: <scheme> <credential>`` header, or None when it is not one."""
-    given_scheme, _, value = header.strip().partition(" ")
-    value = value.strip()
-    # Credentials we mint are printable ASCII; anything else cannot be one (and a NUL must not reach
-    # the database lookup).
-    if given_scheme.lower() != scheme.lower() or not value or not (value.isascii() and value.isprintable()):
-        return None
-    return value
-
-
-def _credential(request: Request, scheme: str) -> str:
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    if not header:
-        raise NotAuthenticated(f"Missing Authorization header: expected '{scheme} <credential>'")
-    value = credential_of(header, scheme)
-    if value is None:
-        raise AuthenticationFailed(f"Authorization header must be '{scheme} <credential>'")
-    return value
+def _presented(request: Request, accept: tuple[Scheme, ...]) -> Presented:
+    """The credential of the request's ``Authorization`` header, of one of the ``accept`` schemes (401 otherwise)."""
+    try:
+        presented = presented_credential(request.headers.get("Authorization"), accept=accept)
+    except CredentialRefused as exc:
+        raise AuthenticationFailed(exc.message) from None
+    if presented is None:
+        raise NotAuthenticated(missing_message(accept))
+    return presented
 
 
 class ApiKeyRequest(Request):
@@ -57,13 +57,17 @@ class PlatformRequest(Request):
 class ApiKeyAuthentication(BaseAuthentication):
     """Authenticates an account API key; ``request.user`` becomes an :class:`ApiKeyCaller`."""
 
-    scheme = "Api-Key"
+    scheme = API_KEY.name
 
     def authenticate(self, request: Request) -> tuple[ApiKeyCaller, None]:
-        caller = api_key_authenticate(_credential(request, self.scheme))
+        return self.caller(_presented(request, (API_KEY,))), None
+
+    @staticmethod
+    def caller(presented: Presented) -> ApiKeyCaller:
+        caller = api_key_authenticate(presented.value)
         if caller is None:
             raise AuthenticationFailed("Invalid or revoked API key")
-        return caller, None
+        return caller
 
     def authenticate_header(self, request: Request) -> str:
         return self.scheme
@@ -72,13 +76,17 @@ class ApiKeyAuthentication(BaseAuthentication):
 class PlatformTokenAuthentication(BaseAuthentication):
     """Authenticates a platform token; ``request.user`` becomes a :class:`PlatformCaller`."""
 
-    scheme = "Bearer"
+    scheme = PLATFORM_TOKEN.name
 
     def authenticate(self, request: Request) -> tuple[PlatformCaller, None]:
-        caller = platform_token_authenticate(_credential(request, self.scheme))
+        return self.caller(_presented(request, (PLATFORM_TOKEN,))), None
+
+    @staticmethod
+    def caller(presented: Presented) -> PlatformCaller:
+        caller = platform_token_authenticate(presented.value)
         if caller is None:
             raise AuthenticationFailed("Invalid or revoked token")
-        return caller, None
+        return caller
 
     def authenticate_header(self, request: Request) -> str:
         return self.scheme
@@ -88,12 +96,10 @@ class ApiKeyOrBearerAuthentication(BaseAuthentication):
     """``Api-Key <admin key>`` (spec 4.3) or ``Bearer <platform token>``, chosen by the header's scheme."""
 
     def authenticate(self, request: Request) -> tuple[ApiKeyCaller | PlatformCaller, None]:
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
-            raise NotAuthenticated("Missing Authorization header: expected 'Bearer <token>' or 'Api-Key <key>'")
-        if header.strip().lower().startswith("bearer"):
-            return PlatformTokenAuthentication().authenticate(request)
-        return ApiKeyAuthentication().authenticate(request)
+        presented = _presented(request, (API_KEY, PLATFORM_TOKEN))
+        if presented.scheme is PLATFORM_TOKEN:
+            return PlatformTokenAuthentication.caller(presented), None
+        return ApiKeyAuthentication.caller(presented), None
 
     def authenticate_header(self, request: Request) -> str:
         return "Bearer"

@@ -23,8 +23,8 @@ from embedadmin.accounts.models import (
 )
 from embedadmin.accounts.services import API_KEY_KIND, CREDENTIALS, PLATFORM_TOKEN_KIND
 from embedadmin.core import credentials
+from embedadmin.core.edge.ids import row_id as parsed_row_id
 from embedadmin.core.errors import Forbidden, NotFound
-from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.core.prepared import PreparedQuery
 from embedadmin.core.versions import ProcessMemory
 
@@ -198,7 +198,7 @@ def deployment_by_id(*, deployment_id: int) -> Deployment | None:
     """A deployment by id, in no account's scope: for a request whose credential is verified against the
     deployment's own secrets (a Core Data API token, an embed token), which then fix the account. None for an id
     no row can have."""
-    return _DEPLOYMENT_BY_ID.first(deployment_id) if -MAX_BIGINT <= deployment_id <= MAX_BIGINT else None
+    return _DEPLOYMENT_BY_ID.first(deployment_id) if parsed_row_id(deployment_id) is not None else None
 
 
 def modelled_deployments() -> list[Deployment]:
@@ -249,12 +249,10 @@ _Row = TypeVar("_Row", bound=Model)
 def _one_of(rows: QuerySet[_Row], row_id: str | int, what: str) -> _Row:
     """The row of ``rows`` whose id (or its decimal text, as URLs give it) is ``row_id``; 404 ("<what> <id> not
     found") for any other id, one no row can have included (non-ASCII digits such as "²", beyond a bigint)."""
-    text = str(row_id)
-    row = None
-    if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_BIGINT:
-        row = rows.filter(pk=int(text)).first()
+    number = parsed_row_id(row_id)
+    row = rows.filter(pk=number).first() if number is not None else None
     if row is None:
-        raise NotFound(f"{what} {text} not found")
+        raise NotFound(f"{what} {row_id} not found")
     return row
 
 

@@ -20,10 +20,18 @@ from typing import Any
 from embedadmin.accounts.selectors import api_key_authenticate
 from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.chat.models import Agent
-from embedadmin.embedding.tokens import EMBED_TOKEN_SCHEME, embed_authorization_token, embed_token_verify
+from embedadmin.core.edge.authorization import (
+    API_KEY,
+    EMBED_TOKEN,
+    CredentialRefused,
+    presented_credential,
+    token_header,
+)
+from embedadmin.embedding.tokens import embed_token_verify
 from embedadmin.semantic.serving.auth import SecurityContext, core_token_verify
 
 CHAT_SCOPE = "chat"
+SERVICE_TOKEN_HEADER = "X-Service-Auth-Token"
 AI_NOT_ALLOWED = "AI chat is not allowed for this embed session"
 
 
@@ -54,15 +62,7 @@ class ChatCredential:
         return email if isinstance(email, str) and email else None
 
 
-def _printable(value: str) -> bool:
-    return value.isascii() and value.isprintable()
-
-
-def _api_key_credential(*, agent: Agent, header: str) -> ChatCredential:
-    scheme, _, key = header.strip().partition(" ")
-    key = key.strip()
-    if scheme.lower() != "api-key" or not key or not _printable(key):
-        raise ChatAuthError("Authorization header must be 'Api-Key <key>'")
+def _api_key_credential(*, agent: Agent, key: str) -> ChatCredential:
     caller = api_key_authenticate(key)
     if caller is None or caller.account.pk != agent.account_id:
         raise ChatAuthError("Invalid or revoked API key")
@@ -82,8 +82,6 @@ def _has_chat_scope(scope: Any) -> bool:
 def _token_credential(*, agent: Agent, token: str) -> ChatCredential:
     if not agent.deployment.chat_token_auth:
         raise ChatAuthError("Token authentication is not enabled for this deployment's Chat API")
-    if not _printable(token):
-        raise ChatAuthError("Invalid token")
     try:
         context = core_token_verify(deployment=agent.deployment, token=token)
     except TokenInvalid as exc:
@@ -98,9 +96,9 @@ def _token_credential(*, agent: Agent, token: str) -> ChatCredential:
     return ChatCredential(token=context, token_external_id=identity.strip().lower())
 
 
-def _embed_token_credential(*, agent: Agent, header: str) -> ChatCredential:
+def _embed_token_credential(*, agent: Agent, token: str) -> ChatCredential:
     try:
-        caller = embed_token_verify(token=embed_authorization_token(header))
+        caller = embed_token_verify(token=token)
     except TokenInvalid as exc:
         raise ChatAuthError(str(exc)) from None
     if caller.deployment.pk != agent.deployment_id:
@@ -118,15 +116,20 @@ def _embed_token_credential(*, agent: Agent, header: str) -> ChatCredential:
 
 def chat_authenticate(*, agent: Agent, headers: Mapping[str, str]) -> ChatCredential:
     """Authenticate a Chat API request from its headers (case-insensitive, as ``request.headers``)."""
-    authorization = headers.get("Authorization", "")
-    if authorization.strip():
-        if authorization.strip().partition(" ")[0].lower() == EMBED_TOKEN_SCHEME:
-            return _embed_token_credential(agent=agent, header=authorization)
-        return _api_key_credential(agent=agent, header=authorization)
-    token = headers.get("X-Service-Auth-Token", "").strip()
-    if token:
-        return _token_credential(agent=agent, token=token)
+    try:
+        presented = presented_credential(headers.get("Authorization"), accept=(API_KEY, EMBED_TOKEN))
+        service_token = (
+            None if presented else token_header(headers.get(SERVICE_TOKEN_HEADER), header=SERVICE_TOKEN_HEADER)
+        )
+    except CredentialRefused as exc:
+        raise ChatAuthError(exc.message) from None
+    if presented is not None and presented.scheme is EMBED_TOKEN:
+        return _embed_token_credential(agent=agent, token=presented.value)
+    if presented is not None:
+        return _api_key_credential(agent=agent, key=presented.value)
+    if service_token is not None:
+        return _token_credential(agent=agent, token=service_token)
     raise ChatAuthError(
         "Missing credentials: send 'Authorization: Api-Key <key>', 'Authorization: Embed-Token <token>' "
-        "or 'X-Service-Auth-Token: <token>'"
+        f"or '{SERVICE_TOKEN_HEADER}: <token>'"
     )

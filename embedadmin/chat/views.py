@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
-from rest_framework import serializers
 
 from embedadmin.chat import selectors, services
 from embedadmin.chat.authentication import ChatAuthError, ChatCredential, chat_authenticate
@@ -26,12 +24,11 @@ from embedadmin.chat.models import Agent
 from embedadmin.chat.runtime import get_runtime
 from embedadmin.chat.serializers import AbortSerializer, StreamChatStateSerializer
 from embedadmin.chat.streaming import plan_stream
-from embedadmin.core.errors import BadRequest, flatten_validation_detail
-from embedadmin.core.fields import loads_json
+from embedadmin.core.edge.bodies import validated
+from embedadmin.core.edge.declarations import declare
+from embedadmin.core.edge.openapi import error_responses, json_content
 
 JSONRPC_UNAUTHORIZED = -32001
-
-S = TypeVar("S", bound="serializers.Serializer[Any]")
 
 
 def jsonrpc_error(message: str) -> JsonResponse:
@@ -39,19 +36,73 @@ def jsonrpc_error(message: str) -> JsonResponse:
     return JsonResponse({"jsonrpc": "2.0", "error": {"code": JSONRPC_UNAUTHORIZED, "message": message}, "id": None})
 
 
-def _validated(serializer_class: type[S], request: HttpRequest, *, ignore: tuple[str, ...] = ()) -> S:
-    try:
-        body: Any = loads_json(request.body or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise BadRequest("Invalid JSON body") from None
-    if not isinstance(body, dict):
-        raise BadRequest("The body must be a JSON object")
-    for name in ignore:
-        body.pop(name, None)
-    serializer = serializer_class(data=body)
-    if not serializer.is_valid():
-        raise BadRequest("; ".join(flatten_validation_detail(serializer.errors)))
-    return serializer
+# --- what the views declare: their OpenAPI operations (GET /api/v1/spec) and audit ----------------------------
+
+_SECURITY: list[dict[str, list[str]]] = [{"ApiKey": []}, {"ChatServiceToken": []}, {"EmbedToken": []}]
+_CHAT_BODY = {
+    "type": "object",
+    "description": "See docs/chat-api.md: chatId, messages, sessionSettings, dashboard context.",
+    "additionalProperties": True,
+}
+_JSONRPC_ERROR = {
+    "type": "object",
+    "properties": {"jsonrpc": {"type": "string"}, "error": {"type": "object"}},
+    "required": ["error"],
+}
+_ABORT_BODY = {  # chat/serializers.py AbortSerializer (unknown fields are 400)
+    "type": "object",
+    "properties": {
+        "chatId": {"type": "string", "minLength": 1, "maxLength": 64},
+        "sessionSettings": {
+            "type": "object",
+            "description": "Whose chat, with an API key: externalId or internalId",
+            "properties": {
+                "externalId": {"type": "string", "maxLength": 255},
+                "internalId": {"type": "string", "maxLength": 254},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "required": ["chatId"],
+    "additionalProperties": False,
+}
+STREAM_CHAT_STATE = {
+    "POST": {
+        "tags": ["Chat API"],
+        "summary": "Ask the agent; the answer streams as JSON lines",
+        "security": _SECURITY,
+        "requestBody": {"required": True, "content": json_content(_CHAT_BODY)},
+        "responses": {
+            "200": {
+                "description": "The chat state as a stream of JSON lines, or a JSON-RPC error object (authentication)",
+                "content": {"application/json": {"schema": {}}},
+            },
+            **error_responses(),
+        },
+    }
+}
+ABORT = {
+    "POST": {
+        "tags": ["Chat API"],
+        "summary": "Abort the running answer of a chat",
+        "security": _SECURITY,
+        "requestBody": {"required": True, "content": json_content(_ABORT_BODY)},
+        "responses": {
+            "204": {"description": "Aborted"},
+            "200": {"description": "A JSON-RPC error object (authentication)", "content": json_content(_JSONRPC_ERROR)},
+            **error_responses(),
+        },
+    }
+}
+# Why the Chat API's writes record no audit entry: the audit log records changes to an account's configuration;
+# a chat is a viewer's conversation, kept whole in its thread's event log.
+MESSAGES_ARE_COUNTED = (
+    "a viewer's question: kept in its thread's event log and counted per day (audit.DailyUsage), not logged one by one"
+)
+ABORTS_ARE_RECORDED = "a viewer stopping an answer: recorded on the run (aborted) and in its thread's event log"
+
+
+# --- the views -------------------------------------------------------------------------------------------------
 
 
 def _chat_endpoint(
@@ -74,11 +125,12 @@ def _chat_endpoint(
     return endpoint
 
 
+@declare(operations=STREAM_CHAT_STATE, audit_exempt={"POST": MESSAGES_ARE_COUNTED})
 @_chat_endpoint
 def stream_chat_state(request: HttpRequest, agent: Agent, credential: ChatCredential) -> HttpResponseBase:
     # With a token, sessionSettings is ignored altogether: the token's claims say who is asking.
     ignored = () if credential.via_api_key else ("sessionSettings",)
-    serializer = _validated(StreamChatStateSerializer, request, ignore=ignored)
+    serializer = validated(StreamChatStateSerializer, request, ignore=ignored)
     identity = services.identity_for_request(
         agent=agent, credential=credential, session_settings=serializer.session_settings()
     )
@@ -96,9 +148,10 @@ def stream_chat_state(request: HttpRequest, agent: Agent, credential: ChatCreden
     return response
 
 
+@declare(operations=ABORT, audit_exempt={"POST": ABORTS_ARE_RECORDED})
 @_chat_endpoint
 def abort(request: HttpRequest, agent: Agent, credential: ChatCredential) -> HttpResponse:
-    data = _validated(AbortSerializer, request).validated_data
+    data = validated(AbortSerializer, request).validated_data
     session_settings = data.get("sessionSettings") or {}
     requester, account_wide = services.abort_requester(
         agent=agent,

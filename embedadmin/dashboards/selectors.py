@@ -14,8 +14,8 @@ from typing import NamedTuple
 from django.db.models import F, Q, QuerySet
 
 from embedadmin.accounts.models import Account, Deployment
+from embedadmin.core.edge.ids import row_id
 from embedadmin.core.errors import NotFound
-from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.dashboards.models import (
     Dashboard,
     DashboardVersion,
@@ -30,7 +30,7 @@ from embedadmin.directory.models import EmbedTenant
 
 def _id_ok(value: int) -> bool:
     """Whether ``value`` can be a row id (a larger number in a URL must not reach the database)."""
-    return 0 < value <= MAX_BIGINT
+    return row_id(value) is not None
 
 
 # --- deployments -------------------------------------------------------------------------------------

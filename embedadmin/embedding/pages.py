@@ -20,7 +20,6 @@ site only, whatever the publicId.
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import io
 import re
 from collections.abc import Callable
@@ -35,12 +34,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from embedadmin.accounts.models import TenantSettings
 from embedadmin.accounts.tokens import TokenInvalid
+from embedadmin.core.edge.bodies import json_object_body
+from embedadmin.core.edge.declarations import declare
+from embedadmin.core.edge.openapi import error_responses, json_content
+from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import ApiError, BadRequest, Forbidden, NotFound, Unauthorized
-from embedadmin.core.fields import loads_json
 from embedadmin.dashboards import viewstate
 from embedadmin.dashboards.access import EmbeddedDashboard, embed_dashboard
 from embedadmin.embedding import services
-from embedadmin.embedding.tokens import EmbedCaller, embed_authorization_token, embed_token_verify
+from embedadmin.embedding.tokens import EmbedCaller, embed_caller, embed_token_verify
 from embedadmin.semantic.serving.cache import ContinueWait
 from embedadmin.semantic.serving.services import semantic_load
 
@@ -55,10 +57,6 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 # --- shared pieces -------------------------------------------------------------------------------------------
-
-
-def _iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _account_settings(account_id: int | None) -> TenantSettings | None:
@@ -169,6 +167,119 @@ def view_body(*, caller: EmbedCaller, embedded: EmbeddedDashboard, state: viewst
     return viewstate.compose_view(config=config, snapshot_for=embedded.snapshot_for, state=state, members=members)
 
 
+# --- what the views declare: their OpenAPI operations (GET /api/v1/spec) and audit ----------------------------
+
+_HTML = {"text/html": {"schema": {"type": "string"}}}
+_PAGE_RESPONSES = {
+    "200": {"description": "The embed page (HTML)", "content": _HTML},
+    **{code: {"description": "The error page (HTML)", "content": _HTML} for code in ("400", "401", "403", "404")},
+}
+_SESSION_PARAM = {"name": "session", "in": "query", "required": False, "schema": {"type": "string"}}
+_VIEW_FIELD_SCHEMAS: dict[str, Any] = {
+    "grant": {
+        "type": "string",
+        "maxLength": 4096,
+        "description": "The signed grant of the page's bootstrap, bound to the session's token (each view answers"
+        " a fresh one for the token in hand; a view also takes the grant of an earlier session of the same"
+        " viewer, after a renewal in place)",
+    },
+    "state": {
+        "type": "object",
+        "description": "The viewer's state by control id: filters, grains, fields, timezone (docs/dashboards.md)",
+    },
+    "filterUrlParameter": {"type": "string", "description": 'f_<member>=<JSON>, as f_orders.status={"value":"paid"}'},
+    "timezone": {"type": "string", "description": "An IANA time zone name"},
+}
+_EXPORT_FIELD_SCHEMAS: dict[str, Any] = {
+    **_VIEW_FIELD_SCHEMAS,
+    "widgetId": {"type": "string", "minLength": 1, "description": "The tile whose rows to download"},
+    "format": {"type": "string", "enum": ["csv"], "description": "csv (PNG is drawn in the page)"},
+}
+VIEW_FIELDS = tuple(_VIEW_FIELD_SCHEMAS)
+EXPORT_FIELDS = tuple(_EXPORT_FIELD_SCHEMAS)
+_VIEW_ANSWER = {
+    "type": "object",
+    "description": "The dashboard's widgets with their queries for the state, a fresh grant for the token in hand"
+    " and what the page may do with it",
+    "properties": {
+        "widgets": {"type": "array", "items": {"type": "object"}},
+        "grant": {"type": "string"},
+        "flags": {
+            "type": "object",
+            "description": "allowExport (the session's signed setting, narrowed by the page URL, off when the"
+            " account restricts downloads) and the page URL's show... flags",
+            "additionalProperties": {"type": "boolean"},
+        },
+    },
+    "required": ["widgets", "grant", "flags"],
+}
+_EMBED_TOKEN: list[dict[str, list[str]]] = [{"EmbedToken": []}]
+DASHBOARD_PAGE = {
+    "GET": {
+        "tags": ["Embed pages"],
+        "summary": "The embedded dashboard page (HTML; the iframe's src)",
+        "parameters": [_SESSION_PARAM],
+        "responses": _PAGE_RESPONSES,
+    }
+}
+CHAT_PAGE = {
+    "GET": {
+        "tags": ["Embed pages"],
+        "summary": "The embedded chat page (HTML; the iframe's src)",
+        "parameters": [
+            _SESSION_PARAM,
+            {"name": "agent", "in": "query", "required": False, "schema": {"type": "string"}},
+        ],
+        "responses": _PAGE_RESPONSES,
+    }
+}
+DASHBOARD_VIEW = {
+    "POST": {
+        "tags": ["Embedding"],
+        "summary": "The embedded dashboard's widgets and data for a viewer state",
+        "security": _EMBED_TOKEN,
+        "requestBody": {
+            "required": True,
+            "content": json_content(
+                {
+                    "type": "object",
+                    "properties": _VIEW_FIELD_SCHEMAS,
+                    "required": ["grant"],
+                    "additionalProperties": False,
+                }
+            ),
+        },
+        "responses": {
+            "200": {"description": "The view of the state", "content": json_content(_VIEW_ANSWER)},
+            **error_responses(),
+        },
+    }
+}
+DASHBOARD_EXPORT = {
+    "POST": {
+        "tags": ["Embedding"],
+        "summary": "Download one widget's rows",
+        "security": _EMBED_TOKEN,
+        "requestBody": {
+            "required": True,
+            "content": json_content(
+                {
+                    "type": "object",
+                    "properties": _EXPORT_FIELD_SCHEMAS,
+                    "required": ["grant", "widgetId"],
+                    "additionalProperties": False,
+                }
+            ),
+        },
+        "responses": {
+            "200": {"description": "The tile's rows as CSV", "content": {"text/csv": {"schema": {"type": "string"}}}},
+            **error_responses(),
+        },
+    }
+}
+READS = "a read: it computes what the viewer's token may see and changes nothing"
+
+
 # --- the pages -----------------------------------------------------------------------------------------------
 
 
@@ -197,13 +308,14 @@ def _session_bootstrap(
         "deploymentId": caller.deployment.pk,
         "embedTenant": caller.embed.get("embedTenant"),
         "token": exchanged.token,
-        "tokenExpiresAt": _iso(exchanged.expires_at),
-        "renewAt": _iso(services.renew_at(exchanged.expires_at)),
+        "tokenExpiresAt": iso_time(exchanged.expires_at),
+        "renewAt": iso_time(services.renew_at(exchanged.expires_at)),
         "coreApiBase": core_api_base(caller.deployment.pk),
         "hostOrigins": origins,
     }
 
 
+@declare(operations=DASHBOARD_PAGE)
 @require_GET
 def dashboard_page(request: HttpRequest, public_id: str, chat_endpoint: ChatEndpoint | None = None) -> HttpResponse:
     """``GET /embed/dashboard/{publicId}?session=``."""
@@ -298,6 +410,7 @@ def dashboard_bootstrap(
     }
 
 
+@declare(operations=CHAT_PAGE)
 @require_GET
 def chat_page(request: HttpRequest, chat_endpoint: ChatEndpoint | None = None) -> HttpResponse:
     """``GET /embed/chat?sessionId=``: the standalone chat (not affected by ``showDashboardChat``)."""
@@ -330,25 +443,9 @@ def chat_page(request: HttpRequest, chat_endpoint: ChatEndpoint | None = None) -
 
 def _caller(request: HttpRequest) -> EmbedCaller:
     try:
-        return embed_token_verify(token=embed_authorization_token(request.headers.get("Authorization", "")))
+        return embed_caller(request.headers.get("Authorization"))
     except TokenInvalid as exc:
         raise Unauthorized(str(exc)) from None
-
-
-def _body(request: HttpRequest) -> dict[str, Any]:
-    try:
-        body = loads_json(request.body or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise BadRequest("Invalid JSON body") from None
-    if not isinstance(body, dict):
-        raise BadRequest("The body must be a JSON object")
-    return body
-
-
-def _check_keys(body: dict[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise BadRequest(f"Unknown fields: {', '.join(unknown)}")
 
 
 def _state(body: dict[str, Any], *, caller: EmbedCaller, config: dict[str, Any]) -> viewstate.ViewState:
@@ -368,13 +465,13 @@ def _state(body: dict[str, Any], *, caller: EmbedCaller, config: dict[str, Any])
     return state
 
 
+@declare(operations=DASHBOARD_VIEW, audit_exempt={"POST": READS})
 @csrf_exempt
 @require_POST
 def dashboard_view(request: HttpRequest, public_id: str) -> HttpResponse:
     """``POST /api/v1/embed/dashboard/{publicId}/view`` ``{grant, state?, filterUrlParameter?, timezone?}``."""
     caller = _caller(request)
-    body = _body(request)
-    _check_keys(body, {"grant", "state", "filterUrlParameter", "timezone"})
+    body = json_object_body(request, fields=VIEW_FIELDS)
     embedded = embed_dashboard(claims=caller.claims, public_id=public_id)
     url_flags = grant_verify(grant=body.get("grant"), public_id=public_id, caller=caller, renewing=True)
     config = _dashboard_config(embedded)
@@ -412,13 +509,13 @@ def _load_all(caller: EmbedCaller, query: dict[str, Any]) -> dict[str, Any]:
     raise ApiError("The query did not finish in time; try again")
 
 
+@declare(operations=DASHBOARD_EXPORT, audit_exempt={"POST": READS})
 @csrf_exempt
 @require_POST
 def dashboard_export(request: HttpRequest, public_id: str) -> HttpResponse:
     """``POST /api/v1/embed/dashboard/{publicId}/export`` ``{grant, state?, widgetId, format: "csv"}``."""
     caller = _caller(request)
-    body = _body(request)
-    _check_keys(body, {"grant", "state", "filterUrlParameter", "timezone", "widgetId", "format"})
+    body = json_object_body(request, fields=EXPORT_FIELDS)
     if body.get("format", "csv") != "csv":
         raise BadRequest('format: only "csv" is exported by the server (PNG is drawn in the page)')
     widget_id = body.get("widgetId")

@@ -19,11 +19,11 @@ from django.utils.crypto import salted_hmac
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.selectors import deployment_by_id
 from embedadmin.accounts.tokens import TokenInvalid
+from embedadmin.core.edge.authorization import EMBED_TOKEN, CredentialRefused, Scheme, expected, presented_credential
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.serving.auth import SecurityContext, core_token_verify
 from embedadmin.semantic.serving.routing import query_context
 
-EMBED_TOKEN_SCHEME = "embed-token"
 _SEAL_SALT = "embedadmin.embed-token.seal"
 
 
@@ -122,9 +122,13 @@ def embed_token_verify(*, token: str) -> EmbedCaller:
     return EmbedCaller(deployment=deployment, security=security)
 
 
-def embed_authorization_token(authorization: str) -> str:
-    """The token of ``Authorization: Embed-Token <jwt>``; :class:`TokenInvalid` for any other header."""
-    scheme, _, token = authorization.strip().partition(" ")
-    if scheme.lower() != EMBED_TOKEN_SCHEME or not token.strip():
-        raise TokenInvalid("Authorization header must be 'Embed-Token <embed token>'")
-    return token.strip()
+def embed_caller(authorization: str | None, *, scheme: Scheme = EMBED_TOKEN) -> EmbedCaller:
+    """The verified caller of an ``Authorization: <scheme> <embed token>`` header (``Embed-Token``, or ``Bearer`` for
+    the session-context endpoint); :class:`TokenInvalid` for any other header or token."""
+    try:
+        presented = presented_credential(authorization, accept=(scheme,))
+    except CredentialRefused as exc:
+        raise TokenInvalid(exc.message) from None
+    if presented is None:
+        raise TokenInvalid(f"Authorization header must be {expected((scheme,))}")
+    return embed_token_verify(token=presented.value)

@@ -15,10 +15,12 @@ from embedadmin.accounts.authentication import ApiKeyAuthentication, ApiKeyReque
 from embedadmin.accounts.tokens import TokenInvalid
 from embedadmin.audit.edge import AuditedView
 from embedadmin.core import credentials
+from embedadmin.core.edge.authorization import EMBED_BEARER
+from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import Unauthorized
 from embedadmin.embedding import services
 from embedadmin.embedding.serializers import GenerateSessionSerializer, SessionIdSerializer, generate_session_input
-from embedadmin.embedding.tokens import embed_token_verify
+from embedadmin.embedding.tokens import embed_caller
 
 # The OpenAPI description (GET /api/v1/spec): an error answer is the shared {"error"} body, which the spec's
 # postprocessing hook gives every error an operation declares (embedadmin/platform/openapi.py).
@@ -90,8 +92,8 @@ class SessionTokenView(AuditedView):
         return Response(
             {
                 "token": exchanged.token,
-                "expiresAt": exchanged.expires_at.isoformat().replace("+00:00", "Z"),
-                "renewAt": services.renew_at(exchanged.expires_at).isoformat().replace("+00:00", "Z"),
+                "expiresAt": iso_time(exchanged.expires_at),
+                "renewAt": iso_time(services.renew_at(exchanged.expires_at)),
             }
         )
 
@@ -133,12 +135,8 @@ class SessionContextView(APIView):
         auth=[{"EmbedBearer": []}],  # type: ignore[list-item]  # security requirements; typed as names
     )
     def get(self, request: Request) -> Response:
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthorized("Authorization header must be 'Bearer <embed token>'")
         try:
-            caller = embed_token_verify(token=token)
+            caller = embed_caller(request.headers.get("Authorization"), scheme=EMBED_BEARER)
         except TokenInvalid as exc:
             raise Unauthorized(str(exc)) from None
         return Response(caller.claims)

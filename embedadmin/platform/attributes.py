@@ -16,8 +16,9 @@ from rest_framework.response import Response
 
 from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts.authentication import PlatformRequest
+from embedadmin.core.edge.ids import row_id
 from embedadmin.core.errors import BadRequest
-from embedadmin.core.fields import MAX_BIGINT, JsonValueField, RejectUnknownFieldsMixin, StrictCharField
+from embedadmin.core.fields import JsonValueField, RejectUnknownFieldsMixin, StrictCharField
 from embedadmin.core.pagination import paginate
 from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory import services as directory
@@ -219,11 +220,11 @@ class UserAttributeValueView(PlatformView):
         data = serializer.validated_data
         account = request.user.account
         user = accounts_selectors.internal_user_of(account=account, user_id=data["userId"])
-        attribute_id = data["userAttributeId"]
-        if not (attribute_id.isascii() and attribute_id.isdigit()) or int(attribute_id) > MAX_BIGINT:
+        attribute_id = row_id(data["userAttributeId"])
+        if attribute_id is None:
             raise BadRequest("userAttributeId must be the decimal id of a user attribute")
         definition = directory_selectors.attribute_definition_of(
-            account=account, embed_tenant=None, attribute_id=int(attribute_id)
+            account=account, embed_tenant=None, attribute_id=attribute_id
         )
         directory.internal_user_attribute_value_set(user_id=user.pk, definition=definition, value=data["value"])
         return Response(attribute_value_item(user.pk, definition, data["value"]))

@@ -17,11 +17,12 @@ from rest_framework.response import Response
 from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.audit import selectors
 from embedadmin.audit.models import AuditEntry, DailyUsage
+from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import has_lone_surrogate
 from embedadmin.core.pagination import paginate
 from embedadmin.platform.openapi import PAGE_PARAMETERS, error, page_of
-from embedadmin.platform.views import PlatformView, iso_time
+from embedadmin.platform.views import PlatformView
 
 MAX_USAGE_DAYS = 366
 

@@ -18,6 +18,8 @@ from rest_framework.response import Response
 
 from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.accounts.models import Deployment
+from embedadmin.core.edge.ids import row_id
+from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.fields import (
     JsonObjectField,
@@ -33,7 +35,7 @@ from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Dashboard, Folder, Report, ReportSnapshot, Workbook
 from embedadmin.dashboards.selectors import EmbedAccessState, PublishedDashboard
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, list_of, many, nullable, page_of, whole
-from embedadmin.platform.views import PlatformView, iso_time
+from embedadmin.platform.views import PlatformView
 
 # --- shapes ------------------------------------------------------------------------------------------
 
@@ -293,9 +295,10 @@ def _id_param(params: Mapping[str, str], name: str) -> int | None:
     raw = params.get(name)
     if raw is None or raw == "":
         return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19:  # "²".isdigit() is True, int("²") fails
+    number = row_id(raw)
+    if number is None:
         raise BadRequest(f"{name} must be a positive integer")
-    return int(raw)
+    return number
 
 
 def _folder(deployment: Deployment, folder_id: int | None, field: str = "folderId") -> Folder | None:

@@ -26,6 +26,7 @@ from rest_framework.request import Request
 from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import Deployment
+from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.compiler import compile_model
@@ -91,7 +92,7 @@ def model_files_of(deployment: Deployment) -> list[FileInfo]:
     infos = []
     for path in _listed(root):
         stat = path.stat()
-        updated = dt.datetime.fromtimestamp(stat.st_mtime, tz=dt.UTC).isoformat().replace("+00:00", "Z")
+        updated = iso_time(dt.datetime.fromtimestamp(stat.st_mtime, tz=dt.UTC))
         infos.append(FileInfo(path.relative_to(root).as_posix(), stat.st_size, updated))
     return infos
 

@@ -24,13 +24,14 @@ from embedadmin.accounts import services as accounts
 from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.accounts.models import ApiKey, Deployment, IssuedToken, PlatformToken
 from embedadmin.accounts.tokens import deployment_token_sign
+from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.fields import contains_nul
 from embedadmin.core.pagination import decode_cursor, encode_cursor, paginate, parse_first
 from embedadmin.core.parsers import JSONBodyParser
 from embedadmin.platform import data_model
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of, whole
-from embedadmin.platform.views import PlatformView, iso_time
+from embedadmin.platform.views import PlatformView
 from embedadmin.semantic.serving.auth import API_SCOPES_CLAIM
 
 PRODUCTION = "production"

@@ -24,6 +24,7 @@ from embedadmin.accounts.authentication import ApiKeyOrBearerAuthentication, IsA
 from embedadmin.accounts.models import Account
 from embedadmin.accounts.selectors import ApiKeyCaller, PlatformCaller
 from embedadmin.audit.edge import AuditedView
+from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import ApiError, LimitExceeded
 from embedadmin.core.fields import MAX_BIGINT, RejectUnknownFieldsMixin, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
@@ -34,7 +35,7 @@ from embedadmin.directory.models import EmbedTenant, ExternalUser, Group
 from embedadmin.embedding.serializers import UserProfileSerializer
 from embedadmin.platform.attributes import ATTRIBUTE_DEFINITION
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of, whole
-from embedadmin.platform.views import iso_time, json_object
+from embedadmin.platform.views import json_object
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -69,7 +70,7 @@ class EmbedTenantView(AuditedView):
 
 def tenant_item(tenant: WithAnnotations[EmbedTenant, TenantCounts], *, bearer: bool) -> dict[str, Any]:
     if not bearer:  # spec 4.3
-        return {"id": tenant.pk, "name": tenant.name, "createdAt": tenant.created_at.isoformat()}
+        return {"id": tenant.pk, "name": tenant.name, "createdAt": iso_time(tenant.created_at)}
     return {
         "id": tenant.pk,
         "name": tenant.name,
@@ -86,7 +87,7 @@ def group_item(group: WithAnnotations[Group, GroupCounts], *, bearer: bool) -> d
             "name": group.name,
             "description": group.description,
             "memberCount": group.member_count,
-            "createdAt": group.created_at.isoformat(),
+            "createdAt": iso_time(group.created_at),
         }
     return {"id": group.pk, "name": group.name, "description": group.description, "userCount": group.member_count}
 

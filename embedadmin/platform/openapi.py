@@ -5,19 +5,22 @@ The DRF views (Platform API, embedding, SCIM) are described by drf-spectacular f
 builds them, and the errors it raises, declared with :func:`error`) and its query parameters; the helpers they share
 are below. ``tests/test_openapi.py`` generates the document and fails on any warning of the generator (a view it
 cannot describe) and on any answer without a body. The plain Django views (the Core Data API in
-``semantic/serving/views.py``, the Chat API, the embed pages and the embed view/export endpoints) are not DRF views,
-so :func:`postprocess` merges an explicit fragment for each, written from their code and ``docs/core-data-api.md`` /
-``docs/chat-api.md``; ``tests/test_openapi.py`` resolves every fragment path against the URLconf, so a route that
-moves fails the test instead of drifting. ``tests/test_schemathesis.py`` calls every operation and checks each
-answer against this document."""
+``semantic/serving/views.py``, the Chat API, the embed pages and the embed view/export endpoints) are not DRF views:
+each declares its operations beside its code (``core.edge.declarations.declare``), and :func:`postprocess` merges them
+at the routes the URLconf serves them at, so a route that moves moves its operations.
+``tests/test_schemathesis.py`` calls every operation and checks each answer against this document."""
 
 from __future__ import annotations
 
+import copy
+import re
+from collections.abc import Iterator
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls.resolvers import RoutePattern
 from drf_spectacular.extensions import (
     OpenApiAuthenticationExtension,
     OpenApiSerializerFieldExtension,
@@ -33,6 +36,8 @@ from drf_spectacular.utils import (
 from drf_spectacular.views import SpectacularJSONAPIView
 from rest_framework import serializers
 
+from embedadmin.core.edge.declarations import Declared, declare, declared
+from embedadmin.core.edge.openapi import ERROR, error_responses, json_content
 from embedadmin.core.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
 # --- security schemes ---------------------------------------------------------------------------------------
@@ -112,7 +117,6 @@ CHAT_SERVICE_TOKEN_SCHEME = {
 
 # --- shared schemas -------------------------------------------------------------------------------------------
 
-ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
 SCIM_ERROR = {
     "type": "object",
     "properties": {
@@ -123,29 +127,6 @@ SCIM_ERROR = {
     },
     "required": ["schemas", "status"],
 }
-ANY_OBJECT: dict[str, Any] = {"type": "object", "additionalProperties": True}
-# The statuses any API operation may answer besides its own: the shared error shape (embedadmin/core/errors.py).
-ERROR_STATUSES = {
-    "400": "Invalid input",
-    "401": "Missing or invalid credential",
-    "403": "The credential may not do this",
-    "404": "Not found (or not the caller's)",
-    "405": "Method not allowed",
-    "413": "Body too large",
-    "415": "Unsupported media type",
-    "429": "Too many requests",
-    "503": "Temporarily unavailable",
-}
-
-
-def _json(schema: dict[str, Any], media: str = "application/json") -> dict[str, Any]:
-    return {media: {"schema": schema}}
-
-
-def _errors(media: str = "application/json", schema: dict[str, Any] = ERROR) -> dict[str, Any]:
-    return {code: {"description": text, "content": _json(schema, media)} for code, text in ERROR_STATUSES.items()}
-
-
 # --- what the DRF views declare in their @extend_schema ------------------------------------------------------
 
 
@@ -289,276 +270,43 @@ class ApiKeyCurrentViewSchema(OpenApiViewExtension):
         return Described
 
 
-# --- fragments of the plain Django views ----------------------------------------------------------------------
+# --- the operations of the plain Django views ------------------------------------------------------------------
 
-CORE_QUERY_BODY = {
-    "type": "object",
-    "properties": {
-        "query": {
-            "description": "A Cube query (object), an array of them, or one as a JSON string",
-            "oneOf": [{"type": "object"}, {"type": "array", "items": {"type": "object"}}, {"type": "string"}],
-        },
-        "queryType": {"type": "string", "enum": ["multi"]},
-        "cache": {"type": "string"},
-    },
-}
-CORE_QUERY_PARAMS = [
-    {"name": "query", "in": "query", "required": False, "schema": {"type": "string"}, "description": "JSON query"},
-    {"name": "queryType", "in": "query", "required": False, "schema": {"type": "string"}},
-    {"name": "cache", "in": "query", "required": False, "schema": {"type": "string"}},
-]
-CORE_SECURITY: list[dict[str, list[str]]] = [{"CoreJWT": []}]
+_CONVERTER_SCHEMAS = {"int": {"type": "integer"}, "id": {"type": "integer"}, "str": {"type": "string"}}
+_ROUTE_PARAMETER = re.compile(r"<(?:(?P<converter>[^>:]+):)?(?P<name>\w+)>")
 
 
-def _core_operation(summary: str, *, tag: str, body: bool, params: list[dict[str, Any]] | None = None) -> dict:
-    responses: dict[str, Any] = {"200": {"description": summary, "content": _json(ANY_OBJECT)}}
-    responses.update(_errors())
-    responses["500"] = {"description": "The data source failed (its safe message)", "content": _json(ERROR)}
-    operation: dict[str, Any] = {"tags": [tag], "summary": summary, "security": CORE_SECURITY, "responses": responses}
-    if body:
-        operation["requestBody"] = {"required": False, "content": _json(CORE_QUERY_BODY)}
-    if params:
-        operation["parameters"] = params
-    return operation
-
-
-def core_data_api_paths(prefix: str, *, tag: str) -> dict[str, dict[str, Any]]:
-    """``{base_path}/v1/...`` of ``docs/core-data-api.md`` under ``prefix`` (``""`` or ``/d/{deploymentId}``)."""
-    base = prefix + "/" + settings.CUBEJS_BASE_PATH.strip("/") + "/v1"
-    query = "query results (Cube /v1/load)"
-    meta_params = [
-        {"name": "extended", "in": "query", "required": False, "schema": {"type": "string"}},
-        {"name": "onlyViews", "in": "query", "required": False, "schema": {"type": "string"}},
-    ]
-    cubesql_body = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
-    cubesql = _core_operation("semantic SQL, answered in JSON lines", tag=tag, body=False)
-    cubesql["requestBody"] = {"required": True, "content": _json(cubesql_body)}
-    cubesql["responses"]["200"] = {
-        "description": 'JSON lines: a {"schema"} line, then {"data"} lines',
-        "content": {"application/json": {"schema": {"type": "string"}}},
-    }
-    paths = {
-        f"{base}/meta": {
-            "get": _core_operation("cubes and views the caller may see", tag=tag, body=False, params=meta_params)
-        },
-        f"{base}/load": {
-            "get": _core_operation(query, tag=tag, body=False, params=CORE_QUERY_PARAMS),
-            "post": _core_operation(query, tag=tag, body=True),
-        },
-        f"{base}/subscribe": {
-            "get": _core_operation(query, tag=tag, body=False, params=CORE_QUERY_PARAMS),
-            "post": _core_operation(query, tag=tag, body=True),
-        },
-        f"{base}/sql": {
-            "get": _core_operation("the SQL a query compiles to", tag=tag, body=False, params=CORE_QUERY_PARAMS),
-            "post": _core_operation("the SQL a query compiles to", tag=tag, body=True),
-        },
-        f"{base}/dry-run": {
-            "get": _core_operation("the normalized query, not run", tag=tag, body=False, params=CORE_QUERY_PARAMS),
-            "post": _core_operation("the normalized query, not run", tag=tag, body=True),
-        },
-        f"{base}/cubesql": {"post": cubesql},
-    }
-    if prefix:
-        parameter = {"name": "deploymentId", "in": "path", "required": True, "schema": {"type": "integer"}}
-        for item in paths.values():
-            for operation in item.values():
-                operation["parameters"] = [parameter, *operation.get("parameters", [])]
-    return paths
-
-
-def _path_params(*names: str) -> list[dict[str, Any]]:
-    return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in names]
-
-
-CHAT_BODY = {
-    "type": "object",
-    "description": "See docs/chat-api.md: chatId, messages, sessionSettings, dashboard context.",
-    "additionalProperties": True,
-}
-JSONRPC_ERROR = {
-    "type": "object",
-    "properties": {"jsonrpc": {"type": "string"}, "error": {"type": "object"}},
-    "required": ["error"],
-}
-
-
-def chat_paths() -> dict[str, dict[str, Any]]:
-    base = "/api/v1/public/{accountName}/agents/{agentId}/chat"
-    security: list[dict[str, list[str]]] = [{"ApiKey": []}, {"ChatServiceToken": []}, {"EmbedToken": []}]
-    params = _path_params("accountName", "agentId")
-    stream_responses = {
-        "200": {
-            "description": "The chat state as a stream of JSON lines, or a JSON-RPC error object (authentication)",
-            "content": {"application/json": {"schema": {}}},
-        },
-        **_errors(),
-    }
-    abort_responses = {
-        "204": {"description": "Aborted"},
-        "200": {"description": "A JSON-RPC error object (authentication)", "content": _json(JSONRPC_ERROR)},
-        **_errors(),
-    }
-    return {
-        f"{base}/stream-chat-state": {
-            "post": {
-                "tags": ["Chat API"],
-                "summary": "Ask the agent; the answer streams as JSON lines",
-                "parameters": params,
-                "security": security,
-                "requestBody": {"required": True, "content": _json(CHAT_BODY)},
-                "responses": stream_responses,
-            }
-        },
-        f"{base}/abort": {
-            "post": {
-                "tags": ["Chat API"],
-                "summary": "Abort the running answer of a chat",
-                "parameters": params,
-                "security": security,
-                "requestBody": {
-                    "required": True,
-                    "content": _json(
-                        {  # chat/serializers.py AbortSerializer (unknown fields are 400)
-                            "type": "object",
-                            "properties": {
-                                "chatId": {"type": "string", "minLength": 1, "maxLength": 64},
-                                "sessionSettings": {
-                                    "type": "object",
-                                    "description": "Whose chat, with an API key: externalId or internalId",
-                                    "properties": {
-                                        "externalId": {"type": "string", "maxLength": 255},
-                                        "internalId": {"type": "string", "maxLength": 254},
-                                    },
-                                    "additionalProperties": False,
-                                },
-                            },
-                            "required": ["chatId"],
-                            "additionalProperties": False,
-                        }
-                    ),
-                },
-                "responses": abort_responses,
-            }
-        },
-    }
-
-
-def embed_paths() -> dict[str, dict[str, Any]]:
-    html = {"text/html": {"schema": {"type": "string"}}}
-    page_responses = {
-        "200": {"description": "The embed page (HTML)", "content": html},
-        "400": {"description": "The error page (HTML)", "content": html},
-        "401": {"description": "The error page (HTML)", "content": html},
-        "403": {"description": "The error page (HTML)", "content": html},
-        "404": {"description": "The error page (HTML)", "content": html},
-    }
-    session = {"name": "session", "in": "query", "required": False, "schema": {"type": "string"}}
-    # embedadmin/embedding/pages.py: dashboard_view and dashboard_export (unknown fields are 400).
-    view_fields: dict[str, Any] = {
-        "grant": {
-            "type": "string",
-            "maxLength": 4096,
-            "description": "The signed grant of the page's bootstrap, bound to the session's token (each view answers"
-            " a fresh one for the token in hand; a view also takes the grant of an earlier session of the same"
-            " viewer, after a renewal in place)",
-        },
-        "state": {
-            "type": "object",
-            "description": "The viewer's state by control id: filters, grains, fields, timezone (docs/dashboards.md)",
-        },
-        "filterUrlParameter": {
-            "type": "string",
-            "description": 'f_<member>=<JSON>, as f_orders.status={"value":"paid"}',
-        },
-        "timezone": {"type": "string", "description": "An IANA time zone name"},
-    }
-    view_body = {"type": "object", "properties": view_fields, "required": ["grant"], "additionalProperties": False}
-    export_body = {
-        "type": "object",
-        "properties": {
-            **view_fields,
-            "widgetId": {"type": "string", "minLength": 1, "description": "The tile whose rows to download"},
-            "format": {"type": "string", "enum": ["csv"], "description": "csv (PNG is drawn in the page)"},
-        },
-        "required": ["grant", "widgetId"],
-        "additionalProperties": False,
-    }
-    view = {
-        "type": "object",
-        "description": "The dashboard's widgets with their queries for the state, a fresh grant for the token in hand"
-        " and what the page may do with it",
-        "properties": {
-            "widgets": {"type": "array", "items": {"type": "object"}},
-            "grant": {"type": "string"},
-            "flags": {
-                "type": "object",
-                "description": "allowExport (the session's signed setting, narrowed by the page URL, off when the"
-                " account restricts downloads) and the page URL's show... flags",
-                "additionalProperties": {"type": "boolean"},
-            },
-        },
-        "required": ["widgets", "grant", "flags"],
-    }
-    view_responses = {"200": {"description": "The view of the state", "content": _json(view)}}
-    view_responses.update(_errors())
-    export_responses = {
-        "200": {"description": "The tile's rows as CSV", "content": {"text/csv": {"schema": {"type": "string"}}}},
-        **_errors(),
-    }
-    public_id = _path_params("publicId")
-    security: list[dict[str, list[str]]] = [{"EmbedToken": []}]
-    return {
-        "/embed/dashboard/{publicId}": {
-            "get": {
-                "tags": ["Embed pages"],
-                "summary": "The embedded dashboard page (HTML; the iframe's src)",
-                "parameters": [*public_id, session],
-                "responses": page_responses,
-            }
-        },
-        "/embed/chat": {
-            "get": {
-                "tags": ["Embed pages"],
-                "summary": "The embedded chat page (HTML; the iframe's src)",
-                "parameters": [
-                    session,
-                    {"name": "agent", "in": "query", "required": False, "schema": {"type": "string"}},
-                ],
-                "responses": page_responses,
-            }
-        },
-        "/api/v1/embed/dashboard/{publicId}/view": {
-            "post": {
-                "tags": ["Embedding"],
-                "summary": "The embedded dashboard's widgets and data for a viewer state",
-                "parameters": public_id,
-                "security": security,
-                "requestBody": {"required": False, "content": _json(view_body)},
-                "responses": view_responses,
-            }
-        },
-        "/api/v1/embed/dashboard/{publicId}/export": {
-            "post": {
-                "tags": ["Embedding"],
-                "summary": "Download one widget's rows",
-                "parameters": public_id,
-                "security": security,
-                "requestBody": {"required": True, "content": _json(export_body)},
-                "responses": export_responses,
-            }
-        },
-    }
+def _declared_routes(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, Declared]]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _declared_routes(pattern.url_patterns, prefix + str(pattern.pattern))
+        elif isinstance(pattern, URLPattern) and isinstance(pattern.pattern, RoutePattern):
+            declaration = declared(pattern.callback)
+            if declaration is not None and declaration.operations:
+                yield prefix + str(pattern.pattern), declaration
 
 
 def fragment_paths() -> dict[str, dict[str, Any]]:
-    """Every path the hook adds, with the view each resolves to in the URLconf (tests/test_openapi.py)."""
-    return {
-        **core_data_api_paths("", tag="Core Data API"),
-        **core_data_api_paths("/d/{deploymentId}", tag="Core Data API (deployment in the path)"),
-        **chat_paths(),
-        **embed_paths(),
-    }
+    """The operations the plain Django views declare beside their code (``core.edge.declarations``: the Core Data
+    API, the Chat API, the embed pages and endpoints), at every route that serves them, with the route's path
+    parameters."""
+    paths: dict[str, dict[str, Any]] = {}
+    for route, declaration in _declared_routes(get_resolver().url_patterns):
+        parameters = [
+            {
+                "name": match["name"],
+                "in": "path",
+                "required": True,
+                "schema": _CONVERTER_SCHEMAS.get(match["converter"] or "str", {"type": "string"}),
+            }
+            for match in _ROUTE_PARAMETER.finditer(route)
+        ]
+        path = "/" + _ROUTE_PARAMETER.sub(lambda match: "{" + match["name"] + "}", route)
+        for method, operation in declaration.operations.items():
+            described = copy.deepcopy(operation)
+            described["parameters"] = [*parameters, *described.get("parameters", [])]
+            paths.setdefault(path, {})[method.lower()] = described
+    return paths
 
 
 # --- hooks ----------------------------------------------------------------------------------------------------
@@ -593,8 +341,8 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
                 # An error a view declares (error()) has the shared error body. A success without a body is a
                 # 204 only: tests/test_openapi.py fails any other that the view left undocumented.
                 if code >= "400" and "content" not in response:
-                    response["content"] = _json(SCIM_ERROR if scim else ERROR, media)
-            for code, response in _errors(media, SCIM_ERROR if scim else ERROR).items():
+                    response["content"] = json_content(SCIM_ERROR if scim else ERROR, media)
+            for code, response in error_responses(media, SCIM_ERROR if scim else ERROR).items():
                 responses.setdefault(code, response)
     for path in DELETE_TAKES_POST_BODY:  # drf-spectacular describes no body for a DELETE
         item = result["paths"].get(path, {})
@@ -635,6 +383,7 @@ DOCS_CSP = (
 )
 
 
+@declare(operations={})  # the document's reader, not an operation of it
 def docs_page(request: HttpRequest) -> HttpResponse:
     """``GET /api/docs``: Swagger UI over ``/api/v1/spec``, every asset served by the product (static/vendor/)."""
     response = render(request, "api_docs.html")

@@ -4,8 +4,8 @@ from embedadmin.platform import access, attributes, audit_log, content, embed_te
 from embedadmin.platform import deployments as deployment_views
 from embedadmin.platform.scim import views as scim
 
-_DEPLOYMENT = "deployments/<int:deployment_id>"
-_WORKBOOK = f"{_DEPLOYMENT}/workbooks/<int:workbook_id>"
+_DEPLOYMENT = "deployments/<id:deployment_id>"
+_WORKBOOK = f"{_DEPLOYMENT}/workbooks/<id:workbook_id>"
 
 
 def _unpublished(resource: str):
@@ -23,19 +23,19 @@ api_v1 = [
     path("usage", audit_log.UsageView.as_view()),
     # User attributes, their values, embed tenants (embedadmin/platform/attributes.py, embed_tenants.py)
     path("user-attributes", attributes.UserAttributeListView.as_view()),
-    path("user-attributes/<int:attribute_id>", attributes.UserAttributeDetailView.as_view()),
+    path("user-attributes/<id:attribute_id>", attributes.UserAttributeDetailView.as_view()),
     path("user-attribute-values", attributes.UserAttributeValueView.as_view()),
     path("user-attribute-values/", attributes.UserAttributeValueView.as_view()),
     path("user-attribute-values/<str:user_id>", attributes.UserAttributeValueListView.as_view()),
     path("embed-tenants", embed_tenants.EmbedTenantListView.as_view()),
     path(f"{_TENANT}", embed_tenants.EmbedTenantDetailView.as_view()),
     path(f"{_TENANT}/groups", embed_tenants.EmbedTenantGroupListView.as_view()),
-    path(f"{_TENANT}/groups/<int:group_id>", embed_tenants.EmbedTenantGroupDetailView.as_view()),
-    path(f"{_TENANT}/groups/<int:group_id>/users", embed_tenants.EmbedTenantGroupUsersView.as_view()),
+    path(f"{_TENANT}/groups/<id:group_id>", embed_tenants.EmbedTenantGroupDetailView.as_view()),
+    path(f"{_TENANT}/groups/<id:group_id>/users", embed_tenants.EmbedTenantGroupUsersView.as_view()),
     path(f"{_TENANT}/user", embed_tenants.EmbedTenantUserProvisionView.as_view()),
     path(f"{_TENANT}/users", embed_tenants.EmbedTenantUsersView.as_view()),
     path(f"{_TENANT}/user-attributes", embed_tenants.EmbedTenantAttributeListView.as_view()),
-    path(f"{_TENANT}/user-attributes/<int:attribute_id>", embed_tenants.EmbedTenantAttributeDetailView.as_view()),
+    path(f"{_TENANT}/user-attributes/<id:attribute_id>", embed_tenants.EmbedTenantAttributeDetailView.as_view()),
     path("users", views.UserListView.as_view()),
     path("users/<str:user_id>", views.UserDetailView.as_view()),
     path("users/<str:user_id>/deactivate", views.UserDeactivateView.as_view()),
@@ -55,9 +55,9 @@ api_v1 = [
     path(f"{_DEPLOYMENT}/access", access.DeploymentAccessView.as_view()),
     path("regions", deployment_views.RegionListView.as_view()),
     path("api-keys", deployment_views.ApiKeyListView.as_view()),
-    path("api-keys/<int:key_id>", deployment_views.ApiKeyDetailView.as_view()),
+    path("api-keys/<id:key_id>", deployment_views.ApiKeyDetailView.as_view()),
     path("platform-tokens", deployment_views.PlatformTokenListView.as_view()),
-    path("platform-tokens/<int:token_id>", deployment_views.PlatformTokenDetailView.as_view()),
+    path("platform-tokens/<id:token_id>", deployment_views.PlatformTokenDetailView.as_view()),
     # Resources whose semantics Cube does not publish: 501 for any method and subpath
     re_path(r"^oauth-integrations(/.*)?$", _unpublished("OAuth integrations")),
     re_path(r"^user-oauth-tokens(/.*)?$", _unpublished("User OAuth tokens")),
@@ -73,10 +73,10 @@ api_v1 = [
     path(f"{_WORKBOOK}/embed-access", content.WorkbookEmbedAccessView.as_view()),
     path(f"{_DEPLOYMENT}/reports", content.ReportListView.as_view()),
     path(f"{_DEPLOYMENT}/reports/by-public-id/<str:public_id>", content.ReportByPublicIdView.as_view()),
-    path(f"{_DEPLOYMENT}/reports/<int:report_id>", content.ReportDetailView.as_view()),
+    path(f"{_DEPLOYMENT}/reports/<id:report_id>", content.ReportDetailView.as_view()),
     path(f"{_DEPLOYMENT}/folders", content.FolderListView.as_view()),
-    path(f"{_DEPLOYMENT}/folders/<int:folder_id>", content.FolderDetailView.as_view()),
-    path(f"{_DEPLOYMENT}/folders/<int:folder_id>/ancestors", content.FolderAncestorsView.as_view()),
+    path(f"{_DEPLOYMENT}/folders/<id:folder_id>", content.FolderDetailView.as_view()),
+    path(f"{_DEPLOYMENT}/folders/<id:folder_id>/ancestors", content.FolderAncestorsView.as_view()),
     path("embed/dashboard/<str:public_id>", content.EmbedDashboardView.as_view()),
 ]
 

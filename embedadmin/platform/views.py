@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -29,11 +28,6 @@ class PlatformView(AuditedView):
     def deployment(self, request: PlatformRequest, deployment_id: str | int) -> Deployment:
         """The caller's account's deployment ``deployment_id`` (a route's or a body's); 404 for any other."""
         return accounts_selectors.deployment_of(account=request.user.account, deployment_id=deployment_id)
-
-
-def iso_time(value: dt.datetime | None) -> str | None:
-    """A moment as the API writes it: ISO 8601 with ``Z`` for UTC; ``None`` stays ``None``."""
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
 def json_object(data: Any) -> dict[str, Any]:

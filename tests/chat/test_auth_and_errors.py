@@ -19,6 +19,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # A valid address longer than the stored column (254 characters).
 LONG_VALID_EMAIL = "a" * 60 + "@" + ".".join(["b" * 60] * 4) + ".com"
 
+NOT_A_CHAT_SCHEME = "Authorization header must be 'Api-Key <key>' or 'Embed-Token <embed token>'"
+
 
 def _rpc(message: str) -> dict:
     return {"jsonrpc": "2.0", "error": {"code": -32001, "message": message}, "id": None}
@@ -37,8 +39,8 @@ def _token(acme, **claims) -> str:
             "or 'X-Service-Auth-Token: <token>'",
         ),
         ({"Authorization": "Api-Key ak_000000000000_nope"}, "Invalid or revoked API key"),
-        ({"Authorization": "Bearer something"}, "Authorization header must be 'Api-Key <key>'"),
-        ({"Authorization": "Api-Key"}, "Authorization header must be 'Api-Key <key>'"),
+        ({"Authorization": "Bearer something"}, NOT_A_CHAT_SCHEME),
+        ({"Authorization": "Api-Key"}, NOT_A_CHAT_SCHEME),
         (
             {"X-Service-Auth-Token": "a.b.c"},
             "Token authentication is not enabled for this deployment's Chat API",
@@ -169,7 +171,7 @@ def test_a_personal_key_is_refused(chat, acme):
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("{not json", "Invalid JSON body"),
+        ("{not json", "Invalid JSON body: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
         ("[1]", "The body must be a JSON object"),
         ({"input": "hi"}, "sessionSettings is required with API key authentication"),
         ({"sessionSettings": SESSION}, "input is required when chatId is omitted"),

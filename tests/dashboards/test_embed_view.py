@@ -134,7 +134,7 @@ def test_the_view_endpoint_composes_a_state(api, regional):
 @pytest.mark.parametrize(
     ("body", "status", "message"),
     [
-        ("not json", 400, "Invalid JSON body"),
+        ("not json", 400, "Invalid JSON body: Expecting value: line 1 column 1 (char 0)"),
         ([], 400, "The body must be a JSON object"),
         ({}, 400, "grant: required (the grant of the page's bootstrap)"),
         ({"grant": "forged"}, 403, "grant: invalid"),

@@ -9,7 +9,7 @@ from embedadmin.accounts.models import ApiKey
 from tests.embedding.support import directory_counts
 
 INVALID_KEY = "Invalid or revoked API key"
-BAD_SCHEME = "Authorization header must be 'Api-Key <credential>'"
+BAD_SCHEME = "Authorization header must be 'Api-Key <key>'"
 
 
 def _api_key_headers(key: str) -> dict[str, str]:
@@ -19,7 +19,7 @@ def _api_key_headers(key: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("authorization", "message"),
     [
-        (None, "Missing Authorization header: expected 'Api-Key <credential>'"),
+        (None, "Missing Authorization header: expected 'Api-Key <key>'"),
         ("Bearer {key}", BAD_SCHEME),
         ("{key}", BAD_SCHEME),
         ("Api-Key", BAD_SCHEME),

@@ -312,7 +312,7 @@ def test_revoke_without_a_key_is_401(new_session, exchange, revoke, acme):
 
     # then
     assert response.status_code == 401
-    assert response.json() == {"error": "Missing Authorization header: expected 'Api-Key <credential>'"}
+    assert response.json() == {"error": "Missing Authorization header: expected 'Api-Key <key>'"}
     assert exchange(session_id).status_code == 200
 
 

@@ -107,7 +107,7 @@ def test_a_refusal_of_the_server_on_a_scim_path_is_a_scim_error():
 def test_a_request_without_credentials_is_a_scim_401(api, acme, root):
     response = api.get(f"{root}/Users")
 
-    assert_scim_error(response, 401, "Missing Authorization header: expected 'Bearer <credential>'")
+    assert_scim_error(response, 401, "Missing Authorization header: expected 'Bearer <token>'")
     assert response["WWW-Authenticate"] == "Bearer"
 
 

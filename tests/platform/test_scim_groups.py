@@ -318,8 +318,8 @@ def _revoked_platform_token(cast) -> str:
 @pytest.mark.parametrize(
     ("authorization", "detail"),
     [
-        (lambda cast: None, "Missing Authorization header: expected 'Bearer <credential>'"),
-        (lambda cast: f"Api-Key {cast.created.platform_token}", "Authorization header must be 'Bearer <credential>'"),
+        (lambda cast: None, "Missing Authorization header: expected 'Bearer <token>'"),
+        (lambda cast: f"Api-Key {cast.created.platform_token}", "Authorization header must be 'Bearer <token>'"),
         (lambda cast: f"Bearer {cast.created.api_key}", "Invalid or revoked token"),
         (lambda cast: f"Bearer {cast.created.platform_token}x", "Invalid or revoked token"),
         (lambda cast: f"Bearer {_revoked_platform_token(cast)}", "Invalid or revoked token"),

@@ -45,6 +45,7 @@ from scim2_models import Group as ScimGroup
 
 from embedadmin.accounts.models import Account, InternalUserProfile
 from embedadmin.accounts.services import InternalUserChanges
+from embedadmin.core.edge.times import iso_time
 from embedadmin.core.fields import EMAIL_ADDRESS_MAX_LENGTH, validate_email_address
 from embedadmin.core.versions import ProcessMemory
 from embedadmin.directory import selectors as directory_selectors
@@ -266,8 +267,8 @@ def user_payload(
         data[USER_ATTRIBUTE_URN] = dict(attribute_values)
     data["meta"] = {
         "resourceType": "User",
-        "created": user.date_joined.isoformat(),
-        "lastModified": max(profile.updated_at, user.date_joined).isoformat(),
+        "created": iso_time(user.date_joined),
+        "lastModified": iso_time(max(profile.updated_at, user.date_joined)),
         "location": f"{base}/Users/{user.pk}",
     }
     return data
@@ -350,8 +351,8 @@ def group_payload(*, group: Group, members: Iterable[DjangoUser], base: str) -> 
         ],
         "meta": {
             "resourceType": "Group",
-            "created": group.created_at.isoformat(),
-            "lastModified": group.updated_at.isoformat(),
+            "created": iso_time(group.created_at),
+            "lastModified": iso_time(group.updated_at),
             "location": f"{base}/Groups/{group.pk}",
         },
     }

@@ -34,6 +34,7 @@ from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest
 from embedadmin.accounts.models import Account, InternalUserProfile
 from embedadmin.accounts.services import internal_user_profile
 from embedadmin.audit.edge import AuditedView
+from embedadmin.core.edge.ids import row_id
 from embedadmin.core.error_shapes import SCIM_MEDIA_TYPE, scim_error_body
 from embedadmin.core.errors import ApiError
 from embedadmin.core.parsers import JSONBodyParser, ScimJSONParser
@@ -543,11 +544,12 @@ class _GroupMixin(ScimView):
             if member.type not in (None, "User"):
                 raise SCIMExceptionValue(detail="members: only users can be members of a group")
             value = str(member.value or "")
-            if not (value.isascii() and value.isdigit() and len(value) <= 19):
+            member_id = row_id(value)
+            if member_id is None:
                 raise SCIMExceptionValue(detail=f"members: no user {value} in this account")
-            member_ids.append(int(value))
+            member_ids.append(member_id)
             if member.display:
-                displays[int(value)] = member.display
+                displays[member_id] = member.display
         with transaction.atomic():
             if group is None:
                 group = directory.group_create(

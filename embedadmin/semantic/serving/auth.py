@@ -36,6 +36,7 @@ from embedadmin.accounts.tokens import (
     deployment_jwt_decode,
     token_not_revoked,
 )
+from embedadmin.core.edge.authorization import CORE_TOKEN, CredentialRefused, presented_credential
 
 logger = logging.getLogger(__name__)
 
@@ -108,14 +109,22 @@ def is_embed_viewer(security_context: dict[str, Any]) -> bool:
 
 
 def authorization_token(*, authorization: str | None, cube_authorization: str | None = None) -> str:
-    """The token of a request: ``x-cube-authorization`` wins over ``Authorization``; the value is the
-    token itself or ``<scheme> <token>`` (``Bearer``), as in Cube."""
-    value = (cube_authorization or authorization or "").strip()
-    scheme, _, rest = value.partition(" ")
-    token = rest.strip() if rest else scheme
-    if not token:
+    """The token of a request: ``x-cube-authorization`` wins over ``Authorization``; the value is the token itself
+    or ``<scheme> <token>`` (``Bearer``, or any word: Cube takes what follows the first space)."""
+    header = "X-Cube-Authorization" if (cube_authorization or "").strip() else "Authorization"
+    try:
+        presented = presented_credential(
+            cube_authorization if header != "Authorization" else authorization,
+            accept=(CORE_TOKEN,),
+            bare=True,
+            any_scheme=True,
+            header=header,
+        )
+    except CredentialRefused as exc:
+        raise PublicTokenInvalid(exc.message) from None
+    if presented is None:
         raise PublicTokenInvalid("Authorization header isn't set")
-    return token
+    return presented.value
 
 
 @dataclass

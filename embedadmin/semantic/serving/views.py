@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -22,8 +21,12 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from embedadmin.core.edge.bodies import json_object_body
+from embedadmin.core.edge.cors import preflight, with_cors
+from embedadmin.core.edge.declarations import declare
+from embedadmin.core.edge.openapi import ANY_OBJECT, ERROR, error_responses, json_content
 from embedadmin.core.errors import ApiError, BadRequest, client_error, error_body
-from embedadmin.core.fields import contains_nul, loads_json
+from embedadmin.core.fields import contains_nul
 from embedadmin.semantic.cubesql.plan import cubesql_lines
 from embedadmin.semantic.serving import services as service
 from embedadmin.semantic.serving.cache import ContinueWait
@@ -31,8 +34,6 @@ from embedadmin.semantic.serving.routing import CoreApiCaller, core_api_caller
 
 logger = logging.getLogger(__name__)
 
-ALLOWED_HEADERS = "Authorization, Content-Type, X-Request-Id, X-Cube-Authorization, Traceparent"
-_HEADER_LIST = re.compile(r"^[A-Za-z0-9_\- ,]{1,1000}$")
 CONTINUE_WAIT = {"error": "Continue wait"}
 
 # A handler returns the body: an object to encode, or JSON already encoded.
@@ -42,23 +43,6 @@ Handler = Callable[[HttpRequest, CoreApiCaller], Any]
 def _json(body: Any, status: int = 200) -> HttpResponse:
     content = body if isinstance(body, bytes) else service.json_bytes(body)
     return HttpResponse(content, status=status, content_type="application/json; charset=utf-8")
-
-
-def _with_cors(response: HttpResponse) -> HttpResponse:
-    response["Access-Control-Allow-Origin"] = "*"
-    return response
-
-
-def _preflight(request: HttpRequest, methods: tuple[str, ...]) -> HttpResponse:
-    """Answer a CORS preflight: the methods of the endpoint and the headers the browser asks to send
-    (reflected, as Cube's ``cors`` middleware does; our own list when it asks for none or sends garbage)."""
-    response = HttpResponse(status=204)
-    requested = request.headers.get("Access-Control-Request-Headers", "")
-    response["Access-Control-Allow-Methods"] = ", ".join((*methods, "OPTIONS"))
-    response["Access-Control-Allow-Headers"] = requested if _HEADER_LIST.match(requested) else ALLOWED_HEADERS
-    response["Access-Control-Max-Age"] = "86400"
-    response["Vary"] = "Access-Control-Request-Headers"
-    return _with_cors(response)
 
 
 def _error_response(exc: Exception) -> HttpResponse:
@@ -71,23 +55,85 @@ def _error_response(exc: Exception) -> HttpResponse:
     return _json(service.json_bytes(error_body(message)), status)
 
 
-def core_api(*methods: str, scope: str = "data") -> Callable[[Handler], Callable[..., HttpResponse]]:
-    """Make ``handler(request, caller) -> body`` a Core Data API view answering ``methods``, in API ``scope``
-    (a token restricted to other scopes is refused: 403).
+# --- the OpenAPI operations (merged into GET /api/v1/spec; docs/core-data-api.md) --------------------------------
+
+QUERY_BODY = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "description": "A Cube query (object), an array of them, or one as a JSON string",
+            "oneOf": [{"type": "object"}, {"type": "array", "items": {"type": "object"}}, {"type": "string"}],
+        },
+        "queryType": {"type": "string", "enum": ["multi"]},
+        "cache": {"type": "string"},
+    },
+}
+QUERY_PARAMS = [
+    {"name": "query", "in": "query", "required": False, "schema": {"type": "string"}, "description": "JSON query"},
+    {"name": "queryType", "in": "query", "required": False, "schema": {"type": "string"}},
+    {"name": "cache", "in": "query", "required": False, "schema": {"type": "string"}},
+]
+META_PARAMS = [
+    {"name": "extended", "in": "query", "required": False, "schema": {"type": "string"}},
+    {"name": "onlyViews", "in": "query", "required": False, "schema": {"type": "string"}},
+]
+CUBESQL_BODY = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+JSON_LINES = {
+    "description": 'JSON lines: a {"schema"} line, then {"data"} lines',
+    "content": {"application/json": {"schema": {"type": "string"}}},
+}
+READ_ONLY = "a query: it reads and changes nothing"
+
+
+def _operation(
+    summary: str, *, params: list[dict[str, Any]] | None = None, body: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    responses: dict[str, Any] = {"200": {"description": summary, "content": json_content(ANY_OBJECT)}}
+    responses.update(error_responses())
+    responses["500"] = {"description": "The data source failed (its safe message)", "content": json_content(ERROR)}
+    operation: dict[str, Any] = {
+        "tags": ["Core Data API"],
+        "summary": summary,
+        "security": [{"CoreJWT": []}],
+        "responses": responses,
+    }
+    if params:
+        operation["parameters"] = params
+    if body is not None:
+        operation["requestBody"] = {"required": "required" in body, "content": json_content(body)}
+    return operation
+
+
+def _query_operations(summary: str) -> dict[str, dict[str, Any]]:
+    """A query endpoint's GET (the query string) and POST (the JSON body)."""
+    return {"GET": _operation(summary, params=QUERY_PARAMS), "POST": _operation(summary, body=QUERY_BODY)}
+
+
+# --- the views -------------------------------------------------------------------------------------------------
+
+
+def core_api(
+    operations: dict[str, dict[str, Any]], *, scope: str = "data"
+) -> Callable[[Handler], Callable[..., HttpResponse]]:
+    """Make ``handler(request, caller) -> body`` a Core Data API view answering the methods of ``operations`` (their
+    OpenAPI operations), in API ``scope`` (a token restricted to other scopes is refused: 403).
 
     The view takes the optional ``deployment_id`` path argument (``/d/{id}{base_path}/...``).
     """
+    methods = tuple(operations)
+    declaration = declare(operations=operations, audit_exempt={m: READ_ONLY for m in methods if m != "GET"})
 
     def decorate(handler: Handler) -> Callable[..., HttpResponse]:
+        @declaration
         @csrf_exempt
         @wraps(handler)
         def view(request: HttpRequest, deployment_id: int | None = None) -> HttpResponse:
             if request.method == "OPTIONS":
-                return _preflight(request, methods)
+                return preflight(request, methods)
             if request.method not in methods:
                 response = _json(error_body("Method not allowed"), 405)
                 response["Allow"] = ", ".join((*methods, "OPTIONS"))
-                return _with_cors(response)
+                return with_cors(response)
             try:
                 caller = core_api_caller(deployment_id=deployment_id, headers=request.headers)
                 caller.require_scope(scope)
@@ -96,7 +142,7 @@ def core_api(*methods: str, scope: str = "data") -> Callable[[Handler], Callable
                 response = _json(CONTINUE_WAIT)
             except Exception as exc:  # every failure becomes {"error": ...}: see _error_response
                 response = _error_response(exc)
-            return _with_cors(response)
+            return with_cors(response)
 
         return view
 
@@ -104,16 +150,12 @@ def core_api(*methods: str, scope: str = "data") -> Callable[[Handler], Callable
 
 
 def request_params(request: HttpRequest) -> dict[str, Any]:
-    """Cube's parameters of a query endpoint: the query string of a GET, the JSON object body of a POST (none
-    for an empty body); 400 for any other body, or a string holding a NUL character."""
-    params: Any = request.GET.dict() if request.method == "GET" else {}
-    if request.method != "GET" and request.body:
-        try:
-            params = loads_json(request.body)
-        except ValueError as exc:
-            raise BadRequest(f"Invalid JSON body: {exc}") from None
-        if not isinstance(params, dict):
-            raise BadRequest("Invalid JSON body: expected an object with a query")
+    """Cube's parameters of a query endpoint: the query string of a GET, the JSON object body of a POST (none for an
+    empty body); 400 for any other body, or a string holding a NUL character. Names Cube does not know are ignored,
+    as Cube ignores them (its clients may send more than a query)."""
+    if request.method != "GET":
+        return json_object_body(request, fields=None, empty={})
+    params: dict[str, Any] = request.GET.dict()
     if contains_nul(params):
         raise BadRequest("The request must not contain NUL characters")
     return params
@@ -126,7 +168,7 @@ def _string_param(params: dict[str, Any], name: str) -> str | None:
     return value
 
 
-@core_api("GET", scope="meta")
+@core_api({"GET": _operation("cubes and views the caller may see", params=META_PARAMS)}, scope="meta")
 def meta_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     """``GET /v1/meta`` (``?extended``, ``?onlyViews=true``)."""
     return service.semantic_meta_json(
@@ -137,7 +179,7 @@ def meta_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     )
 
 
-@core_api("GET", "POST")
+@core_api(_query_operations("query results (Cube /v1/load)"))
 def load_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     """``GET/POST /v1/load`` and ``/v1/subscribe``: ``query``, ``queryType`` and ``cache``."""
     raw = request.META.get("QUERY_STRING", "").encode("latin-1") if request.method == "GET" else request.body
@@ -159,7 +201,7 @@ def _load_params(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-@core_api("GET", "POST")
+@core_api(_query_operations("the SQL a query compiles to"))
 def sql_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     """``GET/POST /v1/sql``: the SQL of a REST query (``format=rest``, the default)."""
     params = request_params(request)
@@ -169,14 +211,18 @@ def sql_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     return service.semantic_sql(deployment=caller.deployment, ctx=caller.ctx, query=params.get("query"))
 
 
-@core_api("GET", "POST")
+@core_api(_query_operations("the normalized query, not run"))
 def dry_run_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     """``GET/POST /v1/dry-run``."""
     params = request_params(request)
     return service.semantic_dry_run(deployment=caller.deployment, ctx=caller.ctx, query=params.get("query"))
 
 
-@core_api("POST")
+_CUBESQL = _operation("semantic SQL, answered in JSON lines", body=CUBESQL_BODY)
+_CUBESQL["responses"]["200"] = JSON_LINES
+
+
+@core_api({"POST": _CUBESQL})
 def cubesql_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     """``POST /v1/cubesql``: ``{"query": "<semantic SQL>", "timezone"?, "cache"?, "throwContinueWait"?}``,
     answered in JSON lines (a schema line, then data lines)."""
@@ -199,7 +245,8 @@ def cubesql_view(request: HttpRequest, caller: CoreApiCaller) -> Any:
     return "".join(lines).encode()
 
 
+@declare(operations={})
 @csrf_exempt
 def not_found_view(request: HttpRequest, **_: Any) -> HttpResponse:
     """Any other path under the Core Data API prefixes: a JSON 404 (with CORS, so a browser can read it)."""
-    return _with_cors(_json(error_body("Not found"), 404))
+    return with_cors(_json(error_body("Not found"), 404))

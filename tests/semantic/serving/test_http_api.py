@@ -267,10 +267,10 @@ def test_unknown_member_names_the_member(core):
     ("body", "message"),
     [
         ("{not json", "Invalid JSON body: "),
-        ("[1, 2]", "Invalid JSON body: expected an object with a query"),
-        ('"a string"', "Invalid JSON body: expected an object with a query"),
+        ("[1, 2]", "The body must be a JSON object"),
+        ('"a string"', "The body must be a JSON object"),
         ({"query": BY_STATUS, "queryType": 5}, '"queryType" must be a string'),
-        ({"query": {"measures": ["orders.count\u0000"]}}, "The request must not contain NUL characters"),
+        ({"query": {"measures": ["orders.count\u0000"]}}, "The body must not contain NUL characters"),
     ],
     ids=["unparsable", "array", "string", "query-type", "nul"],
 )
