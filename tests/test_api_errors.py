@@ -136,9 +136,9 @@ NOT_AN_OBJECT = [("[]", "list"), ('"x"', "str"), ("5", "int"), ("true", "bool")]
 
 def _not_an_object_message(endpoint: Endpoint, type_name: str) -> str:
     if endpoint.path == TENANT_SETTINGS_URL:
-        return "Body must be a JSON object"
+        return "The body must be a JSON object"
     if endpoint.scim:
-        return "Body must be a JSON object"
+        return "The body must be a JSON object"
     return f"Invalid data. Expected a dictionary, but got {type_name}."
 
 
@@ -221,7 +221,7 @@ NUL_BODIES = [
      "userProfile.displayName: Null characters are not allowed."),
     (1, {"sessionId": NUL}, "sessionId: Null characters are not allowed."),
     (2, {"sessionId": NUL}, "sessionId: Null characters are not allowed."),
-    (3, {"maxExternalUsers" + NUL: 1}, "Unknown settings: maxExternalUsers" + NUL),
+    (3, {"maxExternalUsers" + NUL: 1}, "The body must not contain NUL characters"),
     (4, {"name": "x", "type": "string", "description": NUL}, "description: Null characters are not allowed."),
     (5, {"description": NUL}, "description: Null characters are not allowed."),
     (6, {"username": "a" + NUL}, "username: Null characters are not allowed."),

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts.authentication import PlatformRequest
+from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.ids import row_id
 from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import JsonValueField, RejectUnknownFieldsMixin, StrictCharField
@@ -30,7 +31,7 @@ from embedadmin.directory.contracts import (
 )
 from embedadmin.directory.models import AttributeDefinition
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, list_of, page_of
-from embedadmin.platform.views import PlatformView, json_object
+from embedadmin.platform.views import PlatformView
 
 ATTRIBUTE_DEFINITION = inline_serializer(
     "UserAttribute",
@@ -215,7 +216,7 @@ class UserAttributeValueView(PlatformView):
         },
     )
     def post(self, request: PlatformRequest) -> Response:
-        serializer = UserAttributeValueSerializer(data=json_object(request.data))
+        serializer = UserAttributeValueSerializer(data=json_object_body(request, fields=None))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         account = request.user.account

@@ -26,6 +26,7 @@ from rest_framework.request import Request
 from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import Deployment
+from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.semantic.errors import ModelError, ModelProblem
@@ -121,12 +122,7 @@ def upload_of(request: Request) -> tuple[dict[str, str], bool]:
                 raise BadRequest(f"{path}: must be UTF-8 text") from None
         replace = request.POST.get("replace", "false") == "true"
     else:
-        data = request.data
-        if not isinstance(data, dict):
-            raise BadRequest("Body must be a JSON object")
-        unknown = sorted(set(data) - {"files", "replace"})
-        if unknown:
-            raise BadRequest(f"Unknown fields: {', '.join(map(str, unknown))}")
+        data = json_object_body(request, fields=("files", "replace"))
         given = data.get("files")
         if not isinstance(given, list):
             raise BadRequest("files: must be a list of {path, content}")

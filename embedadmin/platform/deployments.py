@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -24,9 +24,9 @@ from embedadmin.accounts import services as accounts
 from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.accounts.models import ApiKey, Deployment, IssuedToken, PlatformToken
 from embedadmin.accounts.tokens import deployment_token_sign
+from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
-from embedadmin.core.fields import contains_nul
 from embedadmin.core.pagination import decode_cursor, encode_cursor, paginate, parse_first
 from embedadmin.core.parsers import JSONBodyParser
 from embedadmin.platform import data_model
@@ -36,19 +36,6 @@ from embedadmin.semantic.serving.auth import API_SCOPES_CLAIM
 
 PRODUCTION = "production"
 SECRET_NAME_PARTS = ("PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL")
-
-
-def _body(request: PlatformRequest, allowed: Sequence[str]) -> dict[str, Any]:
-    """The JSON object body, refusing unknown fields and NUL characters (400)."""
-    data = request.data
-    if not isinstance(data, dict):
-        raise BadRequest("Body must be a JSON object")
-    unknown = sorted(set(data) - set(allowed))
-    if unknown:
-        raise BadRequest(f"Unknown fields: {', '.join(map(str, unknown))}")
-    if contains_nul(data):
-        raise BadRequest("Body must not contain NUL characters")
-    return dict(data)
 
 
 def _int_in(body: Mapping[str, Any], name: str, low: int, high: int, default: int) -> int:
@@ -163,7 +150,7 @@ class DeploymentCreateView(PlatformView):
 
     @extend_schema(request=DEPLOYMENT_CREATE, responses={201: DEPLOYMENT, 400: BODY_INVALID, 409: SLUG_TAKEN})
     def post(self, request: PlatformRequest) -> Response:
-        body = _body(request, ("name", "slug"))
+        body = json_object_body(request, fields=("name", "slug"))
         name = _text(body, "name", required=True)
         assert name is not None
         slug = _text(body, "slug", max_length=63) or data_model.slug_of(name)
@@ -188,7 +175,7 @@ class DeploymentDetailView(PlatformView):
     )
     def patch(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
-        body = _body(request, ("name", "slug", "openToEmbedWithoutPolicy"))
+        body = json_object_body(request, fields=("name", "slug", "openToEmbedWithoutPolicy"))
         open_to_embed = body.get("openToEmbedWithoutPolicy")
         if open_to_embed is not None and not isinstance(open_to_embed, bool):
             raise BadRequest("openToEmbedWithoutPolicy: must be true or false")
@@ -268,7 +255,7 @@ class DeploymentTokenView(PlatformView):
     )
     def post(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
-        body = _body(request, ("expiresIn",))
+        body = json_object_body(request, fields=("expiresIn",))
         expires_in = _int_in(body, "expiresIn", 60, 86400, 86400)
         token, _ = _issue(
             request,
@@ -431,7 +418,7 @@ class EnvironmentTokensView(PlatformView):
     def post(self, request: PlatformRequest, deployment_id: str, environment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         environment = _environment(deployment, environment_id)
-        body = _body(request, ("security_context", "expires_in", "scopes"))
+        body = json_object_body(request, fields=("security_context", "expires_in", "scopes"))
         context = body.get("security_context")
         if not isinstance(context, dict):
             raise BadRequest("security_context: must be a JSON object")
@@ -517,7 +504,7 @@ class EnvVariablesView(PlatformView):
     )
     def put(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
-        body = _body(request, ("env_variables",))
+        body = json_object_body(request, fields=("env_variables",))
         given = body.get("env_variables")
         if not isinstance(given, list):
             raise BadRequest("env_variables: must be a list of {name, value}")
@@ -758,7 +745,7 @@ class ApiKeyListView(PlatformView):
         },
     )
     def post(self, request: PlatformRequest) -> Response:
-        body = _body(request, ("name", "kind", "ownerId", "deploymentIds"))
+        body = json_object_body(request, fields=("name", "kind", "ownerId", "deploymentIds"))
         name = _text(body, "name") or ""
         kind = body.get("kind", ApiKey.Kind.ADMIN)
         if kind not in ApiKey.Kind.values:
@@ -848,7 +835,7 @@ class PlatformTokenListView(PlatformView):
         },
     )
     def post(self, request: PlatformRequest) -> Response:
-        body = _body(request, ("name",))
+        body = json_object_body(request, fields=("name",))
         plaintext, token = accounts.platform_token_create(account=request.user.account, name=_text(body, "name") or "")
         return Response({**platform_token_item(token), "token": plaintext}, status=201)
 

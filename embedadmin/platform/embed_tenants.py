@@ -24,6 +24,7 @@ from embedadmin.accounts.authentication import ApiKeyOrBearerAuthentication, IsA
 from embedadmin.accounts.models import Account
 from embedadmin.accounts.selectors import ApiKeyCaller, PlatformCaller
 from embedadmin.audit.edge import AuditedView
+from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import ApiError, LimitExceeded
 from embedadmin.core.fields import MAX_BIGINT, RejectUnknownFieldsMixin, StrictCharField, StrictEmailField
@@ -35,7 +36,6 @@ from embedadmin.directory.models import EmbedTenant, ExternalUser, Group
 from embedadmin.embedding.serializers import UserProfileSerializer
 from embedadmin.platform.attributes import ATTRIBUTE_DEFINITION
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of, whole
-from embedadmin.platform.views import json_object
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -221,7 +221,7 @@ class EmbedTenantGroupListView(EmbedTenantView):
     )
     def post(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
-        serializer = GroupCreateSerializer(data=json_object(request.data))
+        serializer = GroupCreateSerializer(data=json_object_body(request, fields=None))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         group = directory.group_create(
@@ -257,7 +257,7 @@ class EmbedTenantGroupDetailView(EmbedTenantView):
     )
     def patch(self, request: Request, tenant_name: str, group_id: int) -> Response:
         group = self.group(request, tenant_name, group_id)
-        serializer = GroupUpdateSerializer(data=json_object(request.data))
+        serializer = GroupUpdateSerializer(data=json_object_body(request, fields=None))
         serializer.is_valid(raise_exception=True)
         directory.group_description_update(group=group, description=serializer.validated_data["description"])
         return Response(self._item(request, tenant_name, group_id))
@@ -317,7 +317,7 @@ class EmbedTenantGroupUsersView(EmbedTenantView):
         return Response(page.as_dict(embed_user_item))
 
     def _members(self, request: Request) -> list[ExternalUser]:
-        serializer = MembersSerializer(data=json_object(request.data))
+        serializer = MembersSerializer(data=json_object_body(request, fields=None))
         serializer.is_valid(raise_exception=True)
         members = serializer.validated_data["members"]
         return directory_selectors.external_users_named(
@@ -394,7 +394,7 @@ class EmbedTenantUserProvisionView(EmbedTenantView):
     )
     def post(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
-        serializer = ProvisionEmbedUserSerializer(data=json_object(request.data))
+        serializer = ProvisionEmbedUserSerializer(data=json_object_body(request, fields=None))
         serializer.is_valid(raise_exception=True)
         user, created = directory.embed_user_provision(
             account=self.account(request), embed_tenant=tenant, data=provision_input(serializer.validated_data)
@@ -461,7 +461,7 @@ class EmbedTenantUsersView(EmbedTenantView):
         error: {status, message}}]}``. 200 when any succeeded (or none hit the cap), 429 when every user failed
         and at least one of them on the user cap."""
         tenant = self.tenant(request, tenant_name)
-        serializer = BulkProvisionSerializer(data=json_object(request.data))
+        serializer = BulkProvisionSerializer(data=json_object_body(request, fields=None))
         serializer.is_valid(raise_exception=True)
         account = self.account(request)
         succeeded: list[dict[str, Any]] = []

@@ -13,6 +13,7 @@ from embedadmin.accounts import services as accounts
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest, PlatformTokenAuthentication
 from embedadmin.accounts.models import Deployment, TenantSettings
 from embedadmin.audit.edge import AuditedView
+from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
 from embedadmin.embedding import internal_users as user_lifecycle
@@ -28,13 +29,6 @@ class PlatformView(AuditedView):
     def deployment(self, request: PlatformRequest, deployment_id: str | int) -> Deployment:
         """The caller's account's deployment ``deployment_id`` (a route's or a body's); 404 for any other."""
         return accounts_selectors.deployment_of(account=request.user.account, deployment_id=deployment_id)
-
-
-def json_object(data: Any) -> dict[str, Any]:
-    """A request body that must be a JSON object: 400 for an array, a scalar or nothing."""
-    if not isinstance(data, dict):
-        raise serializers.ValidationError("Body must be a JSON object")
-    return data
 
 
 def tenant_settings_item(row: TenantSettings) -> dict[str, Any]:
@@ -108,7 +102,7 @@ class TenantSettingsView(PlatformView):
         responses={200: TENANT_SETTINGS, 400: error("Not a JSON object, an unknown setting or an invalid value")},
     )
     def patch(self, request: PlatformRequest) -> Response:
-        changes = dict(json_object(request.data))
+        changes = json_object_body(request, fields=None)
         row = accounts.tenant_settings_update(account=request.user.account, changes=changes)
         return Response(tenant_settings_item(row))
 

@@ -163,8 +163,8 @@ def test_expires_in_bounds_are_accepted(api, acme, expires_in):
         ({"security_context": {}, "scopes": [""]}, "scopes: must be a list of strings"),
         ({"securityContext": {}}, "Unknown fields: securityContext"),
         ({"security_context": {}, "expiresIn": 60}, "Unknown fields: expiresIn"),
-        ({"security_context": {"sub": "a\x00b"}}, "Body must not contain NUL characters"),
-        ([], "Body must be a JSON object"),
+        ({"security_context": {"sub": "a\x00b"}}, "The body must not contain NUL characters"),
+        ([], "The body must be a JSON object"),
     ],
 )
 def test_a_bad_body_is_400_and_nothing_is_stored(api, acme, route, body, message):

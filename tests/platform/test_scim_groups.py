@@ -102,7 +102,7 @@ def test_a_duplicate_display_name_is_409_with_the_scim_error_and_writes_nothing(
         ({"schemas": [GROUP_SCHEMA], "displayName": "   "}, "Group name must not be empty", None),
         ({"schemas": [GROUP_SCHEMA], "displayName": 5}, "Input should be a valid string: displayName", None),
         ({"schemas": [GROUP_SCHEMA], "displayName": ["a"]}, "Input should be a valid string: displayName", None),
-        ([{"displayName": "sales"}], "Body must be a JSON object", "invalidSyntax"),
+        ([{"displayName": "sales"}], "The body must be a JSON object", "invalidSyntax"),
         (
             {"schemas": [GROUP_SCHEMA], "displayName": "g" * 256},
             "displayName must be at most 255 characters, without NUL",

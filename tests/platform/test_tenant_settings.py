@@ -131,7 +131,7 @@ def test_a_body_that_is_not_an_object_is_400(api, acme, body):
 
     # then
     assert response.status_code == 400
-    assert response.json() == {"error": "Body must be a JSON object"}
+    assert response.json() == {"error": "The body must be a JSON object"}
 
 
 def test_an_empty_patch_changes_nothing(api, acme):

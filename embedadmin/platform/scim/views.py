@@ -34,6 +34,7 @@ from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest
 from embedadmin.accounts.models import Account, InternalUserProfile
 from embedadmin.accounts.services import internal_user_profile
 from embedadmin.audit.edge import AuditedView
+from embedadmin.core.edge.bodies import NOT_AN_OBJECT
 from embedadmin.core.edge.ids import row_id
 from embedadmin.core.error_shapes import SCIM_MEDIA_TYPE, scim_error_body
 from embedadmin.core.errors import ApiError
@@ -271,7 +272,7 @@ class ScimView(AuditedView):
     def body(self) -> dict[str, Any]:
         data = self.request.data
         if not isinstance(data, dict):
-            raise SCIMExceptionSyntax(detail="Body must be a JSON object")
+            raise SCIMExceptionSyntax(detail=NOT_AN_OBJECT)
         return dict(data)
 
     def response_parameters(self, source: dict[str, Any] | None = None) -> ResponseParameters[Any]:
