@@ -37,8 +37,8 @@ from embedadmin.accounts.models import (
 )
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Conflict, LimitExceeded, NotFound
+from embedadmin.core.rows import create_unique, db_column
 from embedadmin.core.versions import SharedVersion
-from embedadmin.core.writes import create_unique, db_column
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

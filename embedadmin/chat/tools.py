@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.chat.vocabulary import content_stems, local_name, relevance, view_root
+from embedadmin.chat.member_search import content_stems, local_name, relevance, view_root
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext

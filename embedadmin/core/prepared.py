@@ -27,7 +27,7 @@ from django.db.models import Model, QuerySet
 from django.db.models.query import get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
 
-from embedadmin.core.writes import db_column
+from embedadmin.core.rows import db_column
 
 M = TypeVar("M", bound=Model)
 MAX_SHAPES = 64

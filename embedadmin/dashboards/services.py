@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from embedadmin.accounts.models import Deployment
 from embedadmin.core.errors import BadRequest, Conflict, NotFound
-from embedadmin.core.writes import create_unique
+from embedadmin.core.rows import create_unique
 from embedadmin.dashboards import selectors
 from embedadmin.dashboards.models import (
     PUBLIC_ID_LENGTH,

@@ -18,7 +18,7 @@ from django.utils import timezone
 from embedadmin.accounts.models import Account
 from embedadmin.accounts.services import EXTERNAL_USERS, quota_recount, quota_release, quota_reserve
 from embedadmin.core.errors import BadRequest, Conflict, NotFound
-from embedadmin.core.writes import create_unique, db_column
+from embedadmin.core.rows import create_unique, db_column
 from embedadmin.directory import selectors
 from embedadmin.directory.models import (
     AttributeDefinition,

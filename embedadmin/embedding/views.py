@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from embedadmin.accounts.authentication import ApiKeyAuthentication, ApiKeyRequest, IsAdminApiKey
 from embedadmin.accounts.tokens import TokenInvalid
-from embedadmin.audit.edge import AuditedView
+from embedadmin.audit.audited_views import AuditedView
 from embedadmin.core import credentials
 from embedadmin.core.edge.authorization import EMBED_BEARER
 from embedadmin.core.edge.times import iso_time

@@ -31,7 +31,7 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.text import capfirst
 
-from embedadmin.audit.edge import actor_of
+from embedadmin.audit.audited_views import actor_of
 from embedadmin.audit.services import Change, entry_record
 from embedadmin.core.errors import ApiError
 from embedadmin.panel import tenancy

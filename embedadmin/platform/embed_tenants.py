@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from embedadmin.accounts.authentication import ApiKeyOrBearerAuthentication, IsAdminApiKeyOrPlatformCaller
 from embedadmin.accounts.models import Account
 from embedadmin.accounts.selectors import ApiKeyCaller, PlatformCaller
-from embedadmin.audit.edge import AuditedView
+from embedadmin.audit.audited_views import AuditedView
 from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import ApiError, LimitExceeded

@@ -12,7 +12,7 @@ from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest, PlatformTokenAuthentication
 from embedadmin.accounts.models import Deployment, TenantSettings
-from embedadmin.audit.edge import AuditedView
+from embedadmin.audit.audited_views import AuditedView
 from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate

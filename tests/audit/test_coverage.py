@@ -11,7 +11,7 @@ from typing import Any
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.views import APIView
 
-from embedadmin.audit.edge import AuditedView
+from embedadmin.audit.audited_views import AuditedView
 from embedadmin.core.edge.declarations import WRITES, declared
 
 # Where the HTTP APIs live; the panel (Django admin, its own log) and the health probes are not APIs.

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 from embedadmin.chat.providers.analyst.answer import capabilities, write_answer
 from embedadmin.chat.providers.analyst.context import with_dashboard_filters
 from embedadmin.chat.providers.analyst.intent import Decline, Intent
-from embedadmin.chat.providers.analyst.lexicon import Cube, cubes_of
+from embedadmin.chat.providers.analyst.model_phrases import Cube, cubes_of
 from embedadmin.chat.providers.analyst.reading import read
 from embedadmin.chat.providers.analyst.understand import understand
 from embedadmin.chat.providers.base import (

@@ -33,7 +33,7 @@ from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest, PlatformTokenAuthentication
 from embedadmin.accounts.models import Account, InternalUserProfile
 from embedadmin.accounts.services import internal_user_profile
-from embedadmin.audit.edge import AuditedView
+from embedadmin.audit.audited_views import AuditedView
 from embedadmin.core.edge.bodies import NOT_AN_OBJECT
 from embedadmin.core.edge.ids import row_id
 from embedadmin.core.error_shapes import SCIM_MEDIA_TYPE, scim_error_body

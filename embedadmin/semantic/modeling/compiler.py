@@ -16,7 +16,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from embedadmin.semantic.modeling.base import (
+from embedadmin.semantic.modeling.definitions import (
     DESCRIPTIVE_KEYS,
     NAME_PATTERN,
     Abort,

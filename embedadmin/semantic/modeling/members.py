@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from embedadmin.semantic.modeling.base import (
+from embedadmin.semantic.modeling.definitions import (
     DESCRIPTIVE_KEYS,
     Abort,
     Definition,

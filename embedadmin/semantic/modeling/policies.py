@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from embedadmin.semantic.modeling.base import Definition
+from embedadmin.semantic.modeling.definitions import Definition
 from embedadmin.semantic.modeling.expressions import compile_expression, compile_template
 from embedadmin.semantic.modeling.model import FILTER_OPERATORS, VALUELESS_OPERATORS, AccessPolicy, PolicyFilter
 

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from embedadmin.semantic.modeling.base import DESCRIPTIVE_KEYS, Definition, Problems, visibility
+from embedadmin.semantic.modeling.definitions import DESCRIPTIVE_KEYS, Definition, Problems, visibility
 from embedadmin.semantic.modeling.model import (
     Dimension,
     Entity,

@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.dates import DateRange, find_dates
 from embedadmin.chat.providers.analyst.intent import Decline, Intent
-from embedadmin.chat.providers.analyst.lexicon import cubes_of
+from embedadmin.chat.providers.analyst.model_phrases import cubes_of
+from embedadmin.chat.providers.analyst.question_words import tokenize
 from embedadmin.chat.providers.analyst.understand import understand
-from embedadmin.chat.providers.analyst.words import tokenize
 
 NOW = datetime(2025, 8, 20, 9, 0, tzinfo=UTC)
 UTC_ZONE = ZoneInfo("UTC")

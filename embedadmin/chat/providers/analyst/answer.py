@@ -8,7 +8,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from embedadmin.chat.providers.analyst.intent import Intent
-from embedadmin.chat.providers.analyst.lexicon import Cube, Member
+from embedadmin.chat.providers.analyst.model_phrases import Cube, Member
 
 LISTED_ROWS = 12  # rows of a grouped answer written out; the rest are counted
 SUGGESTIONS = 5  # measures and dimensions named when the analyst declines

@@ -18,7 +18,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.intent import DashboardCondition, Intent
-from embedadmin.chat.providers.analyst.lexicon import Cube, Member
+from embedadmin.chat.providers.analyst.model_phrases import Cube, Member
 from embedadmin.chat.providers.base import ContextFilter
 from embedadmin.semantic.cubesql.written import COMPARISONS, written_filter
 from embedadmin.semantic.errors import QueryError

@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from itertools import pairwise
 from zoneinfo import ZoneInfo
 
-from embedadmin.chat.providers.analyst.words import Token
+from embedadmin.chat.providers.analyst.question_words import Token
 from embedadmin.semantic.query.dates import parse_relative_range
 
 MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from embedadmin.chat.providers.analyst.dates import DateRange, period_grain
-from embedadmin.chat.providers.analyst.lexicon import Cube, Member
+from embedadmin.chat.providers.analyst.model_phrases import Cube, Member
 from embedadmin.semantic.cubesql.written import sql_string
 
 OPERATOR_SQL = {"equals": "=", "notEquals": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}

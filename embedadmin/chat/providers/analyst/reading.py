@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.dates import DateRange, find_dates, unread_range
 from embedadmin.chat.providers.analyst.intent import Decline
-from embedadmin.chat.providers.analyst.words import (
+from embedadmin.chat.providers.analyst.question_words import (
     ALSO_PHRASES,
     AMOUNT_UNITS,
     ANAPHORS,

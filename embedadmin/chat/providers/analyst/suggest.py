@@ -13,9 +13,9 @@ import difflib
 import re
 from collections.abc import Sequence
 
+from embedadmin.chat.member_search import root, stems
 from embedadmin.chat.providers.analyst.intent import Decline
-from embedadmin.chat.providers.analyst.lexicon import Cube
-from embedadmin.chat.vocabulary import root, stems
+from embedadmin.chat.providers.analyst.model_phrases import Cube
 
 MAX_SUGGESTIONS = 3
 MAX_CANDIDATES = 8  # each is read like a question: a bound on the work a decline costs

@@ -20,13 +20,12 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
+from embedadmin.chat.member_search import root, stem
 from embedadmin.chat.providers.analyst.dates import DateRange, find_grain, period_grain, two_whole
 from embedadmin.chat.providers.analyst.intent import ADDITIVE, Condition, Decline, Intent
-from embedadmin.chat.providers.analyst.lexicon import Cube, Member, custom_grains
+from embedadmin.chat.providers.analyst.model_phrases import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.places import PLACE_FIELD_WORDS, place_names
-from embedadmin.chat.providers.analyst.reading import Reading, read
-from embedadmin.chat.providers.analyst.suggest import MAX_SUGGESTIONS, candidates
-from embedadmin.chat.providers.analyst.words import (
+from embedadmin.chat.providers.analyst.question_words import (
     AMOUNT_VERBS,
     DISTINCT_WORDS,
     FUNCTION_WORDS,
@@ -35,8 +34,9 @@ from embedadmin.chat.providers.analyst.words import (
     VALUE_WORDS,
     number_text,
 )
+from embedadmin.chat.providers.analyst.reading import Reading, read
+from embedadmin.chat.providers.analyst.suggest import MAX_SUGGESTIONS, candidates
 from embedadmin.chat.providers.base import ValueLookup
-from embedadmin.chat.vocabulary import root, stem
 
 MAX_VALUE_WORDS = 4
 DISTINCT_STEMS = frozenset(stem(w) for w in DISTINCT_WORDS) | {"count", "number"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from embedadmin.chat.vocabulary import stem
+from embedadmin.chat.member_search import stem
 
 # Spellings of a chat box, read as the word they stand for.
 SPELLINGS = {

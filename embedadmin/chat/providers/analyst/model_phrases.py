@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from embedadmin.chat.vocabulary import local_name, phrases, short_title, stems, view_root
+from embedadmin.chat.member_search import local_name, phrases, short_title, stems, view_root
 
 COUNT_TYPES = frozenset({"count", "countDistinct", "countDistinctApprox"})
 EDGE_WORDS = frozenset({"at", "on", "in", "of", "the", "a", "an", "by", "per"})
