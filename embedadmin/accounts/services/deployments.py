@@ -1,0 +1,218 @@
+"""Deployments: creation, signing secrets and their rotation, their data source and model, env variables and the
+tokens issued for them."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from embedadmin.accounts.models import (
+    Account,
+    Deployment,
+    DeploymentEnvVariable,
+    DeploymentSecret,
+    IssuedToken,
+    PlatformToken,
+)
+from embedadmin.accounts.services.credentials import CREDENTIALS
+from embedadmin.accounts.services.tenant_settings import (
+    DATA_SOURCE_SCHEMES,
+    ENCRYPTED_PLACEHOLDER,
+    ENV_VARIABLE_NAME_RE,
+    MAX_ENV_VARIABLES,
+)
+from embedadmin.accounts.services.validation import full_clean_or_400
+from embedadmin.core import credentials
+from embedadmin.core.errors import BadRequest, Conflict
+from embedadmin.core.rows import create_unique
+
+
+@transaction.atomic
+def deployment_create(*, account: Account, name: str, slug: str) -> tuple[Deployment, str]:
+    """Create a deployment and its first signing secret; returns the secret in clear, once."""
+    deployment = Deployment(account=account, name=name, slug=slug)
+    full_clean_or_400(deployment)
+    create_unique(deployment, conflict=Conflict(f"Deployment slug {slug!r} is already used in this account"))
+    secret, _ = deployment_secret_rotate(deployment=deployment)  # bumps CREDENTIALS: routing may now find it
+    return deployment, secret
+
+
+def deployment_secret_rotate(*, deployment: Deployment) -> tuple[str, DeploymentSecret]:
+    """Add a new signing secret: it signs from now on, and the older active ones still verify. Returns the
+    secret in clear (shown once) and its row (whose id names it afterwards)."""
+    secret = secrets.token_urlsafe(48)
+    row = DeploymentSecret.objects.create(deployment=deployment, encrypted_secret=credentials.encrypt_secret(secret))
+    CREDENTIALS.bump()
+    return secret, row
+
+
+@transaction.atomic
+def deployment_secrets_revoke_older(*, deployment: Deployment, keep_id: int | None = None) -> int:
+    """Revoke the active signing secrets of ``deployment`` older than the one to keep (``keep_id``, by default
+    the newest): tokens they signed stop verifying at once (the second step of a rotation). Secrets newer
+    than the kept one stay active. Returns how many were revoked."""
+    active = list(
+        DeploymentSecret.objects.select_for_update()
+        .filter(deployment=deployment, revoked_at__isnull=True)  # newest first: Meta.ordering
+        .values_list("pk", flat=True)
+    )
+    if not active:
+        return 0
+    keep = active[0] if keep_id is None else keep_id
+    if keep not in active:
+        raise Conflict(f"Secret #{keep} is not an active signing secret of deployment {deployment.pk}")
+    older = active[active.index(keep) + 1 :]
+    CREDENTIALS.bump()
+    return DeploymentSecret.objects.filter(pk__in=older).update(revoked_at=timezone.now())
+
+
+def duckdb_url(path: str | os.PathLike[str]) -> str:
+    """The ``duckdb://`` URL of a filesystem path, absolute or relative to the project directory."""
+    return f"duckdb:///{os.fspath(path)}"
+
+
+def deployment_configure(
+    *,
+    deployment: Deployment,
+    model_dir: str | None = None,
+    data_source_url: str | None = None,
+    chat_token_auth: bool | None = None,
+    open_to_embed_without_policy: bool | None = None,
+) -> Deployment:
+    """Set a deployment's data model directory, data source URL, chat token authentication, and whether cubes and
+    views without an access policy are open to embed viewers (unsafe; docs/security.md).
+
+    ``None`` leaves a setting as it is. The model directory must exist; the data source URL must be
+    ``duckdb:///path`` or ``postgresql://...`` and is stored encrypted (it may hold a password).
+    """
+    updates: list[str] = []
+    if model_dir is not None:
+        path = Path(model_dir).expanduser().resolve()
+        if not path.is_dir():
+            raise BadRequest(f"model directory {model_dir!r} does not exist")
+        deployment.model_dir = str(path)
+        updates.append("model_dir")
+    if data_source_url is not None:
+        if not data_source_url.startswith(DATA_SOURCE_SCHEMES):
+            raise BadRequest("data source URL must start with duckdb:/// or postgresql://")
+        deployment.data_source_url_encrypted = credentials.encrypt_secret(data_source_url)
+        updates.append("data_source_url_encrypted")
+    if chat_token_auth is not None:
+        deployment.chat_token_auth = chat_token_auth
+        updates.append("chat_token_auth")
+    if open_to_embed_without_policy is not None:
+        deployment.open_to_embed_without_policy = open_to_embed_without_policy
+        updates.append("open_to_embed_without_policy")
+    if updates:
+        deployment.save(update_fields=[*updates, "updated_at"])
+        CREDENTIALS.bump()
+    return deployment
+
+
+# --- deployments, their env variables and issued tokens (Platform API) ----------------------------------------
+
+
+def deployment_update(*, deployment: Deployment, name: str | None = None, slug: str | None = None) -> Deployment:
+    """Rename a deployment or change its slug (unique in the account, 409); ``None`` keeps a field."""
+    fields = [field for field, value in (("name", name), ("slug", slug)) if value is not None]
+    if not fields:
+        return deployment
+    with transaction.atomic():
+        deployment = Deployment.objects.select_for_update().get(pk=deployment.pk)
+        if name is not None:
+            deployment.name = name
+        if slug is not None:
+            deployment.slug = slug
+        full_clean_or_400(deployment)
+        if (
+            slug is not None
+            and Deployment.objects.filter(account_id=deployment.account_id, slug=slug)
+            .exclude(pk=deployment.pk)
+            .exists()
+        ):
+            raise Conflict(f"Deployment slug {slug!r} is already used in this account")
+        try:
+            with transaction.atomic():
+                deployment.save(update_fields=[*fields, "updated_at"])
+        except IntegrityError:
+            raise Conflict(f"Deployment slug {slug!r} is already used in this account") from None
+        CREDENTIALS.bump()
+    return deployment
+
+
+def deployment_delete(*, deployment: Deployment) -> None:
+    """Delete a deployment and everything that belongs to it (cascades: its signing secrets, env variables, issued
+    token records, revoked tokens, workbooks, reports, folders, chat agents and their content). Its model directory
+    on disk is left as it is. Tokens it signed stop verifying at once (the CREDENTIALS version)."""
+    with transaction.atomic():
+        Deployment.objects.filter(pk=deployment.pk).delete()
+        CREDENTIALS.bump()
+
+
+def env_variables_set(*, deployment: Deployment, variables: list[tuple[str, str]]) -> None:
+    """Upsert a deployment's env variables by name, all or nothing; variables not named keep their values.
+
+    Values are stored encrypted. ``[ENCRYPTED]`` (what a secret-looking value is answered as) is refused as a value:
+    resending a listing must not overwrite the secret with the placeholder. New names must match
+    ``^[A-Za-z_][A-Za-z0-9_]*$``; a stored name may be resent as it is."""
+    seen: set[str] = set()
+    with transaction.atomic():
+        stored = {
+            row.name: row for row in DeploymentEnvVariable.objects.select_for_update().filter(deployment=deployment)
+        }
+        for index, (name, value) in enumerate(variables):
+            if name in seen:
+                raise BadRequest(f"env_variables[{index}].name: {name!r} is given twice")
+            seen.add(name)
+            if name not in stored and not ENV_VARIABLE_NAME_RE.match(name):
+                raise BadRequest(f"env_variables[{index}].name: must match ^[A-Za-z_][A-Za-z0-9_]*$")
+            if value == ENCRYPTED_PLACEHOLDER:
+                raise BadRequest(f"env_variables[{index}].value: {ENCRYPTED_PLACEHOLDER} is not a value")
+        if len(set(stored) | seen) > MAX_ENV_VARIABLES:
+            raise BadRequest(f"A deployment has at most {MAX_ENV_VARIABLES} env variables")
+        for name, value in variables:
+            encrypted = credentials.encrypt_secret(value)
+            row = stored.get(name)
+            if row is None:
+                DeploymentEnvVariable.objects.create(deployment=deployment, name=name, encrypted_value=encrypted)
+            else:
+                row.encrypted_value = encrypted
+                row.save(update_fields=["encrypted_value", "updated_at"])
+
+
+def issued_token_record(
+    *,
+    deployment: Deployment,
+    kind: str,
+    jti: str,
+    created_at: datetime.datetime,
+    expires_at: datetime.datetime,
+    environment: str = "",
+    security_context: dict[str, Any] | None = None,
+    scopes: list[str] | None = None,
+    issued_by: PlatformToken | None = None,
+) -> IssuedToken:
+    """Record a token the Platform API issued: its ``jti``, claims and lifetime, never the token."""
+    return IssuedToken.objects.create(
+        deployment=deployment,
+        kind=kind,
+        environment=environment,
+        jti=jti,
+        security_context=security_context or {},
+        scopes=scopes or [],
+        issued_by=issued_by,
+        created_at=created_at,
+        expires_at=expires_at,
+    )
+
+
+def issued_tokens_purge(*, now: datetime.datetime | None = None) -> int:
+    """Forget the records of issued tokens that have expired."""
+    deleted, _ = IssuedToken.objects.filter(expires_at__lt=now or timezone.now()).delete()
+    return deleted
