@@ -29,7 +29,7 @@ from embedadmin.directory import selectors as directory_selectors
 from embedadmin.directory.models import ExternalUser
 from embedadmin.embedding.viewers import EmbedViewer, embed_viewer_grants, embed_viewer_resolve
 from embedadmin.platform.openapi import error
-from embedadmin.platform.views import PlatformView
+from embedadmin.platform.platform_view import PlatformView
 from embedadmin.semantic.query.normalized import Contradiction, FilterCondition, FilterNode
 from embedadmin.semantic.results.grants import EntityGrant
 

@@ -31,7 +31,7 @@ from embedadmin.directory.contracts import (
 )
 from embedadmin.directory.models import AttributeDefinition
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, list_of, page_of
-from embedadmin.platform.views import PlatformView
+from embedadmin.platform.platform_view import PlatformView
 
 ATTRIBUTE_DEFINITION = inline_serializer(
     "UserAttribute",

@@ -1,4 +1,5 @@
-"""A deployment's data model files through the Platform API: list, read, and upload validated by compiling.
+"""A deployment's data model files through the Build API: list, read, and upload validated by compiling
+(``GET /build/api/v1/deployments/{id}/files``, ``GET .../files/{path}``, ``POST .../data-model``).
 
 An upload is applied to a copy of the model directory (hard links, so data files beside the model cost nothing),
 compiled there with the semantic compiler, and refused as a whole (400, the compiler's ``file:line`` message) when
@@ -21,14 +22,22 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
+from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.accounts.models import Deployment
 from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
+from embedadmin.core.parsers import JSONBodyParser
+from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of
+from embedadmin.platform.platform_view import _IN_MEMORY_PAGE, DEPLOYMENT_NOT_FOUND, PlatformView, page_of_list
 from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.compiler import compile_model
 from embedadmin.semantic.modeling.files import list_model_files, read_model_files
@@ -206,3 +215,109 @@ def _renamed(problem: ModelProblem, name: str) -> ModelProblem:
     if file.startswith(f"{_STAGED}/"):
         file = f"{name}/{file[len(_STAGED) + 1 :]}"
     return ModelProblem(file, problem.line, problem.member, problem.message)
+
+
+# --- the views --------------------------------------------------------------------------------------------------------
+
+
+# Fields shared by two shapes: each inline_serializer gets its own dict (DRF takes the fields out of the dict a
+# serializer class is made from, which left the second shape with only its own field).
+MODEL_FILE_FIELDS: dict[str, serializers.Field] = {
+    "path": serializers.CharField(help_text="Relative to the model directory"),
+    "size": serializers.IntegerField(help_text="Bytes"),
+    "updatedAt": serializers.DateTimeField(),
+}
+MODEL_FILE = inline_serializer("ModelFile", dict(MODEL_FILE_FIELDS))
+
+
+class ModelFileListView(PlatformView):
+    """``GET /build/api/v1/deployments/{id}/files``: the deployment's model files (YAML and Jinja), by path."""
+
+    @extend_schema(
+        operation_id="build_api_v1_deployments_files_list",
+        parameters=PAGE_PARAMETERS,
+        responses={
+            200: page_of("ModelFilePage", MODEL_FILE, **_IN_MEMORY_PAGE),
+            400: INVALID,
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
+    def get(self, request: PlatformRequest, deployment_id: str) -> Response:
+        deployment = self.deployment(request, deployment_id)
+        files = model_files_of(deployment)
+        return Response(page_of_list(files, params=request.query_params, key=lambda f: f.path, serialize=dict))
+
+
+class ModelFileView(PlatformView):
+    """``GET /build/api/v1/deployments/{id}/files/{path}``: one model file, ``{path, size, updatedAt, content}``."""
+
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "ModelFileContent", {**MODEL_FILE_FIELDS, "content": serializers.CharField(allow_blank=True)}
+            ),
+            400: error("Not a relative path of a model file (.yml, .yaml, .jinja)"),
+            404: error("No such deployment in the caller's account, or no such file in its model"),
+        }
+    )
+    def get(self, request: PlatformRequest, deployment_id: str, file_path: str) -> Response:
+        deployment = self.deployment(request, deployment_id)
+        return Response(model_file_read(deployment, file_path))
+
+
+class DataModelUploadView(PlatformView):
+    """``POST /build/api/v1/deployments/{id}/data-model``: JSON ``{files: [{path, content}], replace?}`` or a
+    multipart form whose file fields are named by their path. Compiled as a whole before anything is written
+    (400 with the compiler's ``file:line`` message when it fails); then swapped into the model directory at once."""
+
+    audit_via = "build_api"
+    audit_resource = "data_model"
+    audit_verbs = {"POST": "upload"}
+    audit_id_kwarg = "deployment_id"
+
+    parser_classes = [JSONBodyParser, MultiPartParser]
+
+    @extend_schema(
+        request={
+            "application/json": inline_serializer(
+                "DataModelUpload",
+                {
+                    "files": many(
+                        inline_serializer(
+                            "DataModelFile",
+                            {
+                                "path": serializers.CharField(max_length=500, help_text="A .yml, .yaml or .jinja path"),
+                                "content": serializers.CharField(allow_blank=True),
+                            },
+                        ),
+                        min_length=1,
+                        max_length=MAX_FILES,
+                    ),
+                    "replace": serializers.BooleanField(
+                        required=False, help_text="true: the upload replaces every other model file"
+                    ),
+                },
+            ),
+            "multipart/form-data": {
+                "type": "object",
+                "description": "One file field per model file, named by its path",
+                "additionalProperties": {"type": "string", "format": "binary"},
+            },
+        },
+        responses={
+            200: inline_serializer(
+                "DataModelUploaded",
+                {
+                    "files": serializers.ListField(child=serializers.CharField(), help_text="The paths written"),
+                    "entities": serializers.ListField(child=serializers.CharField(), help_text="Cubes and views"),
+                },
+            ),
+            400: error("Invalid files, or a model that does not compile (the compiler's file:line message)"),
+            404: DEPLOYMENT_NOT_FOUND,
+        },
+    )
+    def post(self, request: PlatformRequest, deployment_id: str) -> Response:
+        deployment = self.deployment(request, deployment_id)
+        files, replace = upload_of(request)
+        result = model_upload(deployment, files, replace=replace)
+        return Response(result)
