@@ -22,7 +22,7 @@ from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import has_lone_surrogate
 from embedadmin.core.pagination import paginate
 from embedadmin.platform.openapi import PAGE_PARAMETERS, error, page_of
-from embedadmin.platform.views import PlatformView
+from embedadmin.platform.platform_view import PlatformView
 
 MAX_USAGE_DAYS = 366
 
