@@ -19,7 +19,7 @@ from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest
 from embedadmin.core.pagination import paginate
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, page_of
-from embedadmin.platform.platform_view import BODY_INVALID, PlatformView, _text
+from embedadmin.platform.platform_view import BODY_INVALID, PlatformView, body_text
 
 API_KEY_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
@@ -88,7 +88,7 @@ class ApiKeyListView(PlatformView):
     )
     def post(self, request: PlatformRequest) -> Response:
         body = json_object_body(request, fields=("name", "kind", "ownerId", "deploymentIds"))
-        name = _text(body, "name") or ""
+        name = body_text(body, "name") or ""
         kind = body.get("kind", ApiKey.Kind.ADMIN)
         if kind not in ApiKey.Kind.values:
             raise BadRequest("kind: must be admin or personal")

@@ -37,7 +37,7 @@ from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.parsers import JSONBodyParser
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of
-from embedadmin.platform.platform_view import _IN_MEMORY_PAGE, DEPLOYMENT_NOT_FOUND, PlatformView, page_of_list
+from embedadmin.platform.platform_view import DEPLOYMENT_NOT_FOUND, IN_MEMORY_PAGE, PlatformView, page_of_list
 from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.compiler import compile_model
 from embedadmin.semantic.modeling.files import list_model_files, read_model_files
@@ -237,7 +237,7 @@ class ModelFileListView(PlatformView):
         operation_id="build_api_v1_deployments_files_list",
         parameters=PAGE_PARAMETERS,
         responses={
-            200: page_of("ModelFilePage", MODEL_FILE, **_IN_MEMORY_PAGE),
+            200: page_of("ModelFilePage", MODEL_FILE, **IN_MEMORY_PAGE),
             400: INVALID,
             404: DEPLOYMENT_NOT_FOUND,
         },

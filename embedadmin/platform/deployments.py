@@ -1,6 +1,6 @@
 """Platform API v1, the account's deployments: ``GET /api/v1/deployments``, ``POST /build/api/v1/deployments``,
 ``GET|PATCH|PUT|DELETE /api/v1/deployments/{id}`` and ``POST /api/v1/deployments/{id}/token`` (a Core Data API
-token, signed and recorded by :func:`_issue`, which the environments' tokens share).
+token, signed and recorded by :func:`deployment_token_issue`, which the environments' tokens share).
 
 Thin adapters over ``embedadmin.accounts`` services and selectors. Every lookup is scoped to the caller's account:
 another account's deployment is 404.
@@ -28,7 +28,7 @@ from embedadmin.core.errors import BadRequest
 from embedadmin.core.pagination import paginate
 from embedadmin.platform import data_model
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, page_of
-from embedadmin.platform.platform_view import BODY_INVALID, DEPLOYMENT_NOT_FOUND, PlatformView, _int_in, _text
+from embedadmin.platform.platform_view import BODY_INVALID, DEPLOYMENT_NOT_FOUND, PlatformView, body_int, body_text
 from embedadmin.semantic.serving.auth import API_SCOPES_CLAIM
 
 DEPLOYMENT_SUMMARY = inline_serializer(
@@ -102,9 +102,9 @@ class DeploymentCreateView(PlatformView):
     @extend_schema(request=DEPLOYMENT_CREATE, responses={201: DEPLOYMENT, 400: BODY_INVALID, 409: SLUG_TAKEN})
     def post(self, request: PlatformRequest) -> Response:
         body = json_object_body(request, fields=("name", "slug"))
-        name = _text(body, "name", required=True)
+        name = body_text(body, "name", required=True)
         assert name is not None
-        slug = _text(body, "slug", max_length=63) or data_model.slug_of(name)
+        slug = body_text(body, "slug", max_length=63) or data_model.slug_of(name)
         deployment, _secret = accounts.deployment_create(account=request.user.account, name=name, slug=slug)
         return Response(deployment_item(deployment), status=201)
 
@@ -131,7 +131,7 @@ class DeploymentDetailView(PlatformView):
         if open_to_embed is not None and not isinstance(open_to_embed, bool):
             raise BadRequest("openToEmbedWithoutPolicy: must be true or false")
         deployment = accounts.deployment_update(
-            deployment=deployment, name=_text(body, "name"), slug=_text(body, "slug", max_length=63)
+            deployment=deployment, name=body_text(body, "name"), slug=body_text(body, "slug", max_length=63)
         )
         if open_to_embed is not None:
             deployment = accounts.deployment_configure(
@@ -153,7 +153,7 @@ def deployment_token_claims(caller_token: PlatformToken) -> dict[str, Any]:
     return {"sub": f"platform:{caller_token.prefix}", "groups": []}
 
 
-def _issue(
+def deployment_token_issue(
     request: PlatformRequest,
     deployment: Deployment,
     *,
@@ -207,8 +207,8 @@ class DeploymentTokenView(PlatformView):
     def post(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
         body = json_object_body(request, fields=("expiresIn",))
-        expires_in = _int_in(body, "expiresIn", 60, 86400, 86400)
-        token, _ = _issue(
+        expires_in = body_int(body, "expiresIn", 60, 86400, 86400)
+        token, _ = deployment_token_issue(
             request,
             deployment,
             kind=IssuedToken.Kind.DEPLOYMENT,

@@ -23,7 +23,7 @@ from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Dashboard, ReportSnapshot
 from embedadmin.dashboards.selectors import PublishedDashboard
 from embedadmin.platform.openapi import INVALID, error, many, whole
-from embedadmin.platform.platform_view import PlatformView, _validated
+from embedadmin.platform.platform_view import PlatformView, validated_body
 
 REPORT_SNAPSHOT = inline_serializer(
     "ReportSnapshot",
@@ -91,7 +91,7 @@ def dashboard_item(dashboard: Dashboard, published: PublishedDashboard | None) -
     }
 
 
-def _dashboard_answer(dashboard: Dashboard) -> dict[str, Any]:
+def dashboard_answer(dashboard: Dashboard) -> dict[str, Any]:
     return dashboard_item(dashboard, selectors.published_of(dashboard=dashboard))
 
 
@@ -113,7 +113,7 @@ class EmbedDashboardView(PlatformView):
 
     @extend_schema(responses={200: DASHBOARD, 404: error("No dashboard with this publicId in the caller's account")})
     def get(self, request: PlatformRequest, public_id: str) -> Response:
-        return Response(_dashboard_answer(self._dashboard(request, public_id)))
+        return Response(dashboard_answer(self._dashboard(request, public_id)))
 
     @extend_schema(
         request=whole(EmbedDashboardSerializer),
@@ -125,6 +125,6 @@ class EmbedDashboardView(PlatformView):
     )
     def patch(self, request: PlatformRequest, public_id: str) -> Response:
         dashboard = self._dashboard(request, public_id)
-        data = _validated(EmbedDashboardSerializer, request)
+        data = validated_body(EmbedDashboardSerializer, request)
         dashboard = dashboards.dashboard_allow_embed_set(dashboard=dashboard, allow_embed=data["allowEmbed"])
         return Response({"publicId": dashboard.public_id, "allowEmbed": dashboard.allow_embed})

@@ -17,9 +17,9 @@ from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.errors import BadRequest
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, many, page_of, whole
 from embedadmin.platform.platform_view import (
-    _IN_MEMORY_PAGE,
     BODY_INVALID,
     DEPLOYMENT_NOT_FOUND,
+    IN_MEMORY_PAGE,
     PlatformView,
     page_of_list,
 )
@@ -36,7 +36,7 @@ ENV_VARIABLE = inline_serializer(
     "EnvVariable",
     {"name": serializers.CharField(), "value": serializers.CharField(help_text="[ENCRYPTED] for a secret's")},
 )
-ENV_VARIABLES = page_of("EnvVariablePage", ENV_VARIABLE, **_IN_MEMORY_PAGE)
+ENV_VARIABLES = page_of("EnvVariablePage", ENV_VARIABLE, **IN_MEMORY_PAGE)
 ENV_VARIABLES_PUT = inline_serializer(
     "EnvVariables",
     {

@@ -1,7 +1,7 @@
 """Platform API v1, a deployment's environments and the tokens issued in them: ``GET
 /api/v1/deployments/{id}/environments``, ``GET|POST /api/v1/deployments/{id}/environments/{envId}/tokens`` and
 ``.../tokens-for-meta-sync``. This install runs one environment per deployment, ``production``; its tokens are
-signed and recorded as the deployment's own token is (:func:`embedadmin.platform.deployments._issue`).
+signed and recorded as the deployment's own token is (:func:`embedadmin.platform.deployments.deployment_token_issue`).
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.pagination import paginate
-from embedadmin.platform.deployments import _issue
+from embedadmin.platform.deployments import deployment_token_issue
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of
 from embedadmin.platform.platform_view import (
-    _IN_MEMORY_PAGE,
     BODY_INVALID,
     DEPLOYMENT_NOT_FOUND,
+    IN_MEMORY_PAGE,
     PlatformView,
-    _int_in,
+    body_int,
     page_of_list,
 )
 
@@ -82,7 +82,7 @@ class EnvironmentListView(PlatformView):
             *PAGE_PARAMETERS,
         ],
         responses={
-            200: page_of("EnvironmentPage", ENVIRONMENT, **_IN_MEMORY_PAGE, pagination=_PAGINATION),
+            200: page_of("EnvironmentPage", ENVIRONMENT, **IN_MEMORY_PAGE, pagination=_PAGINATION),
             400: INVALID,
             404: DEPLOYMENT_NOT_FOUND,
         },
@@ -197,11 +197,11 @@ class EnvironmentTokensView(PlatformView):
         reserved = sorted(set(context) & {"exp", "iat", "nbf", "jti"})
         if reserved:
             raise BadRequest(f"security_context: {', '.join(reserved)} are set by the server")
-        expires_in = _int_in(body, "expires_in", 1, 3600, 3600)
+        expires_in = body_int(body, "expires_in", 1, 3600, 3600)
         scopes = body.get("scopes", [])
         if not isinstance(scopes, list) or not all(isinstance(s, str) and 0 < len(s) <= 100 for s in scopes):
             raise BadRequest("scopes: must be a list of strings")
-        token, record = _issue(
+        token, record = deployment_token_issue(
             request,
             deployment,
             kind=self.kind,

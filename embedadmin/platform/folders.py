@@ -1,5 +1,5 @@
 """Platform API v1, a deployment's folders (reference 2.3): ``GET|POST /api/v1/deployments/{id}/folders``,
-``GET|PUT|DELETE .../folders/{folderId}`` and ``GET .../folders/{folderId}/ancestors``; and :func:`_folder`,
+``GET|PUT|DELETE .../folders/{folderId}`` and ``GET .../folders/{folderId}/ancestors``; and :func:`named_folder`,
 the folder a body names, which workbooks and reports read too.
 
 Thin adapters: each view resolves the caller's deployment (another account's is 404), checks the body with its
@@ -25,12 +25,12 @@ from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Folder
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, list_of, page_of
 from embedadmin.platform.platform_view import (
-    _ID_FILTER,
     DEPLOYMENT_NOT_FOUND,
+    ID_FILTER,
     PlatformView,
-    _id_param,
-    _list_answer,
-    _validated,
+    id_param,
+    list_answer,
+    validated_body,
 )
 
 FOLDER = inline_serializer(
@@ -61,7 +61,7 @@ def folder_item(folder: Folder) -> dict[str, Any]:
     }
 
 
-def _folder(deployment: Deployment, folder_id: int | None, field: str = "folderId") -> Folder | None:
+def named_folder(deployment: Deployment, folder_id: int | None, field: str = "folderId") -> Folder | None:
     if folder_id is None:
         return None
     try:
@@ -87,9 +87,7 @@ class FolderListView(PlatformView):
     @extend_schema(
         operation_id="deployments_folders_list",
         parameters=[
-            OpenApiParameter(
-                "parentId", _ID_FILTER, description="Sub-folders of this folder; root folders if left out"
-            ),
+            OpenApiParameter("parentId", ID_FILTER, description="Sub-folders of this folder; root folders if left out"),
             *PAGE_PARAMETERS,
         ],
         responses={
@@ -100,11 +98,11 @@ class FolderListView(PlatformView):
     )
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
-        parent_id = _id_param(request.query_params, "parentId")
+        parent_id = id_param(request.query_params, "parentId")
         if parent_id is not None:
-            _folder(deployment, parent_id, "parentId")
+            named_folder(deployment, parent_id, "parentId")
         rows = selectors.folders_of(deployment=deployment, parent_id=parent_id)
-        return Response(_list_answer(rows, request.query_params, folder_item))
+        return Response(list_answer(rows, request.query_params, folder_item))
 
     @extend_schema(
         request=FolderCreateSerializer,
@@ -116,11 +114,11 @@ class FolderListView(PlatformView):
     )
     def post(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
-        data = _validated(FolderCreateSerializer, request)
+        data = validated_body(FolderCreateSerializer, request)
         folder = dashboards.folder_create(
             deployment=deployment,
             name=data["name"],
-            parent=_folder(deployment, data.get("parentId"), "parentId"),
+            parent=named_folder(deployment, data.get("parentId"), "parentId"),
             position=data.get("position", 0),
         )
         return Response(folder_item(folder), status=201)
@@ -138,7 +136,7 @@ class FolderDetailView(PlatformView):
     def put(self, request: PlatformRequest, deployment_id: int, folder_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         folder = selectors.folder_of(deployment=deployment, folder_id=folder_id)
-        data = _validated(FolderUpdateSerializer, request)
+        data = validated_body(FolderUpdateSerializer, request)
         return Response(folder_item(dashboards.folder_update(folder=folder, changes=data)))
 
     @extend_schema(responses={204: None, 400: error("The folder has sub-folders"), 404: FOLDER_NOT_FOUND})

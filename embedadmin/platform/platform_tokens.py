@@ -18,7 +18,7 @@ from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.pagination import paginate
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, page_of
-from embedadmin.platform.platform_view import BODY_INVALID, PlatformView, _text
+from embedadmin.platform.platform_view import BODY_INVALID, PlatformView, body_text
 
 PLATFORM_TOKEN_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
@@ -72,7 +72,9 @@ class PlatformTokenListView(PlatformView):
     )
     def post(self, request: PlatformRequest) -> Response:
         body = json_object_body(request, fields=("name",))
-        plaintext, token = accounts.platform_token_create(account=request.user.account, name=_text(body, "name") or "")
+        plaintext, token = accounts.platform_token_create(
+            account=request.user.account, name=body_text(body, "name") or ""
+        )
         return Response({**platform_token_item(token), "token": plaintext}, status=201)
 
 

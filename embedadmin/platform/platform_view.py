@@ -37,19 +37,19 @@ DEPLOYMENT_NOT_FOUND = error("No deployment with this id in the caller's account
 BODY_INVALID = error("Not a JSON object, an unknown field, a NUL character or an invalid value")
 # The lists assembled in memory (environments, env variables, regions, model files): a page of them, and Cube's
 # deprecated ``data`` with every item.
-_IN_MEMORY_PAGE = {"data": True}
-# The schema of a query parameter naming a row by its id (read by :func:`_id_param`).
-_ID_FILTER = {"type": "integer", "minimum": 1}
+IN_MEMORY_PAGE = {"data": True}
+# The schema of a query parameter naming a row by its id (read by :func:`id_param`).
+ID_FILTER = {"type": "integer", "minimum": 1}
 
 
-def _int_in(body: Mapping[str, Any], name: str, low: int, high: int, default: int) -> int:
+def body_int(body: Mapping[str, Any], name: str, low: int, high: int, default: int) -> int:
     value = body.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise BadRequest(f"{name}: must be an integer between {low} and {high}")
     return value
 
 
-def _text(body: Mapping[str, Any], name: str, *, max_length: int = 200, required: bool = False) -> str | None:
+def body_text(body: Mapping[str, Any], name: str, *, max_length: int = 200, required: bool = False) -> str | None:
     if name not in body:
         if required:
             raise BadRequest(f"{name}: this field is required")
@@ -83,7 +83,7 @@ def page_of_list(
     }
 
 
-def _list_answer(queryset: QuerySet[Any], params: Mapping[str, str], shape: Any) -> dict[str, Any]:
+def list_answer(queryset: QuerySet[Any], params: Mapping[str, str], shape: Any) -> dict[str, Any]:
     """``{items, pageInfo}`` with Cube's deprecated ``data`` (the same items) and ``count`` (all matches)."""
     page = paginate(queryset, params=params)
     body = page.as_dict(shape)
@@ -92,13 +92,13 @@ def _list_answer(queryset: QuerySet[Any], params: Mapping[str, str], shape: Any)
     return body
 
 
-def _validated(serializer_class: type[serializers.Serializer[Any]], request: PlatformRequest) -> dict[str, Any]:
+def validated_body(serializer_class: type[serializers.Serializer[Any]], request: PlatformRequest) -> dict[str, Any]:
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
 
 
-def _id_param(params: Mapping[str, str], name: str) -> int | None:
+def id_param(params: Mapping[str, str], name: str) -> int | None:
     raw = params.get(name)
     if raw is None or raw == "":
         return None

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, page_of
-from embedadmin.platform.platform_view import _IN_MEMORY_PAGE, PlatformView, page_of_list
+from embedadmin.platform.platform_view import IN_MEMORY_PAGE, PlatformView, page_of_list
 
 
 class RegionListView(PlatformView):
@@ -35,7 +35,7 @@ class RegionListView(PlatformView):
                         "useAiEngineer": serializers.BooleanField(),
                     },
                 ),
-                **_IN_MEMORY_PAGE,
+                **IN_MEMORY_PAGE,
             ),
             400: INVALID,
         },

@@ -29,15 +29,15 @@ from embedadmin.core.fields import (
 from embedadmin.dashboards import selectors
 from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Report, Workbook
-from embedadmin.platform.folders import _folder
+from embedadmin.platform.folders import named_folder
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, page_of
 from embedadmin.platform.platform_view import (
-    _ID_FILTER,
     DEPLOYMENT_NOT_FOUND,
+    ID_FILTER,
     PlatformView,
-    _id_param,
-    _list_answer,
-    _validated,
+    id_param,
+    list_answer,
+    validated_body,
 )
 
 REPORT = inline_serializer(
@@ -125,7 +125,7 @@ def _report_fields(deployment: Deployment, data: Mapping[str, Any]) -> dict[str,
         if key == "workbookId":
             fields["workbook"] = _workbook(deployment, value)
         elif key == "folderId":
-            fields["folder"] = _folder(deployment, value)
+            fields["folder"] = named_folder(deployment, value)
         else:
             fields[_REPORT_RENAMES.get(key, key)] = value
     return fields
@@ -137,8 +137,8 @@ class ReportListView(PlatformView):
     @extend_schema(
         operation_id="deployments_reports_list",
         parameters=[
-            OpenApiParameter("workbookId", _ID_FILTER, description="Reports of this workbook"),
-            OpenApiParameter("folderId", _ID_FILTER, description="Reports of this folder"),
+            OpenApiParameter("workbookId", ID_FILTER, description="Reports of this workbook"),
+            OpenApiParameter("folderId", ID_FILTER, description="Reports of this folder"),
             OpenApiParameter("search", str, description="Reports whose name or title contains this text"),
             *PAGE_PARAMETERS,
         ],
@@ -152,11 +152,11 @@ class ReportListView(PlatformView):
             raise BadRequest("search must not contain NUL characters")
         rows = selectors.reports_of(
             deployment=deployment,
-            workbook_id=_id_param(params, "workbookId"),
-            folder_id=_id_param(params, "folderId"),
+            workbook_id=id_param(params, "workbookId"),
+            folder_id=id_param(params, "folderId"),
             search=search,
         )
-        return Response(_list_answer(rows, params, report_item))
+        return Response(list_answer(rows, params, report_item))
 
     @extend_schema(
         request=ReportSerializer,
@@ -169,7 +169,7 @@ class ReportListView(PlatformView):
     )
     def post(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
-        data = _validated(ReportSerializer, request)
+        data = validated_body(ReportSerializer, request)
         if "name" not in data:
             raise BadRequest("name: This field is required.")
         report = dashboards.report_create(deployment=deployment, fields=_report_fields(deployment, data))
@@ -196,7 +196,7 @@ class ReportDetailView(PlatformView):
     def put(self, request: PlatformRequest, deployment_id: int, report_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         report = selectors.report_of(deployment=deployment, report_id=report_id)
-        data = _validated(ReportSerializer, request)
+        data = validated_body(ReportSerializer, request)
         report = dashboards.report_update(report=report, fields=_report_fields(deployment, data))
         return Response(report_item(report))
 
@@ -225,7 +225,7 @@ class ReportByPublicIdView(PlatformView):
     )
     def put(self, request: PlatformRequest, deployment_id: int, public_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
-        data = _validated(ReportSerializer, request)
+        data = validated_body(ReportSerializer, request)
         if data.get("publicId") is not None and data["publicId"] != public_id:
             raise BadRequest("publicId in the body does not match the path")
         data.pop("publicId", None)

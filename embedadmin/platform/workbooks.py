@@ -33,10 +33,10 @@ from embedadmin.dashboards import selectors
 from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Workbook
 from embedadmin.dashboards.selectors import EmbedAccessState, PublishedDashboard
-from embedadmin.platform.embed_dashboards import DASHBOARD, _dashboard_answer, dashboard_item
-from embedadmin.platform.folders import _folder
+from embedadmin.platform.embed_dashboards import DASHBOARD, dashboard_answer, dashboard_item
+from embedadmin.platform.folders import named_folder
 from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, nullable, page_of
-from embedadmin.platform.platform_view import _ID_FILTER, DEPLOYMENT_NOT_FOUND, PlatformView, _id_param, _validated
+from embedadmin.platform.platform_view import DEPLOYMENT_NOT_FOUND, ID_FILTER, PlatformView, id_param, validated_body
 
 WORKBOOK = inline_serializer(
     "Workbook",
@@ -149,7 +149,7 @@ def _workbook_changes(deployment: Deployment, data: Mapping[str, Any]) -> dict[s
     if "meta" in data:
         changes["meta"] = data["meta"]
     if "folderId" in data:
-        changes["folder"] = _folder(deployment, data["folderId"])
+        changes["folder"] = named_folder(deployment, data["folderId"])
     if "slug" in data:
         changes["slug"] = data["slug"]
     return changes
@@ -163,7 +163,7 @@ class WorkbookListView(PlatformView):
         parameters=[
             OpenApiParameter(
                 "folderId",
-                {"oneOf": [_ID_FILTER, {"type": "string", "enum": ["null"]}]},
+                {"oneOf": [ID_FILTER, {"type": "string", "enum": ["null"]}]},
                 description="Workbooks of this folder; `null` for those at the root; every workbook when left out",
             ),
             *PAGE_PARAMETERS,
@@ -178,7 +178,7 @@ class WorkbookListView(PlatformView):
         deployment = self.deployment(request, deployment_id)
         params = request.query_params
         in_root = params.get("folderId") == "null"
-        folder_id = None if in_root else _id_param(params, "folderId")
+        folder_id = None if in_root else id_param(params, "folderId")
         rows = selectors.workbooks_of(deployment=deployment, folder_id=folder_id, in_root=in_root)
         page = paginate(rows, params=params)
         dashboards = [wb.dashboard for wb in page.items if getattr(wb, "dashboard", None) is not None]
@@ -198,7 +198,7 @@ class WorkbookListView(PlatformView):
     )
     def post(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
-        data = _validated(WorkbookCreateSerializer, request)
+        data = validated_body(WorkbookCreateSerializer, request)
         workbook = dashboards.workbook_create(deployment=deployment, changes=_workbook_changes(deployment, data))
         return Response(_workbook_answer(workbook.pk, deployment), status=201)
 
@@ -222,7 +222,7 @@ class WorkbookDetailView(PlatformView):
     def put(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
-        data = _validated(WorkbookUpdateSerializer, request)
+        data = validated_body(WorkbookUpdateSerializer, request)
         dashboards.workbook_update(workbook=workbook, changes=_workbook_changes(deployment, data))
         return Response(_workbook_answer(workbook.pk, deployment))
 
@@ -248,7 +248,7 @@ class WorkbookBySlugView(PlatformView):
     )
     def put(self, request: PlatformRequest, deployment_id: int, slug: str) -> Response:
         deployment = self.deployment(request, deployment_id)
-        data = _validated(WorkbookCreateSerializer, request)
+        data = validated_body(WorkbookCreateSerializer, request)
         workbook = dashboards.workbook_upsert_by_slug(
             deployment=deployment, slug=slug, changes=_workbook_changes(deployment, data)
         )
@@ -275,7 +275,7 @@ class WorkbookDashboardView(PlatformView):
     def put(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
-        data = _validated(WorkbookDashboardSerializer, request)
+        data = validated_body(WorkbookDashboardSerializer, request)
         workbook = dashboards.workbook_dashboard_set(workbook=workbook, draft=data["dashboardDraft"])
         answer = _workbook_answer(workbook.pk, deployment)
         return Response(
@@ -305,7 +305,7 @@ class WorkbookPublishView(PlatformView):
     def post(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
         workbook = selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
-        data = _validated(PublishSerializer, request)
+        data = validated_body(PublishSerializer, request)
         if "workbookId" in data and data["workbookId"] != workbook.pk:
             raise BadRequest(f"workbookId {data['workbookId']} does not match the workbook of the path ({workbook.pk})")
         dashboard = dashboards.workbook_publish(
@@ -315,7 +315,7 @@ class WorkbookPublishView(PlatformView):
             allow_embed=data.get("allowEmbed"),
             published_by=request.user.token.name,
         )
-        return Response(_dashboard_answer(dashboard))
+        return Response(dashboard_answer(dashboard))
 
 
 class EmbedAccessSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
@@ -345,7 +345,7 @@ class WorkbookEmbedAccessView(PlatformView):
     )
     def put(self, request: PlatformRequest, deployment_id: int, workbook_id: int) -> Response:
         workbook = selectors.workbook_of(deployment=self.deployment(request, deployment_id), workbook_id=workbook_id)
-        data = _validated(EmbedAccessSerializer, request)
+        data = validated_body(EmbedAccessSerializer, request)
         state = dashboards.embed_access_update(
             workbook=workbook,
             embed_tenant_name=data.get("embedTenantName"),
