@@ -13,6 +13,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from embedadmin.accounts.selectors import (
+    ADMIN_KEY_REQUIRED,
     ApiKeyCaller,
     PlatformCaller,
     api_key_authenticate,
@@ -108,10 +109,10 @@ class ApiKeyOrBearerAuthentication(BaseAuthentication):
 class IsAdminApiKey(BasePermission):
     """Only admin keys; a personal key is refused with 403."""
 
-    message = "This endpoint requires an admin API key; personal API keys are not allowed"
+    message = ADMIN_KEY_REQUIRED.format(door="This endpoint")
 
     def has_permission(self, request: Request, view) -> bool:
-        return isinstance(request.user, ApiKeyCaller) and request.user.is_admin
+        return isinstance(request.user, ApiKeyCaller) and request.user.admin_refusal() is None
 
 
 class IsAdminApiKeyOrPlatformCaller(BasePermission):
@@ -121,7 +122,7 @@ class IsAdminApiKeyOrPlatformCaller(BasePermission):
 
     def has_permission(self, request: Request, view) -> bool:
         return isinstance(request.user, PlatformCaller) or (
-            isinstance(request.user, ApiKeyCaller) and request.user.is_admin
+            isinstance(request.user, ApiKeyCaller) and request.user.admin_refusal() is None
         )
 
 

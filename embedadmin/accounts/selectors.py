@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
+ADMIN_KEY_REQUIRED = "{door} requires an admin API key; personal API keys are not allowed"
+
+
 @dataclass(frozen=True)
 class ApiKeyCaller:
     """Who is calling with an ``Api-Key``: the key, read with its account and whether it is scoped to
@@ -57,6 +60,21 @@ class ApiKeyCaller:
     def may_access(self, deployment_id: int) -> bool:
         """Whether the key may act on this deployment: unscoped keys may act on all of the account's."""
         return not self.is_scoped or self.key.deployments.filter(pk=deployment_id).exists()
+
+    # The one rule of "an admin key, in its deployment scope", for every door that takes one (the DRF permission
+    # IsAdminApiKey, deployment_for_key, the Chat API): each answers why the key may not, or None.
+
+    def admin_refusal(self, door: str = "This endpoint") -> str | None:
+        """Why the key may not act as the account's administrator (a personal key), or None."""
+        return None if self.is_admin else ADMIN_KEY_REQUIRED.format(door=door)
+
+    def scope_refusal(self, deployment_id: int) -> str | None:
+        """Why the key may not act on deployment ``deployment_id`` (outside its scope), or None."""
+        return (
+            None
+            if self.may_access(deployment_id)
+            else f"This API key is not allowed to access deployment {deployment_id}"
+        )
 
 
 @dataclass(frozen=True)
@@ -126,8 +144,9 @@ def deployment_for_key(*, caller: ApiKeyCaller, deployment_id: int) -> Deploymen
     )
     if deployment is None:
         raise NotFound(f"Deployment {deployment_id} not found")
-    if not caller.may_access(deployment_id):
-        raise Forbidden(f"This API key is not allowed to access deployment {deployment_id}")
+    refusal = caller.scope_refusal(deployment_id)
+    if refusal is not None:
+        raise Forbidden(refusal)
     return deployment
 
 

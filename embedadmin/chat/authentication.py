@@ -66,10 +66,9 @@ def _api_key_credential(*, agent: Agent, key: str) -> ChatCredential:
     caller = api_key_authenticate(key)
     if caller is None or caller.account.pk != agent.account_id:
         raise ChatAuthError("Invalid or revoked API key")
-    if not caller.is_admin:
-        raise ChatAuthError("The Chat API requires an admin API key; personal API keys are not allowed")
-    if not caller.may_access(agent.deployment_id):
-        raise ChatAuthError(f"This API key is not allowed to access deployment {agent.deployment_id}")
+    refusal = caller.admin_refusal("The Chat API") or caller.scope_refusal(agent.deployment_id)
+    if refusal is not None:
+        raise ChatAuthError(refusal)
     return ChatCredential()
 
 
