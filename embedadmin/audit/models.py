@@ -1,4 +1,4 @@
-"""The audit log and the daily usage counters.
+"""The audit log and the daily usage figures.
 
 An entry is written in the same transaction as the change it records (``services.entry_record`` refuses to run
 outside one), so a change that rolls back leaves no entry. Entries keep what they say in plain columns, not foreign
@@ -59,27 +59,52 @@ class AuditEntry(models.Model):
         return f"{self.occurred_at:%Y-%m-%d %H:%M:%S} {self.action} {self.resource_id} by {self.actor_label}"
 
 
-class DailyUsage(models.Model):
-    """How many sessions were minted and chat messages sent in an account on a day (UTC): counted, not logged.
+class UsageKind(models.TextChoices):
+    """What a daily usage figure is of; its label is the panel's column title."""
 
-    A day's count of one kind is the sum of up to ``SHARDS`` rows: each increment updates one of them, chosen at
-    random, so concurrent mints in one account rarely wait for each other's commit on one locked row."""
+    SESSIONS = "sessions", "Sessions minted"
+    CHAT_MESSAGES = "chat_messages", "Chat messages"
+    EXTERNAL_USERS = "external_users", "External users"
+    NON_EPHEMERAL_CHAT_USERS = "non_ephemeral_chat_users", "Non-ephemeral chat users"
+    EPHEMERAL_CHAT_USERS = "ephemeral_chat_users", "Ephemeral chat users"
+
+
+# Measured, not counted: a snapshot set by the reconcile task, the day's last one kept; a day without one is unknown.
+USAGE_GAUGES: tuple[str, ...] = (
+    UsageKind.EXTERNAL_USERS.value,
+    UsageKind.NON_EPHEMERAL_CHAT_USERS.value,
+    UsageKind.EPHEMERAL_CHAT_USERS.value,
+)
+
+
+class DailyUsage(models.Model):
+    """An account's usage on a day (UTC), one figure per ``kind``: what was counted (sessions minted, chat messages
+    started) and what was measured (how many users the account had).
+
+    A counter's figure for a day is the sum of up to ``SHARDS`` rows: each increment updates one of them, chosen at
+    random, so concurrent mints in one account rarely wait for each other's commit on one locked row. A gauge
+    (``GAUGES``) is set, not added, by one writer (the reconcile task): it lives in shard 0 only, so the same sum
+    reads it (ADR 0016)."""
 
     SHARDS = 8
-
-    class Kind(models.TextChoices):
-        SESSIONS = "sessions", "Sessions minted"
-        CHAT_MESSAGES = "chat_messages", "Chat messages"
+    Kind = UsageKind
+    GAUGES = USAGE_GAUGES
 
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="daily_usage")
     day = models.DateField()
-    kind = models.CharField(max_length=16, choices=Kind.choices)
+    kind = models.CharField(max_length=32, choices=UsageKind.choices)
     shard = models.PositiveSmallIntegerField(default=0)
     count = models.BigIntegerField(default=0)
 
     class Meta:
         verbose_name_plural = "daily usage"
-        constraints = [models.UniqueConstraint(fields=["account", "day", "kind", "shard"], name="daily_usage_once")]
+        constraints = [
+            models.UniqueConstraint(fields=["account", "day", "kind", "shard"], name="daily_usage_once"),
+            models.CheckConstraint(condition=models.Q(kind__in=UsageKind.values), name="daily_usage_kind_valid"),
+            models.CheckConstraint(
+                condition=~models.Q(kind__in=USAGE_GAUGES) | models.Q(shard=0), name="daily_usage_gauge_in_shard_0"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.day} {self.kind}: {self.count}"

@@ -1,4 +1,4 @@
-"""Reading the audit log and the daily usage counters, always within one account."""
+"""Reading the audit log and the daily usage figures, always within one account."""
 
 from __future__ import annotations
 
@@ -48,21 +48,26 @@ def entries_of(*, account: Account, filters: EntryFilters) -> QuerySet[AuditEntr
     return rows
 
 
-def daily_totals(rows: QuerySet[DailyUsage]) -> dict[tuple[dt.date, str], dict[str, int]]:
-    """What ``rows`` count, by day and account name: each kind's total (the sum of the day's counter shards; 0 for a
-    kind with no row)."""
-    totals: dict[tuple[dt.date, str], dict[str, int]] = {}
+def _empty_day() -> dict[str, int | None]:
+    """A day with no row: nothing counted (0), nothing measured (None: not known, which is not 0 users)."""
+    return {kind: None if kind in DailyUsage.GAUGES else 0 for kind in DailyUsage.Kind.values}
+
+
+def daily_totals(rows: QuerySet[DailyUsage]) -> dict[tuple[dt.date, str], dict[str, int | None]]:
+    """What ``rows`` hold, by day and account name: every kind's figure, the sum of the day's rows of that kind (a
+    counter's shards; a gauge's one row). A kind without a row is 0 when counted, None when measured."""
+    totals: dict[tuple[dt.date, str], dict[str, int | None]] = {}
     for row in rows.values("day", "account__name", "kind").annotate(total=Sum("count")).order_by():
-        day = totals.setdefault((row["day"], row["account__name"]), dict.fromkeys(DailyUsage.Kind.values, 0))
+        day = totals.setdefault((row["day"], row["account__name"]), _empty_day())
         day[row["kind"]] = row["total"]
     return totals
 
 
-def daily_usage_of(*, account: Account, since: dt.date, until: dt.date) -> Mapping[dt.date, dict[str, int]]:
-    """Counts per day from ``since`` to ``until`` inclusive, every kind present (0 when nothing happened)."""
-    days: dict[dt.date, dict[str, int]] = {}
+def daily_usage_of(*, account: Account, since: dt.date, until: dt.date) -> Mapping[dt.date, dict[str, int | None]]:
+    """Figures per day from ``since`` to ``until`` inclusive, every kind present (see ``daily_totals``)."""
+    days: dict[dt.date, dict[str, int | None]] = {}
     for offset in range((until - since).days + 1):  # never a day past ``until`` (date.max has no next day)
-        days[since + dt.timedelta(days=offset)] = dict.fromkeys(DailyUsage.Kind.values, 0)
+        days[since + dt.timedelta(days=offset)] = _empty_day()
     rows = DailyUsage.objects.filter(account=account, day__gte=since, day__lte=until)
-    days.update({day: counts for (day, _account), counts in daily_totals(rows).items()})
+    days.update({day: figures for (day, _account), figures in daily_totals(rows).items()})
     return days

@@ -1,4 +1,4 @@
-"""Writing the audit log and the daily usage counters.
+"""Writing the audit log and the daily usage figures.
 
 ``entry_record`` is the one way an entry is written: the Platform API, SCIM and embedding views reach it through
 :class:`embedadmin.audit.edge.AuditedView`, the panel through its admin hooks (``embedadmin.panel.base``). It must
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,8 @@ def usage_count(*, account_id: int, kind: str, amount: int = 1, day: dt.date | N
     the counted thing, so a rolled-back mint is not counted; the counter row it updates (one of the day's
     ``DailyUsage.SHARDS``, at random) stays locked until that commit. One UPDATE once the row exists; the first
     call for a shard inserts it (in a savepoint: two first calls race, the loser updates the winner's row)."""
+    if kind in DailyUsage.GAUGES:
+        raise ValueError(f"{kind!r} is measured, not counted: usage_snapshot sets it")
     day = day or timezone.now().date()
     shard = random.randrange(DailyUsage.SHARDS)
     counter = DailyUsage.objects.filter(account_id=account_id, day=day, kind=kind, shard=shard)
@@ -78,6 +81,23 @@ def usage_count(*, account_id: int, kind: str, amount: int = 1, day: dt.date | N
             DailyUsage.objects.create(account_id=account_id, day=day, kind=kind, shard=shard, count=amount)
     except IntegrityError:
         counter.update(count=F("count") + amount)
+
+
+def usage_snapshot(*, account_id: int, figures: Mapping[str, int], day: dt.date | None = None) -> None:
+    """Set an account's measured figures (``DailyUsage.GAUGES``: how many users it has) for today (UTC), replacing
+    the day's earlier snapshot. One statement, an insert that updates the row already there (shard 0, the only one
+    a gauge has), so two reconciles at once leave one row per figure, the last one's."""
+    counted = sorted(set(figures) - set(DailyUsage.GAUGES))
+    if counted:
+        raise ValueError(f"{', '.join(counted)}: counted, not measured: usage_count adds to it")
+    day = day or timezone.now().date()
+    rows = [DailyUsage(account_id=account_id, day=day, kind=kind, shard=0, count=n) for kind, n in figures.items()]
+    DailyUsage.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["account", "day", "kind", "shard"],
+        update_fields=["count"],
+    )
 
 
 def entries_purge(*, older_than: dt.datetime, batch: int = 5_000) -> int:

@@ -168,21 +168,3 @@ class ThreadEvent(models.Model):
 
     def __str__(self) -> str:
         return f"event {self.seq} of {self.thread_id}"
-
-
-class AccountUsageDay(models.Model):
-    """User counts of one account on one day, recorded by the reconcile worker for the panel."""
-
-    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="usage_days")
-    day = models.DateField()
-    external_users = models.PositiveIntegerField(default=0)
-    non_ephemeral_chat_users = models.PositiveIntegerField(default=0)
-    ephemeral_chat_users = models.PositiveIntegerField(default=0)
-    recorded_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["account_id", "-day"]
-        constraints = [models.UniqueConstraint(fields=["account", "day"], name="account_usage_day_unique")]
-
-    def __str__(self) -> str:
-        return f"usage of {self.account_id} on {self.day}"

@@ -16,7 +16,7 @@ def expire_ephemeral_users() -> int:
 
 @shared_task(name="chat.reconcile_user_counts", ignore_result=True)
 def reconcile_user_counts() -> int:
-    """Recount every account's users into its counters and today's usage row; returns accounts done."""
+    """Recount every account's users into its counters and today's usage figures; returns accounts done."""
     accounts = list(Account.objects.order_by("pk"))
     for account in accounts:
         services.user_counts_reconcile(account=account)

@@ -30,7 +30,7 @@ from embedadmin.accounts.models import (
     TenantSettings,
 )
 from embedadmin.audit.models import AuditEntry, DailyUsage
-from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser
+from embedadmin.chat.models import Agent, ChatUser
 from embedadmin.dashboards.models import (
     Dashboard,
     DashboardVersion,
@@ -74,7 +74,6 @@ ACCOUNT_PATHS: dict[type[Model], str] = {
     EmbedSession: "account",
     Agent: "account",
     ChatUser: "account",
-    AccountUsageDay: "account",
     Folder: "account",
     Workbook: "account",
     Report: "account",

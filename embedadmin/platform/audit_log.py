@@ -1,5 +1,5 @@
 """``GET /api/v1/audit-log`` and ``GET /api/v1/usage``: the account's audit log (newest first, filtered, cursor
-pages) and its daily counts of sessions minted and chat messages. Read with a platform token; the entries are
+pages) and its usage per day (sessions minted, chat messages, user counts). Read with a platform token; both are
 written by :mod:`embedadmin.audit` (docs/audit-log.md)."""
 
 from __future__ import annotations
@@ -51,6 +51,15 @@ AUDIT_ENTRY = inline_serializer(
         "userAgent": serializers.CharField(allow_blank=True),
     },
 )
+# Each kind of daily usage figure by its name in ``GET /api/v1/usage`` (a kind added to the table is named here).
+USAGE_FIELDS: dict[str, str] = {
+    DailyUsage.Kind.SESSIONS: "sessions",
+    DailyUsage.Kind.CHAT_MESSAGES: "chatMessages",
+    DailyUsage.Kind.EXTERNAL_USERS: "externalUsers",
+    DailyUsage.Kind.NON_EPHEMERAL_CHAT_USERS: "nonEphemeralChatUsers",
+    DailyUsage.Kind.EPHEMERAL_CHAT_USERS: "ephemeralChatUsers",
+}
+_MEASURED = "The day's last count by the hourly recount; null when none was taken that day"
 DAILY_USAGE = inline_serializer(
     "DailyUsage",
     {
@@ -60,7 +69,16 @@ DAILY_USAGE = inline_serializer(
                 {
                     "day": serializers.DateField(),
                     "sessions": serializers.IntegerField(help_text="Embed sessions minted"),
-                    "chatMessages": serializers.IntegerField(),
+                    "chatMessages": serializers.IntegerField(help_text="Chat messages started"),
+                    "externalUsers": serializers.IntegerField(
+                        allow_null=True, help_text=f"External users of the account. {_MEASURED}"
+                    ),
+                    "nonEphemeralChatUsers": serializers.IntegerField(
+                        allow_null=True, help_text=f"Chat users kept beyond the time to live. {_MEASURED}"
+                    ),
+                    "ephemeralChatUsers": serializers.IntegerField(
+                        allow_null=True, help_text=f"Chat users that expire. {_MEASURED}"
+                    ),
                 },
             )
         )
@@ -162,8 +180,8 @@ class AuditLogView(PlatformView):
 
 
 class UsageView(PlatformView):
-    """``GET /api/v1/usage?from=YYYY-MM-DD&to=YYYY-MM-DD``: sessions minted and chat messages per day (UTC),
-    the last 30 days by default, at most 366 days."""
+    """``GET /api/v1/usage?from=YYYY-MM-DD&to=YYYY-MM-DD``: per day (UTC), sessions minted and chat messages
+    counted, and the user counts measured that day; the last 30 days by default, at most 366 days."""
 
     @extend_schema(
         parameters=[OpenApiParameter("from", OpenApiTypes.DATE), OpenApiParameter("to", OpenApiTypes.DATE)],
@@ -184,12 +202,8 @@ class UsageView(PlatformView):
             raise BadRequest(f"at most {MAX_USAGE_DAYS} days at a time")
         days = selectors.daily_usage_of(account=request.user.account, since=since, until=until)
         items = [
-            {
-                "day": day.isoformat(),
-                "sessions": counts[DailyUsage.Kind.SESSIONS],
-                "chatMessages": counts[DailyUsage.Kind.CHAT_MESSAGES],
-            }
-            for day, counts in days.items()
+            {"day": day.isoformat(), **{name: figures[kind] for kind, name in USAGE_FIELDS.items()}}
+            for day, figures in days.items()
         ]
         return Response({"items": items})
 

@@ -1,6 +1,7 @@
 """The audit log (issue 18): every audited change writes exactly one entry, in its own transaction, naming who,
 what and from where and never a secret; a refused or failed change writes none and changes nothing; the log is
-read per account with filters and cursor pages; sessions and chat messages are counted per day, not logged."""
+read per account with filters and cursor pages; sessions and chat messages are counted per day, not logged, beside
+the user counts the hourly recount measures (one daily usage table, ADR 0016)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from embedadmin.audit import services as audit
@@ -425,7 +426,14 @@ def test_sessions_and_chat_messages_are_counted_per_day_not_logged(api, acme, gl
     assert response.status_code == 200
     items = response.json()["items"]
     assert len(items) == 30
-    assert items[-1] == {"day": today.isoformat(), "sessions": 3, "chatMessages": 0}
+    assert items[-1] == {
+        "day": today.isoformat(),
+        "sessions": 3,
+        "chatMessages": 0,
+        "externalUsers": None,  # no recount has measured them today
+        "nonEphemeralChatUsers": None,
+        "ephemeralChatUsers": None,
+    }
     assert all(item["sessions"] == 0 for item in items[:-1])
     assert sum(DailyUsage.objects.filter(account=globex.account).values_list("count", flat=True)) == 1
     assert api.get(f"{USAGE_URL}?from=2026-01-01&to=2027-06-01", **acme.platform_headers).status_code == 400
@@ -435,6 +443,83 @@ def test_sessions_and_chat_messages_are_counted_per_day_not_logged(api, acme, gl
     at_the_start = api.get(f"{USAGE_URL}?to=0001-01-02", **acme.platform_headers)
     assert at_the_start.status_code == 200
     assert len(at_the_start.json()["items"]) == 2
+
+
+def test_usage_answers_the_user_counts_the_recount_measured_and_never_another_accounts(api, acme, globex):
+    from embedadmin.chat import tasks as chat_tasks
+    from embedadmin.directory.models import ExternalUser
+
+    # Given acme with two external users, globex with three, a count measured for acme two days ago,
+    today = timezone.now().date()
+    for name in ("ann", "bob"):
+        ExternalUser.objects.create(account=acme.account, external_id=name)
+    for name in ("x", "y", "z"):
+        ExternalUser.objects.create(account=globex.account, external_id=name)
+    audit.usage_snapshot(
+        account_id=acme.account.pk,
+        figures={"external_users": 1, "non_ephemeral_chat_users": 0, "ephemeral_chat_users": 4},
+        day=today - dt.timedelta(days=2),
+    )
+    mint_ok(api, globex, externalId="w")
+
+    # when the hourly recount runs (twice: the day's figure is set again, not added),
+    chat_tasks.reconcile_user_counts()
+    chat_tasks.reconcile_user_counts()
+    items = api.get(f"{USAGE_URL}?from={today - dt.timedelta(days=2)}", **acme.platform_headers).json()["items"]
+
+    # then acme's usage shows its own counts on the days they were measured, null on a day none was, nothing of globex.
+    assert items == [
+        {
+            "day": (today - dt.timedelta(days=2)).isoformat(),
+            "sessions": 0,
+            "chatMessages": 0,
+            "externalUsers": 1,
+            "nonEphemeralChatUsers": 0,
+            "ephemeralChatUsers": 4,
+        },
+        {
+            "day": (today - dt.timedelta(days=1)).isoformat(),
+            "sessions": 0,
+            "chatMessages": 0,
+            "externalUsers": None,
+            "nonEphemeralChatUsers": None,
+            "ephemeralChatUsers": None,
+        },
+        {
+            "day": today.isoformat(),
+            "sessions": 0,
+            "chatMessages": 0,
+            "externalUsers": 2,
+            "nonEphemeralChatUsers": 0,
+            "ephemeralChatUsers": 0,
+        },
+    ]
+    theirs = api.get(USAGE_URL, **globex.platform_headers).json()["items"][-1]
+    assert (theirs["sessions"], theirs["externalUsers"]) == (1, 4)
+
+
+def test_a_measured_figure_is_set_in_one_row_and_a_counted_one_only_added(acme):
+    today = timezone.now().date()
+    figures = {"external_users": 5, "non_ephemeral_chat_users": 2, "ephemeral_chat_users": 7}
+
+    audit.usage_snapshot(account_id=acme.account.pk, figures=figures)
+    audit.usage_snapshot(account_id=acme.account.pk, figures={**figures, "external_users": 6})
+
+    rows = DailyUsage.objects.filter(account=acme.account).values_list("day", "kind", "shard", "count")
+    assert sorted(rows) == [
+        (today, "ephemeral_chat_users", 0, 7),
+        (today, "external_users", 0, 6),
+        (today, "non_ephemeral_chat_users", 0, 2),
+    ]
+    with pytest.raises(ValueError, match="measured, not counted"):
+        audit.usage_count(account_id=acme.account.pk, kind=DailyUsage.Kind.EXTERNAL_USERS)
+    with pytest.raises(ValueError, match="counted, not measured"):
+        audit.usage_snapshot(account_id=acme.account.pk, figures={"sessions": 3})
+    # The database holds the rule too: a measured figure lives in shard 0 only, and a kind is one of the known ones.
+    with pytest.raises(IntegrityError), transaction.atomic():
+        DailyUsage.objects.create(account=acme.account, day=today, kind="external_users", shard=3, count=1)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        DailyUsage.objects.create(account=acme.account, day=today, kind="sessoins", shard=0, count=1)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,5 +1,5 @@
 """Chat users: ephemeral by default, the non-ephemeral limit (also under races), expiry with a frozen
-clock, and the reconcile worker's counters and daily usage rows."""
+clock, and the reconcile worker's counters and the user counts it records in the daily usage table."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 from django.utils import timezone
 
 from embedadmin.accounts.models import TenantSettings
+from embedadmin.audit.models import DailyUsage
 from embedadmin.chat import services, tasks
 from embedadmin.chat.bus import InProcessBus
-from embedadmin.chat.models import AccountUsageDay, ChatUser, Thread, ThreadEvent
+from embedadmin.chat.models import ChatUser, Thread, ThreadEvent
 from embedadmin.chat.services import ChatIdentity
 from embedadmin.core.errors import LimitExceeded
 from embedadmin.directory.models import ExternalUser
@@ -187,7 +188,12 @@ def test_the_expiry_task_uses_the_clock(acme):
     assert tasks.expire_ephemeral_users() == 0
 
 
-def test_reconcile_recounts_users_and_records_the_days_usage(acme, globex):
+def _user_figures(account) -> list[tuple]:
+    rows = DailyUsage.objects.filter(account=account).exclude(kind__in=["sessions", "chat_messages"])
+    return sorted(rows.values_list("day", "kind", "shard", "count"))
+
+
+def test_reconcile_recounts_users_and_records_the_days_user_counts_in_daily_usage(acme, globex):
     ExternalUser.objects.create(account=acme.account, external_id="x1")
     ExternalUser.objects.create(account=acme.account, external_id="x2")
     services.chat_user_upsert(account=acme.account, identity=ChatIdentity(external_id="p", is_ephemeral=False))
@@ -196,19 +202,35 @@ def test_reconcile_recounts_users_and_records_the_days_usage(acme, globex):
     TenantSettings.objects.filter(account=acme.account).update(external_user_count=7, non_ephemeral_chat_user_count=9)
 
     assert tasks.reconcile_user_counts() == 2
-    assert tasks.reconcile_user_counts() == 2  # same day: the row is updated, not duplicated
+    ChatUser.objects.filter(account=acme.account, external_id="e2").delete()
+    assert tasks.reconcile_user_counts() == 2  # same day: the figures are set again, not added nor duplicated
 
     row = TenantSettings.objects.get(account=acme.account)
     assert (row.external_user_count, row.non_ephemeral_chat_user_count) == (2, 1)
-    usage = AccountUsageDay.objects.get(account=acme.account)
-    assert (usage.day, usage.external_users, usage.non_ephemeral_chat_users, usage.ephemeral_chat_users) == (
-        timezone.localdate(),
-        2,
-        1,
-        2,
-    )
-    other = AccountUsageDay.objects.get(account=globex.account)
-    assert (other.external_users, other.non_ephemeral_chat_users, other.ephemeral_chat_users) == (0, 0, 0)
+    today = timezone.now().date()  # the day in UTC, as sessions and chat messages are counted
+    assert _user_figures(acme.account) == [
+        (today, "ephemeral_chat_users", 0, 1),
+        (today, "external_users", 0, 2),
+        (today, "non_ephemeral_chat_users", 0, 1),
+    ]
+    assert _user_figures(globex.account) == [
+        (today, "ephemeral_chat_users", 0, 0),
+        (today, "external_users", 0, 0),
+        (today, "non_ephemeral_chat_users", 0, 0),
+    ]
+
+
+def test_reconcile_of_another_day_leaves_the_days_before_as_they_were(acme):
+    services.chat_user_upsert(account=acme.account, identity=ChatIdentity(external_id="e1"))
+    yesterday = timezone.now().date() - dt.timedelta(days=1)
+    services.user_counts_reconcile(account=acme.account, day=yesterday)
+    services.chat_user_upsert(account=acme.account, identity=ChatIdentity(external_id="e2"))
+
+    figures = services.user_counts_reconcile(account=acme.account)
+
+    assert figures == {"external_users": 0, "non_ephemeral_chat_users": 0, "ephemeral_chat_users": 2}
+    ephemeral = DailyUsage.objects.filter(account=acme.account, kind=DailyUsage.Kind.EPHEMERAL_CHAT_USERS)
+    assert sorted(ephemeral.values_list("day", "count")) == [(yesterday, 1), (yesterday + dt.timedelta(days=1), 2)]
 
 
 def test_beat_runs_the_workers():

@@ -151,7 +151,6 @@ def admin_url(model_name: str, view: str = "changelist", obj: Model | None = Non
         "embedsession": "embedding",
         "agent": "chat",
         "chatuser": "chat",
-        "accountusageday": "chat",
         "workbook": "dashboards",
         "dashboard": "dashboards",
         "report": "dashboards",

@@ -5,6 +5,8 @@ records none. The audit log page shows an administrator their own account's entr
 from __future__ import annotations
 
 import json
+import re
+from datetime import timedelta
 
 from django.test import Client
 
@@ -123,23 +125,77 @@ def test_an_objects_history_is_its_audit_entries_from_every_door(acme_admin: Cli
     assert shown == [("attribute_definition.update", str(attribute.pk)), ("user_attribute.update", str(attribute.pk))]
 
 
-def test_the_daily_usage_page_shows_each_days_totals_of_the_administrators_account(
+def usage_table(page) -> tuple[list[str], list[list[str]]]:
+    """The usage page's table: its column titles and its rows' cells, as shown."""
+    table = page.content.decode().split('id="result_list"')[1].split("</table>")[0]
+    head, body = table.split("<tbody>")
+    cells = [re.findall(r"<td[^>]*>([^<]*)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body)]
+    return re.findall(r"<th[^>]*>([^<]*)</th>", head), cells
+
+
+def test_the_usage_page_shows_every_figure_per_day_of_the_administrators_account_only(
     acme_admin: Client, acme: Cast, globex: Cast
 ):
     from django.utils import timezone
 
+    from embedadmin.audit import services as audit
     from embedadmin.audit.models import DailyUsage
 
+    # Given acme's sessions over two counter shards, its chat messages, its user counts measured today only,
     today = timezone.now().date()
-    for shard, count in ((0, 2), (3, 5)):
+    yesterday = today - timedelta(days=1)
+    for shard, count in ((0, 2), (3, 1_205)):
         DailyUsage.objects.create(account=acme.account, day=today, kind="sessions", shard=shard, count=count)
     DailyUsage.objects.create(account=acme.account, day=today, kind="chat_messages", shard=1, count=4)
-    DailyUsage.objects.create(account=globex.account, day=today, kind="sessions", shard=0, count=99)
+    DailyUsage.objects.create(account=acme.account, day=yesterday, kind="chat_messages", shard=5, count=3)
+    audit.usage_snapshot(
+        account_id=acme.account.pk,
+        figures={"external_users": 10_000, "non_ephemeral_chat_users": 12, "ephemeral_chat_users": 0},
+    )
+    # and globex's figures, which acme's administrator must never see,
+    DailyUsage.objects.create(account=globex.account, day=today, kind="sessions", shard=0, count=987_654)
+    audit.usage_snapshot(
+        account_id=globex.account.pk,
+        figures={"external_users": 876_543, "non_ephemeral_chat_users": 765_432, "ephemeral_chat_users": 654_321},
+    )
 
+    # when acme's administrator opens the one usage page,
     page = acme_admin.get(admin_url("dailyusage"))
 
+    # then it shows a column per figure, its days newest first, digits grouped, a dash for a count not measured,
     assert page.status_code == 200
-    assert page.context["rows"] == [{"day": today, "account": "acme", "sessions": 7, "chat_messages": 4}]
-    table = page.content.split(b'id="result_list"')[1].split(b"</table>")[0]
-    assert b"<td>7</td><td>4</td>" in table
-    assert b"99" not in table
+    headers, rows = usage_table(page)
+    assert headers == [
+        "Day",
+        "Sessions minted",
+        "Chat messages",
+        "External users",
+        "Non-ephemeral chat users",
+        "Ephemeral chat users",
+    ]
+    assert rows == [
+        [today.isoformat(), "1,207", "4", "10,000", "12", "0"],
+        [yesterday.isoformat(), "0", "3", "\N{EM DASH}", "\N{EM DASH}", "\N{EM DASH}"],
+    ]
+    # and nothing of globex's.
+    html = page.content.decode()
+    for theirs in ("987", "876", "765", "654", "globex"):
+        assert theirs not in html
+
+
+def test_the_superuser_sees_each_accounts_usage_by_name(superuser: Client, acme: Cast, globex: Cast):
+    from django.utils import timezone
+
+    from embedadmin.audit import services as audit
+
+    for cast, users in ((acme, 3), (globex, 5)):
+        audit.usage_snapshot(
+            account_id=cast.account.pk,
+            figures={"external_users": users, "non_ephemeral_chat_users": 0, "ephemeral_chat_users": 0},
+        )
+
+    headers, rows = usage_table(superuser.get(admin_url("dailyusage")))
+
+    today = timezone.now().date().isoformat()
+    assert headers[:3] == ["Day", "Account", "Sessions minted"]
+    assert sorted(rows) == [[today, "acme", "0", "0", "3", "0", "0"], [today, "globex", "0", "0", "5", "0", "0"]]

@@ -1,4 +1,5 @@
-"""The panel's Chat API pages: agents with their Chat API URL, chat users and usage, per account."""
+"""The panel's Chat API pages: agents with their Chat API URL and chat users, per account (their daily counts are on
+the audit room's usage page)."""
 
 import pytest
 
@@ -39,9 +40,10 @@ def test_an_agent_added_in_the_panel_is_created_by_the_service(acme, acme_admin)
     assert (agent.account, agent.deployment, len(agent.public_id)) == (acme.account, acme.deployment, 16)
 
 
-@pytest.mark.parametrize("model_name", ["chatuser", "accountusageday"])
-def test_chat_users_and_usage_pages_open(acme_admin, agents, model_name):
-    assert acme_admin.get(admin_url(model_name)).status_code == 200
+def test_chat_users_page_opens_and_their_counts_are_on_the_one_usage_page(acme_admin, agents):
+    assert acme_admin.get(admin_url("chatuser")).status_code == 200
+    assert acme_admin.get("/admin/chat/accountusageday/").status_code == 404
+    assert acme_admin.get(admin_url("dailyusage")).status_code == 200
 
 
 def test_an_openai_compatible_agent_gets_its_provider_key_in_the_panel_and_never_shows_it(acme, acme_admin):

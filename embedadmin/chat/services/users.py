@@ -15,10 +15,12 @@ from django.utils import timezone
 
 from embedadmin.accounts.models import Account
 from embedadmin.accounts.services import NON_EPHEMERAL_CHAT_USERS, quota_recount, quota_release, quota_reserve
+from embedadmin.audit.models import DailyUsage
+from embedadmin.audit.services import usage_snapshot
 from embedadmin.chat import selectors
 from embedadmin.chat.authentication import ChatCredential
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
-from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser, Run
+from embedadmin.chat.models import Agent, ChatUser, Run
 from embedadmin.chat.services.runs import HEARTBEAT_SECONDS, stale_before
 from embedadmin.core.errors import BadRequest, Conflict
 from embedadmin.directory import selectors as directory_selectors
@@ -298,9 +300,10 @@ def _runs_stop(
     time.sleep(EXPIRY_STREAMS_GRACE_SECONDS)
 
 
-def user_counts_reconcile(*, account: Account, day: dt.date | None = None) -> AccountUsageDay:
-    """Recount the account's external and non-ephemeral chat users into its counters, and record the
-    day's usage row (the panel reads these)."""
+def user_counts_reconcile(*, account: Account, day: dt.date | None = None) -> dict[str, int]:
+    """Recount the account's external and non-ephemeral chat users into its counters, and record the three user
+    counts as the day's figures in the one daily usage table (``audit.usage_snapshot``: the panel's usage page and
+    ``GET /api/v1/usage`` read them). Returns the figures recorded."""
     external = directory.external_user_count_reconcile(account=account)
     non_ephemeral = quota_recount(
         account_id=account.pk,
@@ -308,13 +311,10 @@ def user_counts_reconcile(*, account: Account, day: dt.date | None = None) -> Ac
         count=ChatUser.objects.filter(account=account, is_ephemeral=False).count,
     )
     ephemeral = ChatUser.objects.filter(account=account, is_ephemeral=True).count()
-    usage, _ = AccountUsageDay.objects.update_or_create(
-        account=account,
-        day=day or timezone.localdate(),
-        defaults={
-            "external_users": external,
-            "non_ephemeral_chat_users": non_ephemeral,
-            "ephemeral_chat_users": ephemeral,
-        },
-    )
-    return usage
+    figures = {
+        DailyUsage.Kind.EXTERNAL_USERS.value: external,
+        DailyUsage.Kind.NON_EPHEMERAL_CHAT_USERS.value: non_ephemeral,
+        DailyUsage.Kind.EPHEMERAL_CHAT_USERS.value: ephemeral,
+    }
+    usage_snapshot(account_id=account.pk, figures=figures, day=day)
+    return figures

@@ -1,4 +1,4 @@
-"""The audit log and the daily usage counts, read-only, each account administrator seeing their account's."""
+"""The audit log and the usage per day, read-only, each account administrator seeing their account's."""
 
 from __future__ import annotations
 
@@ -60,9 +60,15 @@ class AuditEntryAdmin(PanelAdmin):
         return format_html("<pre>{}</pre>", json.dumps(obj.details, indent=2, sort_keys=True))
 
 
+def usage_cell(value: int | None) -> str:
+    """A figure as the usage page shows it: grouped digits, or a dash for a user count not measured that day."""
+    return "\N{EM DASH}" if value is None else f"{value:,}"
+
+
 @admin.register(DailyUsage, site=panel_site)
 class DailyUsageAdmin(PanelAdmin):
-    """Daily totals, not the counter rows: a day's count is spread over up to ``DailyUsage.SHARDS`` rows."""
+    """The account's usage per day, one column per kind: the figures, not the rows (a counter's day is spread over
+    up to ``DailyUsage.SHARDS`` rows; ``audit.selectors.daily_totals`` sums them)."""
 
     DAYS = 60
 
@@ -71,12 +77,14 @@ class DailyUsageAdmin(PanelAdmin):
             raise PermissionDenied
         since = timezone.now().date() - dt.timedelta(days=self.DAYS - 1)
         totals = audit_selectors.daily_totals(self.get_queryset(request).filter(day__gte=since))
+        kinds = DailyUsage.Kind
         rows = [
-            {"day": day, "account": account, "sessions": counts["sessions"], "chat_messages": counts["chat_messages"]}
-            for (day, account), counts in sorted(totals.items(), reverse=True)
+            {"day": day, "account": account, "cells": [usage_cell(figures[kind]) for kind in kinds.values]}
+            for (day, account), figures in sorted(totals.items(), reverse=True)
         ]
         context = {
-            **page_context(self, request, title="Totals per day", obj=None),
+            **page_context(self, request, title="Usage per day", obj=None),
+            "columns": kinds.labels,
             "rows": rows,
             "days": self.DAYS,
             "show_account": tenancy.viewer(request).is_superuser,

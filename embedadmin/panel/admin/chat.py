@@ -1,4 +1,5 @@
-"""Panel pages of the Chat API: agents (with their Chat API URL), chat users and daily usage."""
+"""Panel pages of the Chat API: agents (with their Chat API URL) and chat users. Their daily user counts are on
+the audit room's daily usage page (``panel/admin/audit.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from embedadmin.chat import services as chat
-from embedadmin.chat.models import AccountUsageDay, Agent, ChatUser
+from embedadmin.chat.models import Agent, ChatUser
 from embedadmin.chat.selectors import chat_api_url
 from embedadmin.panel.base import Created, PanelAdmin
 from embedadmin.panel.forms import AgentAddForm
@@ -76,11 +77,3 @@ class ChatUserAdmin(PanelAdmin):
     @admin.display(description="user")
     def identity(self, obj: ChatUser) -> str:
         return obj.external_id or str(obj.internal_user)
-
-
-@admin.register(AccountUsageDay, site=panel_site)
-class AccountUsageDayAdmin(PanelAdmin):
-    list_display = ("day", "account", "external_users", "non_ephemeral_chat_users", "ephemeral_chat_users")
-    list_filter = ("account",)
-    list_select_related = ("account",)
-    date_hierarchy = "day"
