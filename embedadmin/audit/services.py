@@ -1,8 +1,9 @@
 """Writing the audit log and the daily usage figures.
 
 ``entry_record`` is the one way an entry is written: the Platform API, SCIM and embedding views reach it through
-:class:`embedadmin.audit.edge.AuditedView`, the panel through its admin hooks (``embedadmin.panel.base``). It must
-run inside the transaction of the change it records, so that the change and its entry commit or roll back together.
+:class:`embedadmin.audit.audited_views.AuditedView`, the panel through its admin hooks
+(``embedadmin.panel.panel_admin``). It must run inside the transaction of the change it records, so that the change
+and its entry commit or roll back together.
 """
 
 from __future__ import annotations

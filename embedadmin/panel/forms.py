@@ -1,5 +1,5 @@
 """Forms of the panel that are more than a model's fields. Their model choices are scoped to the
-viewer's account by :func:`embedadmin.panel.base.scoped_form` / the views that build them."""
+viewer's account by :func:`embedadmin.panel.panel_admin.scoped_form` / the views that build them."""
 
 from __future__ import annotations
 

@@ -28,8 +28,8 @@ from embedadmin.directory.models import EmbedTenant, ExternalUser
 from embedadmin.directory.values import default_value_parse
 from embedadmin.embedding.viewers import EmbedViewer, embed_viewer_grants, embed_viewer_resolve
 from embedadmin.panel import tenancy
-from embedadmin.panel.base import PanelAdmin, page_context
 from embedadmin.panel.forms import AccessViewerForm
+from embedadmin.panel.panel_admin import PanelAdmin, page_context
 from embedadmin.semantic.query.normalized import Contradiction, FilterCondition, FilterNode
 from embedadmin.semantic.results.grants import EntityGrant, MemberGrant
 

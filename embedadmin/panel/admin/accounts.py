@@ -34,7 +34,14 @@ from embedadmin.core.errors import BadRequest
 from embedadmin.embedding import internal_users
 from embedadmin.panel import tenancy
 from embedadmin.panel.admin.access import access_page_url, access_urls
-from embedadmin.panel.base import (
+from embedadmin.panel.forms import (
+    TENANT_SETTING_API_NAMES,
+    AccountAddForm,
+    ApiKeyAddForm,
+    InternalUserCreationForm,
+    TenantSettingsForm,
+)
+from embedadmin.panel.panel_admin import (
     Created,
     PanelAdmin,
     PanelStackedInline,
@@ -43,13 +50,6 @@ from embedadmin.panel.base import (
     audit_panel_change,
     page_context,
     render_shown_once,
-)
-from embedadmin.panel.forms import (
-    TENANT_SETTING_API_NAMES,
-    AccountAddForm,
-    ApiKeyAddForm,
-    InternalUserCreationForm,
-    TenantSettingsForm,
 )
 from embedadmin.panel.site import panel_site
 from embedadmin.semantic.serving.services import model_status

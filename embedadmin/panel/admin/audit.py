@@ -16,7 +16,7 @@ from django.utils.html import format_html
 from embedadmin.audit import selectors as audit_selectors
 from embedadmin.audit.models import AuditEntry, DailyUsage
 from embedadmin.panel import tenancy
-from embedadmin.panel.base import PanelAdmin, page_context
+from embedadmin.panel.panel_admin import PanelAdmin, page_context
 from embedadmin.panel.site import panel_site
 
 

@@ -11,8 +11,8 @@ from django.utils.html import format_html
 from embedadmin.chat import services as chat
 from embedadmin.chat.models import Agent, ChatUser
 from embedadmin.chat.selectors import chat_api_url
-from embedadmin.panel.base import Created, PanelAdmin
 from embedadmin.panel.forms import AgentAddForm
+from embedadmin.panel.panel_admin import Created, PanelAdmin
 from embedadmin.panel.site import panel_site
 
 

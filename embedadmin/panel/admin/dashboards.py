@@ -31,14 +31,14 @@ from embedadmin.directory.models import EmbedTenant, ExternalUser
 from embedadmin.embedding import services as embedding
 from embedadmin.panel import tenancy
 from embedadmin.panel.admin.access import access_page_url, typed_attributes
-from embedadmin.panel.base import (
+from embedadmin.panel.forms import EmbedAccessForm, PreviewViewerForm
+from embedadmin.panel.panel_admin import (
     PanelAdmin,
     PanelReadOnlyInline,
     audit_panel_change,
     object_missing_redirect,
     page_context,
 )
-from embedadmin.panel.forms import EmbedAccessForm, PreviewViewerForm
 from embedadmin.panel.site import panel_site
 
 

@@ -26,7 +26,8 @@ from embedadmin.directory.models import (
 )
 from embedadmin.embedding import services as embedding
 from embedadmin.panel import tenancy
-from embedadmin.panel.base import (
+from embedadmin.panel.forms import MintSessionForm
+from embedadmin.panel.panel_admin import (
     Created,
     PanelAdmin,
     PanelReadOnlyInline,
@@ -35,7 +36,6 @@ from embedadmin.panel.base import (
     page_context,
     render_shown_once,
 )
-from embedadmin.panel.forms import MintSessionForm
 from embedadmin.panel.site import panel_site
 
 if TYPE_CHECKING:

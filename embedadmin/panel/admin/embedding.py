@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from embedadmin.embedding.models import EmbedSession
-from embedadmin.panel.base import PanelAdmin
+from embedadmin.panel.panel_admin import PanelAdmin
 from embedadmin.panel.site import panel_site
 
 
