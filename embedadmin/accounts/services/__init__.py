@@ -18,6 +18,10 @@ from embedadmin.accounts.services.credentials import (
     platform_token_revoke,
 )
 from embedadmin.accounts.services.deployments import (
+    DATA_SOURCE_SCHEMES,
+    ENCRYPTED_PLACEHOLDER,
+    ENV_VARIABLE_NAME_RE,
+    MAX_ENV_VARIABLES,
     deployment_configure,
     deployment_create,
     deployment_delete,
@@ -38,11 +42,7 @@ from embedadmin.accounts.services.quotas import (
     quota_reserve,
 )
 from embedadmin.accounts.services.tenant_settings import (
-    DATA_SOURCE_SCHEMES,
-    ENCRYPTED_PLACEHOLDER,
-    ENV_VARIABLE_NAME_RE,
     MAX_ALLOWED_ORIGINS,
-    MAX_ENV_VARIABLES,
     TENANT_SETTING_FIELDS,
     embed_theme_check,
     locale_check,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -21,16 +22,15 @@ from embedadmin.accounts.models import (
     PlatformToken,
 )
 from embedadmin.accounts.services.credentials import CREDENTIALS
-from embedadmin.accounts.services.tenant_settings import (
-    DATA_SOURCE_SCHEMES,
-    ENCRYPTED_PLACEHOLDER,
-    ENV_VARIABLE_NAME_RE,
-    MAX_ENV_VARIABLES,
-)
 from embedadmin.accounts.services.validation import full_clean_or_400
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Conflict
 from embedadmin.core.rows import create_unique
+
+DATA_SOURCE_SCHEMES = ("duckdb://", "postgresql://", "postgres://")
+ENV_VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENCRYPTED_PLACEHOLDER = "[ENCRYPTED]"
+MAX_ENV_VARIABLES = 500
 
 
 @transaction.atomic

@@ -149,11 +149,3 @@ def tenant_settings_update(*, account: Account, changes: dict[str, Any]) -> Tena
             settings_row.save(update_fields=list(updates))
             CREDENTIALS.bump()  # an API key's caller carries its account's settings
     return settings_row
-
-
-DATA_SOURCE_SCHEMES = ("duckdb://", "postgresql://", "postgres://")
-
-
-ENV_VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-ENCRYPTED_PLACEHOLDER = "[ENCRYPTED]"
-MAX_ENV_VARIABLES = 500

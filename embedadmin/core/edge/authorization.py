@@ -1,7 +1,7 @@
 """The one reader of credentials in request headers: ``Authorization: <scheme> <credential>`` and the single-value
 headers some doors take (``X-Cube-Authorization``, ``X-Service-Auth-Token``).
 
-Every door names the schemes it accepts from :data:`SCHEMES` (the one table of what each scheme carries) and gets a
+Every door names the schemes it accepts from the table below (what each scheme carries) and gets a
 :class:`Presented` credential, ``None`` when the request sends none, or :class:`CredentialRefused` with the message a
 client sees. What a door does with the value (look up an API key, verify a token) and which status a refusal is (DRF's
 401, Cube's 403, the Chat API's JSON-RPC error) is the door's.
@@ -13,7 +13,7 @@ verifies is printable ASCII, and a NUL must not reach a database lookup).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -25,7 +25,7 @@ class Scheme:
     holds: str
 
     def written(self) -> str:
-        return f"'{self.name} <{self.holds}>'" if self.name else f"'<{self.holds}>'"
+        return f"'{self.name} <{self.holds}>'"
 
 
 API_KEY = Scheme("Api-Key", "key")  # an account API key (Platform API, generate-session, Chat API)
@@ -33,14 +33,6 @@ PLATFORM_TOKEN = Scheme("Bearer", "token")  # a platform token (Platform API, SC
 EMBED_TOKEN = Scheme("Embed-Token", "embed token")  # an embed page's token (embed endpoints, Chat API)
 EMBED_BEARER = Scheme("Bearer", "embed token")  # the same token as a bearer (the session-context endpoint)
 CORE_TOKEN = Scheme("Bearer", "token")  # a deployment JWT (Core Data API): any scheme, or none, as Cube reads it
-
-SCHEMES: Mapping[str, Scheme] = {
-    "api_key": API_KEY,
-    "platform_token": PLATFORM_TOKEN,
-    "embed_token": EMBED_TOKEN,
-    "embed_bearer": EMBED_BEARER,
-    "core_token": CORE_TOKEN,
-}
 
 
 @dataclass(frozen=True)
