@@ -17,10 +17,13 @@ const builds = {
   "vega-embed": "build/vega-embed.min.js",
   // The API reference at /api/docs (global: SwaggerUIBundle)
   "swagger-ui-dist": "swagger-ui-bundle.js",
+  // The panel's dashboard editor: the grid its widgets are dragged and resized on (global: GridStack)
+  gridstack: "dist/gridstack-all.js",
 };
 // package -> its stylesheet, copied as static/vendor/<package>.min.css
 const styles = {
   "swagger-ui-dist": "swagger-ui.css",
+  gridstack: "dist/gridstack.min.css",
 };
 
 mkdirSync(target, { recursive: true });

@@ -14,10 +14,18 @@ BUILT_IN_VERSION = {
     "vega": r't\.version="([^"]+)"',
     "vega-lite": r'var n="([^"]+)"',
     "vega-embed": r'const \w+="(\d+\.\d+\.\d+)"',
+    "gridstack": r'GDRev="([^"]+)"',
 }
-# Stylesheets make vendor copies besides the scripts (the API reference's).
-STYLESHEETS = {"swagger-ui-dist"}
-MAJOR = {"vega": "5", "vega-lite": "5", "vega-embed": "6", "vega-interpreter": "1", "swagger-ui-dist": "5"}
+# Stylesheets make vendor copies besides the scripts (the API reference's, the dashboard editor's grid).
+STYLESHEETS = {"swagger-ui-dist", "gridstack"}
+MAJOR = {
+    "vega": "5",
+    "vega-lite": "5",
+    "vega-embed": "6",
+    "vega-interpreter": "1",
+    "swagger-ui-dist": "5",
+    "gridstack": "14",
+}
 
 
 def test_pins_are_exact_and_on_the_expected_majors():
