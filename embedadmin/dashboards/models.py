@@ -160,6 +160,7 @@ class ReportSnapshot(models.Model):
         VEGA = "vega"
         TABLE = "table"
         KPI = "kpi"
+        PIVOT = "pivot"
         TEXT = "text"
 
     version = models.ForeignKey(DashboardVersion, on_delete=models.CASCADE, related_name="snapshots")

@@ -17,38 +17,26 @@ from typing import Any
 from embedadmin.accounts.models import Deployment
 from embedadmin.core.errors import ApiError, BadRequest
 from embedadmin.core.fields import loads_json
-from embedadmin.semantic.modeling.model import CompiledModel, Dimension, Member, value_type
+from embedadmin.semantic.modeling.model import OPERATORS_BY_TYPE, CompiledModel, Dimension, Member, value_type
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 from embedadmin.semantic.query.normalize import QUERY_KEYS
 from embedadmin.semantic.serving.services import served_model
 
-VISUALIZATION_KINDS = ("vega", "table", "kpi", "text")
-# The one setting of each kind of visualization besides ``kind``.
-VISUALIZATION_SETTING = {"vega": "spec", "table": "columns", "kpi": "measure", "text": "text"}
+VISUALIZATION_KINDS = ("vega", "table", "kpi", "pivot", "text")
+# The settings of each kind of visualization besides ``kind``.
+VISUALIZATION_SETTINGS: dict[str, tuple[str, ...]] = {
+    "vega": ("spec",),
+    "table": ("columns",),
+    "kpi": ("measure",),
+    "pivot": ("rows", "columns", "values"),
+    "text": ("text",),
+}
 WIDGET_TYPES = ("CHART", "TEXT", "FILTER", "TIME_GRAIN", "FIELD")
 WIDGET_KEYS = frozenset({"id", "type", "position", "config", "title", "style"})
 CONFIG_KEYS = frozenset({"title", "description", "kind", "layout", "widgets", "theme", "settings"})
 VISIBILITIES = ("visible", "hidden", "disabled")
 MAX_WIDGET_ID = 128
 DEFAULT_COLS = 12
-# The filter operators a FILTER control may offer, by the member's value type. A time dimension is a date range.
-OPERATORS_BY_TYPE: dict[str, tuple[str, ...]] = {
-    "string": (
-        "equals",
-        "notEquals",
-        "contains",
-        "notContains",
-        "startsWith",
-        "notStartsWith",
-        "endsWith",
-        "notEndsWith",
-        "set",
-        "notSet",
-    ),
-    "number": ("equals", "notEquals", "gt", "gte", "lt", "lte", "set", "notSet"),
-    "boolean": ("equals", "notEquals", "set", "notSet"),
-    "time": ("inDateRange",),
-}
 # A value naming a place to load from: ``https://…``, ``//host/…``, ``data:…``.
 _URL = re.compile(r"^\s*([a-z][a-z0-9+.-]*:|//)", re.IGNORECASE)
 
@@ -262,7 +250,7 @@ def visualization_parse(*, meta: dict[str, Any], parsed: ParsedQuery | None) -> 
     kind = given.get("kind")
     if kind not in VISUALIZATION_KINDS:
         raise BadRequest(f"{where}.kind: must be one of {', '.join(VISUALIZATION_KINDS)}")
-    unknown = sorted(set(given) - {"kind", VISUALIZATION_SETTING[kind]})
+    unknown = sorted(set(given) - {"kind", *VISUALIZATION_SETTINGS[kind]})
     if unknown:
         raise BadRequest(f"{where}: unknown keys for kind {kind}: {', '.join(unknown)}")
     selected = parsed.selected if parsed is not None else frozenset()
@@ -283,10 +271,41 @@ def visualization_parse(*, meta: dict[str, Any], parsed: ParsedQuery | None) -> 
         if not isinstance(measure, str) or parsed is None or measure not in parsed.measures:
             raise BadRequest(f"{where}.measure: {measure!r} is not a measure of the report's query")
         return Visualization(kind=kind, spec={"measure": measure})
+    if kind == "pivot":
+        return Visualization(kind=kind, spec=_pivot(given, parsed))
     text = given.get("text", "")
     if not isinstance(text, str):
         raise BadRequest(f"{where}.text: must be a string")
     return Visualization(kind=kind, spec={"text": text})
+
+
+def _pivot(given: dict[str, Any], parsed: ParsedQuery | None) -> dict[str, Any]:
+    """A pivot table's settings: ``rows`` and ``columns`` are dimensions or time dimensions of the query (a member
+    in one of them only), ``values`` one or more of its measures."""
+    where = "meta.visualization"
+    measures = set(parsed.measures) if parsed is not None else set()
+    selected = parsed.selected if parsed is not None else frozenset()
+    out: dict[str, list[str]] = {}
+    for key in ("rows", "columns", "values"):
+        names = given.get(key, [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadRequest(f"{where}.{key}: must be a list of member names")
+        for name in names:
+            if name not in selected:
+                raise BadRequest(f"{where}.{key}: {name!r} is not a member of the report's query")
+            if key == "values" and name not in measures:
+                raise BadRequest(f"{where}.values: {name!r} is not a measure of the report's query")
+            if key != "values" and name in measures:
+                raise BadRequest(f"{where}.{key}: {name!r} is a measure; rows and columns are dimensions")
+        if len(set(names)) != len(names):
+            raise BadRequest(f"{where}.{key}: names a member twice")
+        out[key] = list(names)
+    if not out["values"]:
+        raise BadRequest(f"{where}.values: a pivot table needs at least one measure")
+    both = sorted(set(out["rows"]) & set(out["columns"]))
+    if both:
+        raise BadRequest(f"{where}: {', '.join(both)} is in both rows and columns")
+    return out
 
 
 # --- dashboard drafts --------------------------------------------------------------------------------
@@ -365,7 +384,7 @@ def _filter(ctx: DraftContext, config: dict[str, Any], where: str) -> None:
             f"{where}: config.member {member.full_name!r} is a segment; a filter needs a dimension or measure"
         )
     kind = value_type(member)
-    allowed = OPERATORS_BY_TYPE.get(kind, OPERATORS_BY_TYPE["string"])
+    allowed = control_operators(member)
     operators = config.get("operators")
     if operators is not None:
         if not isinstance(operators, list) or not operators or not all(isinstance(o, str) for o in operators):
@@ -381,6 +400,15 @@ def _filter(ctx: DraftContext, config: dict[str, Any], where: str) -> None:
     if "multiple" in config and not isinstance(config["multiple"], bool):
         raise BadRequest(f"{where}: config.multiple must be a boolean")
     _visibility(config, where)
+
+
+def control_operators(member: Member) -> tuple[str, ...]:
+    """The operators a FILTER control on ``member`` may offer: those of its value type
+    (``semantic.modeling.model.OPERATORS_BY_TYPE``), except that a control on a time member is a date range."""
+    kind = value_type(member)
+    if kind == "time":
+        return ("inDateRange",)
+    return OPERATORS_BY_TYPE.get(kind, OPERATORS_BY_TYPE["string"])
 
 
 def _visibility(config: dict[str, Any], where: str) -> None:
@@ -520,6 +548,7 @@ __all__ = [
     "Visualization",
     "canonical_json",
     "chart_report_ids",
+    "control_operators",
     "draft_validate",
     "model_of",
     "query_parse",

@@ -63,6 +63,35 @@ VALUELESS_OPERATORS = frozenset({"set", "notSet", "measureFilter"})
 DATE_OPERATORS = frozenset(
     {"inDateRange", "notInDateRange", "onTheDate", "beforeDate", "beforeOrOnDate", "afterDate", "afterOrOnDate"}
 )
+# The filter operators that make sense for a member, by its value type (``value_type``), in the order a person
+# picks from: the panel's report builder offers these, and a dashboard's FILTER control may use no other.
+OPERATORS_BY_TYPE: dict[str, tuple[str, ...]] = {
+    "string": (
+        "equals",
+        "notEquals",
+        "contains",
+        "notContains",
+        "startsWith",
+        "notStartsWith",
+        "endsWith",
+        "notEndsWith",
+        "set",
+        "notSet",
+    ),
+    "number": ("equals", "notEquals", "gt", "gte", "lt", "lte", "set", "notSet"),
+    "boolean": ("equals", "notEquals", "set", "notSet"),
+    "time": (
+        "inDateRange",
+        "notInDateRange",
+        "onTheDate",
+        "beforeDate",
+        "beforeOrOnDate",
+        "afterDate",
+        "afterOrOnDate",
+        "set",
+        "notSet",
+    ),
+}
 # Measures whose value survives a fan-out join unchanged (duplicates do not alter them).
 FANOUT_SAFE_MEASURE_TYPES = frozenset({"count_distinct", "count_distinct_approx", "min", "max"})
 # Measures whose ``sql`` is an aggregate expression already (Cube does not wrap them).

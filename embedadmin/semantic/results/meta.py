@@ -61,6 +61,16 @@ def meta(
     return {"cubes": cubes, "compilerId": compiler_id}
 
 
+def administrator_meta(model: CompiledModel) -> dict[str, Any]:
+    """The ``/v1/meta`` body as the deployment's administrator reads it: every cube and view with its public members,
+    whatever their access policies say of a caller (a policy judges callers of the API; the administrator writes the
+    reports those callers will read)."""
+    base: dict[str, dict[str, Any]] | None = model.caches.get("meta")
+    if base is None:
+        base = _build_base(model)
+    return {"cubes": list(base.values()), "compilerId": model.compiler_id}
+
+
 def _extended(entity: Entity, shown: dict[str, Any]) -> dict[str, Any]:
     if entity.is_view:
         return shown

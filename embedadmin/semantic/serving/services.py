@@ -40,7 +40,7 @@ from embedadmin.semantic.modeling.model import CompiledModel
 from embedadmin.semantic.modeling.registry import ModelVersion, load_model
 from embedadmin.semantic.query.normalize import CACHE_MODES, Limits
 from embedadmin.semantic.results.grants import EntityGrant, entity_grants
-from embedadmin.semantic.results.meta import meta
+from embedadmin.semantic.results.meta import administrator_meta, meta
 from embedadmin.semantic.results.responses import dry_run_response, load_response, sql_response
 from embedadmin.semantic.serving.answers import AnswerMemory, RequestShapes, ResultUse, request_digest, time_key
 from embedadmin.semantic.serving.cache import CachedResult, CacheMode, ContinueWait, query_runner, result_cache_key
@@ -133,6 +133,12 @@ def semantic_meta(
     """``/v1/meta`` for ``ctx``: hidden members and members its access policies deny are left out."""
     served = served_model(deployment=deployment)
     return meta(served.model, ctx, extended=extended, only_views=only_views)
+
+
+def semantic_meta_for_administrator(*, deployment: Deployment) -> dict[str, Any]:
+    """``/v1/meta`` as the deployment's administrators read it (the panel's report builder): every cube and view
+    with its public members, no access policy applied."""
+    return administrator_meta(served_model(deployment=deployment).model)
 
 
 _meta_json: ByteLRU[tuple[str, bool, bool], bytes] = ByteLRU(
