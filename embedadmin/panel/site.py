@@ -8,8 +8,10 @@ from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 
 from embedadmin.panel import tenancy
+from embedadmin.panel.overview import overview_of
 
 
 class PanelAuthenticationForm(AdminAuthenticationForm):
@@ -32,6 +34,7 @@ class PanelSite(admin.AdminSite):
     index_title = "Administration"
     login_form = PanelAuthenticationForm
     site_url = None  # the site root is this panel
+    index_template = "panel/index.html"
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[dict[str, Any]]:
         apps = super().get_app_list(request, app_label)
@@ -39,6 +42,19 @@ class PanelSite(admin.AdminSite):
             if app["app_label"] == "auth":
                 app["name"] = "Internal users"
         return apps
+
+    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
+        """The home page: the overview (:mod:`embedadmin.panel.overview`) above the list of what the panel
+        administers."""
+        viewer = tenancy.viewer(request)
+        overview = overview_of(viewer)
+        context = {
+            **(extra_context or {}),
+            "overview": overview,
+            "overview_points": overview.per_day,
+            "show_account_names": viewer.is_superuser,
+        }
+        return super().index(request, context)
 
     def has_permission(self, request: HttpRequest) -> bool:
         return tenancy.viewer(request).may_use_panel
