@@ -87,7 +87,7 @@ def test_workbook_page_shows_draft_versions_reports_and_embed_access(acme_admin:
 
     assert response.status_code == 200
     page = response.content.decode()
-    assert "&quot;title&quot;: &quot;Sales overview acme&quot;" in page  # the draft, as pretty JSON
+    assert "<strong>Sales overview acme</strong>: 2 widget(s)" in page  # the draft, in words
     assert "<tr><td>v1</td>" in page  # the published versions
     assert acme_dashboard.report.public_id in page  # the reports inline
     assert "all embed users" in page  # embed access inline

@@ -31,6 +31,7 @@ from embedadmin.directory.models import EmbedTenant, ExternalUser
 from embedadmin.embedding import services as embedding
 from embedadmin.panel import tenancy
 from embedadmin.panel.admin.access import access_page_url, typed_attributes
+from embedadmin.panel.admin.editor import DashboardEditorPages, draft_summary
 from embedadmin.panel.forms import EmbedAccessForm, PreviewViewerForm
 from embedadmin.panel.panel_admin import (
     PanelAdmin,
@@ -115,10 +116,11 @@ class DashboardLinks:
 
 
 @admin.register(Workbook, site=panel_site)
-class WorkbookAdmin(DashboardLinks, PanelAdmin):
-    """A deployment's workbooks: what a dashboard is made of, and what embeds of it may show."""
+class WorkbookAdmin(DashboardEditorPages, DashboardLinks, PanelAdmin):
+    """A deployment's workbooks: what a dashboard is made of, and what embeds of it may show; their dashboard
+    drafts are edited in the dashboard editor (``editor.py``)."""
 
-    panel_allows = frozenset({"view", "publish", "share"})
+    panel_allows = frozenset({"view", "publish", "share", "draft"})
     list_display = (
         "name",
         "slug",
@@ -174,7 +176,7 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
                 name="dashboards_workbook_embed_access",
             ),
         ]
-        return own + super().get_urls()
+        return self.editor_urls() + own + super().get_urls()
 
     # --- columns and fields ------------------------------------------------------------------------------
 
@@ -228,11 +230,12 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
 
     @admin.display(description="dashboard draft")
     def draft(self, obj: Workbook) -> str:
-        return pretty_json(obj.dashboard_draft) if obj.dashboard_draft is not None else "none"
+        return draft_summary(obj)
 
     # --- publish -------------------------------------------------------------------------------------------
 
-    def _publish(self, request: HttpRequest, workbook: Workbook) -> Dashboard:
+    def publish_workbook(self, request: HttpRequest, workbook: Workbook) -> Dashboard:
+        """The panel's one publish (the button, the action and the dashboard editor): the service, audited."""
         with transaction.atomic():
             dashboard = dashboards.workbook_publish(workbook=workbook, published_by=request.user.get_username())
             audit_panel_change(request, workbook, "publish", details={"version": dashboard.version_number})
@@ -242,7 +245,7 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
     def publish_dashboards(self, request: HttpRequest, queryset: QuerySet) -> None:
         """Publish each draft (all or none: the first refusal is shown and nothing is published)."""
         with transaction.atomic():
-            published = [(wb, self._publish(request, wb)) for wb in queryset.order_by("pk")]
+            published = [(wb, self.publish_workbook(request, wb)) for wb in queryset.order_by("pk")]
         summary = "; ".join(f"{wb.name}: version {d.version_number}" for wb, d in published)
         self.message_user(request, f"Published {len(published)} dashboard(s). {summary}", messages.SUCCESS)
 
@@ -279,7 +282,7 @@ class WorkbookAdmin(DashboardLinks, PanelAdmin):
         change_url = reverse("admin:dashboards_workbook_change", args=[workbook.pk])
         if request.method == "POST":
             try:
-                published = self._publish(request, workbook)
+                published = self.publish_workbook(request, workbook)
             except ApiError as exc:
                 self.message_user(request, exc.message, messages.ERROR)
             else:
