@@ -34,7 +34,7 @@ def test_account_admin_mints_a_session_that_exchanges_for_a_token(page, live_ser
     log_in(page, live_server.url, cast.created.admin_username, cast.created.admin_password)
     assert page.locator("#site-name").inner_text() == "embedadmin · acme"
     # when they select the viewer among the external users and run "Mint embed session",
-    page.click("text=External users")
+    page.get_by_role("link", name="External users").click()
     page.wait_for_url(f"{live_server.url}/admin/directory/externaluser/")
     page.check(f"input[name=_selected_action][value='{user.pk}']")
     page.select_option("select[name=action]", label="Mint embed session")
