@@ -41,6 +41,7 @@ def test_a_cap_is_shown_as_how_full_it_is():
 
 
 @pytest.mark.browser
+@pytest.mark.postgres
 def test_an_account_admin_reads_their_overview_on_the_panel_home(
     page, live_server, acme_rows: AccountRows, globex_rows: AccountRows, tmp_path: Path
 ):
