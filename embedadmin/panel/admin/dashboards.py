@@ -31,6 +31,7 @@ from embedadmin.directory.models import EmbedTenant, ExternalUser
 from embedadmin.embedding import services as embedding
 from embedadmin.panel import tenancy
 from embedadmin.panel.admin.access import access_page_url, typed_attributes
+from embedadmin.panel.admin.builder import builder_urls
 from embedadmin.panel.admin.editor import DashboardEditorPages, draft_summary
 from embedadmin.panel.forms import EmbedAccessForm, PreviewViewerForm
 from embedadmin.panel.panel_admin import (
@@ -511,9 +512,11 @@ def preview_access_url(dashboard: Dashboard, data: dict[str, Any]) -> str:
 
 @admin.register(Report, site=panel_site)
 class ReportAdmin(PanelAdmin):
-    """Reports: saved queries and their visualizations (written through the Platform API or dashboards as code)."""
+    """Reports: saved queries and their visualizations (written through the Platform API, dashboards as code or the
+    report builder, ``builder.py``)."""
 
-    list_display = ("name", "public_id", "workbook", "deployment", "version", "updated_at", "account")
+    panel_allows = frozenset({"view", "build"})
+    list_display = ("name", "public_id", "workbook", "deployment", "version", "updated_at", "builder_link", "account")
     list_filter = ("deployment", "workbook", "account")
     list_select_related = ("account", "deployment", "workbook")
     search_fields = ("name", "title", "public_id")
@@ -534,6 +537,16 @@ class ReportAdmin(PanelAdmin):
         "updated_at",
     )
     readonly_fields = ("query", "visualization")
+    change_list_template = "panel/report_builder_change_list.html"
+    change_form_template = "panel/report_builder_change_form.html"
+
+    def get_urls(self) -> list[URLPattern]:
+        return [*builder_urls(self), *super().get_urls()]
+
+    @admin.display(description="builder")
+    def builder_link(self, obj: Report) -> str:
+        url = reverse("admin:dashboards_report_builder_edit", args=[obj.pk])
+        return format_html('<a href="{}">Edit in builder</a>', url)
 
     @admin.display(description="query (jsonQuery)")
     def query(self, obj: Report) -> str:

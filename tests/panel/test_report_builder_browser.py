@@ -1,0 +1,188 @@
+"""The report builder in real headless Chromium against the live server, on PostgreSQL and the demo data: a report
+built from nothing (cube, measure, dimension, time dimension and grain, a filter with a looked-up value, a chart type),
+previewed as a viewer with rows that match SQL, saved as the Platform API reads it, put on a dashboard draft, opened
+again in the builder; bad JSON in the Advanced tab refused beside the field with nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from embedadmin.accounts.services import duckdb_url
+from embedadmin.dashboards import services as dashboards
+from embedadmin.dashboards.charts import chart_visualization
+from embedadmin.dashboards.models import Report, Workbook
+from tests.dashboards.support import content_rows
+from tests.panel.conftest import AccountRows, make_dashboard
+from tests.panel.test_browser import log_in
+from tests.panel.test_report_builder import viewers_of
+from tests.semantic.http_support import duck_rows
+from tests.waiting import wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.postgres]
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+EXPECTED_QUERY = {
+    "measures": ["sales.total_amount"],
+    "dimensions": ["sales.status"],
+    "timeDimensions": [{"dimension": "sales.created_at", "granularity": "quarter"}],
+    "filters": [{"member": "sales.users_country", "operator": "equals", "values": ["France"]}],
+}
+
+
+def france_by_quarter_and_status(dataset) -> list[tuple[str, str, float]]:
+    rows = duck_rows(
+        dataset,
+        "SELECT strftime(date_trunc('quarter', o.created_at), '%Y-%m-%d'), o.status, SUM(o.amount) "
+        "FROM orders o JOIN users u ON u.id = o.user_id WHERE u.country = 'France' GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    return [(quarter, status, float(total)) for quarter, status, total in rows]
+
+
+def preview_rows(page) -> list[tuple[str, str, float]]:
+    shown = page.evaluate("() => window.ReportBuilder.preview()")
+    rows = [
+        (row["sales.created_at.quarter"][:10], row["sales.status"], float(row["sales.total_amount"]))
+        for row in shown["data"]
+    ]
+    return sorted(rows)
+
+
+def test_a_report_is_built_from_nothing_previewed_as_a_viewer_and_saved(
+    page, live_server, acme_rows: AccountRows, demo_model_state, demo_dataset, api
+):
+    cast = acme_rows.cast
+    content = make_dashboard(cast, publish=False, data_source_url=duckdb_url(demo_dataset))
+    viewers_of(cast)
+    base = live_server.url
+    log_in(page, base, cast.created.admin_username, cast.created.admin_password)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    # Script errors only: a refusal the page shows beside its field is logged by Chromium as a failed load too.
+    page.on(
+        "console",
+        lambda message: (
+            errors.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+
+    # Given the report list, the administrator opens a new report in the builder,
+    page.goto(f"{base}/admin/dashboards/report/")
+    page.get_by_role("link", name="New report").click()
+    page.wait_for_url(f"{base}/admin/dashboards/report/builder/")
+    # names it and picks the Sales view, a measure, a dimension, a time dimension and its grain,
+    page.get_by_label("Report name").fill("Revenue in France by quarter")
+    page.get_by_label("Cube or view").select_option("sales")
+    page.get_by_label("Measures").select_option("sales.total_amount")
+    page.get_by_label("Dimensions").select_option("sales.status")
+    page.get_by_label("Time dimension").select_option(label="Ordered at")
+    page.get_by_label("Granularity").select_option(label="Quarter")
+    assert page.get_by_label("Date range").input_value() == ""  # all time
+    # a filter whose value is looked up through the Core Data API (as the preview's viewer reads them),
+    page.get_by_label("Preview as").select_option(label="A viewer described here…")
+    page.get_by_label("External id").fill("preview-admin")
+    page.get_by_label("Groups").fill("admin")
+    page.get_by_label("Groups").press("Tab")
+    filters = page.get_by_role("group", name="Filters")
+    filters.get_by_role("button", name="Add filter").click()
+    page.get_by_label("Filter 1: member").select_option("sales.users_country")
+    assert page.get_by_label("Filter 1: operator").input_value() == "equals"
+    values = page.get_by_label("Filter 1: values")
+    values.locator("option[value='France']").wait_for(state="attached")
+    countries = values.locator("option").all_inner_texts()
+    every = [c for (c,) in duck_rows(demo_dataset, "SELECT DISTINCT country FROM users ORDER BY country")]
+    assert countries == every
+    values.select_option("France")
+    # and a chart type, then runs it.
+    page.get_by_label("Chart type").select_option(label="Stacked bar (vertical)")
+    page.get_by_role("button", name="Run").click()
+
+    # Then the preview shows the rows SQL gives for France, drawn as a chart, with the row count and the time taken.
+    expected = france_by_quarter_and_status(demo_dataset)
+    wait_until(lambda: page.evaluate("() => window.ReportBuilder.preview() !== null"), "a preview")
+    wait_until(lambda: preview_rows(page) == pytest.approx(expected), "the preview of the France filter")
+    status = page.locator("#b-preview-status")
+    wait_until(lambda: status.inner_text().startswith(f"{len(expected)} rows in "), "the row count")
+    assert status.inner_text().endswith(" ms, as preview-admin")
+    page.locator("#b-preview canvas").wait_for()
+    # The Advanced tab shows the Cube query the fields made.
+    page.get_by_role("tab", name="Advanced").click()
+    assert json.loads(page.get_by_label("Cube query").input_value()) == EXPECTED_QUERY
+    visualization = json.loads(page.get_by_label("Visualization (Vega-Lite spec)").input_value())
+    assert visualization == chart_visualization(query=EXPECTED_QUERY, chart_type="bar_stacked").visualization
+    page.get_by_role("tab", name="Fields").click()
+
+    if os.environ.get("BUILDER_SCREENSHOT"):
+        page.set_viewport_size({"width": 1280, "height": 1000})
+        page.screenshot(path=os.environ["BUILDER_SCREENSHOT"], full_page=True)
+
+    # When it is saved,
+    page.get_by_role("button", name="Save report").click()
+    wait_until(lambda: page.locator("#b-save-status").inner_text().startswith("Saved “Revenue in France by quarter”"))
+
+    # the report exists with the query and the visualization, and the Platform API returns it.
+    report = Report.objects.get(account=cast.account, name="Revenue in France by quarter")
+    assert json.loads(report.json_query) == EXPECTED_QUERY
+    assert report.meta == {"visualization": visualization}
+    read = api.get(f"/api/v1/deployments/{cast.deployment.pk}/reports/{report.pk}", **cast.platform_headers)
+    assert read.status_code == 200
+    assert json.loads(read.json()["jsonQuery"]) == EXPECTED_QUERY
+    assert read.json()["meta"] == {"visualization": visualization}
+    assert page.url == f"{base}/admin/dashboards/report/{report.pk}/builder/"
+
+    # "Add to dashboard" puts it on the workbook's draft, below its widgets.
+    page.get_by_label("Workbook").select_option(label=content.workbook.name)
+    page.get_by_role("button", name="Add to dashboard").click()
+    page.locator("#b-add-status a").wait_for()
+    draft = Workbook.objects.get(pk=content.workbook.pk).dashboard_draft
+    assert draft["widgets"][-1]["config"] == {"reportId": report.pk}
+    assert draft["widgets"][-1]["position"]["y"] == 3
+
+    assert errors == []
+    # Bad JSON in the Advanced tab is refused beside the field, and nothing is written.
+    before = content_rows()
+    page.get_by_role("tab", name="Advanced").click()
+    page.get_by_label("Cube query").fill('{"measures": ["sales.total_amount"')
+    page.get_by_role("button", name="Save report").click()
+    query_error = page.locator("#b-query-error")
+    wait_until(lambda: query_error.inner_text() != "", "the query's error")
+    assert query_error.inner_text() == "jsonQuery: not valid JSON"
+    assert page.locator("#b-save-status").inner_text() == "Not saved."
+    assert content_rows() == before
+
+
+def test_a_saved_report_opens_in_the_builder_with_its_fields(
+    page, live_server, acme_rows: AccountRows, demo_model_state, demo_dataset
+):
+    cast = acme_rows.cast
+    content = make_dashboard(cast, publish=False, data_source_url=duckdb_url(demo_dataset))
+    viewers_of(cast)
+    by_quarter = {**EXPECTED_QUERY["timeDimensions"][0], "dateRange": "last 12 months"}
+    query = {**EXPECTED_QUERY, "timeDimensions": [by_quarter]}
+    line = chart_visualization(query=query, chart_type="line").visualization
+    report = Report.objects.get(pk=content.report.pk)
+    dashboards.report_update(report=report, fields={"json_query": json.dumps(query), "meta": {"visualization": line}})
+    log_in(page, live_server.url, cast.created.admin_username, cast.created.admin_password)
+
+    page.goto(f"{live_server.url}/admin/dashboards/report/{report.pk}/change/")
+    page.get_by_role("link", name="Edit in builder").click()
+
+    assert page.get_by_label("Report name").input_value() == report.name
+    assert page.get_by_label("Cube or view").input_value() == "sales"
+    selected = "el => Array.from(el.selectedOptions).map(o => o.value)"
+    assert page.get_by_label("Measures").evaluate(selected) == ["sales.total_amount"]
+    assert page.get_by_label("Dimensions").evaluate(selected) == ["sales.status"]
+    assert page.get_by_label("Time dimension").input_value() == "sales.created_at"
+    assert page.get_by_label("Granularity").input_value() == "quarter"
+    assert page.get_by_label("Date range").input_value() == "last 12 months"
+    assert page.get_by_label("Filter 1: member").input_value() == "sales.users_country"
+    assert page.get_by_label("Filter 1: values").evaluate(selected) == ["France"]
+    assert page.get_by_label("Chart type").input_value() == "line"
+    page.get_by_role("tab", name="Advanced").click()
+    assert json.loads(page.get_by_label("Cube query").input_value()) == query
+    assert page.locator("#b-query-notice").is_hidden()
