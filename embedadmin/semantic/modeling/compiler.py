@@ -1,6 +1,7 @@
 """Compile a model directory's files into a :class:`CompiledModel`.
 
-Order of work: parse every file; collect cube and view definitions (names unique across both);
+Order of work: parse every file (the JavaScript files together, in a sandbox: :mod:`.js_models`, giving the
+same documents as YAML); collect cube and view definitions (names unique across both);
 resolve ``extends``; learn every cube's member names (so references can be resolved in any order);
 compile cubes, then views; check the join graph. Every fault is collected, and a model with any fault
 raises one :class:`ModelError` listing them all (the first names ``file:line: member: message``).
@@ -8,7 +9,7 @@ raises one :class:`ModelError` listing them all (the first names ``file:line: me
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from embedadmin.semantic.modeling.definitions import (
     visibility,
 )
 from embedadmin.semantic.modeling.files import (
+    DEFAULT_COMPILE_CONTEXT,
     ModelFile,
     YamlList,
     YamlMap,
@@ -34,6 +36,7 @@ from embedadmin.semantic.modeling.files import (
     template_environment,
 )
 from embedadmin.semantic.modeling.joins import connected_components, join_problems
+from embedadmin.semantic.modeling.js_models import DEFAULT_LIMITS, SandboxLimits, is_javascript, javascript_documents
 from embedadmin.semantic.modeling.members import CubeScope, compile_dimension, compile_measure, compile_segment
 from embedadmin.semantic.modeling.model import (
     CompiledModel,
@@ -78,6 +81,8 @@ RELATIONSHIPS = {
     **dict.fromkeys(("has_one", "hasOne", "one_to_one", "oneToOne"), "hasOne"),
 }
 _SECTIONS = ("measures", "dimensions", "segments", "joins", "hierarchies", "pre_aggregations")
+# What a child of ``extends`` has as its parent's list followed by its own (Cube's CubeSymbols).
+_CONCATENATED = frozenset({"access_policy", "cubes", "folders"})
 
 
 @dataclass
@@ -88,15 +93,24 @@ class RawCube:
     items: dict[str, list[tuple[Any, str]]] = field(default_factory=dict)
 
 
-def compile_model(files: list[ModelFile], *, root: Path, dialect: str) -> CompiledModel:
+def compile_model(
+    files: list[ModelFile], *, root: Path, dialect: str, js_limits: SandboxLimits = DEFAULT_LIMITS
+) -> CompiledModel:
     """Compile ``files`` for ``dialect`` ("duckdb" or "postgres"); raises ModelError on any fault."""
     problems = Problems()
     env = template_environment(root)
     cubes: dict[str, RawCube] = {}
     views: dict[str, Definition] = {}
     order: list[str] = []
+    scripts = [f for f in files if is_javascript(f)]
+    documents: dict[str, YamlMap] = {}
+    if scripts:
+        documents, script_problems = javascript_documents(
+            scripts, compile_context=DEFAULT_COMPILE_CONTEXT, limits=js_limits
+        )
+        problems.items.extend(script_problems)
     for model_file in files:
-        document = parse_model_file(model_file, env)
+        document = documents.get(model_file.display) if is_javascript(model_file) else parse_model_file(model_file, env)
         for kind, definition in _definitions(document, model_file.display, problems):
             try:
                 name = definition_name(definition, "cube" if kind == "cubes" else "view")
@@ -111,7 +125,9 @@ def compile_model(files: list[ModelFile], *, root: Path, dialect: str) -> Compil
             else:
                 views[name] = definition
     problems.raise_if_any()
-    _resolve_extends(cubes)
+    _resolve_extends(cubes, views)
+    _resolve_view_extends(views, cubes)
+    problems.raise_if_any()
     scope_members, scope_grains = _member_names(cubes, problems)
     compiled: dict[str, Entity] = {}
     for name, raw in cubes.items():
@@ -172,7 +188,49 @@ def _definitions(document: Any, file: str, problems: Problems) -> Iterable[tuple
             yield key, Definition(item, file, key[:-1], problems)
 
 
-def _resolve_extends(cubes: dict[str, RawCube]) -> None:
+def _inherit(child: Definition, parent: Definition, *, skip: tuple[str, ...]) -> None:
+    """Cube's ``extends`` for what is not a member: the parent's properties the child does not set; the child's
+    own ``sql`` hides the parent's ``sql_table`` and the other way round; access policies (and a view's cubes
+    and folders) are the parent's followed by the child's."""
+    own = set(child.data)
+    for key, value in parent.data.items():
+        if key in skip or (key == "sql_table" and "sql" in own) or (key == "sql" and "sql_table" in own):
+            continue
+        if key in own and key in _CONCATENATED and isinstance(value, list) and isinstance(child.data[key], list):
+            merged = YamlList([*value, *child.data[key]])
+            merged.line = getattr(child.data[key], "line", 0)
+            child.data[key] = merged
+        elif key not in own:
+            child.data[key] = value
+
+
+def _resolve_view_extends(views: dict[str, Definition], cubes: dict[str, RawCube]) -> None:
+    """A view extending a view: the parent's cubes, folders and policies, then its own; the rest inherited."""
+    done: set[str] = set()
+
+    def resolve(name: str, chain: tuple[str, ...]) -> None:
+        if name in done:
+            return
+        done.add(name)
+        definition = views[name]
+        parent = definition.get("extends")
+        if parent is None:
+            return
+        parent = str(parent).strip("{} ")
+        if parent not in views:
+            message = "a view can only extend a view" if parent in cubes else f'extends unknown view "{parent}"'
+            definition.error(message, "extends")
+        elif parent in chain:
+            definition.error(f'circular extends through "{parent}"', "extends")
+        else:
+            resolve(parent, (*chain, name))
+            _inherit(definition, views[parent], skip=("name", "extends"))
+
+    for name in views:
+        resolve(name, (name,))
+
+
+def _resolve_extends(cubes: dict[str, RawCube], views: Mapping[str, Definition]) -> None:
     """Give each cube its own and inherited member items (a child's item replaces a parent's of that name)."""
     resolved: dict[str, dict[str, list[tuple[Any, str]]]] = {}
 
@@ -186,15 +244,14 @@ def _resolve_extends(cubes: dict[str, RawCube]) -> None:
         if parent is not None:
             parent = str(parent).strip("{} ")
             if parent not in cubes:
-                definition.error(f'extends unknown cube "{parent}"', "extends")
+                message = "a cube can only extend a cube" if parent in views else f'extends unknown cube "{parent}"'
+                definition.error(message, "extends")
             elif parent in chain:
                 definition.error(f'circular extends through "{parent}"', "extends")
             else:
                 inherited = resolve(parent, (*chain, name))
                 items = {section: list(values) for section, values in inherited.items()}
-                for key, value in cubes[parent].definition.data.items():
-                    if key not in definition.data and key not in (*_SECTIONS, "name", "extends"):
-                        definition.data[key] = value
+                _inherit(definition, cubes[parent].definition, skip=(*_SECTIONS, "name", "extends"))
         for section in _SECTIONS:
             own = definition.sequence(section) if isinstance(definition.get(section, []), list) else []
             own_names = {item.get("name") for item in own if isinstance(item, dict)}

@@ -1,11 +1,11 @@
 """Reading a model directory: which files are model files, Jinja rendering, and YAML that remembers lines.
 
-A model directory holds Cube-format YAML files (``.yml``/``.yaml``, any nesting; hidden files and folders
-are skipped, and so is a top-level ``dashboards/`` folder: it holds dashboards as code, read by the dashboards
-app, not model files). A file that contains Jinja syntax is rendered first, in a sandbox, with Python-like globals
-and templates importable from the model directory (``{% import "macros/x.jinja" as m %}``). Python files
-(Cube's ``globals.py``) are never executed: a model may come from an upload, and running its code would
-hand the server to whoever wrote it.
+A model directory holds Cube-format YAML files (``.yml``/``.yaml``) and JavaScript files (``.js``, read by
+:mod:`.js_models`), any nesting; hidden files and folders are skipped, and so is a top-level ``dashboards/``
+folder: it holds dashboards as code, read by the dashboards app, not model files. A YAML file that contains Jinja
+syntax is rendered first, in a sandbox, with Python-like globals and templates importable from the model
+directory (``{% import "macros/x.jinja" as m %}``). Python files (Cube's ``globals.py``) are never executed: a
+model may come from an upload, and running its code would hand the server to whoever wrote it.
 
 YAML mappings and sequences come back as :class:`YamlMap` / :class:`YamlList`, which carry the line they
 start on (and, for mappings, the line of each key) so compile errors can name ``file:line``.
@@ -25,7 +25,8 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from embedadmin.semantic.errors import ModelError, ModelProblem
 
-MODEL_SUFFIXES = (".yml", ".yaml")
+YAML_SUFFIXES = (".yml", ".yaml")
+MODEL_SUFFIXES = (*YAML_SUFFIXES, ".js")
 # The top-level folder of a model directory that holds dashboards as code (``docs/dashboards.md``).
 DASHBOARDS_DIR = "dashboards"
 JINJA_MARKERS = ("{%", "{{", "{#")
@@ -102,7 +103,7 @@ class FileStamp:
 
 
 def list_model_files(root: Path) -> list[Path]:
-    """Every YAML model file below ``root``, sorted by relative path; hidden entries and the top-level
+    """Every model file (YAML or JavaScript) below ``root``, sorted by relative path; hidden entries and the top-level
     ``dashboards/`` folder are skipped."""
     found: list[Path] = []
     for directory, subdirs, names in os.walk(root):
@@ -120,7 +121,7 @@ def list_dashboard_files(root: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(
-        p for p in folder.iterdir() if p.is_file() and p.name.endswith(MODEL_SUFFIXES) and not p.name.startswith(".")
+        p for p in folder.iterdir() if p.is_file() and p.name.endswith(YAML_SUFFIXES) and not p.name.startswith(".")
     )
 
 
@@ -151,6 +152,9 @@ def content_hash(files: list[ModelFile]) -> str:
     return digest.hexdigest()
 
 
+# What ``COMPILE_CONTEXT`` holds when a model compiles, in Jinja templates and JavaScript files alike: one
+# model per deployment, compiled without a viewer's security context.
+DEFAULT_COMPILE_CONTEXT: dict[str, Any] = {"securityContext": {}}
 # Python-like names a Cube Jinja template may use; the sandbox keeps attribute access safe.
 _TEMPLATE_GLOBALS: dict[str, Any] = {
     "range": range,
@@ -174,7 +178,7 @@ _TEMPLATE_GLOBALS: dict[str, Any] = {
     "round": round,
     "any": any,
     "all": all,
-    "COMPILE_CONTEXT": {"securityContext": {}},
+    "COMPILE_CONTEXT": DEFAULT_COMPILE_CONTEXT,
 }
 
 

@@ -107,8 +107,16 @@ def _member_set(
 
 
 def _short_name(name: str, entity: str) -> str:
-    prefix = f"{entity}."
-    return name[len(prefix) :] if name.startswith(prefix) else name
+    """``status``, ``orders.status``, ``{CUBE}.status`` or ``{CUBE.status}`` (as a JavaScript model writes it):
+    the member's short name."""
+    text = name.strip()
+    if text.startswith("{") and text.endswith("}") and text.count("{") == 1:
+        text = text[1:-1].strip()
+    text = text.replace("{CUBE}", "CUBE", 1)
+    for prefix in (f"{entity}.", "CUBE."):
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+    return text
 
 
 def _row_filter(row: Definition, raw: Any, entity: str, members: Mapping[str, str]) -> PolicyFilter:

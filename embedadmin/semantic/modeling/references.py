@@ -1,7 +1,8 @@
 """SQL snippets of the model: ``{...}`` references resolved, text parsed once into a sqlglot tree.
 
 Reference forms (Cube's YAML syntax): ``{CUBE}``, ``{CUBE.member}``, ``{member}``, ``{cube}``,
-``{cube.member}``, ``{cube1.cube2.member}`` (a join path), ``{time_dim.granularity}``,
+``{cube.member}``, ``{cube1.cube2.member}`` (a join path), ``{CUBE.cube2.member}`` (a join path from this
+cube), ``{time_dim.granularity}``,
 ``{cube.member.granularity}`` and ``{cube.sql()}``. Each becomes a placeholder identifier in the text
 before parsing; the SQL builder swaps placeholders for table aliases and member expressions.
 
@@ -30,7 +31,15 @@ from embedadmin.semantic.modeling.model import (
 
 PLACEHOLDER_PREFIX = "__cuberef_"
 _REFERENCE = re.compile(r"\{([^{}]*)\}")
-_CONTEXT_VARIABLES = ("SECURITY_CONTEXT", "FILTER_PARAMS", "FILTER_GROUP", "SQL_UTILS", "COMPILE_CONTEXT")
+_CONTEXT_VARIABLES = (
+    "SECURITY_CONTEXT",
+    "FILTER_PARAMS",
+    "FILTER_GROUP",
+    "SQL_UTILS",
+    "COMPILE_CONTEXT",
+    "securityContext",
+    "security_context",
+)
 _PLAIN_COLUMN = re.compile(r"^\s*(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\s*$")
 # Bare words the parser reads as something other than a column.
 _NOT_COLUMNS = frozenset(
@@ -127,11 +136,11 @@ def resolve_reference(content: str, scope: SnippetScope) -> Reference:
             raise SnippetError(f"{{{content}}}: unknown cube {cube!r}")
         return CubeSqlReference(cube)
     cube = scope.cube
-    rest = parts
+    # {CUBE.x}: this cube's member x; {CUBE.other.x}: other's member x, joined from this cube (a join hint).
+    through_cube = parts[0] == "CUBE"
+    rest = parts[1:] if through_cube else parts
     path: list[str] = []
-    if rest[0] == "CUBE":
-        rest = rest[1:]
-    elif rest[0] not in scope.members[cube] and rest[0] in scope.members:
+    if rest and rest[0] not in scope.members[cube] and rest[0] in scope.members:
         # A cube name, possibly followed by more cube names (a join path).
         while rest and rest[0] in scope.members and (not path or rest[0] not in scope.members[path[-1]]):
             path.append(rest[0])
@@ -152,7 +161,7 @@ def resolve_reference(content: str, scope: SnippetScope) -> Reference:
             raise SnippetError(f"{{{content}}}: unknown granularity {granularity!r}")
     elif len(rest) > 2:
         raise SnippetError(f"{{{content}}}: cannot resolve reference")
-    join_path = tuple([scope.cube, *path]) if len(path) > 1 else ()
+    join_path = tuple([scope.cube, *path]) if len(path) > 1 or (through_cube and path) else ()
     kind = scope.members[cube][member]
     return MemberReference(cube=cube, member=member, granularity=granularity, path=join_path, kind=kind)
 

@@ -28,8 +28,8 @@ from embedadmin.semantic.modeling.policies import compile_policies
 from embedadmin.semantic.modeling.titles import titleize
 
 RAW_MEMBER_SECTIONS = {"measures": "measure", "dimensions": "dimension", "segments": "segment"}
-VIEW_KEYS = DESCRIPTIVE_KEYS | {"cubes", "folders", "access_policy", "view_group", "view_groups"}
-VIEW_UNSUPPORTED = frozenset({"measures", "dimensions", "segments", "extends", "includes", "excludes"})
+VIEW_KEYS = DESCRIPTIVE_KEYS | {"cubes", "folders", "access_policy", "view_group", "view_groups", "extends"}
+VIEW_UNSUPPORTED = frozenset({"measures", "dimensions", "segments", "includes", "excludes"})
 VIEW_CUBE_KEYS = frozenset({"join_path", "includes", "excludes", "prefix", "alias", "split"})
 INCLUDE_KEYS = frozenset({"name", "alias", "title", "description", "format", "meta"})
 
