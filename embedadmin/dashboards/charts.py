@@ -136,7 +136,12 @@ def chart_visualization(
     series = None if chart_type in ("pie", "donut") else _series(shape)
     drawn = {shape.categories[0], *([series] if series else [])}
     left = [name for name in shape.categories if name not in drawn]
-    if left:
+    if left and series is None and chart_type in ("pie", "donut"):
+        notes.append(
+            f"A pie has a slice per row, and the rows are split by {', '.join(title_of(name) for name in left)} too: "
+            f"keep one dimension for one slice per {title_of(shape.categories[0])}."
+        )
+    elif left:
         notes.append(f"Not drawn: {', '.join(title_of(name) for name in left)} (a table shows every dimension).")
     if chart_type in ("bar_stacked", "bar_horizontal_stacked") and series is None:
         notes.append("Nothing to stack by: add a second dimension (or a time dimension and a dimension).")

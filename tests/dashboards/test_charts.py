@@ -154,6 +154,15 @@ def test_notes_say_what_a_chart_does_not_draw():
         "Nothing to stack by: add a second dimension (or a time dimension and a dimension).",
     )
     assert chart_visualization(query=BY_MONTH, chart_type="line").notes == ()
+    pie = chart_visualization(query=BY_MONTH_AND_STATUS, chart_type="pie", title_of=lambda name: name.split(".")[1])
+    assert pie.notes == (
+        "A pie has a slice per row, and the rows are split by status too: keep one dimension for one slice per "
+        "created_at.",
+    )
+    three = {**BY_MONTH_AND_STATUS, "dimensions": ["sales.status", "sales.size"]}
+    assert chart_visualization(query=three, chart_type="bar", title_of=lambda name: name.split(".")[1]).notes == (
+        "Not drawn: size (a table shows every dimension).",
+    )
 
 
 @pytest.mark.parametrize(
