@@ -139,9 +139,17 @@
     }
     if (widget.type === "TEXT") {
       var first = String(c.text || "").trim().split("\n")[0];
-      return first ? (first.length > 40 ? first.slice(0, 40) + "…" : first) : "Text";
+      return first ? shorten(first, 40) : "Empty text";
     }
     return c.label || memberTitle(c.member) || KIND_WORDS[kindOf(widget)];
+  }
+
+  // At most ``size`` characters, cut at a word when one ends in the second half.
+  function shorten(text, size) {
+    if (text.length <= size) return text;
+    var cut = text.slice(0, size);
+    var space = cut.lastIndexOf(" ");
+    return (space > size / 2 ? cut.slice(0, space) : cut) + "…";
   }
 
   function operatorWord(op) {
@@ -163,8 +171,10 @@
     var member = membersByName[c.member];
     switch (kindOf(widget)) {
       case "CHART": {
+        // The kind is in the card's head; the report's name only when the widget has a title of its own.
         var report = reportsById[c.reportId];
-        return report ? report.name + " · " + report.kind : "No report";
+        if (!report) return "No report";
+        return report.name !== titleOf(widget) ? "Report: " + report.name : "";
       }
       case "TEXT":
         return String(c.text || "").trim() ? "" : "No text yet";
@@ -206,6 +216,11 @@
   function firstMember(kind) {
     var groups = membersWhere(PICKS[kind]);
     return groups.length ? groups[0].members[0] : null;
+  }
+
+  // How big a new report starts: a KPI small, a chart or a table wider and taller.
+  function reportSize(report) {
+    return report && report.kind === "KPI" ? { w: 3, h: 2 } : { w: 6, h: 4 };
   }
 
   function freshId(type) {
@@ -250,18 +265,55 @@
   // The grid
   // ---------------------------------------------------------------------------------------------------------------
 
-  function cardContent(widget) {
+  // A faint sketch of what a report draws (decorative: the card's words say what it is).
+  var SVG_NS = "http://www.w3.org/2000/svg";
+
+  function svg(tag, attrs, children) {
+    var el = document.createElementNS(SVG_NS, tag);
+    Object.keys(attrs).forEach(function (name) { el.setAttribute(name, String(attrs[name])); });
+    (children || []).forEach(function (child) { el.appendChild(child); });
+    return el;
+  }
+
+  function sketch(report) {
+    var kind = report ? report.kind : "";
+    var fit = kind === "Pie chart" || kind === "KPI" ? "xMidYMid meet" : "none";
+    var shapes = [];
+    if (kind === "Bar chart") {
+      [22, 34, 16, 28, 38, 12, 26].forEach(function (height, i) {
+        shapes.push(svg("rect", { x: 4 + i * 13.5, y: 40 - height, width: 9, height: height, rx: 1 }));
+      });
+    } else if (kind === "Area chart") {
+      shapes.push(svg("polygon", { points: "0,40 0,30 15,24 30,27 45,16 60,20 75,9 90,13 100,6 100,40" }));
+    } else if (kind === "Line chart" || kind === "Chart" || kind === "Scatter") {
+      shapes.push(svg("polyline", { points: "0,32 15,26 30,29 45,17 60,22 75,10 90,14 100,6", fill: "none", "stroke-width": 2, stroke: "currentColor", "vector-effect": "non-scaling-stroke" }));
+    } else if (kind === "Pie chart") {
+      shapes.push(svg("circle", { cx: 50, cy: 20, r: 18 }));
+    } else if (kind === "Table" || kind === "Pivot table") {
+      for (var row = 0; row < 5; row++) shapes.push(svg("rect", { x: 0, y: row * 8 + 1, width: 100, height: row ? 3 : 5 }));
+    } else if (kind === "KPI") {
+      shapes.push(svg("text", { x: 50, y: 30, "text-anchor": "middle", "font-size": 26, "font-weight": 700 }, [document.createTextNode("123")]));
+    } else {
+      return null;
+    }
+    return svg("svg", { class: "editor-sketch", viewBox: "0 0 100 40", preserveAspectRatio: fit, "aria-hidden": "true", focusable: "false" }, shapes);
+  }
+
+  // The card's element is GridStack's drag handle (bound when the widget was made): only its contents are redrawn.
+  function renderCard(widget) {
+    var item = items[widget.id];
+    if (!item) return;
+    var content = item.querySelector(".grid-stack-item-content");
     var kind = kindOf(widget);
     var title = titleOf(widget);
     var kindText = KIND_WORDS[kind];
     if (kind === "CHART" && reportsById[config(widget).reportId]) kindText += " · " + reportsById[config(widget).reportId].kind;
-    var content = h("div", {
-      className: "grid-stack-item-content editor-card editor-card-" + kind.toLowerCase().replace("_", "-") +
-        (selectedId === widget.id ? " editor-card-selected" : "") + (errors[widget.id] ? " editor-card-refused" : ""),
-      role: "group",
-      "aria-label": title,
-      "data-widget-id": widget.id,
-    }, [
+    content.className = "grid-stack-item-content editor-card editor-card-" + kind.toLowerCase().replace("_", "-") +
+      (selectedId === widget.id ? " editor-card-selected" : "") + (errors[widget.id] ? " editor-card-refused" : "");
+    content.setAttribute("role", "group");
+    content.setAttribute("aria-label", title);
+    content.setAttribute("data-widget-id", widget.id);
+    content.replaceChildren.apply(content, [
       h("div", { className: "editor-card-head" }, [
         h("span", { className: "editor-card-kind", text: kindText }),
         h("span", { className: "editor-card-buttons" }, [
@@ -274,22 +326,16 @@
       widget.type === "TEXT" && String(config(widget).text || "").trim()
         ? h("div", { className: "editor-card-body", text: String(config(widget).text) }) : null,
       errors[widget.id] ? h("p", { className: "editor-card-error", role: "alert", text: errors[widget.id] }) : null,
-    ]);
+      widget.type === "CHART" ? sketch(reportsById[config(widget).reportId]) : null,
+    ].filter(Boolean));
     content.querySelector(".editor-card-edit").addEventListener("click", function () { select(widget.id); });
     content.querySelector(".editor-card-remove").addEventListener("click", function () { remove(widget.id); });
-    content.addEventListener("dblclick", function () { select(widget.id); });
-    return content;
-  }
-
-  function renderCard(widget) {
-    var item = items[widget.id];
-    if (!item) return;
-    var old = item.querySelector(".grid-stack-item-content");
-    item.replaceChild(cardContent(widget), old);
   }
 
   function addToGrid(widget, autoPosition) {
-    var item = h("div", { className: "grid-stack-item" }, [h("div", { className: "grid-stack-item-content" })]);
+    var content = h("div", { className: "grid-stack-item-content" });
+    content.addEventListener("dblclick", function () { select(widget.id); });
+    var item = h("div", { className: "grid-stack-item" }, [content]);
     items[widget.id] = item;
     renderCard(widget);
     els.grid.appendChild(item);
@@ -353,8 +399,7 @@
     switch (what) {
       case "report": {
         var report = data.reports[0];
-        var small = report && report.kind === "KPI";
-        return { id: freshId("CHART"), type: "CHART", position: { w: small ? 3 : 6, h: small ? 2 : 4 }, config: { reportId: report.id } };
+        return { id: freshId("CHART"), type: "CHART", position: reportSize(report), config: { reportId: report.id } };
       }
       case "text":
         return { id: freshId("TEXT"), type: "TEXT", position: { w: 6, h: 2 }, config: { text: "" } };
@@ -409,7 +454,6 @@
     if (selectedId === id) closeSettings();
     updateEmpty();
     changed();
-    setStatus(isDirty() ? "Removed: unsaved changes" : "All changes saved", isDirty() ? "dirty" : "ok");
   }
 
   function canAdd(what) {
@@ -424,10 +468,9 @@
   // The settings form of the selected widget
   // ---------------------------------------------------------------------------------------------------------------
 
-  var fieldCount = 0;
-
+  // One form is open at a time: a field's id is its label's (stable when the form is rebuilt, so focus comes back).
   function field(label, control, help) {
-    var id = "editor-field-" + ++fieldCount;
+    var id = "editor-field-" + label.toLowerCase().replace(/[^a-z0-9]+/g, "-");
     control.id = id;
     return h("div", { className: "editor-field" }, [
       h("label", { for: id, text: label }),
@@ -436,10 +479,12 @@
     ]);
   }
 
-  function checkboxes(legend, options, chosen, onChange, help) {
+  // A group of checkboxes; ``locked``: the one value always chosen (shown checked, not changeable).
+  function checkboxes(legend, options, chosen, onChange, help, locked) {
     var box = h("fieldset", { className: "editor-checkboxes" }, [h("legend", { text: legend })]);
     options.forEach(function (option) {
-      var input = h("input", { type: "checkbox", value: option[0], checked: chosen.indexOf(option[0]) >= 0 });
+      var isLocked = locked !== undefined && option[0] === locked;
+      var input = h("input", { type: "checkbox", value: option[0], checked: isLocked || chosen.indexOf(option[0]) >= 0, disabled: isLocked });
       input.addEventListener("change", function () {
         onChange(Array.prototype.filter.call(box.querySelectorAll("input"), function (i) { return i.checked; })
           .map(function (i) { return i.value; }));
@@ -450,13 +495,15 @@
     return box;
   }
 
+  // A select of [value, label] options, or of groups {title, options} (members: {title, members}).
   function select_(options, value, onChange, groups) {
     var el = h("select");
     if (groups) {
       groups.forEach(function (group) {
         var optgroup = h("optgroup", { label: group.title });
-        group.members.forEach(function (m) {
-          optgroup.appendChild(h("option", { value: m.name, text: m.title, selected: m.name === value }));
+        var choices = group.options || group.members.map(function (m) { return [m.name, m.title]; });
+        choices.forEach(function (o) {
+          optgroup.appendChild(h("option", { value: o[0], text: o[1], selected: String(o[0]) === String(value) }));
         });
         el.appendChild(optgroup);
       });
@@ -467,6 +514,12 @@
     }
     el.addEventListener("change", function () { onChange(el.value); });
     return el;
+  }
+
+  function fillOptions(select, options, value) {
+    select.replaceChildren.apply(select, options.map(function (o) {
+      return h("option", { value: o[0], text: o[1], selected: String(o[0]) === String(value) });
+    }));
   }
 
   function textInput(value, onInput, placeholder) {
@@ -531,12 +584,26 @@
 
   function chartFields(widget) {
     var c = config(widget);
-    var options = data.reports.map(function (r) { return [r.id, r.name + " (" + r.kind + ")"]; });
+    var groups = [];
+    data.reports.forEach(function (r) {
+      var title = r.workbook || "No workbook";
+      var group = groups.filter(function (g) { return g.title === title; })[0];
+      if (!group) groups.push(group = { title: title, options: [] });
+      group.options.push([r.id, r.name + " (" + r.kind + ")"]);
+    });
+    groups.sort(function (a, b) { return a.title.localeCompare(b.title); });
     return [
-      field("Report", select_(options, c.reportId, function (value) {
+      field("Report", select_(null, c.reportId, function (value) {
+        var before = reportSize(reportsById[c.reportId]);
+        var after = reportSize(reportsById[Number(value)]);
         c.reportId = Number(value);
+        // A widget still at the size its first report gave it takes the size of the one chosen instead.
+        if (widget.position.w === before.w && widget.position.h === before.h && before.w !== after.w) {
+          grid.update(items[widget.id], after);
+          readPositions();
+        }
         apply(widget, true);
-      })),
+      }, groups)),
       titleField(widget, "Title", reportTitle(reportsById[c.reportId]) || ""),
     ];
   }
@@ -591,8 +658,12 @@
       memberField(widget, "FILTER"),
       checkboxes("Operators", allowed.map(function (op) { return [op, operatorWord(op)]; }), chosen, function (list) {
         c.operators = list;
-        if (c.defaultValue && c.defaultValue.operator && list.indexOf(c.defaultValue.operator) < 0) delete c.defaultValue;
-        apply(widget, true);
+        if (c.defaultValue && c.defaultValue.operator && list.indexOf(c.defaultValue.operator) < 0) {
+          delete c.defaultValue;
+          values.value = "";
+        }
+        fillOptions(operatorSelect, list.map(function (op) { return [op, operatorWord(op)]; }), filterDefault(c).operator);
+        apply(widget, false);
       }, "What a viewer may choose, for this member's type."),
       h("div", { className: "editor-field editor-field-check" }, [
         h("label", {}, [several, " Allow several values"]),
@@ -632,19 +703,23 @@
     var c = config(widget);
     var member = membersByName[c.member] || { grains: [] };
     var chosen = c.grains || [];
-    var defaults = [["", "None (the reports' own)"]].concat(chosen.map(function (g) { return [g, grainTitle(member, g)]; }));
+    function defaults(list) {
+      return [["", "None (the reports' own)"]].concat(list.map(function (g) { return [g, grainTitle(member, g)]; }));
+    }
+    var defaultSelect = select_(defaults(chosen), c.defaultGrain || "", function (value) {
+      setOrDelete(c, "defaultGrain", value);
+      apply(widget, false);
+    });
     return [
       titleField(widget),
       memberField(widget, "TIME_GRAIN", "The time dimension whose grain the viewer switches, in the reports that group by it."),
       checkboxes("Grains", member.grains.map(function (g) { return [g.name, g.title]; }), chosen, function (list) {
         c.grains = list;
         if (c.defaultGrain && list.indexOf(c.defaultGrain) < 0) delete c.defaultGrain;
-        apply(widget, true);
-      }),
-      field("Default grain", select_(defaults, c.defaultGrain || "", function (value) {
-        setOrDelete(c, "defaultGrain", value);
+        fillOptions(defaultSelect, defaults(list), c.defaultGrain || "");
         apply(widget, false);
-      })),
+      }),
+      field("Default grain", defaultSelect),
       visibilityField(widget),
     ];
   }
@@ -660,10 +735,9 @@
       titleField(widget),
       memberField(widget, "FIELD", "The measure the reports use; the viewer switches it to one of the alternatives."),
       checkboxes("Alternatives", options, c.alternatives || [c.member], function (list) {
-        if (list.indexOf(c.member) < 0) list.unshift(c.member);
-        c.alternatives = list;
-        apply(widget, true);
-      }, "The measure itself is always one of them."),
+        c.alternatives = [c.member].concat(list.filter(function (m) { return m !== c.member; }));
+        apply(widget, false);
+      }, "The measure itself is always one of them.", c.member),
     ];
   }
 
@@ -696,10 +770,12 @@
     };
     return h("fieldset", { className: "editor-position" }, [
       h("legend", { text: "Position" }),
-      field("Column", positionInputs.x),
-      field("Row", positionInputs.y),
-      field("Width", positionInputs.w),
-      field("Height", positionInputs.h),
+      h("div", { className: "editor-position-grid" }, [
+        field("Column", positionInputs.x),
+        field("Row", positionInputs.y),
+        field("Width", positionInputs.w),
+        field("Height", positionInputs.h),
+      ]),
       h("p", { className: "editor-help", text: "Or drag the widget, and its edges to size it. Columns: " + cols + "." }),
     ]);
   }

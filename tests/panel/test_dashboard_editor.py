@@ -95,6 +95,7 @@ def test_editor_offers_the_deployments_reports_members_and_operators(
             "name": "Revenue acme",
             "title": "",
             "kind": "KPI",
+            "workbook": "Sales acme",
         }
     ]  # globex's report is not offered
     assert editor["operators"] == {kind: list(ops) for kind, ops in OPERATORS_BY_TYPE.items()}

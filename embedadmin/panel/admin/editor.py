@@ -135,10 +135,19 @@ def report_kind(report: Report | ReportSnapshot) -> str:
 
 
 def report_items(*, deployment: Any) -> list[dict[str, Any]]:
-    """The deployment's reports a CHART may show, by name."""
-    rows = dashboards_selectors.reports_of(deployment=deployment).order_by("name", "id")
+    """The deployment's reports a CHART may show, by name, with the workbook each belongs to (names repeat across
+    workbooks)."""
+    rows = dashboards_selectors.reports_of(deployment=deployment).select_related("workbook").order_by("name", "id")
     return [
-        {"id": r.pk, "publicId": r.public_id, "name": r.name, "title": r.title, "kind": report_kind(r)} for r in rows
+        {
+            "id": r.pk,
+            "publicId": r.public_id,
+            "name": r.name,
+            "title": r.title,
+            "kind": report_kind(r),
+            "workbook": r.workbook.name if r.workbook is not None else "",
+        }
+        for r in rows
     ]
 
 
@@ -236,11 +245,20 @@ def widget_title(widget: Mapping[str, Any], words: Vocabulary) -> str:
     if kind == "TEXT":
         text = config.get("text")
         first = text.strip().splitlines()[0] if isinstance(text, str) and text.strip() else ""
-        return f"{first[:40]}…" if len(first) > 40 else first or "Empty text"
+        return shorten(first, 40) or "Empty text"
     label = config.get("label")
     if isinstance(label, str) and label:
         return label
     return words.member(config.get("member")).split(" (")[0]
+
+
+def shorten(text: str, size: int) -> str:
+    """At most ``size`` characters, cut at a word when one ends in the second half (the editor's rule too)."""
+    if len(text) <= size:
+        return text
+    cut = text[:size]
+    space = cut.rfind(" ")
+    return f"{cut[:space] if space > size // 2 else cut}…"
 
 
 def place_words(position: Mapping[str, int]) -> str:
@@ -293,7 +311,7 @@ def _setting_words(key: str, value: Any, words: Vocabulary) -> str:
         return _value_words(value)
     if key == "text":
         text = value.strip() if isinstance(value, str) else ""
-        return f"“{text[:60]}…”" if len(text) > 60 else f"“{text}”" if text else "empty"
+        return f"“{shorten(text, 60)}”" if text else "empty"
     return str(value)
 
 
