@@ -407,7 +407,7 @@
         member = firstMember("FILTER");
         return {
           id: freshId("FILTER"), type: "FILTER", position: { w: 3, h: 1 },
-          config: { member: member.name, label: member.title, operators: [data.operators[member.type][0]], multiple: true },
+          config: { member: member.name, label: member.title, operators: [member.operators[0]], multiple: true },
         };
       case "date range":
         member = firstMember("DATE_RANGE");
@@ -558,7 +558,7 @@
       var member = membersByName[value];
       if (!c.label || (previous && c.label === previous.title)) c.label = member.title;
       if (kind === "FILTER") {
-        var allowed = data.operators[member.type] || data.operators.string;
+        var allowed = member.operators || ["equals"];
         c.operators = (c.operators || []).filter(function (op) { return allowed.indexOf(op) >= 0; });
         if (!c.operators.length) c.operators = [allowed[0]];
         delete c.defaultValue;
@@ -630,8 +630,8 @@
 
   function filterFields(widget) {
     var c = config(widget);
-    var member = membersByName[c.member] || { type: "string" };
-    var allowed = data.operators[member.type] || data.operators.string;
+    var member = membersByName[c.member] || {};
+    var allowed = member.operators || ["equals"];
     var chosen = c.operators || ["equals"];
     var fallback = filterDefault(c);
     var valueless = ["set", "notSet"];

@@ -16,8 +16,8 @@ from embedadmin.accounts.services import deployment_configure, deployment_create
 from embedadmin.audit.models import AuditEntry
 from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Dashboard, Workbook
-from embedadmin.dashboards.validation import OPERATORS_BY_TYPE
 from embedadmin.panel.admin.editor import EDITOR_CSP
+from embedadmin.semantic.modeling.model import OPERATORS_BY_TYPE
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 from tests.embed_assets.support import STATIC, AssetParser, static_path
 from tests.panel.conftest import DEMO_MODEL, DashboardRows, admin_url
@@ -98,7 +98,6 @@ def test_editor_offers_the_deployments_reports_members_and_operators(
             "workbook": "Sales acme",
         }
     ]  # globex's report is not offered
-    assert editor["operators"] == {kind: list(ops) for kind, ops in OPERATORS_BY_TYPE.items()}
     assert editor["operatorWords"]["notEquals"] == "is not"
     entities = {e["name"]: e for e in editor["entities"]}
     assert [e["name"] for e in editor["entities"]][:2] == ["product_catalog", "sales"]  # views first
@@ -109,8 +108,12 @@ def test_editor_offers_the_deployments_reports_members_and_operators(
         "entity": "Sales",
         "kind": "dimension",
         "type": "string",
+        "operators": list(OPERATORS_BY_TYPE["string"]),
     }
     assert members["sales.total_amount"]["kind"] == "measure"
+    assert "operators" not in members["sales.total_amount"]  # a filter control names a dimension
+    assert members["sales.created_at"]["operators"] == ["inDateRange"]  # a date range
+    assert members["sales.users_age"]["operators"] == list(OPERATORS_BY_TYPE["number"])
     grains = [g["name"] for g in members["sales.created_at"]["grains"]]
     assert grains == [*PREDEFINED_GRANULARITIES, "fiscal_year", "fiscal_quarter", "sunday_week"]
     assert {"name": "fiscal_year", "title": "Fiscal year"} in members["sales.created_at"]["grains"]

@@ -5,9 +5,9 @@ validation: a refused draft is a 400 naming the widget and writes nothing), publ
 in words.
 
 What the editor offers comes from the deployment: its reports by name, and the members of its model as ``/v1/meta``
-describes them (``semantic.results.meta.member_json``), as an administrator sees them (access policies narrow
-viewers, not the person building the dashboard; hidden members are left out, as ``/v1/meta`` leaves them out). The
-operators a filter may offer are the validation's (``OPERATORS_BY_TYPE``), named in the panel's words for them
+describes them for its administrators (``semantic.results.meta.administrator_meta``, as the report builder reads it:
+access policies judge viewers, not the person building the dashboard; hidden members are left out). The operators a
+filter may offer are the validation's (``validation.control_operators``), named in the panel's words for them
 (``access.OPERATOR_WORDS``). The browser sends back a whole draft; only the service decides what is stored.
 """
 
@@ -31,13 +31,13 @@ from embedadmin.core.errors import ApiError, BadRequest, client_error, json_erro
 from embedadmin.dashboards import selectors as dashboards_selectors
 from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Dashboard, DashboardVersion, Report, ReportSnapshot, Workbook
-from embedadmin.dashboards.validation import DEFAULT_COLS, OPERATORS_BY_TYPE, VISIBILITIES, model_of
+from embedadmin.dashboards.validation import DEFAULT_COLS, VISIBILITIES, control_operators, model_of
 from embedadmin.panel.admin.access import OPERATOR_WORDS
 from embedadmin.panel.panel_admin import PanelAdmin, audit_panel_change, page_context
 from embedadmin.semantic.modeling.model import DATE_OPERATORS, Dimension, Member, value_type
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 from embedadmin.semantic.modeling.titles import titleize
-from embedadmin.semantic.results.meta import member_json
+from embedadmin.semantic.results.meta import administrator_meta
 
 if TYPE_CHECKING:
     _EditorBase = PanelAdmin
@@ -95,26 +95,28 @@ def _member_item(entity_title: str, member: Member, described: dict[str, Any]) -
         "kind": member.kind,
         "type": value_type(member),
     }
-    if isinstance(member, Dimension) and member.type == "time":
-        item["grains"] = _grains(member, described)
+    if isinstance(member, Dimension):
+        item["operators"] = list(control_operators(member))
+        if member.type == "time":
+            item["grains"] = _grains(member, described)
     return item
 
 
 def member_catalog(*, deployment: Any) -> list[dict[str, Any]]:
     """The cubes and views of the deployment's model with their shown measures and dimensions, as ``/v1/meta``
-    describes them: ``[{name, title, isView, members: [{name, title, entity, kind, type, grains?}]}]``, views first
-    (what embedded dashboards usually read). 400 when the deployment has no model."""
+    describes them for its administrators (``administrator_meta``, as the report builder reads it):
+    ``[{name, title, isView, members: [{name, title, entity, kind, type, operators?, grains?}]}]``, views first (what
+    embedded dashboards usually read). A dimension's ``operators`` are those a FILTER control on it may offer
+    (``validation.control_operators``). 400 when the deployment has no model."""
     model = model_of(deployment=deployment)
     entities = []
-    for entity in model.entities.values():
-        if not entity.public:
-            continue
-        shown: list[Member] = [*entity.measures.values(), *entity.dimensions.values()]
+    for entity in administrator_meta(model)["cubes"]:
         members = [
-            _member_item(entity.title, member, member_json(model, member)) for member in shown if member.display.public
+            _member_item(entity["title"], model.members[described["name"]], described)
+            for described in (*entity["measures"], *entity["dimensions"])
         ]
-        if members:
-            entities.append({"name": entity.name, "title": entity.title, "isView": entity.is_view, "members": members})
+        is_view = entity["type"] == "view"
+        entities.append({"name": entity["name"], "title": entity["title"], "isView": is_view, "members": members})
     return sorted(entities, key=lambda e: (not e["isView"], e["title"].lower()))
 
 
@@ -590,7 +592,6 @@ class DashboardEditorPages(_EditorBase):
             "reports": report_items(deployment=workbook.deployment),
             "entities": entities,
             "modelError": model_error,
-            "operators": {kind: list(ops) for kind, ops in OPERATORS_BY_TYPE.items()},
             "operatorWords": {op: words[0] for op, words in OPERATOR_WORDS.items()},
             "visibilities": [[v, VISIBILITY_WORDS[v].capitalize()] for v in VISIBILITIES],
             "datePresets": [list(p) for p in DATE_PRESETS],
