@@ -186,3 +186,27 @@ def test_a_saved_report_opens_in_the_builder_with_its_fields(
     page.get_by_role("tab", name="Advanced").click()
     assert json.loads(page.get_by_label("Cube query").input_value()) == query
     assert page.locator("#b-query-notice").is_hidden()
+
+    # A query written in the Advanced tab that the fields can show is taken back into them;
+    by_size = {"measures": ["sales.order_count"], "dimensions": ["sales.size"], "limit": 3}
+    page.get_by_label("Cube query").fill(json.dumps(by_size))
+    page.get_by_label("Cube query").press("Tab")
+    page.get_by_role("tab", name="Fields").click()
+    assert page.get_by_label("Measures").evaluate(selected) == ["sales.order_count"]
+    assert page.get_by_label("Dimensions").evaluate(selected) == ["sales.size"]
+    assert (page.get_by_label("Time dimension").input_value(), page.get_by_label("Limit").input_value()) == ("", "3")
+    assert page.locator("#b-filter-list").inner_text() == ""
+    # one they cannot (two time dimensions) is used as written, and the fields say so.
+    two_times = {
+        "measures": ["sales.order_count"],
+        "timeDimensions": [
+            {"dimension": "sales.created_at", "granularity": "year"},
+            {"dimension": "sales.completed_at", "dateRange": "last year"},
+        ],
+    }
+    page.get_by_role("tab", name="Advanced").click()
+    page.get_by_label("Cube query").fill(json.dumps(two_times))
+    page.get_by_label("Cube query").press("Tab")
+    assert page.locator("#b-query-notice").is_visible()
+    page.get_by_role("tab", name="Fields").click()
+    assert page.locator("#b-fields-notice").inner_text().startswith("The query is written by hand")
