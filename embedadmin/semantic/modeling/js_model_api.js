@@ -46,6 +46,10 @@
   }
 
   function messageOf(error) {
+    // QuickJS throws null when it cannot even allocate the error object.
+    if (error === null || (error instanceof Error && error.name === 'InternalError' && /out of memory/.test(error.message))) {
+      return `the model's JavaScript used more than ${memoryLimitMegabytes} MB and was stopped`;
+    }
     if (error && typeof error === 'object' && error[FEATURE]) {
       return String(error.message);
     }
@@ -116,29 +120,16 @@
     });
   }
 
-  // COMPILE_CONTEXT: the compile context the server compiles with, read-only; a key it does not have is an
-  // error (as in the YAML path's Jinja templates) rather than `undefined` spliced into SQL.
-  function strict(value, path) {
+  // COMPILE_CONTEXT: the compile context the server compiles with, read-only. A key it does not have reads as
+  // undefined, as in Cube (`${COMPILE_CONTEXT.securityContext.tenant}` is "undefined"); the server compiles one
+  // model per deployment, with an empty security context.
+  function readOnly(value) {
     if (value === null || typeof value !== 'object') return value;
-    return new Proxy(value, {
-      get(target, property) {
-        if (typeof property === 'symbol') return target[property];
-        if (Object.prototype.hasOwnProperty.call(target, property)) {
-          return strict(target[property], `${path}.${property}`);
-        }
-        if (property in Object.prototype) return target[property];
-        throw refusal(
-          `${path}.${property} is not set: this server compiles one model per deployment, with ` +
-            `COMPILE_CONTEXT ${JSON.stringify(compileContextValue)}`,
-        );
-      },
-      set() {
-        throw refusal(`${path} is read-only`);
-      },
-    });
+    Object.keys(value).forEach((key) => readOnly(value[key]));
+    return Object.freeze(value);
   }
 
-  let compileContextValue = { securityContext: {} };
+  let memoryLimitMegabytes = 0;
   const contextSymbols = {
     SECURITY_CONTEXT: refused(
       'SECURITY_CONTEXT',
@@ -243,9 +234,7 @@
     const api = [
       definer('cube', index),
       definer('view', index),
-      () => {
-        throw refusal("context() (Cube's legacy dashboard contexts) is not supported");
-      },
+      () => {}, // context(): Cube's legacy dashboard contexts; nothing the API serves reads them
       (fn) => {
         if (typeof fn !== 'function') throw refusal('asyncModule() needs a function');
         asyncModules.push({ fn, file: index, stack: new Error().stack });
@@ -382,18 +371,23 @@
     files[index] = { path, body, state: 'new', module: { exports: {} } };
   };
 
-  global.__setup = function (contextJson) {
-    compileContextValue = JSON.parse(contextJson);
-    const context = Object.assign({}, compileContextValue);
+  global.__setup = function (contextJson, megabytes) {
+    memoryLimitMegabytes = megabytes;
+    const context = JSON.parse(contextJson);
     if (context.securityContext !== undefined && context.security_context === undefined) {
-      context.security_context = context.securityContext;
+      context.security_context = context.securityContext; // Cube's snake_case alias
     }
-    global.COMPILE_CONTEXT = strict(context, 'COMPILE_CONTEXT');
+    global.COMPILE_CONTEXT = readOnly(context);
   };
 
-  global.__run = function () {
-    files.forEach((file, index) => load(index));
-    return asyncModules.length;
+  // The Python side drives the run one step at a time (a file, an async module, a definition), so it always
+  // knows which file runs and can name it if it has to stop the process from outside.
+  global.__load = function (index) {
+    load(index);
+  };
+
+  global.__asyncModules = function () {
+    return JSON.stringify(asyncModules.map((entry) => entry.file));
   };
 
   // asyncModule: the function runs after every file, one module at a time, as in Cube; the sandbox runs its
@@ -434,14 +428,22 @@
     }
   };
 
-  global.__collect = function () {
-    const out = definitions.map((definition) => ({
+  global.__definitions = function () {
+    return JSON.stringify(definitions.map((definition) => definition.file));
+  };
+
+  global.__collect = function (index) {
+    const definition = definitions[index];
+    return JSON.stringify({
       kind: definition.kind,
       name: definition.name,
       file: definition.file,
       stack: definition.stack,
       body: serialize(definition),
-    }));
-    return JSON.stringify({ definitions: out, problems });
+    });
+  };
+
+  global.__problems = function () {
+    return JSON.stringify(problems);
   };
 })(globalThis);

@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 JS_SUFFIX = ".js"
 SANDBOX = Path(__file__).with_name("js_sandbox.py")
+PROGRESS = "running file "  # what js_sandbox.py writes on stderr before each file runs
 # Python's start and the JSON on both sides, beyond the JavaScript's own time.
 _GRACE_SECONDS = 5.0
 # Sections of a cube or view that JavaScript writes as objects keyed by name and YAML as lists with ``name``.
@@ -200,8 +201,9 @@ def _sandbox(request: dict[str, Any], files: list[ModelFile], limits: SandboxLim
     try:
         out, err = process.communicate(json.dumps(request).encode(), timeout=limits.seconds + _GRACE_SECONDS)
     except subprocess.TimeoutExpired:
-        _stop(process)
-        return _fatal(f"the model's JavaScript ran longer than {limits.seconds:g} s and was stopped")
+        return _fatal(
+            f"the model's JavaScript ran longer than {limits.seconds:g} s and was stopped", _running(_stop(process))
+        )
     if process.returncode == 0:
         try:
             answer: dict[str, Any] = json.loads(out)
@@ -211,23 +213,33 @@ def _sandbox(request: dict[str, Any], files: list[ModelFile], limits: SandboxLim
     stderr = err.decode("utf-8", "replace").strip()
     logger.warning("JavaScript sandbox exited with %s: %s", process.returncode, stderr[-2000:])
     if process.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
-        return _fatal(f"the model's JavaScript ran longer than {limits.seconds:g} s and was stopped")
+        return _fatal(f"the model's JavaScript ran longer than {limits.seconds:g} s and was stopped", _running(err))
     if "MemoryError" in stderr or process.returncode in (-signal.SIGSEGV, -signal.SIGABRT):
         megabytes = limits.memory_bytes // (1024 * 1024)
-        return _fatal(f"the model's JavaScript used more than {megabytes} MB and was stopped")
+        return _fatal(f"the model's JavaScript used more than {megabytes} MB and was stopped", _running(err))
     if "No module named 'quickjs'" in stderr:
         return _fatal("JavaScript model files need the quickjs-ng package (requirements.txt), which is not installed")
     return _fatal("the JavaScript sandbox failed; the server's log has the details")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def _stop(process: subprocess.Popen[bytes]) -> bytes:
+    """Kill the child (and anything it started); what it wrote on stderr."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    return process.communicate()[1]
 
 
-def _fatal(message: str) -> dict[str, Any]:
-    return {"fatal": {"file": None, "line": 0, "message": message}}
+def _running(stderr: bytes) -> int | None:
+    """The file the child said it was running last (:func:`.js_sandbox.report_progress`)."""
+    marks = [line for line in stderr.decode("utf-8", "replace").splitlines() if line.startswith(PROGRESS)]
+    if not marks:
+        return None
+    index = int(marks[-1][len(PROGRESS) :])
+    return index if index >= 0 else None
+
+
+def _fatal(message: str, file: int | None = None) -> dict[str, Any]:
+    return {"fatal": {"file": file, "line": 0, "message": message}}
 
 
 # --- the answer as documents ------------------------------------------------------------------------------------------

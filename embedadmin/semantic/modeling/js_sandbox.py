@@ -33,6 +33,7 @@ API_FILE = Path(__file__).with_name("js_model_api.js")
 PROCESS_OVERHEAD = 192 * 1024 * 1024
 STACK_BYTES = 1024 * 1024
 MAX_PENDING_JOBS = 1_000_000
+PROGRESS = "running file "
 _FRAME = re.compile(r"<input>:(\d+)(?::\d+)?")
 WRAPPER_HEAD = (
     "function (cube, view, context, asyncModule, require, addExport, setExport, module, exports, __module, __scope)"
@@ -116,6 +117,12 @@ def fatal(exc: Exception, script: Script | None, request: dict[str, Any]) -> dic
     return {"fatal": {"file": file, "line": line, "message": message}}
 
 
+def report_progress(index: int) -> None:
+    """Which file runs now, on stderr: the parent names it when it has to stop this process from outside."""
+    sys.stderr.write(f"{PROGRESS}{int(index)}\n")
+    sys.stderr.flush()
+
+
 def run(request: dict[str, Any]) -> dict[str, Any]:
     files: list[dict[str, Any]] = request["files"]
     context = engine(request)
@@ -127,9 +134,13 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     deadline = time.monotonic() + float(request["timeLimit"])
     try:
         context.eval(script.text)
-        context.eval(f"__setup({json.dumps(json.dumps(request['compileContext']))})")
-        modules = int(context.eval("__run()"))
-        for index in range(modules):
+        megabytes = int(request["memoryLimit"]) // (1024 * 1024)
+        context.eval(f"__setup({json.dumps(json.dumps(request['compileContext']))}, {megabytes})")
+        for index in range(len(files)):
+            report_progress(index)
+            context.eval(f"__load({index})")
+        for index, file in enumerate(json.loads(context.eval("__asyncModules()"))):
+            report_progress(file)
             context.eval(f"__startAsync({index})")
             jobs = 0
             while context.execute_pending_job():
@@ -137,7 +148,11 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 if jobs > MAX_PENDING_JOBS or time.monotonic() > deadline:
                     raise quickjs.JSException("InternalError: interrupted")
             context.eval(f"__finishAsync({index})")
-        answer = json.loads(context.eval("__collect()"))
+        definitions = []
+        for index, file in enumerate(json.loads(context.eval("__definitions()"))):
+            report_progress(file)
+            definitions.append(json.loads(context.eval(f"__collect({index})")))
+        answer = {"definitions": definitions, "problems": json.loads(context.eval("__problems()"))}
     except (quickjs.JSException, quickjs.StackOverflow, MemoryError) as exc:
         return fatal(exc, script, request)
     for definition in answer["definitions"]:
