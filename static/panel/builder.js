@@ -256,10 +256,11 @@
       $("b-add").disabled = true;
       return;
     }
+    var own = boot.report && boot.report.workbookId;
     fill(
       $("b-workbook"),
       boot.workbooks.map(function (workbook) {
-        return option(String(workbook.id), workbook.name, false);
+        return option(String(workbook.id), workbook.name, workbook.id === own);
       })
     );
   }
@@ -753,6 +754,10 @@
         $("b-preview-status").textContent = "";
         var where = showError(error, "b-preview-error");
         if (where !== "b-preview-error") setError("b-preview-error", "The preview did not run: see the message beside the field.");
+        state.shown = null;
+        disposeChart();
+        K.clear($("b-preview-body"));
+        $("b-preview-body").appendChild(h("p.builder-empty", "Nothing to show: the preview did not run."));
       }
     );
   }

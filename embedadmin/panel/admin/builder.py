@@ -141,6 +141,7 @@ def _report_item(report: Report) -> dict[str, Any]:
         "publicId": report.public_id,
         "name": report.name,
         "version": report.version,
+        "workbookId": report.workbook_id,
         "jsonQuery": report.json_query,
         "query": query if isinstance(query, dict) else None,
         "visualization": visualization,
