@@ -839,10 +839,14 @@
       credentials: "same-origin",
       body: JSON.stringify(body),
     }).then(function (response) {
-      return response.json().catch(function () { return { error: "The server answered " + response.status }; })
+      if (response.redirected) {
+        // The panel sent the call to its login page: the session ended. Nothing was written.
+        return { ok: false, status: 401, body: { error: "you are no longer logged in to the panel: log in again in another tab, then try again" } };
+      }
+      return response.json().catch(function () { return { error: "the server answered " + response.status }; })
         .then(function (answer) { return { ok: response.ok, status: response.status, body: answer }; });
     }, function () {
-      return { ok: false, status: 0, body: { error: "The server could not be reached" } };
+      return { ok: false, status: 0, body: { error: "the server could not be reached" } };
     });
   }
 

@@ -10,8 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 
+from embedadmin.accounts import services as accounts
 from embedadmin.accounts.services import deployment_configure, deployment_create
 from embedadmin.audit.models import AuditEntry
 from embedadmin.dashboards import services as dashboards
@@ -459,6 +461,22 @@ def test_only_panel_users_reach_the_editor(acme_dashboard: DashboardRows):
     assert page["Location"].startswith("/admin/login/")
     assert save.status_code == 302
     assert stored_draft(acme_dashboard.workbook) == acme_dashboard.workbook.dashboard_draft
+
+
+def test_an_internal_user_who_is_not_an_account_admin_cannot_save(acme_dashboard: DashboardRows):
+    user = accounts.internal_user_create(account=acme_dashboard.cast.account, username="acme-staff", email="")
+    get_user_model().objects.filter(pk=user.pk).update(is_staff=True)
+    client = Client()
+    client.force_login(user)
+    before = stored_draft(acme_dashboard.workbook)
+
+    page = client.get(editor_url(acme_dashboard.workbook))
+    save = post_json(client, editor_url(acme_dashboard.workbook, "draft/"), {"draft": {"widgets": []}})
+
+    assert page.status_code == 302
+    assert save.status_code == 302
+    assert save["Location"].startswith("/admin/login/")
+    assert stored_draft(acme_dashboard.workbook) == before
 
 
 def test_a_superuser_edits_any_accounts_draft(superuser: Client, globex_dashboard: DashboardRows):
