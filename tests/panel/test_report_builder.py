@@ -86,7 +86,7 @@ def test_the_page_offers_the_deployments_model_with_every_field_labelled(acme_ad
         ("b-chart", "Chart type"),
     ]:
         assert f'<label for="{control}">{label}</label>' in page
-    assert "<legend>Filters</legend>" in page
+    assert '<legend id="b-filters-legend">Filters</legend>' in page
     for button in ("Run", "Save report", "Add to dashboard"):
         assert f">{button}</button>" in page
     assert "<script>" not in page
