@@ -44,7 +44,7 @@ from embedadmin.semantic.modeling.files import list_model_files, read_model_file
 from embedadmin.semantic.modeling.registry import load_model
 from embedadmin.semantic.serving.datasources import dialect_of
 
-UPLOAD_SUFFIXES = (".yml", ".yaml", ".jinja")
+UPLOAD_SUFFIXES = (".yml", ".yaml", ".jinja", ".js")
 MAX_FILES = 1000
 MAX_FILE_BYTES = 1024 * 1024
 _STAGED = "model"
@@ -57,8 +57,8 @@ def slug_of(name: str) -> str:
 
 
 def file_path_check(path: Any) -> str:
-    """A relative POSIX path of a YAML/Jinja file inside the model directory: no ``..``, no absolute path, no
-    hidden part, no backslash; else 400."""
+    """A relative POSIX path of a model file (YAML, Jinja or JavaScript) inside the model directory: no ``..``, no
+    absolute path, no hidden part, no backslash; else 400."""
     if not isinstance(path, str) or not 0 < len(path) <= 500:
         raise BadRequest("path: must be a relative file path of at most 500 characters")
     pure = PurePosixPath(path)

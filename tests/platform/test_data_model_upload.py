@@ -95,6 +95,34 @@ def test_read_answers_the_files_content(api, acme, model):
     assert body["size"] == len((model / "cubes" / "orders.yml").read_bytes())
 
 
+GADGETS_JS = """cube(`gadgets`, {
+  sqlTable: `gadgets`,
+  dimensions: { id: { sql: `id`, type: `number`, primaryKey: true } },
+  measures: { count: { type: `count` } },
+});
+"""
+
+
+def test_a_javascript_model_file_is_uploaded_and_compiled(api, acme, model):
+    # when
+    response = _upload(api, acme, {"cubes/gadgets.js": GADGETS_JS})
+
+    # then
+    assert response.status_code == 200, response.content
+    assert "gadgets" in response.json()["entities"]
+    assert "gadgets" in _cubes(api, acme)
+
+
+def test_a_javascript_file_that_throws_is_refused_naming_its_line(api, acme, model):
+    # when
+    response = _upload(api, acme, {"cubes/broken.js": "cube(`broken`, {});\nthrow new Error(`no`);\n"})
+
+    # then
+    assert response.status_code == 400
+    assert "cubes/broken.js:2: Error: no" in response.json()["error"]
+    assert not (model / "cubes" / "broken.js").exists()
+
+
 def test_reading_a_missing_file_is_404(api, acme, model):
     response = api.get(f"{_base(acme)}/files/cubes/nothing.yml", **acme.platform_headers)
     assert response.status_code == 404
@@ -192,7 +220,7 @@ def test_a_path_outside_the_model_or_not_a_model_file_is_400_and_writes_nothing(
         ("..%2Fescape.yml", "path '../escape.yml': no '..', hidden or empty parts"),
         ("cubes/../cubes/orders.yml", "path 'cubes/../cubes/orders.yml': no '..', hidden or empty parts"),
         (".hidden.yml", "path '.hidden.yml': no '..', hidden or empty parts"),
-        ("cubes/orders.txt", "path 'cubes/orders.txt': only model files (.yml, .yaml, .jinja) are accepted"),
+        ("cubes/orders.txt", "path 'cubes/orders.txt': only model files (.yml, .yaml, .jinja, .js) are accepted"),
     ],
 )
 def test_reading_a_refused_path_is_400(api, acme, model, path, message):
