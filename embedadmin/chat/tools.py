@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,10 +19,13 @@ from typing import Any
 
 from embedadmin.accounts.models import Deployment
 from embedadmin.chat.member_search import content_stems, local_name, relevance, view_root
+from embedadmin.chat.member_titles import reading_titles
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.cubesql.plan import CubeSqlColumn
 from embedadmin.semantic.cubesql.written import sql_string
+from embedadmin.semantic.modeling.titles import titleize
 from embedadmin.semantic.serving.datasources import CancelScope
 from embedadmin.semantic.serving.services import semantic_cubesql, semantic_meta
 
@@ -144,13 +148,15 @@ def _string_argument(arguments: dict[str, Any], name: str, *, required: bool = F
     return value
 
 
-def _member_result(member: dict[str, Any]) -> dict[str, Any]:
-    """A member as ``serviceMeta`` shows it (spec 2.17), with what the model also says of it when it does: ``meta``
-    (synonyms), ``format`` and ``currency``, a time dimension's custom ``granularities``, a view member's
-    ``aliasMember`` (the cube member it shows)."""
+def _member_result(member: dict[str, Any], short_title: str) -> dict[str, Any]:
+    """A member as ``serviceMeta`` shows it (spec 2.17), with the title people read it by (``shortTitle``,
+    ``member_titles.py``) and what the model also says of it when it does: ``meta`` (synonyms), ``format`` and
+    ``currency``, a time dimension's custom ``granularities``, a view member's ``aliasMember`` (the cube member it
+    shows)."""
     shown: dict[str, Any] = {
         "name": member["name"],
         "title": member.get("title") or member["name"],
+        "shortTitle": short_title,
         "description": member.get("description") or "",
         "type": member.get("type", ""),
     }
@@ -183,6 +189,7 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
     for index, cube in enumerate(body["cubes"]):
         title = cube.get("title") or cube["name"]
         members = [*cube.get("measures", []), *cube.get("dimensions", [])]
+        titles = reading_titles(members, cube_title=title)
         scores = [relevance(m, wanted, cube_title=title) for m in members]
         order = sorted(range(len(members)), key=lambda i: -scores[i])
         shown = {
@@ -191,9 +198,9 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
             "title": title,
             **({"description": cube["description"]} if cube.get("description") else {}),
             **({"meta": cube["meta"]} if cube.get("meta") else {}),
-            "members": [_member_result(members[i]) for i in order],
+            "members": [_member_result(members[i], titles[members[i]["name"]]) for i in order],
         }
-        everything.append({**shown, "members": [_member_result(m) for m in members]})
+        everything.append({**shown, "members": [_member_result(m, titles[m["name"]]) for m in members]})
         root = view_root(str(m.get("aliasMember") or "") for m in cube.get("measures", []))
         roots = [by_name[root]] if cube.get("type") == "view" and root is not None and root in by_name else []
         named = max(relevance(named_by, wanted) for named_by in (cube, *roots))
@@ -208,9 +215,20 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
 TOOL_ROW_LIMIT = 100
 VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 NUMERIC_TYPES = frozenset({"Int64", "Int32", "Double", "Decimal", "Float", "Number"})
+VALUE_TYPES = {"Timestamp": "time", "Boolean": "boolean", **dict.fromkeys(NUMERIC_TYPES, "number")}
+# Vega-Lite's time unit of a time bucket, so that a chart's time axis reads its grain ("Jan 2024", "Q1 2024") wherever
+# the spec is drawn. Weeks have none (Cube's start on Monday, Vega-Lite's on Sunday), nor custom granularities.
+GRAIN_TIME_UNITS = {
+    "year": "year",
+    "quarter": "yearquarter",
+    "month": "yearmonth",
+    "day": "yearmonthdate",
+    "hour": "yearmonthdatehours",
+}
+POSITION_CHANNELS = ("x", "y", "theta", "color")
 
 
-def _without_data(spec: str) -> str:
+def _without_data(spec: str) -> dict[str, Any]:
     """A caller's Vega-Lite spec with any inline data removed (data always comes from ``data``)."""
     try:
         parsed = json.loads(spec)
@@ -220,18 +238,87 @@ def _without_data(spec: str) -> str:
         raise ToolFailure("vegaSpec must be a JSON object")
     parsed.pop("data", None)
     parsed.pop("datasets", None)
-    return json.dumps(parsed)
+    return parsed
 
 
-def chart_spec(schema: list[dict[str, Any]], title: str) -> str:
+def column_annotation(columns: Sequence[CubeSqlColumn], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """What each column of a result is, in the order of its ``schema``: ``title`` (its member's title as people read
+    it, ``member_titles.py``; a time bucket's with its grain, "Ordered at (month)"), ``member``, ``type`` (number,
+    string, time, boolean) and the member's ``format``, ``currency`` and ``granularity`` when it has them: what a
+    chart's axes and a table's headers show, and what the embed page formats values by (common.js
+    ``Formatter.value``). ``meta`` is ``/v1/meta`` as the caller sees it. A column computed after the query (a share,
+    a difference) is titled from its name."""
+    members: dict[str, dict[str, Any]] = {}
+    titles: dict[str, str] = {}
+    for cube in meta.get("cubes", []):
+        listed = [*cube.get("measures", []), *cube.get("dimensions", [])]
+        titles.update(reading_titles(listed, cube_title=cube.get("title") or cube["name"]))
+        members.update((m["name"], m) for m in listed)
+    return [_column_annotation(column, members, titles) for column in columns]
+
+
+def _column_annotation(
+    column: CubeSqlColumn, members: dict[str, dict[str, Any]], titles: dict[str, str]
+) -> dict[str, Any]:
+    value_type = VALUE_TYPES.get(column.column_type, "string")
+    if not column.member:
+        return {"title": titleize(column.name), "type": value_type}
+    cube, name, *grain = column.member.split(".")
+    member = f"{cube}.{name}"
+    described = members.get(member, {})  # a member meta does not list (public: false) is titled from its name
+    title = titles.get(member) or titleize(name)
+    shown: dict[str, Any] = {"title": title, "member": member, "type": described.get("type") or value_type}
+    if grain:
+        custom = {g.get("name"): g.get("title") for g in described.get("granularities") or [] if isinstance(g, dict)}
+        shown.update(type="time", granularity=grain[0], title=f"{title} ({custom.get(grain[0]) or grain[0]})")
+    elif shown["type"] != "time":
+        shown.update({key: described[key] for key in ("format", "currency") if described.get(key)})
+    return shown
+
+
+def _vega_field(name: str) -> str:
+    """A column name as a Vega-Lite field: dots and brackets escaped (they would read as a nested path)."""
+    return re.sub(r"([.\[\]])", r"\\\1", name)
+
+
+def titled_spec(spec: dict[str, Any], schema: list[dict[str, Any]], annotation: list[dict[str, Any]]) -> dict[str, Any]:
+    """``spec`` with each encoding of a result's column naming it as a Vega-Lite field and titled with the column's
+    title (unless the spec titles it), and, when the spec has no tooltip, a tooltip of its channels that show a column,
+    with those titles: never a SQL expression (``measure(sales.revenue)``) on an axis or in a tooltip."""
+    names = {column["name"]: index for index, column in enumerate(schema)}
+    names.update({_vega_field(column["name"]): index for index, column in enumerate(schema)})
+    encoding = spec.get("encoding")
+    if not isinstance(encoding, dict):
+        return spec
+    for definitions in encoding.values():
+        for definition in definitions if isinstance(definitions, list) else [definitions]:
+            field = definition.get("field") if isinstance(definition, dict) else None
+            if not isinstance(field, str) or field not in names:
+                continue
+            index = names[field]
+            definition["field"] = _vega_field(schema[index]["name"])
+            definition.setdefault("title", annotation[index]["title"])
+    mark = spec.get("mark")
+    if "tooltip" not in encoding and not (isinstance(mark, dict) and "tooltip" in mark):
+        shown = [d for c in POSITION_CHANNELS if isinstance(d := encoding.get(c), dict) and d.get("field") in names]
+        keys = ("field", "type", "title", "timeUnit", "aggregate")
+        if shown:
+            encoding["tooltip"] = [{k: d[k] for k in keys if k in d} for d in shown]
+    return spec
+
+
+def chart_spec(schema: list[dict[str, Any]], annotation: list[dict[str, Any]], title: str) -> str:
     """A Vega-Lite v5 spec (JSON, no data) for a result: a line for one time column and one number, a bar for
-    one category and one number; ``""`` when no chart fits."""
+    one category and one number, titled with the columns' titles; ``""`` when no chart fits."""
     if len(schema) != 2 or schema[1]["column_type"] not in NUMERIC_TYPES:
         return ""
     x, y = schema[0], schema[1]
     if x["column_type"] == "Timestamp":
         mark: dict[str, Any] = {"type": "line", "point": True}
         x_encoding: dict[str, Any] = {"field": x["name"], "type": "temporal"}
+        unit = GRAIN_TIME_UNITS.get(annotation[0].get("granularity", ""))
+        if unit:
+            x_encoding["timeUnit"] = unit
     elif x["column_type"] in ("String", "Boolean"):
         mark = {"type": "bar"}
         x_encoding = {"field": x["name"], "type": "nominal", "sort": "-y"}
@@ -243,31 +330,39 @@ def chart_spec(schema: list[dict[str, Any]], title: str) -> str:
         "mark": mark,
         "encoding": {"x": x_encoding, "y": {"field": y["name"], "type": "quantitative"}},
     }
-    return json.dumps(spec)
+    return json.dumps(titled_spec(spec, schema, annotation))
 
 
 def service_sql_api(context: ToolContext, arguments: dict[str, Any]) -> dict[str, Any]:
     """``serviceSqlApi``: run semantic SQL through the Core Data API's service layer for the user's context (its
-    access policies and row filters apply); the first 100 rows, the total count and a chart spec (spec 2.17)."""
+    access policies and row filters apply); the first 100 rows, the total count, what each column is
+    (``annotation``) and a chart spec (spec 2.17)."""
     sql = _string_argument(arguments, "sqlQuery", required=True)
     query_title = _string_argument(arguments, "queryTitle")
     given_spec = _string_argument(arguments, "vegaSpec")
     timezone = _string_argument(arguments, "timezone") or "UTC"
+    deployment = _deployment(context)
     result = semantic_cubesql(
-        deployment=_deployment(context), ctx=context.query_context, sql=sql, timezone=timezone, cancel=context.cancel
+        deployment=deployment, ctx=context.query_context, sql=sql, timezone=timezone, cancel=context.cancel
     )
     rows = list(cubesql_rows(result.plan, result.rows))
     schema = [{"name": c.name, "column_type": c.column_type} for c in result.plan.columns]
+    annotation = column_annotation(result.plan.columns, semantic_meta(deployment=deployment, ctx=context.query_context))
+    if given_spec:
+        spec = json.dumps(titled_spec(_without_data(given_spec), schema, annotation))
+    else:
+        spec = chart_spec(schema, annotation, query_title)
     return {
         "sqlQuery": sql,
         "queryTitle": query_title,
         "description": _string_argument(arguments, "description"),
         "userRequest": _string_argument(arguments, "userRequest"),
         "schema": schema,
+        "annotation": annotation,
         "data": rows[:TOOL_ROW_LIMIT],
         "totalRows": len(rows),
         "uuid": str(uuid.uuid4()),
-        "vegaSpec": _without_data(given_spec) if given_spec else chart_spec(schema, query_title),
+        "vegaSpec": spec,
     }
 
 

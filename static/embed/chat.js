@@ -1,7 +1,9 @@
-// The chat of the embed pages: the dashboard's docked agent panel with its launcher bubble, and the
-// standalone page /embed/chat (templates/embed/chat.html, body.embed-chat). It posts to the Chat API
-// (stream-chat-state, docs/chat-api.md) with the viewer's embed token and reads the NDJSON stream
-// line by line. Frames: embedadmin/chat/events.py. Needs common.js (EmbedKit); charts need the vega files.
+// The chat of the embed pages: the dashboard's agent panel (an overlay over the dashboard, resizable, opened by its
+// launcher) and the standalone page /embed/chat (templates/embed/chat.html, body.embed-chat). It posts to the Chat API
+// (stream-chat-state, docs/chat-api.md) with the viewer's embed token and reads the NDJSON stream line by line.
+// Frames: embedadmin/chat/events.py. Answers are shown as formatted text (a small Markdown subset turned into DOM
+// nodes, never HTML), their query's rows as a chart or a table, numbers by common.js's Formatter as the tiles show
+// them. Needs common.js (EmbedKit); charts need the vega files.
 (function () {
   "use strict";
   var K = window.EmbedKit;
@@ -11,26 +13,35 @@
     serviceMeta: "Looking up the data model",
     serviceSqlApi: "Querying the data",
   };
+  var PANEL_WIDTH = { initial: 420, min: 320, max: 760, step: 40 };
+  var panels = 0; // ids of the panels on the page
 
   /**
    * options: {session, host, endpoint, docked, title, context: fn -> object|undefined, formatter: fn, container?,
- * launcherContainer?}. Docked: the panel sits beside the content (sticky at the top of the frame, which may be
- * as tall as its content when the host sizes it to `resize`), the launcher where the page puts it.
+   * launcherContainer?}. Docked: the panel lies over the dashboard at the frame's right (the grid keeps its width),
+   * resizable from its left edge; the launcher opens it where the page puts the launcher, Escape closes it and gives
+   * the focus back to the launcher.
    */
   function mount(options) {
     var chatId = null;
     var busy = false;
     var docked = !!options.docked;
+    var formatter = options.formatter || function () {
+      return new K.Formatter();
+    };
+    panels += 1;
+    var panelId = "chat-panel-" + panels;
+    var titleId = panelId + "-title";
 
-    var log = h("div.chat-log", { role: "log", "aria-live": "polite" });
+    var log = h("div.chat-log", { role: "log", "aria-live": "polite", "aria-label": "Conversation" });
     var input = h("textarea.chat-input", { rows: 1, placeholder: "Ask a question about the data", "aria-label": "Question" });
     var send = h("button.primary-button.chat-send", { type: "submit" }, "Ask");
     var form = h("form.chat-form", input, send);
     var close = docked ? h("button.icon-button.chat-close", { type: "button", "aria-label": "Close chat" }, "×") : null;
     var panel = h(
       "aside.chat-panel" + (docked ? ".chat-docked" : ".chat-page"),
-      { "aria-label": options.title || "Chat" },
-      h("header.chat-head", h("h2.chat-title", options.title || "Ask the data"), close),
+      docked ? { id: panelId, role: "dialog", "aria-modal": "false", "aria-labelledby": titleId } : { "aria-labelledby": titleId },
+      h("header.chat-head", h("h2.chat-title", { id: titleId }, options.title || "Ask the data"), close),
       log,
       form
     );
@@ -39,9 +50,10 @@
     var launcher = null;
     if (docked) {
       panel.hidden = true;
+      panel.insertBefore(resizeHandle(panel), panel.firstChild);
       launcher = h(
         "button.chat-launcher",
-        { type: "button", "aria-label": "Open chat", "aria-expanded": "false" },
+        { type: "button", "aria-label": "Open chat", "aria-expanded": "false", "aria-controls": panelId },
         h("span.chat-launcher-icon", { "aria-hidden": "true" }),
         h("span.chat-launcher-text", "Ask AI")
       );
@@ -51,15 +63,24 @@
       close.addEventListener("click", function () {
         setOpen(false);
       });
+      panel.addEventListener("keydown", function (event) {
+        if (event.key === "Escape" && !event.defaultPrevented) {
+          event.preventDefault();
+          setOpen(false);
+        }
+      });
       (options.launcherContainer || document.body).appendChild(launcher);
     }
     (options.container || document.body).appendChild(panel);
 
     function setOpen(open) {
+      var wasOpen = !panel.hidden;
       panel.hidden = !open;
       document.body.classList.toggle("chat-open", open);
-      if (launcher) launcher.setAttribute("aria-expanded", open ? "true" : "false");
+      if (!launcher) return;
+      launcher.setAttribute("aria-expanded", open ? "true" : "false");
       if (open) input.focus();
+      else if (wasOpen) launcher.focus();
     }
 
     input.addEventListener("keydown", function (event) {
@@ -96,8 +117,10 @@
       var turn = h("div.chat-msg.chat-assistant.is-streaming");
       var activity = h("p.chat-activity", "Thinking…");
       var answer = h("div.chat-answer");
+      var results = h("div.chat-results");
       turn.appendChild(activity);
       turn.appendChild(answer);
+      turn.appendChild(results);
       log.appendChild(turn);
       scrollDown();
       options.host.emit("ai-query", { query: question, status: "submitted", chatId: chatId });
@@ -110,12 +133,11 @@
       var texts = {}; // message id -> text so far
       var finalText = null;
       var failed = null;
+      var result = null; // the last query result of this answer: {schema, annotation, data, totalRows}
 
       function showText(text) {
         K.clear(answer);
-        K.paragraphs(text).forEach(function (paragraph) {
-          answer.appendChild(h("p", paragraph));
-        });
+        answer.appendChild(renderAnswer(text, result, formatter()));
         scrollDown();
       }
 
@@ -126,7 +148,7 @@
         questions.forEach(function (suggested) {
           var button = h("button.chat-suggestion", { type: "button" }, suggested);
           button.addEventListener("click", function () {
-            ask(suggested);
+            if (!busy) ask(suggested);
           });
           group.appendChild(button);
         });
@@ -178,31 +200,43 @@
       function onTool(call, inProcess) {
         activity.textContent = (TOOL_LABELS[call.name] || "Working") + (inProcess ? "…" : "");
         if (inProcess || !call.result) return;
-        var result;
+        var parsed;
         try {
-          result = typeof call.result === "string" ? JSON.parse(call.result) : call.result;
+          parsed = typeof call.result === "string" ? JSON.parse(call.result) : call.result;
         } catch (ignored) {
           return;
         }
-        if (!result || !result.vegaSpec || !Array.isArray(result.data) || !result.data.length) return;
-        var spec;
+        if (!parsed || !Array.isArray(parsed.schema) || !Array.isArray(parsed.data)) return;
+        result = parsed;
+        if (parsed.data.length) showChart(parsed);
+      }
+
+      function showChart(shown) {
+        var spec = null;
         try {
-          spec = typeof result.vegaSpec === "string" ? JSON.parse(result.vegaSpec) : result.vegaSpec;
+          spec = typeof shown.vegaSpec === "string" ? (shown.vegaSpec ? JSON.parse(shown.vegaSpec) : null) : shown.vegaSpec;
         } catch (ignored) {
-          return;
+          spec = null;
         }
-        if (!spec || typeof spec !== "object" || typeof window.vegaEmbed !== "function") return;
+        if (!spec || typeof spec !== "object" || Array.isArray(spec)) return;
         var holder = h("figure.chat-chart");
-        if (result.queryTitle) holder.appendChild(h("figcaption", result.queryTitle));
+        var caption = typeof spec.title === "string" ? spec.title : shown.queryTitle;
+        if (caption) holder.appendChild(h("figcaption", caption));
         var target = h("div.chart");
         holder.appendChild(target);
-        turn.insertBefore(holder, answer.nextSibling);
-        var chart = chartData(spec, result);
-        K.embedVega(target, chart.spec, { table: chart.rows }, options.formatter || function () {
-          return new K.Formatter();
-        }).catch(function () {
-          holder.parentNode.removeChild(holder);
-        });
+        results.appendChild(holder);
+        var chart = chartData(spec, shown);
+        K.embedVega(target, chart.spec, { table: chart.rows }, formatter)
+          .then(function (embedded) {
+            holder.vegaView = embedded.view; // read by the browser tests (the chart's scene as SVG)
+            embedded.view.addEventListener("mouseout", function () {
+              K.hideTooltip();
+            });
+            scrollDown();
+          })
+          .catch(function () {
+            if (holder.parentNode) holder.parentNode.removeChild(holder);
+          });
       }
 
       stream(options, body, onFrame)
@@ -228,18 +262,247 @@
         });
     }
 
-    return { open: function () { setOpen(true); }, ask: ask };
+    return {
+      open: function () {
+        setOpen(true);
+      },
+      close: function () {
+        setOpen(false);
+      },
+      ask: ask,
+    };
   }
 
-  /** POST the question and call onFrame with every NDJSON line as it arrives. */
+  /** The panel's left edge: drag it (or focus it and press the arrow keys) to widen or narrow the panel. */
+  function resizeHandle(panel) {
+    var handle = h("div.chat-resize", {
+      role: "separator",
+      tabindex: "0",
+      "aria-orientation": "vertical",
+      "aria-label": "Resize chat",
+      "aria-valuemin": String(PANEL_WIDTH.min),
+      "aria-valuemax": String(PANEL_WIDTH.max),
+      "aria-valuenow": String(PANEL_WIDTH.initial),
+    });
+
+    function setWidth(width) {
+      var widest = Math.max(PANEL_WIDTH.min, Math.min(PANEL_WIDTH.max, window.innerWidth - 48));
+      var next = Math.round(Math.max(PANEL_WIDTH.min, Math.min(widest, width)));
+      panel.style.width = next + "px";
+      handle.setAttribute("aria-valuenow", String(next));
+    }
+
+    handle.addEventListener("pointerdown", function (event) {
+      event.preventDefault();
+      handle.setPointerCapture(event.pointerId);
+      panel.classList.add("is-resizing");
+      var startX = event.clientX;
+      var startWidth = panel.getBoundingClientRect().width;
+      function move(moved) {
+        setWidth(startWidth + startX - moved.clientX);
+      }
+      function end() {
+        panel.classList.remove("is-resizing");
+        handle.removeEventListener("pointermove", move);
+        handle.removeEventListener("pointerup", end);
+        handle.removeEventListener("pointercancel", end);
+        window.dispatchEvent(new Event("resize")); // the answers' charts refit
+      }
+      handle.addEventListener("pointermove", move);
+      handle.addEventListener("pointerup", end);
+      handle.addEventListener("pointercancel", end);
+    });
+    handle.addEventListener("keydown", function (event) {
+      var width = panel.getBoundingClientRect().width;
+      if (event.key === "ArrowLeft") setWidth(width + PANEL_WIDTH.step);
+      else if (event.key === "ArrowRight") setWidth(width - PANEL_WIDTH.step);
+      else if (event.key === "Home") setWidth(PANEL_WIDTH.min);
+      else if (event.key === "End") setWidth(PANEL_WIDTH.max);
+      else return;
+      event.preventDefault();
+      window.dispatchEvent(new Event("resize"));
+    });
+    return handle;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Answers as formatted text: a small Markdown subset (paragraphs, lists, tables, headings, code, emphasis),
+  // built as DOM nodes from text (the model's text is never parsed as HTML)
+  // ---------------------------------------------------------------------------------------------
+
+  var BULLET = /^\s*[-*•]\s+(.*)$/;
+  var NUMBERED = /^\s*\d{1,3}[.)]\s+(.*)$/;
+  var HEADING = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/;
+  var FENCE = /^\s*```/;
+  var TABLE_ROW = /^\s*\|.*\|\s*$/;
+  var TABLE_RULE = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/;
+  var NOTE = /^Computed:/; // the built-in analyst's account of what it computed: shown quieter than the answer
+
+  /** An answer's text as DOM nodes. A table whose header names the columns of `result` (the answer's query) is drawn
+   * from the result's own values, formatted as the tiles format them. */
+  function renderAnswer(text, result, formatter) {
+    var out = document.createDocumentFragment();
+    var lines = String(text).replace(/\r\n?/g, "\n").split("\n");
+    var paragraph = null;
+    var list = null;
+    var i = 0;
+
+    function endBlocks() {
+      paragraph = null;
+      list = null;
+    }
+
+    while (i < lines.length) {
+      var line = lines[i];
+      var match;
+      if (!line.trim()) {
+        endBlocks();
+        i += 1;
+      } else if (FENCE.test(line)) {
+        endBlocks();
+        var code = [];
+        i += 1;
+        while (i < lines.length && !FENCE.test(lines[i])) {
+          code.push(lines[i]);
+          i += 1;
+        }
+        i += 1;
+        out.appendChild(h("pre.chat-code", h("code", code.join("\n"))));
+      } else if (TABLE_ROW.test(line) && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1])) {
+        endBlocks();
+        var header = tableCells(line);
+        var align = tableCells(lines[i + 1]).map(function (rule) {
+          return /:\s*$/.test(rule) ? "right" : "";
+        });
+        var body = [];
+        i += 2;
+        while (i < lines.length && TABLE_ROW.test(lines[i])) {
+          body.push(tableCells(lines[i]));
+          i += 1;
+        }
+        out.appendChild(resultTable(header, body, result, formatter) || textTable(header, align, body));
+      } else if ((match = HEADING.exec(line))) {
+        endBlocks();
+        out.appendChild(h("h3.chat-heading", inline(match[1])));
+        i += 1;
+      } else if ((match = BULLET.exec(line)) || (match = NUMBERED.exec(line))) {
+        var ordered = !BULLET.test(line);
+        paragraph = null;
+        if (!list || list.ordered !== ordered) {
+          list = { ordered: ordered, node: h(ordered ? "ol.chat-list" : "ul.chat-list") };
+          out.appendChild(list.node);
+        }
+        list.node.appendChild(h("li", inline(match[1])));
+        i += 1;
+      } else {
+        list = null;
+        if (!paragraph || NOTE.test(line)) {
+          paragraph = h(NOTE.test(line) ? "p.chat-note" : "p");
+          out.appendChild(paragraph);
+        } else {
+          paragraph.appendChild(h("br"));
+        }
+        K.append(paragraph, [inline(line.trim())]);
+        i += 1;
+      }
+    }
+    return out;
+  }
+
+  /** The cells of a Markdown table row (`\|` is a pipe inside a cell). */
+  function tableCells(line) {
+    var cells = [];
+    var cell = "";
+    var text = line.trim().replace(/^\|/, "").replace(/\|$/, "");
+    for (var i = 0; i < text.length; i += 1) {
+      if (text[i] === "\\" && text[i + 1] === "|") {
+        cell += "|";
+        i += 1;
+      } else if (text[i] === "|") {
+        cells.push(cell.trim());
+        cell = "";
+      } else cell += text[i];
+    }
+    cells.push(cell.trim());
+    return cells;
+  }
+
+  function textTable(header, align, body) {
+    var head = h("tr", header.map(function (cell, index) {
+      return h("th" + (align[index] ? ".num" : ""), { scope: "col" }, inline(cell));
+    }));
+    var rows = body.map(function (cells) {
+      return h("tr", header.map(function (ignored, index) {
+        return h("td" + (align[index] ? ".num" : ""), inline(cells[index] || ""));
+      }));
+    });
+    return h("div.chat-table-wrap", h("table.data-table.chat-table", h("thead", head), h("tbody", rows)));
+  }
+
+  /** The answer's table drawn from its query's rows, when the table shows them: its header is the result's column
+   * titles, and its text columns read as the rows' values (the first rows, as many as the text lists). Cells are
+   * formatted by the columns' formats in the viewer's locale, as the tiles' cells are. */
+  function resultTable(header, body, result, formatter) {
+    var columns = result && Array.isArray(result.annotation) ? result.annotation : null;
+    if (!columns || columns.length !== header.length || body.length > result.data.length) return null;
+    var named = columns.every(function (column, index) {
+      return column && typeof column.title === "string" && column.title.toLowerCase() === header[index].toLowerCase();
+    });
+    var rows = result.data.slice(0, body.length);
+    var same = rows.every(function (row, r) {
+      return columns.every(function (column, c) {
+        return column.type !== "string" || row[c] === null || String(row[c]) === body[r][c];
+      });
+    });
+    if (!named || !same) return null;
+    var head = h("tr", columns.map(function (column) {
+      return h("th" + (column.type === "number" ? ".num" : ""), { scope: "col" }, column.title);
+    }));
+    var cells = rows.map(function (row) {
+      return h("tr", columns.map(function (column, index) {
+        var value = row[index];
+        var shown = column.type === "number" ? formatter.value(K.numeric(value), column) : formatter.value(value, column);
+        return h("td" + (column.type === "number" ? ".num" : ""), shown);
+      }));
+    });
+    return h("div.chat-table-wrap", h("table.data-table.chat-table", h("thead", head), h("tbody", cells)));
+  }
+
+  var INLINE = /(\*\*[^*\n]+\*\*|__[^_\n]+__|`[^`\n]+`|\*[^*\s][^*\n]*\*|(?<!\w)_[^_\s][^_\n]*_(?!\w))/;
+
+  /** Emphasis, strong emphasis and code spans of one line, as nodes; everything else as text. */
+  function inline(text) {
+    var nodes = [];
+    var rest = String(text);
+    var match;
+    while ((match = INLINE.exec(rest))) {
+      var token = match[1];
+      var start = match.index;
+      if (start > 0) nodes.push(rest.slice(0, start));
+      if (token.slice(0, 2) === "**" || token.slice(0, 2) === "__") nodes.push(h("strong", inline(token.slice(2, -2))));
+      else if (token[0] === "`") nodes.push(h("code", token.slice(1, -1)));
+      else nodes.push(h("em", inline(token.slice(1, -1))));
+      rest = rest.slice(start + token.length);
+    }
+    if (rest) nodes.push(rest);
+    return nodes;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The answer's chart
+  // ---------------------------------------------------------------------------------------------
+
   var NUMERIC_COLUMNS = { Int64: 1, Int32: 1, Double: 1, Decimal: 1, Float: 1, Number: 1 };
 
-  /** A chat result's chart: rows come as arrays beside their `schema` (the SQL API's shape), and column names
-   * such as `measure(sales.revenue)` are not Vega field names (dots are paths there). Each column becomes the
-   * plain field c0, c1... (numbers as numbers) and the spec's fields that name a column are renamed to it, titled
-   * with the column's name unless the spec titles them. */
+  /** A chat result's chart: rows come as arrays beside their `schema` (the SQL API's shape), and column names such as
+   * `measure(sales.revenue)` are no plain Vega field names. Each column becomes the field c0, c1... (numbers as
+   * numbers) and the spec's fields that name a column are renamed to it. The server titles the spec (tools.py
+   * `titled_spec`); here each value of a number or time column is formatted by the page's formatter (`embedFormat`,
+   * which common.js gives Vega, as for the tiles): axes abbreviate (1.2M), tooltips show the value as a table cell
+   * would, time labels read the grain (Jan 2024, Q1 2024). */
   function chartData(spec, result) {
-    var schema = Array.isArray(result.schema) ? result.schema : [];
+    var schema = result.schema;
+    var columns = Array.isArray(result.annotation) ? result.annotation : [];
     var names = schema.map(function (column) {
       return column && column.name;
     });
@@ -247,24 +510,57 @@
       var item = {};
       names.forEach(function (name, index) {
         var value = Array.isArray(row) ? row[index] : row && row[name];
-        item["c" + index] = NUMERIC_COLUMNS[schema[index].column_type] ? K.numeric(value) : value;
+        var type = schema[index].column_type;
+        item["c" + index] = NUMERIC_COLUMNS[type] ? K.numeric(value) : type === "Timestamp" ? wallTime(value) : value;
       });
       return item;
     });
     var copy = JSON.parse(JSON.stringify(spec));
     copy.data = { name: "table" };
+    delete copy.title; // the figure's caption says it
+    copy.config = Object.assign({}, copy.config, { customFormatTypes: true });
     var encoding = copy.encoding && typeof copy.encoding === "object" ? copy.encoding : {};
     Object.keys(encoding).forEach(function (channel) {
       var defs = Array.isArray(encoding[channel]) ? encoding[channel] : [encoding[channel]];
       defs.forEach(function (def) {
-        if (!def || typeof def !== "object") return;
-        var index = names.indexOf(def.field);
+        if (!def || typeof def !== "object" || typeof def.field !== "string") return;
+        var index = names.indexOf(def.field.replace(/\\([.[\]\\])/g, "$1"));
         if (index < 0) return;
-        if (def.title === undefined) def.title = def.field;
         def.field = "c" + index;
+        var column = columns[index];
+        if (def.title === undefined) def.title = (column && column.title) || K.memberTitle(names[index]);
+        if (column) dress(channel, def, column);
       });
     });
     return { spec: copy, rows: rows };
+  }
+
+  /** A time of the SQL API (a wall-clock time without an offset, in the query's time zone) as Vega reads a time
+   * without an offset: in the browser's time zone, which is where the page's formatter reads it back. A field with a
+   * custom format is not parsed by Vega-Lite itself. */
+  function wallTime(value) {
+    if (value === null || value === undefined || value === "") return null;
+    var text = String(value).replace(" ", "T");
+    var time = new Date(text.length <= 10 ? text + "T00:00:00" : text).getTime();
+    return isNaN(time) ? null : time;
+  }
+
+  /** A number or time channel formatted by the page's formatter; a quantitative axis abbreviates (1.2M). */
+  function dress(channel, def, column) {
+    if ((column.type !== "number" && column.type !== "time") || def.format !== undefined || def.formatType) return;
+    var format = {};
+    ["type", "format", "currency", "granularity"].forEach(function (key) {
+      if (column[key] !== undefined) format[key] = column[key];
+    });
+    def.format = format;
+    def.formatType = "embedFormat";
+    if ((channel !== "x" && channel !== "y") || def.axis === null) return;
+    var axis = Object.assign({}, def.axis || {});
+    if (axis.format === undefined && !axis.formatType) {
+      axis.format = column.type === "number" && def.type === "quantitative" ? Object.assign({ abbreviate: true }, format) : format;
+      axis.formatType = "embedFormat";
+    }
+    def.axis = axis;
   }
 
   function stream(options, body, onFrame) {
@@ -371,6 +667,6 @@
     });
   }
 
-  K.Chat = { mount: mount, stream: stream };
+  K.Chat = { mount: mount, stream: stream, renderAnswer: renderAnswer };
   if (document.body && document.body.classList.contains("embed-chat")) standalone();
 })();

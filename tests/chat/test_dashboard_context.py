@@ -291,12 +291,12 @@ def test_a_dashboard_filter_never_widens_what_a_regional_viewer_sees(demo_deploy
         "SELECT users_country, MEASURE(order_count) FROM sales WHERE users_country = 'Germany' GROUP BY 1 ORDER BY 1"
     )
     assert sql_query(as_admin) == sql_query(as_remy) == grouped
-    assert final_content(as_admin).split("\n")[:2] == ["Orders by users country:", f"- Germany: {in_germany:,}"]
+    assert final_content(as_admin).split("\n")[:2] == ["Orders by country:", f"- Germany: {in_germany:,}"]
     computed = (
-        "Computed: Orders (count) from Sales, by users country, within the dashboard's filters: users country is "
+        "Computed: Orders (count) from Sales, by country, within the dashboard's filters: country is "
         "Germany (time zone UTC)."
     )
-    assert final_content(as_remy) == f"No data matches: Orders by users country has no rows.\n{computed}"
+    assert final_content(as_remy) == f"No data matches: Orders by country has no rows.\n{computed}"
     assert final_content(total).startswith("Orders: 0.\n")
 
 

@@ -55,6 +55,7 @@ def test_service_meta_ranks_cubes_and_members_by_the_search(demo_deployment):
     assert sales["members"][1] == {
         "name": "sales.total_amount",
         "title": "Sales Order value",
+        "shortTitle": "Order value",
         "description": "Sum of order amounts, all statuses included.",
         "type": "number",
         "aggType": "sum",
@@ -67,12 +68,14 @@ def test_service_meta_ranks_cubes_and_members_by_the_search(demo_deployment):
     assert status == {
         "name": "sales.status",
         "title": "Sales Status",
+        "shortTitle": "Status",
         "description": "completed, shipped, processing, cancelled or returned.",
         "type": "string",
         "meta": {"synonyms": ["state", "order status", "fulfilment status"]},
         "aliasMember": "orders.status",
     }
-    known = {"name", "title", "description", "type", "aggType", "meta", "format", "currency", "granularities"}
+    known = {"name", "title", "shortTitle", "description", "type", "aggType", "meta", "format", "currency"}
+    known.add("granularities")
     known.add("aliasMember")
     assert all(set(m) <= known for m in sales["members"])
     created = next(m for m in sales["members"] if m["name"] == "sales.created_at")
@@ -132,6 +135,7 @@ def test_service_sql_api_answers_every_field_with_a_bar_chart(demo_deployment, d
         "description",
         "userRequest",
         "schema",
+        "annotation",
         "data",
         "totalRows",
         "uuid",
@@ -144,18 +148,111 @@ def test_service_sql_api_answers_every_field_with_a_bar_chart(demo_deployment, d
         {"name": "status", "column_type": "String"},
         {"name": "measure(sales.total_amount)", "column_type": "Double"},
     ]
+    # What each column is, as people read it and as the embed page formats it.
+    assert result["annotation"] == [
+        {"title": "Status", "member": "sales.status", "type": "string"},
+        {
+            "title": "Order value",
+            "member": "sales.total_amount",
+            "type": "number",
+            "format": "currency",
+            "currency": "USD",
+        },
+    ]
     assert [[status, float(amount)] for status, amount in result["data"]] == [[s, float(a)] for s, a in expected]
     assert result["totalRows"] == 5
     assert len(result["uuid"]) == 36
+    # Fields name the columns (dots escaped: they would read as a nested path); axes and tooltip carry the titles.
+    x = {"field": "status", "type": "nominal", "title": "Status"}
+    y = {"field": "measure(sales\\.total_amount)", "type": "quantitative", "title": "Order value"}
     assert json.loads(result["vegaSpec"]) == {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
         "title": "Order value by status",
         "mark": {"type": "bar"},
+        "encoding": {"x": {**x, "sort": "-y"}, "y": y, "tooltip": [x, y]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("grain", "time_unit"),
+    [("month", "yearmonth"), ("quarter", "yearquarter"), ("week", None)],
+)
+@pytest.mark.django_db
+def test_a_time_chart_is_titled_by_the_member_and_its_grain(demo_deployment, grain, time_unit):
+    sql = f"SELECT DATE_TRUNC('{grain}', created_at), MEASURE(revenue) FROM sales GROUP BY 1 ORDER BY 1"
+
+    result = call(demo_deployment, "serviceSqlApi", {"sqlQuery": sql, "queryTitle": "Revenue"})
+
+    assert result["annotation"][0] == {
+        "title": f"Ordered at ({grain})",
+        "member": "sales.created_at",
+        "type": "time",
+        "granularity": grain,
+    }
+    assert result["annotation"][1]["title"] == "Revenue"
+    encoding = json.loads(result["vegaSpec"])["encoding"]
+    # The time unit makes any Vega-Lite renderer label the axis for the grain (weeks: Cube's start on Monday).
+    assert encoding["x"].get("timeUnit") == time_unit
+    assert encoding["x"]["title"] == f"Ordered at ({grain})"
+    assert encoding["x"]["field"] == f"date_trunc('{grain}', sales\\.created_at)"
+    assert [t["title"] for t in encoding["tooltip"]] == [f"Ordered at ({grain})", "Revenue"]
+
+
+@pytest.mark.django_db
+def test_columns_read_as_the_model_titles_them_never_as_a_prefixed_name(demo_deployment):
+    sql = (
+        "SELECT users_city, DATE_TRUNC('fiscal_year', created_at), MEASURE(order_count), MEASURE(completion_rate) "
+        "FROM sales GROUP BY 1, 2"
+    )
+
+    result = call(demo_deployment, "serviceSqlApi", {"sqlQuery": sql})
+
+    # users_city is the users cube's city, included with a prefix and no title: "City", not "Users City"; a custom
+    # granularity by its title; Orders by the title the view gives the count; a percent keeps its format.
+    assert result["annotation"] == [
+        {"title": "City", "member": "sales.users_city", "type": "string"},
+        {
+            "title": "Ordered at (Fiscal year)",
+            "member": "sales.created_at",
+            "type": "time",
+            "granularity": "fiscal_year",
+        },
+        {"title": "Orders", "member": "sales.order_count", "type": "number"},
+        {"title": "Completion rate", "member": "sales.completion_rate", "type": "number", "format": "percent"},
+    ]
+    assert result["vegaSpec"] == ""  # no chart fits four columns
+
+
+@pytest.mark.django_db
+def test_a_computed_column_is_titled_from_its_name(demo_deployment):
+    inner = "SELECT status AS s, MEASURE(total_amount) AS value FROM sales GROUP BY 1"
+    sql = f"SELECT 100.0 * SUM(CASE WHEN s = 'completed' THEN value END) / SUM(value) AS share FROM ({inner}) AS t"
+
+    result = call(demo_deployment, "serviceSqlApi", {"sqlQuery": sql})
+
+    assert result["annotation"] == [{"title": "Share", "type": "number"}]
+
+
+@pytest.mark.django_db
+def test_a_given_spec_is_titled_where_it_names_a_column(demo_deployment):
+    given = {
+        "mark": "bar",
         "encoding": {
-            "x": {"field": "status", "type": "nominal", "sort": "-y"},
-            "y": {"field": "measure(sales.total_amount)", "type": "quantitative"},
+            "x": {"field": "users_country", "type": "nominal"},
+            "y": {"field": "measure(sales.total_amount)", "type": "quantitative", "title": "Money"},
+            "color": {"field": "elsewhere", "type": "nominal"},
         },
     }
+    sql = "SELECT users_country, MEASURE(total_amount) FROM sales GROUP BY 1"
+
+    result = call(demo_deployment, "serviceSqlApi", {"sqlQuery": sql, "vegaSpec": json.dumps(given)})
+
+    encoding = json.loads(result["vegaSpec"])["encoding"]
+    assert encoding["x"] == {"field": "users_country", "type": "nominal", "title": "Country"}
+    # A title the spec gives stays; a field that names no column is left as it is.
+    assert encoding["y"] == {"field": "measure(sales\\.total_amount)", "type": "quantitative", "title": "Money"}
+    assert encoding["color"] == {"field": "elsewhere", "type": "nominal"}
+    assert [t["title"] for t in encoding["tooltip"]] == ["Country", "Money"]
 
 
 @pytest.mark.django_db

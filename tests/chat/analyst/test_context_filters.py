@@ -119,7 +119,8 @@ def test_the_dashboards_filters_narrow_the_query_and_the_computed_sentence_says_
     assert turn.description == computed
     lines = turn.answer.split("\n")
     assert lines[0] == "Revenue by month:"
-    assert lines[1] == f"- {expected[0][0]}: ${Decimal(expected[0][1]):,.2f}"
+    assert expected[0][0] == "2025-01"
+    assert lines[1] == f"- Jan 2025: ${Decimal(expected[0][1]):,.2f}"  # a month as the charts label it
     assert lines[-1] == computed
 
 
@@ -170,33 +171,33 @@ def test_the_questions_own_filter_on_the_same_member_narrows_further(demo_deploy
             ("sales.users_city", "contains", ["ber", "lon"]),
             "(users_city ILIKE '%ber%' OR users_city ILIKE '%lon%')",
             "u.city ILIKE '%ber%' OR u.city ILIKE '%lon%'",
-            "users city contains ber or lon",
+            "city contains ber or lon",
         ),
         (
             ("sales.users_city", "notContains", ["o"]),
             "(users_city NOT ILIKE '%o%' OR users_city IS NULL)",
             "u.city NOT ILIKE '%o%' OR u.city IS NULL",
-            "users city does not contain o",
+            "city does not contain o",
         ),
         (
             ("sales.users_country", "startsWith", ["united"]),
             "users_country ILIKE 'united%'",
             "u.country ILIKE 'united%'",
-            "users country starts with united",
+            "country starts with united",
         ),
         (
             ("sales.users_country", "endsWith", ["Kingdom"]),
             "users_country ILIKE '%Kingdom'",
             "u.country ILIKE '%kingdom'",
-            "users country ends with Kingdom",
+            "country ends with Kingdom",
         ),
-        (("sales.users_age", "gte", ["60"]), "users_age >= 60", "u.age >= 60", "users age at least 60"),
-        (("sales.users_age", "lt", ["25.5"]), "users_age < 25.5", "u.age < 25.5", "users age under 25.5"),
+        (("sales.users_age", "gte", ["60"]), "users_age >= 60", "u.age >= 60", "age at least 60"),
+        (("sales.users_age", "lt", ["25.5"]), "users_age < 25.5", "u.age < 25.5", "age under 25.5"),
         (
             ("sales.users_age", "equals", ["30", "31"]),
             "users_age IN (30, 31)",
             "u.age IN (30, 31)",
-            "users age is 30 or 31",
+            "age is 30 or 31",
         ),
         (
             ("sales.completed_at", "notSet", []),
@@ -325,8 +326,8 @@ def test_filters_the_answers_view_does_not_have_or_cannot_take_are_left_out_and_
         f"Orders: {returned:,}.\n"
         "Computed: Orders (count) from Sales, within the dashboard's filters: status is returned (time zone UTC). "
         "Left out of the dashboard's filters: customers.segment is smb (Sales has no such member); "
-        "sales.users_age contains 3 (contains applies to text, and users age is a number); "
-        "sales.users_city over 5 (gt compares numbers, and users city is text); "
+        "sales.users_age contains 3 (contains applies to text, and age is a number); "
+        "sales.users_city over 5 (gt compares numbers, and city is text); "
         "sales.created_at from the day after never (its dates could not be read); "
         "sales.created_at is 2024-01-01 (equals does not apply to a date)."
     )

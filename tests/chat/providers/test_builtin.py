@@ -172,7 +172,7 @@ def test_a_regional_manager_gets_the_numbers_of_their_country_only(demo_deployme
     result = chat.ask("How many orders by country?", sessionSettings=session)
 
     [[france]] = duck_rows(demo_duckdb, f"SELECT count(*) FROM {ORDERS_USERS} WHERE u.country = 'France'")
-    assert final_answer(result)["content"].split("\n")[:2] == ["Orders by users country:", f"- France: {france:,}"]
+    assert final_answer(result)["content"].split("\n")[:2] == ["Orders by country:", f"- France: {france:,}"]
 
 
 def test_a_value_the_viewer_may_not_see_is_not_found(demo_deployment, chat):
@@ -200,7 +200,7 @@ def test_with_a_token_the_agent_queries_with_the_tokens_groups_and_attributes(de
     )
 
     [[france]] = duck_rows(demo_duckdb, f"SELECT count(*) FROM {ORDERS_USERS} WHERE u.country = 'France'")
-    assert final_answer(result)["content"].split("\n")[:2] == ["Orders by users country:", f"- France: {france:,}"]
+    assert final_answer(result)["content"].split("\n")[:2] == ["Orders by country:", f"- France: {france:,}"]
     outsider = chat.token_header(secret, **{**claims, "sub": "gus", "groups": ["guests"]})
     denied = chat.stream({"input": "How many orders by country?"}, headers=outsider)
     # A guest is denied the sales view (the demo's plain cubes stay readable, as its description says).

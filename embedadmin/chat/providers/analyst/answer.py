@@ -1,9 +1,12 @@
-"""The analyst's answer: the numbers of a result in a sentence or a short list, formatted as the model says
-(currency, percent, counts), followed by what was computed; or a decline with what it can answer about."""
+"""The analyst's answer: the numbers of a result in a sentence, a short list (one group, one measure) or a Markdown
+table (several groups or measures, headed by the result's column titles), formatted as the model says (currency,
+percent, counts), followed by what was computed; or a decline with what it can answer about. The embed page's chat
+renders the list and the table (``static/embed/chat.js``), a table from the result's own values."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -36,15 +39,26 @@ def format_value(value: Any, member: Member) -> str:
     return f"{number:,.2f}"
 
 
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
 def format_time(value: Any, grain: str) -> str:
-    """A time bucket as its grain reads: ``2024``, ``2024-Q1``, ``2024-03``, ``2024-03-04``."""
+    """A time bucket as its grain reads, as the dashboard's charts label it: ``2024``, ``Q1 2024``, ``Jan 2024``,
+    ``2024-W05`` (ISO weeks, as Cube's), ``2024-03-04``."""
     text = str(value)
+    try:
+        day = date.fromisoformat(text[:10])
+    except ValueError:
+        return text
     if grain == "year":
-        return text[:4]
+        return str(day.year)
     if grain == "quarter":
-        return f"{text[:4]}-Q{(int(text[5:7]) - 1) // 3 + 1}"
+        return f"Q{(day.month - 1) // 3 + 1} {day.year}"
     if grain == "month":
-        return text[:7]
+        return f"{MONTHS[day.month - 1]} {day.year}"
+    if grain == "week":
+        year, week, _ = day.isocalendar()
+        return f"{year}-W{week:02d}"
     return text[:10]
 
 
@@ -53,12 +67,6 @@ def write_answer(intent: Intent, result: dict[str, Any]) -> str:
     rows = result["data"]
     keys = intent.keys
     computed = intent.computed()
-
-    def values(row: Sequence[Any]) -> str:
-        shown = [format_value(row[keys + i], m) for i, m in enumerate(intent.measures)]
-        if len(shown) == 1:
-            return shown[0]
-        return ", ".join(f"{m.title} {v}" for m, v in zip(intent.measures, shown, strict=True))
 
     if not rows:
         return f"No data matches: {intent.title()} has no rows.\n{computed}"
@@ -74,15 +82,52 @@ def write_answer(intent: Intent, result: dict[str, Any]) -> str:
     if not keys:
         parts = [f"{m.title}: {format_value(rows[0][i], m)}." for i, m in enumerate(intent.measures)]
         return " ".join(parts) + f"\n{computed}"
+
+    def labels(row: Sequence[Any]) -> list[str]:
+        shown = [format_time(row[0], intent.grain)] if intent.grain else []
+        return shown + ["(none)" if v is None else str(v) for v in row[len(shown) : keys]]
+
     lines = [f"{intent.title()}:"]
-    for row in rows[:LISTED_ROWS]:
-        labels = [format_time(row[0], intent.grain)] if intent.grain else []
-        labels += ["(none)" if v is None else str(v) for v in row[len(labels) : keys]]
-        lines.append(f"- {', '.join(labels)}: {values(row)}")
+    if keys > 1 or len(intent.measures) > 1:  # a table: a column for each group and measure
+        lines += _table(
+            _column_titles(intent, result),
+            [labels(row) + [format_value(row[keys + i], m) for i, m in enumerate(intent.measures)] for row in rows],
+        )
+    else:
+        lines += [f"- {labels(row)[0]}: {format_value(row[1], intent.measures[0])}" for row in rows[:LISTED_ROWS]]
     if result["totalRows"] > LISTED_ROWS:
         lines.append(f"… and {result['totalRows'] - LISTED_ROWS} more rows.")
     lines.append(computed)
     return "\n".join(lines)
+
+
+def _column_titles(intent: Intent, result: dict[str, Any]) -> list[str]:
+    """The result's column titles (``serviceSqlApi``'s ``annotation``: the titles its chart and the embed page's table
+    show), else the intent's own."""
+    given = [c.get("title") for c in result.get("annotation") or [] if isinstance(c, dict)]
+    if len(given) == intent.keys + len(intent.measures) and all(isinstance(t, str) and t for t in given):
+        return [str(t) for t in given]
+    grain = [(intent.grain_title or intent.grain or "").capitalize()] if intent.grain else []
+    return grain + [g.title for g in intent.groups] + [m.title for m in intent.measures]
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table (pipes in cells escaped) of the first ``LISTED_ROWS`` rows, numbers aligned right."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    shown = rows[:LISTED_ROWS]
+    numeric = [bool(shown) and all(_is_number(row[i]) for row in shown) for i in range(len(header))]
+    return (
+        ["", line(header), "|" + "|".join("---:" if right else "---" for right in numeric) + "|"]
+        + [line(row) for row in shown]
+        + [""]
+    )
+
+
+def _is_number(text: str) -> bool:
+    return bool(text) and text.lstrip("$€£¥-").replace(",", "").replace(".", "", 1).rstrip("%").isdigit()
 
 
 def capabilities(cubes: Sequence[Cube]) -> str:

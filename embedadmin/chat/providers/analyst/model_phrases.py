@@ -104,6 +104,13 @@ def _granularities(member: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple((str(g.get("name")), str(g.get("title") or g.get("name"))) for g in found if isinstance(g, Mapping))
 
 
+def _reading_title(member: Mapping[str, Any], cube_title: str) -> str:
+    """The title people read a member by: ``serviceMeta``'s ``shortTitle`` (``chat/member_titles.py``), else its title
+    without its cube's."""
+    given = member.get("shortTitle")
+    return given if isinstance(given, str) and given else short_title(member.get("title") or member["name"], cube_title)
+
+
 def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
     """The cubes and views of a ``serviceMeta`` result, in its order (most relevant first)."""
     cubes = []
@@ -112,7 +119,7 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
         members = tuple(
             Member(
                 name=m["name"],
-                title=short_title(m.get("title") or m["name"], title),
+                title=_reading_title(m, title),
                 type=m.get("type", ""),
                 is_measure="aggType" in m,
                 agg_type=m.get("aggType", ""),
