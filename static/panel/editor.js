@@ -177,7 +177,7 @@
         return report.name !== titleOf(widget) ? "Report: " + report.name : "";
       }
       case "TEXT":
-        return String(c.text || "").trim() ? "" : "No text yet";
+        return "";
       case "FILTER": {
         var ops = (c.operators || ["equals"]).map(operatorWord).join(", ");
         return memberTitle(c.member) + " · " + ops;
@@ -323,8 +323,8 @@
       ]),
       h("div", { className: "editor-card-title", text: title }),
       detailOf(widget) ? h("div", { className: "editor-card-detail", text: detailOf(widget) }) : null,
-      widget.type === "TEXT" && String(config(widget).text || "").trim()
-        ? h("div", { className: "editor-card-body", text: String(config(widget).text) }) : null,
+      widget.type === "TEXT" && String(config(widget).text || "").trim() !== title
+        ? h("div", { className: "editor-card-body", text: String(config(widget).text || "").trim() }) : null,
       errors[widget.id] ? h("p", { className: "editor-card-error", role: "alert", text: errors[widget.id] }) : null,
       widget.type === "CHART" ? sketch(reportsById[config(widget).reportId]) : null,
     ].filter(Boolean));
@@ -371,7 +371,8 @@
       animate: false,
       minRow: 4,
       alwaysShowResizeHandle: true,
-      resizable: { handles: "e,se,s" },
+      // The corner only: an edge handle along a one-row control would be where a person grabs it to move it.
+      resizable: { handles: "se" },
     }, els.grid);
     grid.batchUpdate();
     draft.widgets.forEach(function (widget) { addToGrid(widget, false); });
@@ -776,7 +777,7 @@
         field("Width", positionInputs.w),
         field("Height", positionInputs.h),
       ]),
-      h("p", { className: "editor-help", text: "Or drag the widget, and its edges to size it. Columns: " + cols + "." }),
+      h("p", { className: "editor-help", text: "Or drag the widget, and its lower right corner to size it. Columns: " + cols + "." }),
     ]);
   }
 

@@ -61,14 +61,14 @@ def card(page, title: str):
     return page.get_by_role("group", name=title, exact=True)
 
 
-def drag(page, locator, columns: int, rows: int) -> None:
+def drag(page, locator, columns: int, rows: int, *, cols: int = COLS, row_height: int = ROW_HEIGHT) -> None:
     """Press on ``locator``, move the mouse by whole grid cells in small steps, release: as a person drags."""
     grid = page.locator("#editor-grid").bounding_box()
     box = locator.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.move(x, y)
     page.mouse.down()
-    page.mouse.move(x + columns * grid["width"] / COLS, y + rows * ROW_HEIGHT, steps=15)
+    page.mouse.move(x + columns * grid["width"] / cols, y + rows * row_height, steps=15)
     page.mouse.up()
 
 
@@ -354,4 +354,50 @@ def test_text_a_date_range_and_a_measure_switch_are_set_in_forms(page, embed: Em
     assert widgets["field-1"]["position"]["w"] == 3  # set in the position fields
     assert {w["id"]: w["position"] for w in widgets.values()} == positions(page)
     expect(card(page, "Figures follow the rows your…")).to_be_visible()
+    assert csp_reports == []
+
+
+def test_the_grid_is_the_drafts_columns_and_rows_and_positions_round_trip(page, embed: Embed, order_value):
+    # given: a draft written elsewhere (the Platform API) on a grid of 24 columns of 50-pixel rows
+    workbook = dashboards.workbook_create(deployment=embed.cast.deployment, changes={"name": "Fine grid"})
+    draft = {
+        "title": "Fine grid",
+        "layout": {"cols": 24, "rowHeight": 50},
+        "theme": {"accent": "#0a7"},
+        "widgets": [
+            {
+                "id": "kpi",
+                "type": "CHART",
+                "position": {"x": 17, "y": 3, "w": 7, "h": 2},
+                "config": {"reportId": order_value.pk},
+            },
+            {"id": "note", "type": "TEXT", "position": {"x": 0, "y": 0, "w": 5, "h": 1}, "config": {"text": "A note"}},
+        ],
+    }
+    dashboards.workbook_dashboard_set(workbook=workbook, draft=draft)
+    csp_reports: list[str] = []
+    open_editor(page, embed, workbook, csp_reports)
+
+    # then: the editor's grid has the draft's columns and row height, and every widget sits where the draft says
+    grid = page.locator("#editor-grid")
+    assert grid.evaluate("el => getComputedStyle(el).getPropertyValue('--gs-cell-height').trim()") == "50px"
+    width = grid.bounding_box()["width"]
+    kpi_box = page.locator(".grid-stack-item:has([data-widget-id='kpi'])").bounding_box()
+    assert kpi_box["width"] == pytest.approx(width * 7 / 24, abs=1)
+    assert kpi_box["height"] == pytest.approx(2 * 50, abs=1)
+    assert positions(page) == {w["id"]: w["position"] for w in draft["widgets"]}
+    expect(page.get_by_role("status")).to_have_text("")
+
+    # when: the note is dragged three of these columns right and two rows down, and the draft saved
+    drag(page, card(page, "A note").locator(".editor-card-title"), 3, 2, cols=24, row_height=50)
+    wait_until(lambda: positions(page)["note"] == {"x": 3, "y": 2, "w": 5, "h": 1}, "the note moved on the fine grid")
+    page.get_by_role("button", name="Save draft").click()
+    expect(page.get_by_role("status")).to_have_text("Draft saved.")
+
+    # then: only the note's position changed; the layout, the theme and the other widget are as they were
+    saved = stored(workbook)
+    assert saved == {
+        **draft,
+        "widgets": [draft["widgets"][0], {**draft["widgets"][1], "position": {"x": 3, "y": 2, "w": 5, "h": 1}}],
+    }
     assert csp_reports == []
