@@ -57,7 +57,7 @@ VIEWERS = {
         Viewer("louis", "Louis Martin", "Contoso Shops", "contoso-shops", "France"),
     )
 }
-DASHBOARDS = {"SalesOvervw1": "Sales overview", "CustomerMix1": "Customers"}
+DASHBOARDS = {"SalesOvervw1": "Sales overview", "CustomerMix1": "Customers", "ChartGallery": "Chart gallery"}
 
 
 class EmbedAdmin:

@@ -32,6 +32,7 @@ from urllib.parse import unquote
 from embedadmin.accounts.models import Deployment
 from embedadmin.accounts.services import locale_check, timezone_check
 from embedadmin.core.errors import BadRequest
+from embedadmin.dashboards import tiles
 from embedadmin.dashboards.models import ReportSnapshot
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.modeling.model import DATE_OPERATORS, VALUELESS_OPERATORS
@@ -42,7 +43,6 @@ SHOW_FLAGS = ("showDashboardHeader", "showDashboardTitle", "showDashboardExportM
 URL_FLAGS = ("allowExport", *SHOW_FLAGS)  # the flags a page URL may turn off (parse_url)
 VALUES_QUERY_LIMIT = 500
 MAX_FILTER_VALUES = 1000
-VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 
 
 # --- controls ----------------------------------------------------------------------------------------------
@@ -383,9 +383,12 @@ def query_members(query: dict[str, Any]) -> list[str]:
 
 
 def _rename_in_query(query: dict[str, Any], old: str, new: str) -> None:
+    """``old`` named ``new`` wherever ``query`` names it; a list that named both names ``new`` once (a switch to a
+    member the query already has does not ask for it twice)."""
     for part in ("measures", "dimensions", "segments"):
         if isinstance(query.get(part), list):
-            query[part] = [new if m == old else m for m in query[part]]
+            renamed = [new if m == old else m for m in query[part]]
+            query[part] = [m for i, m in enumerate(renamed) if not isinstance(m, str) or renamed.index(m) == i]
     for td in query.get("timeDimensions") or []:
         if isinstance(td, dict) and td.get("dimension") == old:
             td["dimension"] = new
@@ -458,68 +461,6 @@ def _compose_query(
     return composed
 
 
-def _vega_field(name: str) -> str:
-    """A member name as a Vega field: ``.``, ``[`` and ``]`` are path syntax there, so they are escaped."""
-    return name.replace("\\", "\\\\").replace(".", "\\.").replace("[", "\\[").replace("]", "\\]")
-
-
-def result_keys(query: dict[str, Any]) -> dict[str, str]:
-    """Member -> the key its values have in a ``/v1/load`` row (a grouped time dimension: ``member.grain``)."""
-    keys = {m: m for m in query_members(query)}
-    for td in query.get("timeDimensions") or []:
-        if isinstance(td, dict) and isinstance(td.get("dimension"), str) and td.get("granularity"):
-            keys[td["dimension"]] = f"{td['dimension']}.{td['granularity']}"
-    return keys
-
-
-def output_keys(query: dict[str, Any]) -> list[str]:
-    """The columns of a query's ``/v1/load`` rows, in order: dimensions, grouped time dimensions, measures."""
-    keys = [m for m in query.get("dimensions") or [] if isinstance(m, str)]
-    for td in query.get("timeDimensions") or []:
-        if isinstance(td, dict) and isinstance(td.get("dimension"), str) and td.get("granularity"):
-            keys.append(f"{td['dimension']}.{td['granularity']}")
-    keys += [m for m in query.get("measures") or [] if isinstance(m, str)]
-    return list(dict.fromkeys(keys))
-
-
-def render_spec(spec: dict[str, Any], *, query: dict[str, Any], switches: Mapping[str, str]) -> dict[str, Any]:
-    """A report's Vega-Lite spec ready to render a tile's rows: member fields switched and escaped, the rows as the
-    named data set ``table``, sized by its container."""
-    keys = result_keys(query)
-
-    def member_field(value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        name = switches.get(value, value)
-        return _vega_field(keys[name]) if name in keys else value
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            out = {}
-            for key, value in node.items():
-                if key == "field":
-                    out[key] = member_field(value)
-                elif key in ("groupby", "fields", "fold") and isinstance(value, list):
-                    out[key] = [member_field(v) for v in value]
-                elif key in ("data", "datasets", "$schema"):
-                    continue
-                else:
-                    out[key] = walk(value)
-            return out
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        return node
-
-    rendered = walk(spec if isinstance(spec, dict) else {})
-    return {
-        "$schema": VEGA_LITE_SCHEMA,
-        **rendered,
-        "data": {"name": "table"},
-        "width": "container",
-        "autosize": {"type": "fit", "contains": "padding"},
-    }
-
-
 def viewer_members(*, deployment: Deployment, ctx: QueryContext) -> dict[str, dict[str, Any]]:
     """Every member the viewer may see, by name, as ``/v1/meta`` describes it to them (title, type, format)."""
     body = semantic_meta(deployment=deployment, ctx=ctx)
@@ -533,10 +474,7 @@ def viewer_members(*, deployment: Deployment, ctx: QueryContext) -> dict[str, di
 
 
 def _member_item(described: dict[str, Any]) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        key: described[key] for key in ("title", "shortTitle", "type", "format", "currency") if key in described
-    }
-    return item
+    return {key: described[key] for key in ("title", "shortTitle", "type", "format", "currency") if key in described}
 
 
 def _widget_title(widget_config: dict[str, Any], snapshot: ReportSnapshot | None) -> str:
@@ -546,26 +484,6 @@ def _widget_title(widget_config: dict[str, Any], snapshot: ReportSnapshot | None
     return (snapshot.title or snapshot.name) if snapshot else ""
 
 
-def _tile_settings(
-    kind: str, spec: dict[str, Any], *, query: dict[str, Any], switches: Mapping[str, str]
-) -> dict[str, Any]:
-    if kind == ReportSnapshot.Kind.VEGA:
-        return render_spec(spec, query=query, switches=switches)
-    if kind == ReportSnapshot.Kind.TABLE:
-        columns = spec.get("columns")
-        if isinstance(columns, list) and columns:
-            chosen = [switches.get(c, c) for c in columns if isinstance(c, str)]
-        else:
-            chosen = [*(query.get("dimensions") or []), *(query.get("measures") or [])]
-        keys = result_keys(query)
-        return {"columns": [{"member": c, "key": keys.get(c, c)} for c in chosen]}
-    if kind == ReportSnapshot.Kind.KPI:
-        measure = spec.get("measure")
-        measure = switches.get(measure, measure) if isinstance(measure, str) else None
-        return {"measure": measure or next(iter(query.get("measures") or []), None)}
-    return {"text": spec.get("text", "")}
-
-
 def compose_view(
     *,
     config: dict[str, Any],
@@ -573,9 +491,9 @@ def compose_view(
     state: ViewState,
     members: Mapping[str, dict[str, Any]],
 ) -> dict[str, Any]:
-    """The view of a published config for ``state``: controls, and each widget with its query, render-ready spec
-    and member formats. ``snapshot_for(widget_config)`` gives a CHART's report snapshot; ``members`` is
-    :func:`viewer_members`."""
+    """The view of a published config for ``state``: controls, and each widget with its query and what is drawn of
+    it (``dashboards.tiles``: title, columns, kind-specific spec, member descriptions).
+    ``snapshot_for(widget_config)`` gives a CHART's report snapshot; ``members`` is :func:`viewer_members`."""
     controls = controls_of(config)
     switches = _field_switches(controls, state)
     filters = _control_filters(controls, state)
@@ -598,8 +516,13 @@ def compose_view(
                 report_query = snapshot.json_query if isinstance(snapshot.json_query, dict) else {}
                 query = _compose_query(controls, report_query, state, switches, filters)
                 spec = snapshot.spec if isinstance(snapshot.spec, dict) else {}
+                item["title"] = tiles.switched_title(
+                    item["title"], report_members=query_members(report_query), switches=switches, members=members
+                )
                 item["query"] = query
-                item["spec"] = _tile_settings(snapshot.kind, spec, query=query, switches=switches)
+                item["spec"], item["columns"] = tiles.tile_settings(
+                    snapshot.kind, spec, query=query, switches=switches, members=members
+                )
                 item["members"] = {m: _member_item(members[m]) for m in query_members(query) if m in members}
             widgets.append(item)
     return {
@@ -613,7 +536,7 @@ def compose_view(
 
 def _control_item(control: Control, members: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     described = members.get(control.member, {})
-    label = control.config.get("label") or described.get("title") or control.member
+    label = control.config.get("label") or tiles.member_title(control.member, described)
     item: dict[str, Any] = {
         "id": control.id,
         "type": control.type,
@@ -635,9 +558,12 @@ def _control_item(control: Control, members: Mapping[str, dict[str, Any]]) -> di
                 "limit": VALUES_QUERY_LIMIT,
             }
     elif control.type == "TIME_GRAIN":
-        item.update(grains=control.grains, defaultGrain=control.config.get("defaultGrain"))
+        item.update(
+            grains=[{"name": grain, "title": tiles.grain_title(grain, described)} for grain in control.grains],
+            defaultGrain=control.config.get("defaultGrain"),
+        )
     else:
         item["alternatives"] = [
-            {"member": m, "title": members.get(m, {}).get("title", m)} for m in control.alternatives
+            {"member": m, "title": tiles.member_title(m, members.get(m))} for m in control.alternatives
         ]
     return item

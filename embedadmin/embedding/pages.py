@@ -529,12 +529,7 @@ def dashboard_export(request: HttpRequest, public_id: str) -> HttpResponse:
     if not effective_flags(url_flags=url_flags, caller=caller, account=account)["allowExport"]:
         raise Forbidden("Export is not allowed for this embed session")
     config = _dashboard_config(embedded)
-    view = viewstate.compose_view(
-        config=config,
-        snapshot_for=embedded.snapshot_for,
-        state=_state(body, caller=caller, config=config),
-        members={},
-    )
+    view = view_body(caller=caller, embedded=embedded, state=_state(body, caller=caller, config=config))
     widget = next((w for w in view["widgets"] if w.get("id") == widget_id), None)
     if widget is None or "query" not in widget:
         raise NotFound(f"No tile {widget_id!r} with data in this dashboard")
@@ -544,12 +539,14 @@ def dashboard_export(request: HttpRequest, public_id: str) -> HttpResponse:
     query["limit"] = min(asked, cap) if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else cap
     result = _load_all(caller, query)
     rows = result.get("data") or []
-    columns = viewstate.output_keys(query)  # values as the Core Data API returns them, in the query's time zone
+    # The tile's columns, as the page shows them (dashboards.tiles): same order, same titles; values as the Core
+    # Data API returns them (numbers unformatted, times in the query's time zone), a pivot table's flat.
+    columns = widget["columns"]
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(columns)
+    writer.writerow([_csv_cell(column["title"]) for column in columns])
     for row in rows:
-        writer.writerow([_csv_cell(row.get(column)) for column in columns])
+        writer.writerow([_csv_cell(row.get(column["key"])) for column in columns])
     filename = _FILENAME_UNSAFE.sub("-", f"{public_id}-{widget_id}")[:120] + ".csv"
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

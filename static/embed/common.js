@@ -375,86 +375,121 @@
   // the family and, after "_", the decimals (trailing zeros trimmed, as the d3 "~" says).
   var NAMED_FORMAT = /^(number|decimal|percent|currency|accounting|abbr)(?:_(\d))?$/;
 
-  Formatter.prototype.number = function (value, member) {
+  /** A number by a column's format (a tile column, or a member of /v1/meta: {format, currency, abbreviate?}).
+   * `abbreviate` (a chart's axis) writes it short: $1.2M, 12K. */
+  Formatter.prototype.number = function (value, column) {
     if (value === null || value === undefined || value === "") return "–";
     var n = typeof value === "number" ? value : Number(value);
     if (!isFinite(n)) return String(value);
-    var format = member && member.format;
+    column = column || {};
+    var format = column.format;
     var digits = null;
-    var named = false;
     if (format && typeof format === "object") {
       var alias = String(format.alias || "");
       if (alias === "id") return String(Math.round(n));
       var match = NAMED_FORMAT.exec(alias);
-      named = Boolean(match);
       format = match ? match[1] : format.type;
       if (match && match[2] !== undefined) digits = Number(match[2]);
     }
+    var short = !!column.abbreviate;
     var decimals = digits === null ? (Number.isInteger(n) ? 0 : 2) : digits;
+    var options;
     if (format === "currency" || format === "accounting") {
-      var code = (member.currency || "USD").toUpperCase();
-      var options = { style: "currency", currency: code, maximumFractionDigits: digits === null ? 2 : digits };
-      options.minimumFractionDigits = digits === null ? 2 : Math.min(digits, 2);
+      var code = String(column.currency || "USD").toUpperCase();
+      options = { style: "currency", currency: code };
       if (format === "accounting") options.currencySign = "accounting";
+      if (short) Object.assign(options, { notation: "compact", minimumFractionDigits: 0, maximumFractionDigits: 1 });
+      else Object.assign(options, { minimumFractionDigits: digits === null ? 2 : Math.min(digits, 2), maximumFractionDigits: digits === null ? 2 : digits });
       try {
-        return this.numberFormat("c:" + code + ":" + format + ":" + digits, options).format(n);
+        return this.numberFormat(JSON.stringify(options), options).format(n);
       } catch (ignored) {
         return this.numberFormat("n:" + decimals, { maximumFractionDigits: decimals }).format(n) + " " + code;
       }
     }
     if (format === "percent") {
-      // A named percent format holds a fraction (d3's %); Cube's plain "percent" a percentage (12.5 -> 12.5%).
-      var fraction = named ? n : n / 100;
-      var places = digits === null ? 2 : digits;
-      return this.numberFormat("p:" + places, { style: "percent", maximumFractionDigits: places }).format(fraction);
+      // A fraction, as d3's % reads it (Cube's formatDescription of percent is .2~%): 0.125 -> 12.5%.
+      options = { style: "percent", maximumFractionDigits: short ? 1 : digits === null ? 2 : digits };
+      return this.numberFormat(JSON.stringify(options), options).format(n);
     }
-    if (format === "abbr") {
-      return this.numberFormat("a:" + decimals, { notation: "compact", maximumFractionDigits: decimals }).format(n);
-    }
-    return this.numberFormat("n:" + decimals, { maximumFractionDigits: decimals }).format(n);
+    if (format === "abbr" || short) options = { notation: "compact", maximumFractionDigits: short ? 1 : decimals };
+    else options = { maximumFractionDigits: decimals };
+    return this.numberFormat(JSON.stringify(options), options).format(n);
   };
 
   var GRAIN_OPTIONS = {
     year: { year: "numeric" },
-    quarter: { year: "numeric", month: "short" },
     month: { year: "numeric", month: "short" },
-    week: { year: "numeric", month: "short", day: "numeric" },
     day: { year: "numeric", month: "short", day: "numeric" },
     hour: { year: "numeric", month: "short", day: "numeric", hour: "numeric" },
     minute: { year: "numeric", month: "short", day: "numeric", hour: "numeric", minute: "2-digit" },
     second: { dateStyle: "medium", timeStyle: "medium" },
   };
 
-  /** A Cube time value. Values without an offset are already wall-clock times in the query's time zone
-   * (the view composes queries in the viewer's time zone), so they are shown as they are; values with an
-   * offset are shown in the viewer's time zone. */
+  function pad(number) {
+    return (number < 10 ? "0" : "") + number;
+  }
+
+  /** A time value as its wall-clock time, in a Date read in UTC. A Cube time without an offset already is one (the
+   * view composes queries in the viewer's time zone); one with an offset is read in `timezone`; a number or a Date is
+   * a time Vega parsed from such a wall-clock text in the browser's own time zone, so it is read there. */
+  function wallClock(value, timezone) {
+    if (typeof value === "number" || value instanceof Date) {
+      var local = new Date(value);
+      if (isNaN(local.getTime())) return null;
+      return new Date(Date.UTC(local.getFullYear(), local.getMonth(), local.getDate(), local.getHours(), local.getMinutes(), local.getSeconds()));
+    }
+    var text = String(value);
+    if (!/(Z|[+-]\d\d:?\d\d)$/.test(text)) {
+      var plain = new Date(text.replace(" ", "T") + (text.length <= 10 ? "T00:00:00Z" : "Z"));
+      return isNaN(plain.getTime()) ? null : plain;
+    }
+    var zoned = new Date(text);
+    if (isNaN(zoned.getTime())) return null;
+    var parts = {};
+    new Intl.DateTimeFormat("en-US", { timeZone: timezone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" })
+      .formatToParts(zoned)
+      .forEach(function (part) {
+        parts[part.type] = Number(part.value);
+      });
+    return new Date(Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute, parts.second));
+  }
+
+  /** The ISO week of a wall-clock day, as 2024-W05. A Sunday is read as the week it ends the eve of: the ticks Vega
+   * steps weeks by fall on Sundays, and a Cube week (ISO) starts on the Monday after. */
+  function isoWeek(wall) {
+    var day = new Date(Date.UTC(wall.getUTCFullYear(), wall.getUTCMonth(), wall.getUTCDate()));
+    if (day.getUTCDay() === 0) day.setUTCDate(day.getUTCDate() + 1);
+    day.setUTCDate(day.getUTCDate() + 4 - (day.getUTCDay() || 7)); // the week's Thursday names its year
+    var week = Math.ceil(((day.getTime() - Date.UTC(day.getUTCFullYear(), 0, 1)) / 86400000 + 1) / 7);
+    return day.getUTCFullYear() + "-W" + pad(week);
+  }
+
+  /** A time value labelled for its grain: 2024, Q1 2024, Jan 2024, 2024-W05, Jan 5, 2024 (in the viewer's locale). */
   Formatter.prototype.date = function (value, granularity) {
     if (value === null || value === undefined || value === "") return "–";
-    var text = String(value);
-    var zoned = /(Z|[+-]\d\d:?\d\d)$/.test(text);
-    var date = new Date(zoned ? text : text.replace(" ", "T") + (text.length <= 10 ? "T00:00:00Z" : "Z"));
-    if (isNaN(date.getTime())) return text;
-    var timeZone = zoned ? this.timezone : "UTC";
-    var options = Object.assign({ timeZone: timeZone }, GRAIN_OPTIONS[granularity] || GRAIN_OPTIONS.day);
-    var key = "d:" + timeZone + ":" + (granularity || "day");
-    if (!this.cache[key]) this.cache[key] = new Intl.DateTimeFormat(this.locale, options);
-    var formatted = this.cache[key].format(date);
-    if (granularity === "quarter") {
-      var month = Number(new Intl.DateTimeFormat("en-US", { timeZone: timeZone, month: "numeric" }).format(date));
-      var year = new Intl.DateTimeFormat(this.locale, { timeZone: timeZone, year: "numeric" }).format(date);
-      formatted = "Q" + Math.ceil(month / 3) + " " + year;
-    }
-    return formatted;
+    var wall = wallClock(value, this.timezone);
+    if (!wall) return String(value);
+    if (granularity === "week") return isoWeek(wall);
+    var year = this.dateFormat("year").format(wall);
+    if (granularity === "quarter") return "Q" + (Math.floor(wall.getUTCMonth() / 3) + 1) + " " + year;
+    return this.dateFormat(GRAIN_OPTIONS[granularity] ? granularity : "day").format(wall);
   };
 
-  /** Format one cell: `member` is its annotation ({type, format, currency, granularity?}). */
-  Formatter.prototype.value = function (value, member) {
-    member = member || {};
-    if (member.type === "time") {
-      var grain = member.granularity && (member.granularity.name || member.granularity);
+  Formatter.prototype.dateFormat = function (grain) {
+    var key = "d:" + grain;
+    if (!this.cache[key]) this.cache[key] = new Intl.DateTimeFormat(this.locale, Object.assign({ timeZone: "UTC" }, GRAIN_OPTIONS[grain]));
+    return this.cache[key];
+  };
+
+  /** Format one value by its column ({type, format, currency, granularity, abbreviate}: a tile column the server
+   * composed, or a member's description). The one formatter of KPIs, tables, pivots, chart axes and tooltips. */
+  Formatter.prototype.value = function (value, column) {
+    column = column || {};
+    if (column.type === "time") {
+      var grain = column.granularity && (column.granularity.name || column.granularity);
       return this.date(value, grain);
     }
-    if (member.type === "number") return this.number(value, member);
+    if (column.type === "number") return this.number(value, column);
     if (value === null || value === undefined) return "–";
     if (typeof value === "boolean") return value ? "true" : "false";
     return String(value);
@@ -538,6 +573,7 @@
       if (typeof value === "object") {
         var rows = Object.keys(value).map(function (key) {
           var v = value[key];
+          // A field with a format comes formatted (by CHART_FORMAT below); a bare number is written plainly.
           var shown = typeof v === "number" ? formatter().number(v) : String(v);
           return h("tr", h("th", { scope: "row" }, key), h("td", shown));
         });
@@ -609,8 +645,27 @@
     });
   }
 
+  // The expression function a chart's spec formats its values with (embedadmin/dashboards/tiles.py CHART_FORMAT:
+  // Vega-Lite's custom formatType), given the column's format. It formats with the newest chart's formatter: one
+  // locale and time zone per page.
+  var CHART_FORMAT = "embedFormat";
+  var chartFormatter = function () {
+    return new Formatter();
+  };
+  var chartFormatRegistered = false;
+
+  function registerChartFormat(formatter) {
+    if (formatter) chartFormatter = formatter;
+    if (chartFormatRegistered || !window.vega || typeof window.vega.expressionFunction !== "function") return;
+    window.vega.expressionFunction(CHART_FORMAT, function (value, column) {
+      return chartFormatter().value(value, column && typeof column === "object" ? column : {});
+    });
+    chartFormatRegistered = true;
+  }
+
   function embedVegaNow(element, spec, datasets, formatter) {
     if (typeof window.vegaEmbed !== "function") return Promise.reject(new Error("The chart library did not load"));
+    registerChartFormat(formatter);
     var copy = JSON.parse(JSON.stringify(spec));
     delete copy.$schema;
     copy.datasets = Object.assign({}, copy.datasets || {}, datasets);

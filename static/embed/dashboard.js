@@ -26,7 +26,6 @@
   var cycle = 0; // the current load cycle; older cycles do not announce dashboard-loaded
   var loadedOnce = false;
   var sessionEndedReported = false;
-  var viewRequest = null; // AbortController of the pending view request
 
   // ---------------------------------------------------------------------------------------------
   // Start
@@ -125,8 +124,8 @@
     notSet: "is not set",
   };
 
-  function stateCopy() {
-    var state = view.state || {};
+  function stateCopy(state) {
+    state = state || {};
     return {
       filters: Object.assign({}, state.filters || {}),
       grains: Object.assign({}, state.grains || {}),
@@ -152,7 +151,7 @@
       else if (control.type === "FIELD") body = fieldControl(control, disabled);
       else if (isDateControl(control)) body = dateControl(control, disabled);
       else body = filterControl(control, disabled);
-      var label = control.label || control.title || K.memberTitle(control.member || control.id);
+      var label = control.label;
       controlsBar.appendChild(
         h("div.control", { dataset: { control: control.id } }, h("span.control-label", { id: "label-" + control.id }, label), body)
       );
@@ -160,9 +159,7 @@
   }
 
   function changeState(mutate) {
-    var state = stateCopy();
-    mutate(state);
-    requestView({ state: state }, { filtersChanged: true });
+    stateChange({ mutate: mutate, filtersChanged: true });
   }
 
   function select(control, options, current, disabled, onChange) {
@@ -179,12 +176,10 @@
 
   function grainControl(control, disabled) {
     var state = view.state || {};
-    var current = (state.grains || {})[control.id] || control.grain || control.defaultGrain || (control.grains || [])[0];
     var options = (control.grains || []).map(function (grain) {
-      var name = typeof grain === "string" ? grain : grain.name;
-      var title = typeof grain === "string" ? grain.charAt(0).toUpperCase() + grain.slice(1) : grain.title || grain.name;
-      return [name, title];
+      return [grain.name, grain.title];
     });
+    var current = (state.grains || {})[control.id] || control.defaultGrain || (options[0] || [])[0];
     return select(control, options, current, disabled, function (value) {
       changeState(function (next) {
         next.grains[control.id] = value;
@@ -194,12 +189,9 @@
 
   function fieldControl(control, disabled) {
     var state = view.state || {};
-    var current = (state.fields || {})[control.id] || control.selected || control.member;
-    var titles = control.titles || {};
+    var current = (state.fields || {})[control.id] || control.member;
     var options = (control.alternatives || []).map(function (alternative) {
-      var name = typeof alternative === "string" ? alternative : alternative.member || alternative.name;
-      var title = (typeof alternative === "object" && alternative.title) || titles[name] || K.memberTitle(name);
-      return [name, title];
+      return [alternative.member, alternative.title];
     });
     return select(control, options, current, disabled, function (value) {
       changeState(function (next) {
@@ -536,10 +528,22 @@
     tile.controller = controller;
     setTileStatus(tile, "loading");
     if (!tile.result) showSkeleton(tile);
-    return K.coreLoad(session, tile.widget.query, controller.signal).then(
-      function (result) {
+    // A pivot table's totals are queries of their own (composed by the server), loaded beside its rows.
+    var totals = (tile.widget.spec && tile.widget.spec.totals) || {};
+    var names = tile.kind === "pivot" ? Object.keys(totals) : [];
+    var loads = [K.coreLoad(session, tile.widget.query, controller.signal)].concat(
+      names.map(function (name) {
+        return K.coreLoad(session, totals[name], controller.signal);
+      })
+    );
+    return Promise.all(loads).then(
+      function (results) {
         if (controller.signal.aborted) return;
-        tile.result = result;
+        tile.result = results[0];
+        tile.totals = {};
+        names.forEach(function (name, i) {
+          tile.totals[name] = results[i + 1];
+        });
         return renderTile(tile).then(
           function () {
             setTileStatus(tile, "ready");
@@ -600,39 +604,15 @@
   // Renderers: vega, table, kpi, text
   // ---------------------------------------------------------------------------------------------
 
-  /** Member descriptions for a tile: the load's annotation, then the view's `members` on top. */
-  function membersOf(tile) {
-    var members = {};
-    var annotation = (tile.result && tile.result.annotation) || {};
-    ["dimensions", "timeDimensions", "measures", "segments"].forEach(function (group) {
-      Object.assign(members, annotation[group] || {});
-    });
-    var given = tile.widget.members || {};
-    Object.keys(given).forEach(function (name) {
-      members[name] = Object.assign({}, members[name] || {}, given[name]);
-    });
-    return members;
-  }
-
-  function describe(members, key) {
-    if (members[key]) return members[key];
-    // "sales.created_at.month" -> the time dimension's description with its granularity.
-    var at = key.lastIndexOf(".");
-    var base = at > 0 ? members[key.slice(0, at)] : null;
-    if (base && base.type === "time") return Object.assign({}, base, { granularity: key.slice(at + 1) });
-    return {};
-  }
-
-  /** Rows for vega: numbers as numbers (Cube sends them as strings), everything else as it is. */
+  /** Rows for vega: a number column's values as numbers (Cube sends them as strings), everything else as it is. */
   function typedRows(tile) {
-    var members = membersOf(tile);
-    var numeric = Object.keys(members).filter(function (name) {
-      return members[name].type === "number";
+    var numeric = (tile.widget.columns || []).filter(function (column) {
+      return column.type === "number";
     });
     return (tile.result.data || []).map(function (row) {
       var copy = Object.assign({}, row);
-      numeric.forEach(function (name) {
-        copy[name] = K.numeric(copy[name]);
+      numeric.forEach(function (column) {
+        copy[column.key] = K.numeric(copy[column.key]);
       });
       return copy;
     });
@@ -641,12 +621,13 @@
   function renderTile(tile) {
     if (tile.kind === "table") return Promise.resolve(renderTable(tile));
     if (tile.kind === "kpi") return Promise.resolve(renderKpi(tile));
+    if (tile.kind === "pivot") return Promise.resolve(renderPivot(tile));
     return renderVega(tile);
   }
 
   function renderVega(tile) {
     var rows = typedRows(tile);
-    var key = JSON.stringify(tile.widget.spec) + "|" + (K.isDark() ? "dark" : "light") + "|" + (tile.themeKey || "");
+    var key = JSON.stringify(tile.widget.spec) + "|" + (K.isDark() ? "dark" : "light") + "|" + (tile.themeKey || "") + "|" + formatter.locale;
     if (tile.vegaView && tile.vegaKey === key) {
       // Same spec: swap the rows in place (no flicker).
       return tile.vegaView.data("table", rows).runAsync();
@@ -698,51 +679,32 @@
     tile.sizeWatch.observe(target);
   }
 
-  function queryDimensions(query) {
-    var names = (query.dimensions || []).slice();
-    (query.timeDimensions || []).forEach(function (td) {
-      if (td.granularity) {
-        names.push(td.dimension + "." + td.granularity);
-        names.push(td.dimension);
-      }
-    });
-    return names;
-  }
-
+  /** A click on a chart's mark: the first of the tile's dimension columns the clicked row has. */
   function drilldown(tile, item) {
     var datum = item && item.datum;
     if (!datum || typeof datum !== "object") return;
-    var dims = queryDimensions(tile.widget.query || {});
-    for (var i = 0; i < dims.length; i += 1) {
-      if (Object.prototype.hasOwnProperty.call(datum, dims[i])) {
-        var member = dims[i];
-        var value = datum[member];
+    var columns = (tile.widget.columns || []).filter(function (column) {
+      return column.type !== "number";
+    });
+    for (var i = 0; i < columns.length; i += 1) {
+      if (Object.prototype.hasOwnProperty.call(datum, columns[i].key)) {
+        var value = datum[columns[i].key];
         if (value instanceof Date) value = value.toISOString();
-        var td = (tile.widget.query.timeDimensions || []).filter(function (t) {
-          return member === t.dimension + "." + t.granularity;
-        })[0];
-        host.emit("drilldown", { member: td ? td.dimension : member, value: value, widgetId: tile.widget.id });
+        host.emit("drilldown", { member: columns[i].member, value: value, widgetId: tile.widget.id });
         return;
       }
     }
   }
 
-  function tableColumns(tile) {
-    var widget = tile.widget;
-    if (Array.isArray(widget.columns) && widget.columns.length) return widget.columns;
-    var query = widget.query || {};
-    var columns = (query.dimensions || []).slice();
-    (query.timeDimensions || []).forEach(function (td) {
-      if (td.granularity) columns.push(td.dimension + "." + td.granularity);
-    });
-    return columns.concat(query.measures || []);
+  function cell(tag, column, value) {
+    return h(tag + (column.type === "number" ? ".num" : ""), formatter.value(value, column));
   }
 
+  /** A table: exactly the tile's columns, with their titles, each cell formatted by its column. */
   function renderTable(tile) {
     disposeVega(tile);
     K.clear(tile.body);
-    var members = membersOf(tile);
-    var columns = tableColumns(tile);
+    var columns = tile.widget.columns || [];
     var rows = tile.result.data || [];
     if (!rows.length) {
       tile.body.appendChild(h("p.tile-empty", "No data for this selection"));
@@ -750,41 +712,175 @@
     }
     var headRow = h("tr");
     columns.forEach(function (column) {
-      var member = describe(members, column);
-      headRow.appendChild(h("th" + (member.type === "number" ? ".num" : ""), { scope: "col" }, member.shortTitle || member.title || K.memberTitle(column)));
+      headRow.appendChild(h("th" + (column.type === "number" ? ".num" : ""), { scope: "col" }, column.title));
     });
     var body = h("tbody");
-    var limit = Math.min(rows.length, 2000);
+    var limit = Math.min(rows.length, ROW_LIMIT);
     for (var i = 0; i < limit; i += 1) {
       var tr = h("tr");
-      for (var c = 0; c < columns.length; c += 1) {
-        var member = describe(members, columns[c]);
-        var value = rows[i][columns[c]];
-        if (value === undefined && member.type === "time") value = rows[i][columns[c].replace(/\.[^.]+$/, "")];
-        tr.appendChild(h("td" + (member.type === "number" ? ".num" : ""), formatter.value(value, member)));
-      }
+      for (var c = 0; c < columns.length; c += 1) tr.appendChild(cell("td", columns[c], rows[i][columns[c].key]));
       body.appendChild(tr);
     }
-    var table = h("table.data-table", h("thead", headRow), body);
-    tile.body.appendChild(h("div.table-scroll", { tabindex: "0" }, table));
+    tile.body.appendChild(h("div.table-scroll", { tabindex: "0" }, h("table.data-table", h("thead", headRow), body)));
     if (rows.length > limit) tile.body.appendChild(h("p.tile-note", "First " + limit + " of " + rows.length + " rows"));
   }
+
+  var ROW_LIMIT = 2000;
 
   function renderKpi(tile) {
     disposeVega(tile);
     K.clear(tile.body);
-    var members = membersOf(tile);
-    var measure = tile.widget.measure || ((tile.widget.query || {}).measures || [])[0];
-    var row = (tile.result.data || [])[0] || {};
-    var member = describe(members, measure);
-    var value = row[measure];
+    var measure = (tile.widget.spec || {}).measure || { key: "", title: "", type: "number" };
+    var value = ((tile.result.data || [])[0] || {})[measure.key];
     tile.body.appendChild(
       h(
         "div.kpi",
-        h("p.kpi-value", { title: value === undefined || value === null ? "" : String(value) }, formatter.number(value, member)),
-        tile.widget.title ? null : h("p.kpi-label", member.title || K.memberTitle(measure || ""))
+        h("p.kpi-value", { title: value === undefined || value === null ? "" : String(value) }, formatter.value(value, measure)),
+        tile.widget.title ? null : h("p.kpi-label", measure.title)
       )
     );
+  }
+
+  /** A pivot table: a row per distinct value of the row columns (in the query's order), a column per distinct value
+   * of the column columns (ascending) and value, the totals the server's queries answered. */
+  function renderPivot(tile) {
+    disposeVega(tile);
+    K.clear(tile.body);
+    var spec = tile.widget.spec || {};
+    var rowColumns = spec.rows || [];
+    var colColumns = spec.columns || [];
+    var values = spec.values || [];
+    var data = tile.result.data || [];
+    if (!data.length) {
+      tile.body.appendChild(h("p.tile-empty", "No data for this selection"));
+      return;
+    }
+    function tuple(row, columns) {
+      return columns.map(function (column) {
+        var value = row[column.key];
+        return value === undefined ? null : value;
+      });
+    }
+    function index(rows, columns) {
+      var found = {};
+      var order = [];
+      rows.forEach(function (row) {
+        var key = JSON.stringify(tuple(row, columns));
+        if (!found[key]) {
+          found[key] = row;
+          order.push(key);
+        }
+      });
+      return { rows: found, order: order };
+    }
+    var byRow = index(data, rowColumns);
+    var byColumn = index(data, colColumns);
+    var colKeys = byColumn.order.slice().sort(function (a, b) {
+      var x = JSON.parse(a);
+      var y = JSON.parse(b);
+      for (var i = 0; i < x.length; i += 1) {
+        var order = compareValues(x[i], y[i], colColumns[i]);
+        if (order) return order;
+      }
+      return 0;
+    });
+    var cells = {};
+    data.forEach(function (row) {
+      cells[JSON.stringify(tuple(row, rowColumns)) + "|" + JSON.stringify(tuple(row, colColumns))] = row;
+    });
+    var totals = tile.totals || {};
+    var rowTotals = totals.rows ? index(totals.rows.data || [], rowColumns).rows : null;
+    var colTotals = totals.columns ? index(totals.columns.data || [], colColumns).rows : null;
+    var grand = totals.grand ? (totals.grand.data || [])[0] || null : null;
+    var headerColumns = Math.max(1, rowColumns.length);
+    var head = h("thead");
+    colColumns.forEach(function (column, level) {
+      var tr = h("tr", h("th.pivot-dimension", { scope: "row", colspan: headerColumns }, column.title));
+      for (var i = 0; i < colKeys.length; ) {
+        var start = JSON.parse(colKeys[i]);
+        var span = 1;
+        while (i + span < colKeys.length && samePrefix(start, JSON.parse(colKeys[i + span]), level)) span += 1;
+        tr.appendChild(h("th.num", { scope: "colgroup", colspan: span * values.length }, formatter.value(start[level], column)));
+        i += span;
+      }
+      if (rowTotals && level === 0) tr.appendChild(h("th.num.pivot-total", { scope: "colgroup", rowspan: colColumns.length, colspan: values.length }, "Total"));
+      head.appendChild(tr);
+    });
+    var titles = h("tr");
+    if (rowColumns.length) {
+      rowColumns.forEach(function (column) {
+        titles.appendChild(h("th", { scope: "col" }, column.title));
+      });
+    } else titles.appendChild(h("th", { scope: "col" }, ""));
+    var groups = colColumns.length ? colKeys.length + (rowTotals ? 1 : 0) : 1;
+    if (values.length === 1 && colColumns.length) {
+      titles.appendChild(h("th.pivot-values", { scope: "colgroup", colspan: groups }, values[0].title));
+    } else {
+      for (var g = 0; g < groups; g += 1) {
+        values.forEach(function (value) {
+          titles.appendChild(h("th.num", { scope: "col" }, value.title));
+        });
+      }
+    }
+    head.appendChild(titles);
+    var body = h("tbody");
+    var shownKeys = byRow.order.slice(0, ROW_LIMIT);
+    var previous = [];
+    shownKeys.forEach(function (rowKey) {
+      var labels = JSON.parse(rowKey);
+      var tr = h("tr");
+      if (rowColumns.length) {
+        rowColumns.forEach(function (column, level) {
+          // A value that repeats the row above's at every level up to here is left blank: the groups read as groups.
+          var repeated = samePrefix(labels, previous, level);
+          tr.appendChild(h("th", { scope: "row" }, repeated ? "" : formatter.value(labels[level], column)));
+        });
+      } else tr.appendChild(h("th", { scope: "row" }, ""));
+      previous = labels;
+      var keys = colColumns.length ? colKeys : [JSON.stringify([])];
+      keys.forEach(function (colKey) {
+        var row = cells[rowKey + "|" + colKey] || {};
+        values.forEach(function (value) {
+          tr.appendChild(cell("td", value, row[value.key]));
+        });
+      });
+      if (rowTotals) {
+        values.forEach(function (value) {
+          tr.appendChild(cell("td.pivot-total", value, (rowTotals[rowKey] || {})[value.key]));
+        });
+      }
+      body.appendChild(tr);
+    });
+    var table = h("table.data-table.pivot-table", head, body);
+    if (colTotals || (grand && !colColumns.length)) {
+      var foot = h("tr", h("th", { scope: "row", colspan: headerColumns }, "Total"));
+      (colColumns.length ? colKeys : []).forEach(function (colKey) {
+        values.forEach(function (value) {
+          foot.appendChild(cell("td", value, colTotals ? (colTotals[colKey] || {})[value.key] : null));
+        });
+      });
+      if (grand && (rowTotals || !colColumns.length)) {
+        values.forEach(function (value) {
+          foot.appendChild(cell("td.pivot-total", value, grand[value.key]));
+        });
+      }
+      table.appendChild(h("tfoot", foot));
+    }
+    tile.body.appendChild(h("div.table-scroll", { tabindex: "0" }, table));
+    if (byRow.order.length > shownKeys.length) tile.body.appendChild(h("p.tile-note", "First " + shownKeys.length + " of " + byRow.order.length + " rows"));
+  }
+
+  function samePrefix(a, b, level) {
+    for (var i = 0; i <= level; i += 1) if (!b || i >= b.length || a[i] !== b[i]) return false;
+    return true;
+  }
+
+  function compareValues(a, b, column) {
+    if (a === b) return 0;
+    if (a === null) return 1;
+    if (b === null) return -1;
+    if (column && column.type === "number") return Number(a) - Number(b);
+    return String(a) < String(b) ? -1 : 1;
   }
 
   function renderText(tile) {
@@ -810,8 +906,9 @@
     Object.keys(tiles).forEach(function (id) {
       var tile = tiles[id];
       if (tile.status !== "ready" || !tile.result) return;
-      if (tile.kind === "table") renderTable(tile);
-      else if (tile.kind === "kpi") renderKpi(tile);
+      renderTile(tile).catch(function (error) {
+        showTileError(tile, "This chart could not be drawn", error);
+      });
     });
   }
 
@@ -908,52 +1005,93 @@
   // View updates: the server composes the view for a state; changed tiles run again
   // ---------------------------------------------------------------------------------------------
 
-  function requestView(body, options) {
-    options = options || {};
-    if (viewRequest) viewRequest.abort();
-    var controller = new AbortController();
-    viewRequest = controller;
+  // Every change, a control's or a host action's, is an operation applied in order on top of the newest state asked
+  // for, never on the state last shown: a change made while an answer is on its way is not lost. A request carries
+  // the newest state with the queued operations applied; a host set-filter is one whose result only the server knows
+  // (it reads the parameter against the controls), so the operations after it wait for its answer and start from the
+  // state it gives. Only the answer to the newest request is shown: an older one never overwrites a newer state.
+  var pending = []; // operations not sent yet: {mutate?, filterUrlParameter?, filtersChanged?, reloadAll?}
+  var inFlight = null; // the newest request: {controller, startedAt}
+  var asked = null; // the newest state asked for; null while it is the answer of a set-filter still on its way
+  var carried = {}; // what the requests whose answers were not shown ask of the answer that is
+
+  function stateChange(operation) {
+    pending.push(operation);
+    pump();
+  }
+
+  function pump() {
+    if (!pending.length || (inFlight && asked === null)) return;
+    var state = stateCopy(asked || view.state);
+    var parameter = null;
+    while (pending.length && parameter === null) {
+      var operation = pending.shift();
+      if (operation.mutate) operation.mutate(state);
+      if (operation.filterUrlParameter) parameter = operation.filterUrlParameter;
+      carried.filtersChanged = carried.filtersChanged || !!operation.filtersChanged;
+      carried.reloadAll = carried.reloadAll || !!operation.reloadAll;
+    }
+    if (inFlight) inFlight.controller.abort(); // superseded: what it asked is part of this request
+    asked = parameter === null ? state : null;
+    var body = { grant: boot.grant, state: state };
+    if (parameter !== null) body.filterUrlParameter = parameter;
+    send(body);
+  }
+
+  function send(body) {
+    var request = { controller: new AbortController(), startedAt: inFlight ? inFlight.startedAt : performance.now() };
+    inFlight = request;
     root.classList.add("is-updating");
-    var startedAt = performance.now();
-    return K.request(boot.endpoints.view, {
+    K.request(boot.endpoints.view, {
       method: "POST",
       headers: { Authorization: session.embedAuth() },
-      body: Object.assign({ grant: boot.grant }, body),
-      signal: controller.signal,
-    })
-      .then(function (answer) {
-        if (controller.signal.aborted) return;
-        applyView(answer.body, options, startedAt);
+      body: body,
+      signal: request.controller.signal,
+    }).then(
+      function (answer) {
+        if (inFlight !== request) return; // a newer request was sent since
+        inFlight = null;
+        takeGrant(answer.body);
+        asked = answer.body.state;
+        if (pending.length) return pump(); // a newer change waits: this answer is not the state to show
+        var options = carried;
+        carried = {};
+        asked = null;
+        root.classList.remove("is-updating");
+        applyView(answer.body, options, request.startedAt);
         if (options.filtersChanged) {
           host.emit("filters-changed", { filterUrlParameters: view.filterUrlParameters || [], state: view.state || {} });
         }
-      })
-      .catch(function (error) {
-        if (error && error.name === "AbortError") return;
+      },
+      function (error) {
+        if (inFlight !== request || (error && error.name === "AbortError")) return;
+        inFlight = null;
+        asked = null; // what failed is lost (the banner says so); what follows starts from the state shown
+        carried = {};
         var ended = K.isSessionEnded(error);
         host.error(ended ? "Session ended" : error.message || String(error), ended ? "SessionEnded" : error.name || "ViewError", "view", false);
-        renderControls(); // put the controls back to the state the tiles show
         showBanner(ended ? "Session ended" : "The dashboard could not be updated: " + (error.message || error));
-      })
-      .then(function () {
-        if (viewRequest === controller) {
-          viewRequest = null;
-          root.classList.remove("is-updating");
-        }
-      });
+        if (pending.length) return pump();
+        root.classList.remove("is-updating");
+        renderControls(); // put the controls back to the state the tiles show
+      }
+    );
+  }
+
+  /** The server signs a fresh grant with every view, for the token in hand: a page renewed in place keeps filtering,
+   * and exports as the new session allows (its flags). */
+  function takeGrant(next) {
+    if (typeof next.grant === "string" && next.grant) boot.grant = next.grant;
+    if (next.flags && typeof next.flags === "object") {
+      var flagsChanged = !!(boot.flags || {}).allowExport !== !!next.flags.allowExport;
+      boot.flags = next.flags;
+      if (flagsChanged) syncExportMenus();
+    }
   }
 
   function applyView(next, options, startedAt) {
     var previous = view;
     view = next;
-    // The server signs a fresh grant with every view, for the token in hand: a page renewed in place keeps
-    // filtering, and exports as the new session allows.
-    if (typeof next.grant === "string" && next.grant) boot.grant = next.grant;
-    var flagsChanged = false;
-    if (next.flags && typeof next.flags === "object") {
-      flagsChanged = !!(boot.flags || {}).allowExport !== !!next.flags.allowExport;
-      boot.flags = next.flags;
-    }
     if (next.state && next.state.timezone && next.state.timezone !== formatter.timezone) {
       formatter = new K.Formatter(formatter.locale, next.state.timezone);
     }
@@ -968,7 +1106,6 @@
       buildGrid();
       return loadTiles(Object.keys(tiles), startedAt);
     }
-    if (flagsChanged) syncExportMenus();
     var changed = [];
     (next.widgets || []).forEach(function (widget) {
       var tile = tiles[widget.id];
@@ -982,7 +1119,7 @@
       var titleNode = tile.head.querySelector(".tile-title");
       if (titleNode) titleNode.textContent = widget.title || "";
       if (options.reloadAll || JSON.stringify(old.query) !== JSON.stringify(widget.query)) changed.push(widget.id);
-      else if (JSON.stringify(old.spec) !== JSON.stringify(widget.spec) || JSON.stringify(old.members) !== JSON.stringify(widget.members)) {
+      else if (JSON.stringify([old.spec, old.columns]) !== JSON.stringify([widget.spec, widget.columns])) {
         if (tile.result) renderTile(tile).catch(function () {});
       }
     });
@@ -1033,14 +1170,17 @@
     host.on("set-timezone", function (payload) {
       var timezone = K.usableTimezone(payload.timezone);
       if (!timezone) throw new Error("Unknown time zone: " + payload.timezone);
-      var state = stateCopy();
-      state.timezone = timezone;
       formatter = new K.Formatter(formatter.locale, timezone);
-      requestView({ state: state, timezone: timezone }, { reloadAll: true });
+      stateChange({
+        mutate: function (state) {
+          state.timezone = timezone;
+        },
+        reloadAll: true,
+      });
     });
     host.on("set-filter", function (payload) {
       if (typeof payload.filterUrlParameter !== "string") throw new Error("set-filter needs a filterUrlParameter");
-      requestView({ state: stateCopy(), filterUrlParameter: payload.filterUrlParameter }, { filtersChanged: true });
+      stateChange({ filterUrlParameter: payload.filterUrlParameter, filtersChanged: true });
     });
     host.on("refresh", function () {
       valueCache = {};
@@ -1060,7 +1200,7 @@
         });
         if (ended.length) loadTiles(ended, performance.now());
         // The grant belongs to a session: trade the old one for a grant of the new token, with its flags.
-        requestView({ state: stateCopy() });
+        stateChange({});
       });
     });
   }
@@ -1101,6 +1241,70 @@
     },
     loaded: function () {
       return loadedOnce;
+    },
+    idle: function () {
+      return !inFlight && !pending.length;
+    },
+    state: function () {
+      return JSON.parse(JSON.stringify(view.state || {}));
+    },
+    rowCount: function (id) {
+      var tile = tiles[id];
+      return tile && tile.result ? (tile.result.data || []).length : null;
+    },
+    /** Where a chart's marks are, in the page's pixels: the centre of each item of its data marks, in order. */
+    marks: function (id) {
+      var tile = tiles[id];
+      var out = [];
+      if (!tile || !tile.vegaView) return out;
+      var box = tile.vegaView.container().querySelector("canvas").getBoundingClientRect();
+      var padding = tile.vegaView.padding();
+      var origin = [tile.vegaView.origin()[0] + (padding.left || 0), tile.vegaView.origin()[1] + (padding.top || 0)];
+      function walk(node, x, y) {
+        (node.items || []).forEach(function (item) {
+          if (node.marktype === "group") return walk(item, x + (item.x || 0), y + (item.y || 0));
+          if (item.items) return walk(item, x, y);
+          if (node.role === "mark" && item.datum && item.x !== undefined) {
+            var cx = item.x + (item.width || 0) / 2;
+            var cy = item.y + (item.height || 0) / 2;
+            if (node.marktype === "arc") {
+              var angle = (item.startAngle + item.endAngle) / 2;
+              var radius = ((item.innerRadius || 0) + (item.outerRadius || 0)) / 2;
+              cx = item.x + Math.sin(angle) * radius;
+              cy = item.y - Math.cos(angle) * radius;
+            }
+            out.push({ x: box.left + origin[0] + x + cx, y: box.top + origin[1] + y + cy, marktype: node.marktype });
+          }
+        });
+      }
+      walk(tile.vegaView.scenegraph().root, 0, 0);
+      return out;
+    },
+    /** A chart's axis labels and titles as drawn, by the axis's side: {bottom: {labels, title}, left: ...}. */
+    axes: function (id) {
+      var tile = tiles[id];
+      var out = {};
+      function walk(node, orient) {
+        if (!node) return;
+        if (node.marktype === "group" && node.role === "axis" && node.items && node.items[0]) {
+          orient = node.items[0].orient;
+          out[orient] = out[orient] || { labels: [], title: null };
+        }
+        if (orient && (node.role === "axis-label" || node.role === "axis-title")) {
+          (node.items || []).forEach(function (item) {
+            if (item.opacity === 0) return;
+            var text = Array.isArray(item.text) ? item.text.join(" ") : String(item.text);
+            if (node.role === "axis-label") out[orient].labels.push(text);
+            else out[orient].title = text;
+          });
+          return;
+        }
+        (node.items || []).forEach(function (child) {
+          walk(child, orient);
+        });
+      }
+      if (tile && tile.vegaView) walk(tile.vegaView.scenegraph().root, null);
+      return out;
     },
   };
 

@@ -282,6 +282,7 @@ def test_the_model_has_the_four_cubes_and_two_views_in_their_folders():
         "cubes/orders.yml",
         "cubes/products.yml",
         "cubes/users.yml",
+        "dashboards/chart-gallery.yml",
         "dashboards/customers.yml",
         "dashboards/sales-overview.yml",
         "views/product_catalog.yml",
