@@ -229,7 +229,9 @@ def test_a_chart_preview_carries_the_render_ready_spec(acme_admin: Client, built
     assert answer["data"][0].keys() >= {"sales.created_at.month", "sales.order_count"}
 
 
-def test_a_pivot_preview_carries_its_rows_columns_and_values(acme_admin: Client, built: DashboardRows):
+def test_a_pivot_preview_carries_its_rows_columns_values_and_totals(
+    acme_admin: Client, built: DashboardRows, demo_dataset
+):
     query = {"measures": ["sales.order_count"], "dimensions": ["sales.users_country", "sales.status"]}
     pivot = chart_visualization(query=query, chart_type="pivot").visualization
 
@@ -244,6 +246,13 @@ def test_a_pivot_preview_carries_its_rows_columns_and_values(acme_admin: Client,
     }
     assert named == {"rows": ["sales.users_country"], "columns": ["sales.status"], "values": ["sales.order_count"]}
     assert {row["sales.users_country"] for row in answer["data"]} == {"France"}
+    # Its totals are queried as the same viewer (the composition's queries), not added up in the page.
+    sql = "SELECT COUNT(*) FROM orders o JOIN users u ON u.id = o.user_id WHERE u.country = 'France'"
+    (france,) = duck_rows(demo_dataset, sql)[0]
+    assert [int(row["sales.order_count"]) for row in answer["totals"]["grand"]] == [france]
+    assert [int(row["sales.order_count"]) for row in answer["totals"]["rows"]] == [france]
+    by_status = {row["sales.status"]: int(row["sales.order_count"]) for row in answer["totals"]["columns"]}
+    assert sum(by_status.values()) == france
 
 
 @pytest.mark.parametrize(
