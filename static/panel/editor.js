@@ -885,13 +885,14 @@
         rebuild();
       }
       savedText = canonical(draft);
+      data.draftSaved = true;
       setStatus(isDirty() ? "Saved, with changes made since" : answer.body.message, "ok");
       return true;
     });
   }
 
   function publish() {
-    var ready = isDirty() ? save() : Promise.resolve(true);
+    var ready = isDirty() || !data.draftSaved ? save() : Promise.resolve(true);
     return ready.then(function (saved) {
       if (!saved) return;
       setBusy(true);
