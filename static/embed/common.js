@@ -646,19 +646,22 @@
   }
 
   // The expression function a chart's spec formats its values with (embedadmin/dashboards/tiles.py CHART_FORMAT:
-  // Vega-Lite's custom formatType), given the column's format. It formats with the newest chart's formatter: one
-  // locale and time zone per page.
+  // Vega-Lite's custom formatType), given the column's format: the formatter of the chart's own embedVega call (its
+  // view, once drawn; while it first draws, the newest chart's).
   var CHART_FORMAT = "embedFormat";
   var chartFormatter = function () {
     return new Formatter();
   };
+  var viewFormatters = typeof WeakMap === "function" ? new WeakMap() : null;
   var chartFormatRegistered = false;
 
   function registerChartFormat(formatter) {
     if (formatter) chartFormatter = formatter;
     if (chartFormatRegistered || !window.vega || typeof window.vega.expressionFunction !== "function") return;
     window.vega.expressionFunction(CHART_FORMAT, function (value, column) {
-      return chartFormatter().value(value, column && typeof column === "object" ? column : {});
+      var view = this && this.context && this.context.dataflow;
+      var formatter = (viewFormatters && view && viewFormatters.get(view)) || chartFormatter;
+      return formatter().value(value, column && typeof column === "object" ? column : {});
     });
     chartFormatRegistered = true;
   }
@@ -681,6 +684,9 @@
       tooltip: tooltipHandler(formatter),
       config: vegaConfig(),
       logLevel: 0,
+    }).then(function (result) {
+      if (viewFormatters && formatter) viewFormatters.set(result.view, formatter);
+      return result;
     });
   }
 
