@@ -201,7 +201,9 @@ def tile_settings(
     if kind == "pivot":
         return _pivot_settings(spec, query=query, switched=switched, members=members)
     columns = _columns(output_members(query), query=query, members=members)
-    return render_spec(spec, query=query, switches=switches, members=members), columns
+    if kind == "vega":
+        return render_spec(spec, query=query, switches=switches, members=members), columns
+    return {}, columns  # a kind this page does not draw: its rows can still be exported
 
 
 def _pivot_settings(
