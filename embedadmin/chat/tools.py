@@ -300,7 +300,8 @@ def titled_spec(spec: dict[str, Any], schema: list[dict[str, Any]], annotation: 
             definition.setdefault("title", annotation[index]["title"])
     mark = spec.get("mark")
     if "tooltip" not in encoding and not (isinstance(mark, dict) and "tooltip" in mark):
-        shown = [d for c in POSITION_CHANNELS if isinstance(d := encoding.get(c), dict) and d.get("field") in names]
+        channels = [d for c, d in encoding.items() if c in POSITION_CHANNELS and isinstance(d, dict)]
+        shown = [d for d in channels if d.get("field") in names]
         keys = ("field", "type", "title", "timeUnit", "aggregate")
         if shown:
             encoding["tooltip"] = [{k: d[k] for k in keys if k in d} for d in shown]
@@ -308,28 +309,26 @@ def titled_spec(spec: dict[str, Any], schema: list[dict[str, Any]], annotation: 
 
 
 def chart_spec(schema: list[dict[str, Any]], annotation: list[dict[str, Any]], title: str) -> str:
-    """A Vega-Lite v5 spec (JSON, no data) for a result: a line for one time column and one number, a bar for
-    one category and one number, titled with the columns' titles; ``""`` when no chart fits."""
+    """A Vega-Lite v5 spec (JSON, no data) for a result: a line for one time column and one number, bars across
+    (biggest first, each category's name read across) for one category and one number, titled with the columns'
+    titles; ``""`` when no chart fits."""
     if len(schema) != 2 or schema[1]["column_type"] not in NUMERIC_TYPES:
         return ""
-    x, y = schema[0], schema[1]
-    if x["column_type"] == "Timestamp":
+    key, value = schema[0], schema[1]
+    measure = {"field": value["name"], "type": "quantitative"}
+    if key["column_type"] == "Timestamp":
         mark: dict[str, Any] = {"type": "line", "point": True}
-        x_encoding: dict[str, Any] = {"field": x["name"], "type": "temporal"}
+        time: dict[str, Any] = {"field": key["name"], "type": "temporal"}
         unit = GRAIN_TIME_UNITS.get(annotation[0].get("granularity", ""))
         if unit:
-            x_encoding["timeUnit"] = unit
-    elif x["column_type"] in ("String", "Boolean"):
+            time["timeUnit"] = unit
+        encoding = {"x": time, "y": measure}
+    elif key["column_type"] in ("String", "Boolean"):
         mark = {"type": "bar"}
-        x_encoding = {"field": x["name"], "type": "nominal", "sort": "-y"}
+        encoding = {"y": {"field": key["name"], "type": "nominal", "sort": "-x"}, "x": measure}
     else:
         return ""
-    spec = {
-        "$schema": VEGA_LITE_SCHEMA,
-        "title": title,
-        "mark": mark,
-        "encoding": {"x": x_encoding, "y": {"field": y["name"], "type": "quantitative"}},
-    }
+    spec = {"$schema": VEGA_LITE_SCHEMA, "title": title, "mark": mark, "encoding": encoding}
     return json.dumps(titled_spec(spec, schema, annotation))
 
 

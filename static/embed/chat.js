@@ -225,8 +225,14 @@
         var target = h("div.chart");
         holder.appendChild(target);
         results.appendChild(holder);
-        var chart = chartData(spec, shown);
+        var chart = chartData(spec, shown, true);
         K.embedVega(target, chart.spec, { table: chart.rows }, formatter)
+          .catch(function () {
+            // A page whose Vega has no embedFormat (an older common.js) still draws the chart, with Vega's labels.
+            K.clear(target);
+            var plain = chartData(spec, shown, false);
+            return K.embedVega(target, plain.spec, { table: plain.rows }, formatter);
+          })
           .then(function (embedded) {
             holder.vegaView = embedded.view; // read by the browser tests (the chart's scene as SVG)
             embedded.view.addEventListener("mouseout", function () {
@@ -500,7 +506,7 @@
    * `titled_spec`); here each value of a number or time column is formatted by the page's formatter (`embedFormat`,
    * which common.js gives Vega, as for the tiles): axes abbreviate (1.2M), tooltips show the value as a table cell
    * would, time labels read the grain (Jan 2024, Q1 2024). */
-  function chartData(spec, result) {
+  function chartData(spec, result, formatted) {
     var schema = result.schema;
     var columns = Array.isArray(result.annotation) ? result.annotation : [];
     var names = schema.map(function (column) {
@@ -518,7 +524,7 @@
     var copy = JSON.parse(JSON.stringify(spec));
     copy.data = { name: "table" };
     delete copy.title; // the figure's caption says it
-    copy.config = Object.assign({}, copy.config, { customFormatTypes: true });
+    if (formatted) copy.config = Object.assign({}, copy.config, { customFormatTypes: true });
     var encoding = copy.encoding && typeof copy.encoding === "object" ? copy.encoding : {};
     Object.keys(encoding).forEach(function (channel) {
       var defs = Array.isArray(encoding[channel]) ? encoding[channel] : [encoding[channel]];
@@ -529,7 +535,7 @@
         def.field = "c" + index;
         var column = columns[index];
         if (def.title === undefined) def.title = (column && column.title) || K.memberTitle(names[index]);
-        if (column) dress(channel, def, column);
+        if (formatted && column) dress(channel, def, column);
       });
     });
     return { spec: copy, rows: rows };

@@ -3,13 +3,18 @@ acme's deployment, the built-in analyst answering as the viewer): answers as lis
 the tiles format them, charts titled by the members, the panel over the dashboard without squeezing a tile, reached and
 closed by keyboard, and a declined question's suggestions as buttons that ask them.
 
-Numbers are checked against SQL run directly on the demo dataset; anna is a regional viewer of Germany.
+Numbers are checked against SQL run directly on the demo dataset; anna is a regional viewer of Germany. The
+screenshots go to ``tmp_path``, or to ``$EMBED_SCREENSHOTS_DIR`` when it is set (how
+``docs/screenshots/embedded-dashboard-chat.png``, ``embedded-chat-answer-table.png`` and
+``embedded-chat-suggestions.png`` are made).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,6 +63,17 @@ def chart_texts(turn) -> list[str]:
     return [re.sub(r"<[^>]+>", "", text) for text in re.findall(r"<text[^>]*>(.*?)</text>", svg)]
 
 
+def screenshot(page, tmp_path: Path, name: str) -> None:
+    """The whole host page at 1280 wide, its frame as tall as its content (a frame outside the viewport is not painted
+    in a headless screenshot)."""
+    folder = Path(os.environ.get("EMBED_SCREENSHOTS_DIR") or tmp_path)
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": 1280, "height": height})
+    page.wait_for_timeout(300)  # a resize repaints the charts: let it happen before the picture
+    page.screenshot(path=str(folder / name), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
 def money(value: Any) -> str:
     return f"${Decimal(str(value)):,.2f}"
 
@@ -69,7 +85,9 @@ def open_chat(frame) -> Any:
     return dialog
 
 
-def test_a_list_answer_is_a_list_and_its_chart_is_titled_by_the_members(page, embed: Embed, django_db_blocker):
+def test_a_list_answer_is_a_list_and_its_chart_is_titled_by_the_members(
+    page, embed: Embed, django_db_blocker, tmp_path
+):
     frame = open_host(page, embed, "anna")
     open_chat(frame)
 
@@ -100,6 +118,7 @@ def test_a_list_answer_is_a_list_and_its_chart_is_titled_by_the_members(page, em
     )
     assert set(tooltip) == {"City", "Revenue"}
     assert tooltip["Revenue"].startswith("$")
+    screenshot(page, tmp_path, "embedded-dashboard-chat.png")
 
 
 def test_a_time_answer_is_labelled_for_its_grain(page, embed: Embed, django_db_blocker):
@@ -124,7 +143,7 @@ def test_a_time_answer_is_labelled_for_its_grain(page, embed: Embed, django_db_b
 
 
 def test_a_tabular_answer_is_a_table_formatted_as_the_tiles_in_the_viewers_locale(
-    page, embed: Embed, django_db_blocker
+    page, embed: Embed, django_db_blocker, tmp_path
 ):
     frame = open_host(page, embed, "anna", locale="de-DE")
     open_chat(frame)
@@ -148,6 +167,7 @@ def test_a_tabular_answer_is_a_table_formatted_as_the_tiles_in_the_viewers_local
     # The same figure as the Top cities tile shows for the same city.
     munich = frame.locator("[data-widget-id='top-cities'] tbody tr", has_text="Munich").locator("td").last
     assert munich.inner_text() in [shown for (city, _, _), shown in zip(expected, euro_style, strict=True)]
+    screenshot(page, tmp_path, "embedded-chat-answer-table.png")
 
 
 def tile_boxes(frame) -> dict[str, Any]:
@@ -199,13 +219,14 @@ def test_the_chat_lies_over_the_dashboard_without_squeezing_a_tile_and_keyboard_
     assert tile_boxes(frame) == before
 
 
-def test_a_suggestion_button_asks_its_question(page, embed: Embed, django_db_blocker):
+def test_a_suggestion_button_asks_its_question(page, embed: Embed, django_db_blocker, tmp_path):
     frame = open_host(page, embed, "anna")
     open_chat(frame)
     declined = ask(page, frame, django_db_blocker, "Show revenu by city")
     assert "I did not understand 'revenu'" in declined.locator(".chat-answer").inner_text()
     offered = declined.get_by_role("group", name="Suggested questions").get_by_role("button")
     assert offered.all_inner_texts() == ["Show revenue by city"]
+    screenshot(page, tmp_path, "embedded-chat-suggestions.png")
 
     def press() -> None:
         offered.first.focus()

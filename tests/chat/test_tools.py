@@ -163,13 +163,14 @@ def test_service_sql_api_answers_every_field_with_a_bar_chart(demo_deployment, d
     assert result["totalRows"] == 5
     assert len(result["uuid"]) == 36
     # Fields name the columns (dots escaped: they would read as a nested path); axes and tooltip carry the titles.
-    x = {"field": "status", "type": "nominal", "title": "Status"}
-    y = {"field": "measure(sales\\.total_amount)", "type": "quantitative", "title": "Order value"}
+    # Bars across, biggest first, so each status reads across.
+    status = {"field": "status", "type": "nominal", "title": "Status"}
+    amount = {"field": "measure(sales\\.total_amount)", "type": "quantitative", "title": "Order value"}
     assert json.loads(result["vegaSpec"]) == {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
         "title": "Order value by status",
         "mark": {"type": "bar"},
-        "encoding": {"x": {**x, "sort": "-y"}, "y": y, "tooltip": [x, y]},
+        "encoding": {"y": {**status, "sort": "-x"}, "x": amount, "tooltip": [status, amount]},
     }
 
 

@@ -215,7 +215,8 @@ class Intent:
             first, second = _period_words(self.date_range), _period_words(self.compared)
             later, earlier = (first, second) if self.difference > 0 else (second, first)
             return f"{self.measures[0].title}, {later} minus {earlier}"
-        text = " and ".join(m.title for m in self.measures)
+        first, *others = [m.title for m in self.measures]
+        text = " and ".join([first, *(in_sentence(title) for title in others)])
         by = ([self.grain_title or self.grain] if self.grain else []) + [g.title.lower() for g in self.groups]
         if by:
             text += " by " + " and ".join(by)
@@ -274,6 +275,11 @@ def _period_words(period: DateRange) -> str:
     if start and last:
         return f"from {start} to {last}"
     return f"from {start} on" if start else f"up to {last}"
+
+
+def in_sentence(title: str) -> str:
+    """A title inside a sentence: "Order value" -> "order value"; an acronym ("GMV") or a name ("EMEA revenue") kept."""
+    return title[:1].lower() + title[1:] if title[1:2].islower() else title
 
 
 def describe_aggregation(member: Member) -> str:
