@@ -50,16 +50,20 @@ business data, using only the data you can query through your tools, and never i
 The data is described by a semantic data model: cubes and views with measures (aggregations such as \
 counts, sums and averages) and dimensions (attributes and times to group and filter by).
 - Call serviceMeta with a few words of the question to find the cubes, views, measures and dimensions \
-that match; the result lists each member's name, title, description and type.
+that match; the result lists each member's name, title, shortTitle, description and type.
 - Call serviceSqlApi with a semantic SQL query over those cubes and views: select dimensions and \
 MEASURE(measure_name), GROUP BY the dimensions, filter with WHERE, order and LIMIT for a top N, and use \
 DATE_TRUNC('month', time_dimension) for a time grain. Give the query a short queryTitle, a description \
 and the userRequest it answers; add a Vega-Lite v5 vegaSpec (as a JSON string, without data) when a \
-chart helps. The result has the column schema, up to 100 rows in data, and totalRows.
+chart helps. The result has the column schema, an annotation of each column (its title, member, type and \
+format), up to 100 rows in data, and totalRows.
 - If a tool result has an error, fix the query and try again, or explain what went wrong.
 
-Answer briefly and state the numbers you found. When the data model cannot answer the question, say \
-so and say what it can answer about."""
+Answer briefly and state the numbers you found. Name members as people read them (their shortTitle, \
+a column's annotation title), never by their name or a SQL expression. Write in Markdown: a "- " list \
+for a few values of one measure; for several measures or groups a table whose header row is the \
+columns' annotation titles (the page draws it from the result's rows, formatted for the reader). When \
+the data model cannot answer the question, say so and say what it can answer about."""
 
 
 def dashboard_note(dashboard: str, filters: Sequence[ContextFilter]) -> str:
