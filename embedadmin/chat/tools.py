@@ -19,12 +19,12 @@ from typing import Any
 
 from embedadmin.accounts.models import Deployment
 from embedadmin.chat.member_search import content_stems, local_name, relevance, view_root
-from embedadmin.chat.member_titles import reading_titles
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.cubesql.plan import CubeSqlColumn
 from embedadmin.semantic.cubesql.written import sql_string
+from embedadmin.semantic.modeling.reading_titles import READING_TITLE
 from embedadmin.semantic.modeling.titles import titleize
 from embedadmin.semantic.serving.datasources import CancelScope
 from embedadmin.semantic.serving.services import semantic_cubesql, semantic_meta
@@ -148,15 +148,15 @@ def _string_argument(arguments: dict[str, Any], name: str, *, required: bool = F
     return value
 
 
-def _member_result(member: dict[str, Any], short_title: str) -> dict[str, Any]:
-    """A member as ``serviceMeta`` shows it (spec 2.17), with the title people read it by (``shortTitle``,
-    ``member_titles.py``) and what the model also says of it when it does: ``meta`` (synonyms), ``format`` and
-    ``currency``, a time dimension's custom ``granularities``, a view member's ``aliasMember`` (the cube member it
-    shows)."""
+def _member_result(member: dict[str, Any]) -> dict[str, Any]:
+    """A member as ``serviceMeta`` shows it (spec 2.17), with the title people read it by (``shortTitle``: its
+    ``readingTitle``, ``semantic/modeling/reading_titles.py``) and what the model also says of it when it does:
+    ``meta`` (synonyms), ``format`` and ``currency``, a time dimension's custom ``granularities``, a view member's
+    ``aliasMember`` (the cube member it shows)."""
     shown: dict[str, Any] = {
         "name": member["name"],
         "title": member.get("title") or member["name"],
-        "shortTitle": short_title,
+        "shortTitle": member[READING_TITLE],
         "description": member.get("description") or "",
         "type": member.get("type", ""),
     }
@@ -181,7 +181,7 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
     deployment = _deployment(context)
     if not deployment.model_dir:
         return {"cubes": [], "searchQuery": search_query}
-    body = semantic_meta(deployment=deployment, ctx=context.query_context)
+    body = semantic_meta(deployment=deployment, ctx=context.query_context, readable=True)
     wanted = content_stems(search_query)
     by_name = {cube["name"]: cube for cube in body["cubes"]}
     ranked: list[tuple[float, bool, int, dict[str, Any]]] = []
@@ -189,7 +189,6 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
     for index, cube in enumerate(body["cubes"]):
         title = cube.get("title") or cube["name"]
         members = [*cube.get("measures", []), *cube.get("dimensions", [])]
-        titles = reading_titles(members, cube_title=title)
         scores = [relevance(m, wanted, cube_title=title) for m in members]
         order = sorted(range(len(members)), key=lambda i: -scores[i])
         shown = {
@@ -198,9 +197,9 @@ def service_meta(context: ToolContext, arguments: dict[str, Any]) -> dict[str, A
             "title": title,
             **({"description": cube["description"]} if cube.get("description") else {}),
             **({"meta": cube["meta"]} if cube.get("meta") else {}),
-            "members": [_member_result(members[i], titles[members[i]["name"]]) for i in order],
+            "members": [_member_result(members[i]) for i in order],
         }
-        everything.append({**shown, "members": [_member_result(m, titles[m["name"]]) for m in members]})
+        everything.append({**shown, "members": [_member_result(m) for m in members]})
         root = view_root(str(m.get("aliasMember") or "") for m in cube.get("measures", []))
         roots = [by_name[root]] if cube.get("type") == "view" and root is not None and root in by_name else []
         named = max(relevance(named_by, wanted) for named_by in (cube, *roots))
@@ -243,30 +242,25 @@ def _without_data(spec: str) -> dict[str, Any]:
 
 def column_annotation(columns: Sequence[CubeSqlColumn], meta: dict[str, Any]) -> list[dict[str, Any]]:
     """What each column of a result is, in the order of its ``schema``: ``title`` (its member's title as people read
-    it, ``member_titles.py``; a time bucket's with its grain, "Ordered at (month)"), ``member``, ``type`` (number,
+    it, its ``readingTitle``; a time bucket's with its grain, "Ordered at (month)"), ``member``, ``type`` (number,
     string, time, boolean) and the member's ``format``, ``currency`` and ``granularity`` when it has them: what a
     chart's axes and a table's headers show, and what the embed page formats values by (common.js
-    ``Formatter.value``). ``meta`` is ``/v1/meta`` as the caller sees it. A column computed after the query (a share,
-    a difference) is titled from its name."""
+    ``Formatter.value``). ``meta`` is ``/v1/meta`` as the caller sees it, composed for display (``readable``). A
+    column computed after the query (a share, a difference) is titled from its name."""
     members: dict[str, dict[str, Any]] = {}
-    titles: dict[str, str] = {}
     for cube in meta.get("cubes", []):
-        listed = [*cube.get("measures", []), *cube.get("dimensions", [])]
-        titles.update(reading_titles(listed, cube_title=cube.get("title") or cube["name"]))
-        members.update((m["name"], m) for m in listed)
-    return [_column_annotation(column, members, titles) for column in columns]
+        members.update((m["name"], m) for m in (*cube.get("measures", []), *cube.get("dimensions", [])))
+    return [_column_annotation(column, members) for column in columns]
 
 
-def _column_annotation(
-    column: CubeSqlColumn, members: dict[str, dict[str, Any]], titles: dict[str, str]
-) -> dict[str, Any]:
+def _column_annotation(column: CubeSqlColumn, members: dict[str, dict[str, Any]]) -> dict[str, Any]:
     value_type = VALUE_TYPES.get(column.column_type, "string")
     if not column.member:
         return {"title": titleize(column.name), "type": value_type}
     cube, name, *grain = column.member.split(".")
     member = f"{cube}.{name}"
     described = members.get(member, {})  # a member meta does not list (public: false) is titled from its name
-    title = titles.get(member) or titleize(name)
+    title = described.get(READING_TITLE) or titleize(name)
     shown: dict[str, Any] = {"title": title, "member": member, "type": described.get("type") or value_type}
     if grain:
         custom = {g.get("name"): g.get("title") for g in described.get("granularities") or [] if isinstance(g, dict)}
@@ -346,7 +340,8 @@ def service_sql_api(context: ToolContext, arguments: dict[str, Any]) -> dict[str
     )
     rows = list(cubesql_rows(result.plan, result.rows))
     schema = [{"name": c.name, "column_type": c.column_type} for c in result.plan.columns]
-    annotation = column_annotation(result.plan.columns, semantic_meta(deployment=deployment, ctx=context.query_context))
+    readable = semantic_meta(deployment=deployment, ctx=context.query_context, readable=True)
+    annotation = column_annotation(result.plan.columns, readable)
     if given_spec:
         spec = json.dumps(titled_spec(_without_data(given_spec), schema, annotation))
     else:

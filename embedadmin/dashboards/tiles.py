@@ -5,7 +5,7 @@
 ``/v1/meta`` gives:
 
 - **columns**: the tile's data, in order, each ``{member, key, title, type, format?, currency?, granularity?}``
-  (``key``: the member's key in a ``/v1/load`` row; ``title``: the member's short title). A table shows exactly
+  (``key``: the member's key in a ``/v1/load`` row; ``title``: the member's reading title). A table shows exactly
   them, CSV export writes exactly them (same order, same titles), and the page formats a cell by its column;
 - **spec**: per kind, a KPI's ``measure`` column, a pivot table's ``rows``/``columns``/``values`` columns with
   the queries of its totals, or a Vega-Lite spec ready to draw: member fields as escaped result keys, and, unless
@@ -91,9 +91,10 @@ def output_keys(query: dict[str, Any]) -> list[str]:
 
 
 def member_title(member: str, described: Mapping[str, Any] | None) -> str:
-    """What a tile calls a member: its short title (a view's member without the view's name), else its title, else
-    its name made readable (``sales.order_count`` -> "Order count")."""
-    for key in ("shortTitle", "title"):
+    """What a tile calls a member: the title a person reads it by (``readingTitle`` of ``/v1/meta`` composed for
+    display: ``semantic.modeling.reading_titles``), else its short title, else its title, else its name made readable
+    (``sales.order_count`` -> "Order count")."""
+    for key in ("readingTitle", "shortTitle", "title"):
         value = (described or {}).get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()
@@ -147,15 +148,16 @@ def _columns(names: list[str], *, query: dict[str, Any], members: Mapping[str, d
 def switched_title(
     title: str, *, report_members: list[str], switches: Mapping[str, str], members: Mapping[str, dict[str, Any]]
 ) -> str:
-    """A tile's title for the FIELD switches in force: where it names a switched member of the report (its short
-    title or title, as a whole word, any case), that name is replaced by the new member's short title, its first
+    """A tile's title for the FIELD switches in force: where it names a switched member of the report (its reading
+    title, short title or title, as a whole word, any case), that name is replaced by the new member's title, its first
     letter in the case of the name it replaces ("Revenue over time" -> "Orders over time", "Monthly revenue" ->
     "Monthly orders"). A title that does not name the member is kept."""
     for old, new in switches.items():
         if old not in report_members or not title:
             continue
         described = members.get(old) or {}
-        names = {member_title(old, described), *(v for v in (described.get("title"),) if isinstance(v, str) and v)}
+        written = (described.get(key) for key in ("shortTitle", "title"))
+        names = {member_title(old, described), *(v for v in written if isinstance(v, str) and v)}
         replacement = member_title(new, members.get(new))
         for name in sorted(names, key=len, reverse=True):
             pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)

@@ -36,6 +36,7 @@ from embedadmin.dashboards import tiles
 from embedadmin.dashboards.models import ReportSnapshot
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.modeling.model import DATE_OPERATORS, VALUELESS_OPERATORS
+from embedadmin.semantic.modeling.reading_titles import READING_TITLE
 from embedadmin.semantic.serving.services import semantic_meta
 
 DATE_RANGE = "inDateRange"
@@ -462,8 +463,9 @@ def _compose_query(
 
 
 def viewer_members(*, deployment: Deployment, ctx: QueryContext) -> dict[str, dict[str, Any]]:
-    """Every member the viewer may see, by name, as ``/v1/meta`` describes it to them (title, type, format)."""
-    body = semantic_meta(deployment=deployment, ctx=ctx)
+    """Every member the viewer may see, by name, as ``/v1/meta`` composed for display describes it to them (title,
+    the title a person reads it by, type, format)."""
+    body = semantic_meta(deployment=deployment, ctx=ctx, readable=True)
     members: dict[str, dict[str, Any]] = {}
     for cube in body.get("cubes", []):
         for part in ("measures", "dimensions", "segments"):
@@ -474,7 +476,8 @@ def viewer_members(*, deployment: Deployment, ctx: QueryContext) -> dict[str, di
 
 
 def _member_item(described: dict[str, Any]) -> dict[str, Any]:
-    return {key: described[key] for key in ("title", "shortTitle", "type", "format", "currency") if key in described}
+    keys = ("title", "shortTitle", READING_TITLE, "type", "format", "currency")
+    return {key: described[key] for key in keys if key in described}
 
 
 def _widget_title(widget_config: dict[str, Any], snapshot: ReportSnapshot | None) -> str:

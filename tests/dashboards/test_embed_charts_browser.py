@@ -181,7 +181,7 @@ def test_the_measure_switch_retitles_the_tiles(page, embed: Embed, tmp_path):
         "top-cities": "Top cities",
     }
     assert frame.locator("[data-widget-id='top-cities'] thead th").all_inner_texts() == [
-        "Users City",
+        "City",
         "Orders",
         "Revenue",
     ]
@@ -196,7 +196,7 @@ def test_the_measure_switch_retitles_the_tiles(page, embed: Embed, tmp_path):
     assert frame.locator("[data-widget-id='revenue-by-category'] .tile-title").inner_text() == (
         "Orders by product category"
     )
-    assert frame.locator("[data-widget-id='top-cities'] thead th").all_inner_texts() == ["Users City", "Orders"]
+    assert frame.locator("[data-widget-id='top-cities'] thead th").all_inner_texts() == ["City", "Orders"]
     over_time = axes(frame, "revenue-over-time")
     assert over_time["left"]["title"] == "Orders"
     assert not any("$" in t for t in over_time["left"]["labels"])

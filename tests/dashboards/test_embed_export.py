@@ -151,5 +151,5 @@ def test_the_csv_follows_the_measure_switch(api, page):
     rows = _export(api, page, "by-country", state)
 
     # then
-    assert rows[0] == [column["title"] for column in switched["columns"]] == ["Users Country", "Orders"]
+    assert rows[0] == [column["title"] for column in switched["columns"]] == ["Country", "Orders"]
     assert rows[1:] == _rows(api, page, switched)

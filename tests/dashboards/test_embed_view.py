@@ -195,7 +195,7 @@ def test_export_is_a_csv_of_the_tile_when_allowed(api, regional, countries):
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     # the tile's columns, as the page shows them: their titles, in their order
     assert rows[0] == [column["title"] for column in _tile(boot, "by-country")["columns"]]
-    assert rows[0] == ["Users Country", "Order value"]
+    assert rows[0] == ["Country", "Order value"]
     assert [row[0] for row in rows[1:]] == [countries[0]]
 
 

@@ -38,7 +38,13 @@ MEMBERS: dict[str, dict[str, Any]] = {
         "format": "percent",
         "aggType": "number",
     },
-    "sales.users_city": {"title": "Sales Users City", "shortTitle": "Users City", "type": "string"},
+    # As /v1/meta composed for display describes it: Cube's title and, what a person reads, its reading title.
+    "sales.users_city": {
+        "title": "Sales Users City",
+        "shortTitle": "Users City",
+        "readingTitle": "City",
+        "type": "string",
+    },
     "sales.status": {"title": "Sales Status", "shortTitle": "Status", "type": "string"},
     "sales.product_category": {"title": "Sales Product Category", "shortTitle": "Product Category", "type": "string"},
     "sales.created_at": {
@@ -115,7 +121,7 @@ def test_a_table_shows_its_columns_with_titles_and_formats():
     # then
     assert tile["spec"] == {}
     assert tile["columns"] == [
-        {"member": "sales.users_city", "key": "sales.users_city", "title": "Users City", "type": "string"},
+        {"member": "sales.users_city", "key": "sales.users_city", "title": "City", "type": "string"},
         {
             "member": "sales.revenue",
             "key": "sales.revenue",
@@ -153,7 +159,7 @@ def test_the_measure_switch_retitles_tiles_and_never_shows_a_column_twice():
     # the table asks for orders once and shows them once
     assert table["query"]["measures"] == ["sales.order_count"]
     assert table["query"]["order"] == {"sales.order_count": "desc"}
-    assert [c["title"] for c in table["columns"]] == ["Users City", "Orders"]
+    assert [c["title"] for c in table["columns"]] == ["City", "Orders"]
     # the KPI's measure and the chart's axis follow
     assert kpi["spec"]["measure"]["key"] == "sales.order_count"
     assert kpi["spec"]["measure"]["title"] == "Orders"

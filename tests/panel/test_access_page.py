@@ -70,15 +70,15 @@ def test_an_external_user_is_shown_as_they_are(acme_admin: Client, acme: Cast, a
     assert response["Cache-Control"] == NEVER_CACHED
     sales = rows["sales"]
     assert (sales.granted, sales.reason, sales.all_rows) == (True, None, False)
-    assert sales.row_filters == ["Users Country equals Germany"]
+    assert sales.row_filters == ["Country equals Germany"]
     members = dict(sales.members)
-    assert "Users Country" in members["Dimensions"]
-    assert not {"Name", "Users Email"} & set(members["Dimensions"])
+    assert "Country" in members["Dimensions"]
+    assert not {"Name", "Email"} & set(members["Dimensions"])
     assert set(members) == {"Measures", "Dimensions", "Segments"}
     for name in RAW_CUBES:
         assert (rows[name].granted, rows[name].reason, rows[name].members) == (False, CLOSED_WITHOUT_POLICY, [])
     page = html.unescape(response.content.decode())
-    assert "Only rows where Users Country equals Germany" in page
+    assert "Only rows where Country equals Germany" in page
     assert "No access policy: closed to embed viewers" in page
     assert page.count('class="panel-access-denied"') == len(RAW_CUBES)
     assert "northwind-traders" in page
@@ -116,7 +116,7 @@ def test_a_typed_viewer_gets_the_same_answer_as_the_platform_api(acme_admin: Cli
         )
         assert sum(len(titles) for _, titles in row.members) == len(entity["members"])
         assert len(row.row_filters) == len(entity["rowFilters"])
-    assert rows["sales"].row_filters == ["Users Country equals Spain"]
+    assert rows["sales"].row_filters == ["Country equals Spain"]
     page = html.unescape(response.content.decode())
     assert 'attributes={"country":"Spain"}' in page
 
@@ -126,14 +126,14 @@ def test_the_admin_group_reads_all_rows_and_no_group_is_denied(acme_admin: Clien
     nobody = rows_of(acme_admin.get(ACCESS_URL, {"deployment": acme.deployment.pk}))
 
     assert (admin["sales"].all_rows, admin["sales"].row_filters) == (True, [])
-    assert {"Name", "Users Email"} <= set(dict(admin["sales"].members)["Dimensions"])
+    assert {"Name", "Email"} <= set(dict(admin["sales"].members)["Dimensions"])
     assert (nobody["sales"].granted, nobody["sales"].reason) == (False, NO_GROUP_MATCH)
 
 
 def test_a_regional_viewer_without_a_country_reads_no_row_in_plain_words(acme_admin, acme, anna):
     rows = rows_of(acme_admin.get(ACCESS_URL, {"deployment": acme.deployment.pk, "groups": "regional"}))
 
-    assert rows["sales"].row_filters == ["no row (the viewer has no value for Users Country)"]
+    assert rows["sales"].row_filters == ["no row (the viewer has no value for Country)"]
 
 
 def test_the_page_without_a_viewer_shows_the_form_with_the_accounts_first_deployment(acme_admin, acme, anna):
@@ -291,8 +291,8 @@ def test_in_chromium_the_administrator_reads_the_grid_of_a_viewer(
 
     # then the grid shows sales granted to her country, without personal data, and the raw cubes denied, greyed.
     sales = page.locator("tr[data-entity=sales]")
-    assert "Only rows where Users Country equals Germany" in sales.inner_text()
-    assert "Users Email" not in sales.inner_text()
+    assert "Only rows where Country equals Germany" in sales.inner_text()
+    assert "Email" not in sales.inner_text()
     users = page.locator("tr[data-entity=users]")
     assert "Denied" in users.inner_text()
     assert "No access policy: closed to embed viewers" in users.inner_text()

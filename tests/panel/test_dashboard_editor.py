@@ -106,7 +106,7 @@ def test_editor_offers_the_deployments_reports_members_and_operators(
     members = {m["name"]: m for m in entities["sales"]["members"]}
     assert members["sales.users_country"] == {
         "name": "sales.users_country",
-        "title": "Users Country",
+        "title": "Country",
         "entity": "Sales",
         "kind": "dimension",
         "type": "string",

@@ -130,7 +130,7 @@ def _contradiction_words(reason: str, titles: dict[str, str]) -> str:
 
 
 def access_row(grant: EntityGrant) -> AccessRow:
-    titles = {m.name: m.short_title for m in (*grant.members, *grant.filter_members)}
+    titles = {m.name: m.reading_title for m in (*grant.members, *grant.filter_members)}
     return AccessRow(
         name=grant.name,
         title=grant.title,
@@ -144,7 +144,7 @@ def access_row(grant: EntityGrant) -> AccessRow:
 
 
 def _titles(members: tuple[MemberGrant, ...], kind: str) -> list[str]:
-    return [m.short_title for m in members if m.kind == kind]
+    return [m.reading_title for m in members if m.kind == kind]
 
 
 def api_path(deployment: Deployment, data: dict[str, Any], attributes: dict[str, Any]) -> str:

@@ -54,6 +54,7 @@ from embedadmin.panel.forms import PreviewViewerForm
 from embedadmin.panel.panel_admin import PanelAdmin, audit_panel_change, object_missing_redirect, page_context
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.modeling.model import OPERATORS_BY_TYPE, VALUELESS_OPERATORS
+from embedadmin.semantic.modeling.reading_titles import READING_TITLE
 from embedadmin.semantic.serving.cache import ContinueWait
 from embedadmin.semantic.serving.routing import viewer_context
 from embedadmin.semantic.serving.services import semantic_load, semantic_meta_for_administrator
@@ -88,8 +89,8 @@ DATE_PRESETS = (
 )
 # How many external users the "Preview as" list offers (any other viewer can be typed).
 VIEWER_CHOICES = 200
-# The member keys of /v1/meta the page reads.
-MEMBER_KEYS = ("name", "title", "shortTitle", "type", "format", "currency", "granularities", "description")
+# The member keys of /v1/meta the page reads (besides its title: the title a person reads it by).
+MEMBER_KEYS = ("name", "type", "format", "currency", "granularities", "description")
 # The fields of each endpoint's body.
 VIEWER_FIELDS = ("externalUser", "externalId", "embedTenant", "groups", "attributes")
 PREVIEW_FIELDS = ("query", "visualization", "viewer", "title")
@@ -103,26 +104,24 @@ VISUALIZATION_FIELDS = ("query", "chartType")
 
 
 def _catalog(deployment: Deployment) -> list[dict[str, Any]]:
-    """The cubes and views of the deployment with their members, as the page reads them."""
+    """The cubes and views of the deployment with their members, as the page reads them: each member titled as a
+    person reads it (``readingTitle``: ``semantic.modeling.reading_titles``)."""
     body = semantic_meta_for_administrator(deployment=deployment)
     catalog = []
     for cube in body["cubes"]:
         entry: dict[str, Any] = {"name": cube["name"], "title": cube.get("title") or cube["name"], "type": cube["type"]}
         for part in ("measures", "dimensions", "segments"):
-            entry[part] = [{k: m[k] for k in MEMBER_KEYS if k in m} for m in cube.get(part, [])]
+            entry[part] = [
+                {"title": m[READING_TITLE], **{k: m[k] for k in MEMBER_KEYS if k in m}} for m in cube.get(part, [])
+            ]
         entry["folders"] = [{"name": f["name"], "members": f["members"]} for f in cube.get("folders", [])]
         catalog.append(entry)
     return catalog
 
 
 def _titles(catalog: list[dict[str, Any]]) -> Callable[[str], str]:
-    """A member's name as the page shows it (its short title: the view's name is on the page already)."""
-    titles = {
-        m["name"]: m.get("shortTitle") or m.get("title") or m["name"]
-        for cube in catalog
-        for part in ("measures", "dimensions")
-        for m in cube[part]
-    }
+    """A member's name as the page shows it (its reading title)."""
+    titles = {m["name"]: m["title"] for cube in catalog for part in ("measures", "dimensions") for m in cube[part]}
     return lambda name: titles.get(name, name)
 
 

@@ -30,13 +30,14 @@ from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.errors import ApiError, BadRequest, client_error, json_error
 from embedadmin.dashboards import selectors as dashboards_selectors
 from embedadmin.dashboards import services as dashboards
+from embedadmin.dashboards import tiles
 from embedadmin.dashboards.models import Dashboard, DashboardVersion, Report, ReportSnapshot, Workbook
 from embedadmin.dashboards.validation import DEFAULT_COLS, VISIBILITIES, control_operators, model_of
 from embedadmin.panel.admin.access import OPERATOR_WORDS
 from embedadmin.panel.panel_admin import PanelAdmin, audit_panel_change, page_context
 from embedadmin.semantic.modeling.model import DATE_OPERATORS, Dimension, Member, value_type
+from embedadmin.semantic.modeling.reading_titles import READING_TITLE
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
-from embedadmin.semantic.modeling.titles import titleize
 from embedadmin.semantic.results.meta import administrator_meta
 
 if TYPE_CHECKING:
@@ -79,18 +80,15 @@ WIDGET_REFUSAL = re.compile(r'^widgets\[(\d+)\](?: \(id "[^"]*"\))?: ')
 def _grains(member: Dimension, described: dict[str, Any]) -> list[dict[str, str]]:
     """The granularities a TIME_GRAIN control may offer for ``member``: the predefined ones, then its own (the rule
     ``validation._check_grain`` applies)."""
-    own = [
-        {"name": g["name"], "title": g.get("title") or titleize(g["name"])} for g in described.get("granularities", [])
-    ]
-    known = {g["name"] for g in own}
-    predefined = [{"name": g, "title": g.capitalize()} for g in PREDEFINED_GRANULARITIES if g not in known]
-    return predefined + own
+    own = [str(g["name"]) for g in described.get("granularities", [])]
+    names = [*(g for g in PREDEFINED_GRANULARITIES if g not in own), *own]
+    return [{"name": name, "title": tiles.grain_title(name, described)} for name in names]
 
 
 def _member_item(entity_title: str, member: Member, described: dict[str, Any]) -> dict[str, Any]:
     item: dict[str, Any] = {
         "name": member.full_name,
-        "title": described.get("shortTitle") or described.get("title") or member.full_name,
+        "title": described[READING_TITLE],
         "entity": entity_title,
         "kind": member.kind,
         "type": value_type(member),

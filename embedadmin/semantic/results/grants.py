@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.modeling.dependencies import cubes_read_through_view
 from embedadmin.semantic.modeling.model import CompiledModel, Entity, Member
+from embedadmin.semantic.modeling.reading_titles import reading_titles
 from embedadmin.semantic.query.access import entity_access, row_restriction
 from embedadmin.semantic.query.normalized import FilterNode
 from embedadmin.semantic.sql.columns import filter_leaves
@@ -36,7 +38,7 @@ class MemberGrant:
 
     name: str  # full name, "sales.status"
     title: str  # as /v1/meta shows it, "Sales Status"
-    short_title: str  # "Status"
+    reading_title: str  # as a person reads it: "Status", "City" for users_city (modeling/reading_titles.py)
     kind: str  # measure, dimension or segment
 
 
@@ -78,7 +80,7 @@ def _grant(model: CompiledModel, entity: Entity, ctx: QueryContext) -> EntityGra
     granted = [m for m in public if access.member_visible(m.name)]
     if not granted:
         return _denied(entity, NO_MEMBERS_GRANTED)
-    reached = [model.members[m.alias_member].entity for m in granted if m.alias_member]
+    reached = [cube for m in granted for cube in cubes_read_through_view(model, m)]
     row_filters = tuple(row_restriction(model, [entity.name], ctx, through_views=reached))
     named = dict.fromkeys(leaf.member for node in row_filters for leaf in filter_leaves(node))
     return EntityGrant(
@@ -87,9 +89,9 @@ def _grant(model: CompiledModel, entity: Entity, ctx: QueryContext) -> EntityGra
         type=entity.type,
         granted=True,
         reason=None if access.governed else OPEN_WITHOUT_POLICY,
-        members=tuple(_member(m) for m in granted),
+        members=tuple(_member(model, m) for m in granted),
         row_filters=row_filters,
-        filter_members=tuple(_member(model.members[name]) for name in named if name in model.members),
+        filter_members=tuple(_member(model, model.members[name]) for name in named if name in model.members),
     )
 
 
@@ -113,7 +115,10 @@ def _denied(entity: Entity, reason: str) -> EntityGrant:
     )
 
 
-def _member(member: Member) -> MemberGrant:
+def _member(model: CompiledModel, member: Member) -> MemberGrant:
     return MemberGrant(
-        name=member.full_name, title=member.display.title, short_title=member.display.short_title, kind=member.kind
+        name=member.full_name,
+        title=member.display.title,
+        reading_title=reading_titles(model)[member.full_name],
+        kind=member.kind,
     )

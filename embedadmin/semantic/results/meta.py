@@ -4,6 +4,10 @@ Each entity's JSON is built once per model version (members that are not public 
 gateway does outside dev mode) and shared by every request; per request only entities with access
 policies are filtered for the caller: denied entities disappear, members no matching policy grants are
 left out, and entities left without members are dropped.
+
+Composed for display (``readable=True``: the product's own pages and the chat, never the wire), each member also
+carries ``readingTitle``, the title a person reads it by (:mod:`embedadmin.semantic.modeling.reading_titles`);
+the body Cube's clients read keeps Cube's shape.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from embedadmin.semantic.modeling.model import (
     Segment,
     value_type,
 )
+from embedadmin.semantic.modeling.reading_titles import READING_TITLE, reading_titles
 from embedadmin.semantic.modeling.titles import titleize
 from embedadmin.semantic.query.access import entity_access
 
@@ -30,17 +35,21 @@ _CALCULATED_AGG_TYPES = {"count_distinct": "countDistinct", "count_distinct_appr
 
 
 def meta(
-    model: CompiledModel, ctx: QueryContext, *, only_views: bool = False, extended: bool = False
+    model: CompiledModel,
+    ctx: QueryContext,
+    *,
+    only_views: bool = False,
+    extended: bool = False,
+    readable: bool = False,
 ) -> dict[str, Any]:
     """The ``/v1/meta`` body for ``ctx``: ``{"cubes": [...], "compilerId": "..."}``.
 
     ``only_views``: views only (``?onlyViews=true``). ``extended`` (``?extended``): cubes also list their
     ``joins`` as ``{name, relationship, sql}`` (relationship spelled as Cube stores it: belongsTo, hasMany,
-    hasOne) and their ``sql`` or ``sqlTable``.
+    hasOne) and their ``sql`` or ``sqlTable``. ``readable``: composed for display, each member with its
+    ``readingTitle`` (module docstring).
     """
-    base: dict[str, dict[str, Any]] | None = model.caches.get("meta")
-    if base is None:  # an empty dict is a built (empty) model, not a missing cache entry
-        base = _build_base(model)
+    base = _readable_base(model) if readable else _base(model)
     cubes: list[dict[str, Any]] = []
     mask: list[str] = []
     for name, entity in model.entities.items():
@@ -64,11 +73,8 @@ def meta(
 def administrator_meta(model: CompiledModel) -> dict[str, Any]:
     """The ``/v1/meta`` body as the deployment's administrator reads it: every cube and view with its public members,
     whatever their access policies say of a caller (a policy judges callers of the API; the administrator writes the
-    reports those callers will read)."""
-    base: dict[str, dict[str, Any]] | None = model.caches.get("meta")
-    if base is None:
-        base = _build_base(model)
-    return {"cubes": list(base.values()), "compilerId": model.compiler_id}
+    reports those callers will read), composed for display (each member with its ``readingTitle``)."""
+    return {"cubes": list(_readable_base(model).values()), "compilerId": model.compiler_id}
 
 
 def _extended(entity: Entity, shown: dict[str, Any]) -> dict[str, Any]:
@@ -128,6 +134,32 @@ def _for_caller(entity: Entity, shown: dict[str, Any], ctx: QueryContext) -> dic
 def _prune_folder(folder: dict[str, Any], visible: set[str]) -> dict[str, Any]:
     members = [m if isinstance(m, str) else _prune_folder(m, visible) for m in folder["members"]]
     return {"name": folder["name"], "members": [m for m in members if not isinstance(m, str) or m in visible]}
+
+
+def _base(model: CompiledModel) -> dict[str, dict[str, Any]]:
+    base: dict[str, dict[str, Any]] | None = model.caches.get("meta")
+    if base is None:  # an empty dict is a built (empty) model, not a missing cache entry
+        base = _build_base(model)
+    return base
+
+
+def _readable_base(model: CompiledModel) -> dict[str, dict[str, Any]]:
+    """The base composed for display: each member's JSON with its ``readingTitle``; built once per model."""
+    readable: dict[str, dict[str, Any]] | None = model.caches.get("meta_readable")
+    if readable is None:
+        titles = reading_titles(model)
+        readable = {
+            name: {
+                **entity_json,
+                **{
+                    part: [{**m, READING_TITLE: titles[m["name"]]} for m in entity_json[part]]
+                    for part in ("measures", "dimensions", "segments")
+                },
+            }
+            for name, entity_json in _base(model).items()
+        }
+        model.caches["meta_readable"] = readable
+    return readable
 
 
 def _build_base(model: CompiledModel) -> dict[str, dict[str, Any]]:

@@ -128,11 +128,18 @@ def _plan(served: ServedModel, ctx: QueryContext, query: Any) -> LoadPlan:
 
 
 def semantic_meta(
-    *, deployment: Deployment, ctx: QueryContext, extended: bool = False, only_views: bool = False
+    *,
+    deployment: Deployment,
+    ctx: QueryContext,
+    extended: bool = False,
+    only_views: bool = False,
+    readable: bool = False,
 ) -> dict[str, Any]:
-    """``/v1/meta`` for ``ctx``: hidden members and members its access policies deny are left out."""
+    """``/v1/meta`` for ``ctx``: hidden members and members its access policies deny are left out. ``readable``:
+    composed for display, each member with the title a person reads it by (``readingTitle``), for the product's own
+    pages and the chat; the wire body (:func:`semantic_meta_json`) never has it."""
     served = served_model(deployment=deployment)
-    return meta(served.model, ctx, extended=extended, only_views=only_views)
+    return meta(served.model, ctx, extended=extended, only_views=only_views, readable=readable)
 
 
 def semantic_meta_for_administrator(*, deployment: Deployment) -> dict[str, Any]:

@@ -105,7 +105,7 @@ def _granularities(member: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _reading_title(member: Mapping[str, Any], cube_title: str) -> str:
-    """The title people read a member by: ``serviceMeta``'s ``shortTitle`` (``chat/member_titles.py``), else its title
+    """The title people read a member by: ``serviceMeta``'s ``shortTitle`` (its ``readingTitle``), else its title
     without its cube's."""
     given = member.get("shortTitle")
     return given if isinstance(given, str) and given else short_title(member.get("title") or member["name"], cube_title)
