@@ -27,7 +27,30 @@ from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Conflict
 from embedadmin.core.rows import create_unique
 
-DATA_SOURCE_SCHEMES = ("duckdb://", "postgresql://", "postgres://")
+# duckdb and postgresql are queried; a warehouse named by Cube's data source type is accepted so that its model
+# compiles and is validated in its SQL dialect (semantic/modeling/dialects.py), its queries refused until it has a
+# driver.
+QUERIED_SCHEMES = ("duckdb://", "postgresql://", "postgres://")
+WAREHOUSE_SCHEMES = tuple(
+    f"{name}://"
+    for name in (
+        "bigquery",
+        "mysql",
+        "snowflake",
+        "redshift",
+        "trino",
+        "presto",
+        "athena",
+        "clickhouse",
+        "databricks",
+        "mssql",
+        "oracle",
+        "sqlite",
+        "mongobi",
+        "materialize",
+    )
+)
+DATA_SOURCE_SCHEMES = QUERIED_SCHEMES + WAREHOUSE_SCHEMES
 ENV_VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENCRYPTED_PLACEHOLDER = "[ENCRYPTED]"
 MAX_ENV_VARIABLES = 500
@@ -89,7 +112,8 @@ def deployment_configure(
     views without an access policy are open to embed viewers (unsafe; docs/security.md).
 
     ``None`` leaves a setting as it is. The model directory must exist; the data source URL must be
-    ``duckdb:///path`` or ``postgresql://...`` and is stored encrypted (it may hold a password).
+    ``duckdb:///path`` or ``postgresql://...`` (or a warehouse's, :data:`WAREHOUSE_SCHEMES`, whose queries are refused
+    for now) and is stored encrypted (it may hold a password).
     """
     updates: list[str] = []
     if model_dir is not None:
@@ -100,7 +124,10 @@ def deployment_configure(
         updates.append("model_dir")
     if data_source_url is not None:
         if not data_source_url.startswith(DATA_SOURCE_SCHEMES):
-            raise BadRequest("data source URL must start with duckdb:/// or postgresql://")
+            raise BadRequest(
+                "data source URL must start with duckdb:/// or postgresql:// (or name a warehouse whose model is "
+                "validated but not queried yet: " + ", ".join(WAREHOUSE_SCHEMES) + ")"
+            )
         deployment.data_source_url_encrypted = credentials.encrypt_secret(data_source_url)
         updates.append("data_source_url_encrypted")
     if chat_token_auth is not None:

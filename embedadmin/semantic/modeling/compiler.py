@@ -26,6 +26,7 @@ from embedadmin.semantic.modeling.definitions import (
     definition_name,
     visibility,
 )
+from embedadmin.semantic.modeling.dependencies import member_snippets
 from embedadmin.semantic.modeling.files import (
     DEFAULT_COMPILE_CONTEXT,
     ModelFile,
@@ -40,12 +41,15 @@ from embedadmin.semantic.modeling.js_models import DEFAULT_LIMITS, SandboxLimits
 from embedadmin.semantic.modeling.members import CubeScope, compile_dimension, compile_measure, compile_segment
 from embedadmin.semantic.modeling.model import (
     CompiledModel,
+    CubeReference,
+    CubeSqlReference,
     Dimension,
     Entity,
     Hierarchy,
     Join,
     Measure,
     Member,
+    MemberReference,
     RefreshKey,
     Segment,
     SourceLocation,
@@ -53,7 +57,7 @@ from embedadmin.semantic.modeling.model import (
 from embedadmin.semantic.modeling.policies import compile_policies
 from embedadmin.semantic.modeling.references import SnippetError, SnippetScope, parse_snippet
 from embedadmin.semantic.modeling.titles import titleize
-from embedadmin.semantic.modeling.views import RAW_MEMBER_SECTIONS, compile_view, folder_tree
+from embedadmin.semantic.modeling.views import RAW_MEMBER_SECTIONS, OwnMembers, compile_view, folder_tree
 
 CUBE_KEYS = DESCRIPTIVE_KEYS | {
     "sql_table",
@@ -96,7 +100,7 @@ class RawCube:
 def compile_model(
     files: list[ModelFile], *, root: Path, dialect: str, js_limits: SandboxLimits = DEFAULT_LIMITS
 ) -> CompiledModel:
-    """Compile ``files`` for ``dialect`` ("duckdb" or "postgres"); raises ModelError on any fault."""
+    """Compile ``files`` for ``dialect`` (the data source's: :mod:`.dialects`); raises ModelError on any fault."""
     problems = Problems()
     env = template_environment(root)
     cubes: dict[str, RawCube] = {}
@@ -141,9 +145,10 @@ def compile_model(
     for location, member_name, message in join_problems(compiled, joins):
         problems.add(location, member_name, message)
     problems.raise_if_any()
+    own_members = _view_members(scope_members, scope_grains, dialect, problems)
     for name, definition in views.items():
         try:
-            compiled[name] = compile_view(definition, compiled, joins, problems)
+            compiled[name] = compile_view(definition, compiled, problems, own_members)
         except Abort:
             continue
     problems.raise_if_any()
@@ -369,6 +374,49 @@ def _compile_cube(raw: RawCube, scope: SnippetScope, dialect: str, problems: Pro
         if isinstance(refresh, dict)
         else None,
     )
+
+
+def _view_members(
+    members: dict[str, dict[str, str]], grains: dict[str, dict[str, frozenset[str]]], dialect: str, problems: Problems
+) -> OwnMembers:
+    """What compiles a view's own members (Cube's legacy form): members whose SQL uses other cubes' members only
+    (``{orders.count} / {users.count}``, a segment ``{orders.status} = 'paid'``), with Cube's refusals for a member
+    that reads a table itself."""
+
+    def compile_own(definition: Definition, title: str) -> list[Member]:
+        view = str(definition.get("name"))
+        scope = SnippetScope(cube=view, members={**members, view: {}}, time_granularities=grains)
+        cube_scope = CubeScope(view, title, scope, dialect, problems, qualify=False)
+        compilers: tuple[tuple[str, Callable[[Definition, CubeScope], Member]], ...] = (
+            ("measures", compile_measure),
+            ("dimensions", compile_dimension),
+            ("segments", compile_segment),
+        )
+        result: list[Member] = []
+        for section, compile_one in compilers:
+            for item in definition.sequence(section):
+                try:
+                    member_definition = _item_definition(definition, item, definition.file, section)
+                    member = compile_one(member_definition, cube_scope)
+                except Abort:
+                    continue
+                references = [r for s in member_snippets(member) for r in s.refs.values()]
+                tables = sorted({r.cube for r in references if isinstance(r, CubeReference | CubeSqlReference)})
+                if tables:
+                    member_definition.error(
+                        f"Member '{member.full_name}' references foreign cubes: {', '.join(tables)}. Please split and "
+                        "move this definition to corresponding cubes."
+                    )
+                elif not any(isinstance(r, MemberReference) for r in references):
+                    member_definition.error(
+                        f"View '{view}' defines own member '{member.full_name}'. Please move this member definition "
+                        "to one of the cubes."
+                    )
+                else:
+                    result.append(member)
+        return result
+
+    return compile_own
 
 
 def _item_definition(owner: Definition, item: Any, file: str, section: str) -> Definition:

@@ -40,6 +40,20 @@ def member_dependencies(model: CompiledModel, member: Member) -> Dependencies:
     return found
 
 
+def cubes_read_through_view(model: CompiledModel, member: Member) -> tuple[str, ...]:
+    """The cubes a view's member reads: the cube of the member it includes, or every cube the SQL of a member the
+    view defines itself reaches (Cube's legacy form); none for a cube's member. Their row filters apply as to
+    cubes reached through the view."""
+    if not model.entities[member.entity].is_view:
+        return ()
+    if member.alias_member:
+        return (model.members[member.alias_member].entity,)
+    cubes: list[str] = []
+    for hint in member_dependencies(model, member).hints:
+        cubes.extend((hint,) if isinstance(hint, str) else hint)
+    return tuple(dict.fromkeys(cubes))
+
+
 def snippet_dependencies(model: CompiledModel, member: Member) -> Dependencies:
     """What ``member``'s own SQL needs, whatever kind of member it is."""
     hints: list[JoinHint] = []

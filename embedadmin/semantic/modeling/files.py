@@ -1,11 +1,12 @@
 """Reading a model directory: which files are model files, Jinja rendering, and YAML that remembers lines.
 
-A model directory holds Cube-format YAML files (``.yml``/``.yaml``) and JavaScript files (``.js``, read by
-:mod:`.js_models`), any nesting; hidden files and folders are skipped, and so is a top-level ``dashboards/``
-folder: it holds dashboards as code, read by the dashboards app, not model files. A YAML file that contains Jinja
-syntax is rendered first, in a sandbox, with Python-like globals and templates importable from the model
-directory (``{% import "macros/x.jinja" as m %}``). Python files (Cube's ``globals.py``) are never executed: a
-model may come from an upload, and running its code would hand the server to whoever wrote it.
+A model directory holds Cube-format YAML files (``.yml``/``.yaml``, and Jinja templates of YAML: ``.jinja``) and
+JavaScript files (``.js``, read by :mod:`.js_models`), any nesting; hidden files and folders are skipped, and so is
+a top-level ``dashboards/`` folder: it holds dashboards as code, read by the dashboards app, not model files. A
+YAML file that contains Jinja syntax (and every ``.jinja`` file) is rendered first, in a sandbox, with Python-like
+globals and templates importable from the model directory (``{% import "macros/x.jinja" as m %}``). Python files
+(Cube's ``globals.py``) are never executed: a model may come from an upload, and running its code would hand the
+server to whoever wrote it.
 
 YAML mappings and sequences come back as :class:`YamlMap` / :class:`YamlList`, which carry the line they
 start on (and, for mappings, the line of each key) so compile errors can name ``file:line``.
@@ -26,7 +27,10 @@ from jinja2.sandbox import SandboxedEnvironment
 from embedadmin.semantic.errors import ModelError, ModelProblem
 
 YAML_SUFFIXES = (".yml", ".yaml")
-MODEL_SUFFIXES = (*YAML_SUFFIXES, ".js")
+# A ``.jinja`` file (``orders.yml.jinja``) is a template whose output is YAML, rendered even without Jinja syntax,
+# as Cube reads it; a macros file rendered on its own gives an empty document.
+JINJA_SUFFIX = ".jinja"
+MODEL_SUFFIXES = (*YAML_SUFFIXES, JINJA_SUFFIX, ".js")
 # The top-level folder of a model directory that holds dashboards as code (``docs/dashboards.md``).
 DASHBOARDS_DIR = "dashboards"
 JINJA_MARKERS = ("{%", "{{", "{#")
@@ -200,7 +204,7 @@ def parse_model_file(model_file: ModelFile, env: SandboxedEnvironment) -> Any:
         text = model_file.content.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _file_error(model_file, 0, f"not UTF-8 text ({exc.reason})") from None
-    if any(marker in text for marker in JINJA_MARKERS):
+    if model_file.path.name.endswith(JINJA_SUFFIX) or any(marker in text for marker in JINJA_MARKERS):
         text = _render(model_file, text, env)
     try:
         return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a (C)SafeLoader

@@ -69,10 +69,14 @@ class CubeScope:
     scope: SnippetScope
     dialect: str
     problems: Problems
+    # Whether bare columns get the cube's alias: not in a view's own members, which have no table of their own.
+    qualify: bool = True
 
     def snippet(self, definition: Definition, key: str, text: object, *, qualify: bool = True) -> SqlSnippet:
         try:
-            return parse_snippet(text, self.scope, definition.location_of(key), self.dialect, qualify=qualify)
+            return parse_snippet(
+                text, self.scope, definition.location_of(key), self.dialect, qualify=qualify and self.qualify
+            )
         except SnippetError as exc:
             raise definition.fail(str(exc), key) from None
 
@@ -191,12 +195,14 @@ def compile_dimension(definition: Definition, cs: CubeScope) -> Dimension:
 def compile_segment(definition: Definition, cs: CubeScope) -> Segment:
     name = definition_name(definition, "segment", cs.cube)
     definition.check_keys(SEGMENT_KEYS)
-    if definition.get("sql") is None:
+    sql = definition.get("sql")
+    if sql is None:
         raise definition.fail('"sql" is required')
     return Segment(
         name=name,
         entity=cs.cube,
-        sql=cs.snippet(definition, "sql", definition.get("sql")),
+        # An empty sql is a segment that keeps every row: Cube drops the empty condition from the WHERE clause.
+        sql=None if sql == "" else cs.snippet(definition, "sql", sql),
         display=cs.display(definition, name, default_public=True),
         location=definition.location,
     )

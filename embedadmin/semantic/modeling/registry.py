@@ -24,6 +24,7 @@ from django.dispatch import Signal
 
 from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.compiler import compile_model
+from embedadmin.semantic.modeling.dialects import MODEL_DIALECTS
 from embedadmin.semantic.modeling.files import (
     FileStamp,
     content_hash,
@@ -37,7 +38,6 @@ from embedadmin.semantic.modeling.model import CompiledModel
 logger = logging.getLogger(__name__)
 
 DEFAULT_CHECK_INTERVAL = 1.0
-DIALECTS = ("duckdb", "postgres")
 RACY_WINDOW_NS = 2_000_000_000
 
 # Sent with ``root`` (the resolved model directory, a Path) when a look finds that directory's dashboards files
@@ -93,7 +93,7 @@ class ModelRegistry:
         self._lock = threading.Lock()
 
     def get(self, directory: str | Path, *, dialect: str, check_interval: float | None = None) -> ModelVersion:
-        if dialect not in DIALECTS:
+        if dialect not in MODEL_DIALECTS:
             raise ValueError(f"unsupported dialect {dialect!r}")
         interval = self.check_interval if check_interval is None else check_interval
         given = (str(directory), dialect)

@@ -9,7 +9,7 @@ unless the cube member says ``public: false`` itself.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from embedadmin.semantic.modeling.definitions import DESCRIPTIVE_KEYS, Definition, Problems, visibility
@@ -18,7 +18,6 @@ from embedadmin.semantic.modeling.model import (
     Entity,
     Folder,
     Hierarchy,
-    Join,
     Measure,
     Member,
     MemberDisplay,
@@ -29,9 +28,14 @@ from embedadmin.semantic.modeling.titles import titleize
 
 RAW_MEMBER_SECTIONS = {"measures": "measure", "dimensions": "dimension", "segments": "segment"}
 VIEW_KEYS = DESCRIPTIVE_KEYS | {"cubes", "folders", "access_policy", "view_group", "view_groups", "extends"}
-VIEW_UNSUPPORTED = frozenset({"measures", "dimensions", "segments", "includes", "excludes"})
+VIEW_KEYS |= RAW_MEMBER_SECTIONS.keys()
+VIEW_UNSUPPORTED = frozenset({"includes", "excludes"})
 VIEW_CUBE_KEYS = frozenset({"join_path", "includes", "excludes", "prefix", "alias", "split"})
 INCLUDE_KEYS = frozenset({"name", "alias", "title", "description", "format", "meta"})
+
+
+# Compiles a view's own members: (view definition, view title) -> members.
+OwnMembers = Callable[[Definition, str], list[Member]]
 
 
 @dataclasses.dataclass
@@ -45,9 +49,11 @@ class _Included:
 def compile_view(
     definition: Definition,
     cubes: Mapping[str, Entity],
-    joins: Mapping[str, Mapping[str, Join]],
     problems: Problems,
+    own_members: OwnMembers | None = None,
 ) -> Entity:
+    """A view. ``own_members`` compiles what the view defines itself (Cube's legacy ``measures``/``dimensions``/
+    ``segments`` of a view, which may only use other cubes' members)."""
     name = str(definition.get("name"))
     definition.check_keys(VIEW_KEYS, VIEW_UNSUPPORTED)
     title = definition.string("title") or titleize(name)
@@ -57,7 +63,7 @@ def compile_view(
     for raw in definition.sequence("cubes"):
         part = definition.child(raw, definition.what, "cubes")
         part.check_keys(VIEW_CUBE_KEYS)
-        path = _join_path(part, cubes, joins)
+        path = _join_path(part, cubes)
         cube = cubes[path[-1]]
         prefix = f"{part.string('alias') or path[-1]}_" if part.boolean("prefix", False) else ""
         chosen = _chosen_members(part, cube)
@@ -71,6 +77,9 @@ def compile_view(
                     part.error(f'"{member_name}" is not a member of {cube.name}', "includes")
                 continue
             view_name = prefix + str(overrides.get("alias") or member_name)
+            # Cube includes a member once per (join path, member, name): the same include written twice is one.
+            if any(i.path == path and i.member is member and i.name == view_name for i in included):
+                continue
             included.append(_Included(member, view_name, path, overrides))
             by_path.setdefault(".".join(path), []).append(view_name)
         hierarchies.extend(_hierarchies(part, cube, prefix, name, included))
@@ -82,6 +91,12 @@ def compile_view(
     renamed = {item.member.full_name: f"{name}.{item.name}" for item in reversed(included)}
     view_public = visibility(definition, True)
     members = [_copy_member(item, name, title, renamed) for item in included]
+    for member in own_members(definition, title) if own_members is not None else ():
+        if member.name in seen:
+            definition.error(f'member "{member.name}" is both included and defined by the view', "cubes")
+            continue
+        seen.add(member.name)
+        members.append(member)
     kinds = {m.name: m.kind for m in members}
     groups = definition.get("view_groups") or ([definition.get("view_group")] if definition.get("view_group") else [])
     return Entity(
@@ -102,16 +117,15 @@ def compile_view(
     )
 
 
-def _join_path(
-    part: Definition, cubes: Mapping[str, Entity], joins: Mapping[str, Mapping[str, Join]]
-) -> tuple[str, ...]:
+def _join_path(part: Definition, cubes: Mapping[str, Entity]) -> tuple[str, ...]:
+    """The cubes of ``join_path``. As in Cube, only the cube names are checked here: whether the joins between them
+    exist is a question of the queries that use the view's members (a query that needs a join no cube declares,
+    in that direction, is refused with "Can't find join path", as Cube refuses it)."""
     text = part.string("join_path", required=True) or ""
     path = tuple(step.strip() for step in text.split("."))
-    for index, step in enumerate(path):
+    for step in path:
         if step not in cubes:
             raise part.fail(f'join_path "{text}": unknown cube "{step}"', "join_path")
-        if index and step not in joins.get(path[index - 1], {}):
-            raise part.fail(f'join_path "{text}": {path[index - 1]} has no join to {step}', "join_path")
     return path
 
 

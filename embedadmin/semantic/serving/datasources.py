@@ -53,6 +53,7 @@ from django.conf import settings
 
 from embedadmin.core.pgpool import CheckedConnectionPool, is_unavailable_error, unavailable_reason
 from embedadmin.semantic.errors import DataSourceError, QueryTimeout
+from embedadmin.semantic.modeling.dialects import DEFAULT_DIALECT, dialect_for
 
 logger = logging.getLogger(__name__)
 
@@ -576,10 +577,15 @@ _SCHEMES: dict[str, tuple[Callable[[str], DataSource], Dialect]] = {
 }
 
 
-def dialect_of(url: str) -> Dialect:
-    """The SQL dialect of a data source URL; DuckDB's (the embedded default) when it names no source."""
-    known = _SCHEMES.get(urlsplit(url).scheme.lower())
-    return known[1] if known else DuckDBSource.dialect
+def dialect_of(url: str) -> str:
+    """The SQL dialect of a data source URL; DuckDB's (the embedded default) when it names no source. A
+    warehouse this server cannot query yet (``bigquery://...``, ``mysql://...``: Cube's data source types) gives
+    its own dialect, which its model's SQL is parsed in (:mod:`embedadmin.semantic.modeling.dialects`)."""
+    scheme = urlsplit(url).scheme.lower()
+    known = _SCHEMES.get(scheme)
+    if known:
+        return known[1]
+    return dialect_for(scheme) or DEFAULT_DIALECT
 
 
 _sources: dict[str, DataSource] = {}
@@ -591,8 +597,13 @@ def get_data_source(url: str) -> DataSource:
     source = _sources.get(url)
     if source is not None:
         return source
-    known = _SCHEMES.get(urlsplit(url).scheme.lower())
+    scheme = urlsplit(url).scheme.lower()
+    known = _SCHEMES.get(scheme)
     if known is None:
+        if dialect_for(scheme):
+            raise DataSourceError(
+                f"{scheme} data sources are not queried by this server yet (DuckDB and PostgreSQL are)"
+            )
         raise DataSourceError("Unsupported data source URL: use duckdb:///path or postgresql://...")
     factory = known[0]
     with _sources_lock:

@@ -36,6 +36,7 @@ from embedadmin.core.memory import ByteLRU
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.cubesql.plan import CubeSqlPlan, cubesql_plan
 from embedadmin.semantic.errors import ModelError, QueryError
+from embedadmin.semantic.modeling.dialects import QUERYABLE
 from embedadmin.semantic.modeling.model import CompiledModel
 from embedadmin.semantic.modeling.registry import ModelVersion, load_model
 from embedadmin.semantic.query.normalize import CACHE_MODES, Limits
@@ -85,6 +86,11 @@ class ServedModel:
         """Refuse a query for a deployment whose data source is not configured."""
         if not self.source_url:
             raise ApiError(f"Deployment {self.deployment.pk} has no data source: set one with configure_deployment")
+        if self.dialect not in QUERYABLE:
+            raise ApiError(
+                f"Deployment {self.deployment.pk}'s data source is {self.dialect}: its model compiles and is validated "
+                "in that dialect, but this server queries only DuckDB and PostgreSQL so far"
+            )
 
     def with_model_error(self, exc: QueryError) -> QueryError:
         """``exc``, naming the model's compile error too when the files on disk are broken."""

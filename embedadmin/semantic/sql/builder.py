@@ -25,7 +25,11 @@ from sqlglot import exp
 
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.errors import QueryError
-from embedadmin.semantic.modeling.dependencies import member_dependencies, snippet_dependencies
+from embedadmin.semantic.modeling.dependencies import (
+    cubes_read_through_view,
+    member_dependencies,
+    snippet_dependencies,
+)
 from embedadmin.semantic.modeling.joins import JoinHint, JoinTree, build_join_tree
 from embedadmin.semantic.modeling.model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure, Member
 from embedadmin.semantic.modeling.model import value_type as member_value_type
@@ -99,8 +103,8 @@ class _Builder(GroupStatements):
             path = member.join_path
             hints.append(path if len(path) > 1 else path[0])
         origin = self.renderer.origin(member)
-        if not member.alias_member:
-            hints.append(origin.entity)
+        if not member.alias_member and not self.model.entities[origin.entity].is_view:
+            hints.append(origin.entity)  # a view's own member has no table: only what its SQL reaches is joined
         hints.extend(member_dependencies(self.model, origin).hints)
         return hints
 
@@ -157,7 +161,7 @@ class _Builder(GroupStatements):
         used = [*query.measures, *query.dimensions, *(td.dimension for td in query.time_dimensions), *query.segments]
         used.extend(leaf.member for leaf in query_leaves(query.filters))
         named = [self.member(name).entity for name in used]
-        reached = [self.renderer.origin(m).entity for m in map(self.member, used) if m.alias_member]
+        reached = [cube for m in map(self.member, used) for cube in cubes_read_through_view(self.model, m)]
         restrictions = row_restriction(self.model, named, self.ctx, through_views=reached)
         used.extend(leaf.member for node in restrictions for leaf in filter_leaves(node))
         tree = self.join_tree(used)

@@ -218,7 +218,8 @@ class Renderer:
     def segment(self, member: Member) -> exp.Expr:
         segment = self.origin(member)
         assert isinstance(segment, Segment)
-        assert segment.sql is not None
+        if segment.sql is None:  # an empty sql: every row (Cube leaves the condition out)
+            return exp.true()
         return self.snippet(segment.sql)
 
     # -- time ---------------------------------------------------------------------------------------

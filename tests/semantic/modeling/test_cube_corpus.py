@@ -25,9 +25,18 @@ from embedadmin.semantic import ModelError, QueryContext, load_model, meta
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "cube_corpus"
 
-# The product's SQL dialect for a repository's data source. Other sources (BigQuery, MySQL, Snowflake, Trino...)
-# compile with DuckDB's until the product has their dialect: add them here when it does.
-DIALECTS = {"postgres": "postgres", "duckdb": "duckdb"}
+# The SQL dialect a repository's member SQL is parsed in: its data source's (Cube's data source type, as
+# SOURCE.json records it; semantic/modeling/dialects.py). A source the repository does not name compiles with DuckDB's.
+DIALECTS = {
+    "postgres": "postgres",
+    "duckdb": "duckdb",
+    "bigquery": "bigquery",
+    "mysql": "mysql",
+    "mongobi": "mysql",
+    "snowflake": "snowflake",
+    "trino": "trino",
+    "sqlite": "sqlite",
+}
 
 
 def load(repo: str, name: str) -> dict[str, Any]:

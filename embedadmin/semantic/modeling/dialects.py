@@ -1,0 +1,49 @@
+"""The SQL dialect a model's member SQL is written in: the dialect of the data source it is compiled for.
+
+Cube copies member SQL into its queries as text, so a model written for BigQuery or MySQL may quote names with
+backticks (``{CUBE}.`taxA```). This server parses member SQL into a syntax tree once per compile (sqlglot), so it
+must parse in the source's own dialect. A source is named by Cube's data source type (``CUBEJS_DB_TYPE``:
+``bigquery``, ``mysql``...), which is also the scheme of a deployment's data source URL (``bigquery://...``).
+
+Only DuckDB and PostgreSQL are queried by this server (:data:`QUERYABLE`); a model for another source compiles
+and is validated in that source's dialect (its ``/v1/meta`` answers), and its queries are refused until a driver
+for that source exists.
+"""
+
+from __future__ import annotations
+
+# Cube's data source types -> the sqlglot dialect their SQL is written in.
+CUBE_DB_TYPES: dict[str, str] = {
+    "duckdb": "duckdb",
+    "postgres": "postgres",
+    "postgresql": "postgres",
+    "questdb": "postgres",
+    "crate": "postgres",
+    "materialize": "materialize",
+    "risingwave": "risingwave",
+    "redshift": "redshift",
+    "mysql": "mysql",
+    "mongobi": "mysql",  # MongoDB's BI connector speaks MySQL
+    "bigquery": "bigquery",
+    "snowflake": "snowflake",
+    "trino": "trino",
+    "presto": "presto",
+    "athena": "athena",
+    "clickhouse": "clickhouse",
+    "databricks-jdbc": "databricks",
+    "databricks": "databricks",
+    "mssql": "tsql",
+    "oracle": "oracle",
+    "sqlite": "sqlite",
+    "hive": "hive",
+    "druid": "druid",
+    "dremio": "dremio",
+}
+MODEL_DIALECTS = frozenset(CUBE_DB_TYPES.values())
+QUERYABLE = frozenset({"duckdb", "postgres"})
+DEFAULT_DIALECT = "duckdb"
+
+
+def dialect_for(db_type: str) -> str | None:
+    """The dialect of a Cube data source type (None for a type this server does not know)."""
+    return CUBE_DB_TYPES.get(db_type.strip().lower())
