@@ -50,33 +50,30 @@ _FACET_CHANNELS = ("row", "column", "facet")
 # --- query shape -------------------------------------------------------------------------------------------
 
 
+def time_dimensions(query: dict[str, Any]) -> list[dict[str, Any]]:
+    """A query's time dimension objects that name their member (the others are refused when it is validated)."""
+    found = query.get("timeDimensions") or []
+    return [td for td in found if isinstance(td, dict) and isinstance(td.get("dimension"), str)]
+
+
 def result_keys(query: dict[str, Any]) -> dict[str, str]:
     """Member -> the key its values have in a ``/v1/load`` row (a grouped time dimension: ``member.grain``)."""
     keys = {m: m for m in _named(query)}
-    for td in query.get("timeDimensions") or []:
-        if isinstance(td, dict) and isinstance(td.get("dimension"), str) and td.get("granularity"):
+    for td in time_dimensions(query):
+        if td.get("granularity"):
             keys[td["dimension"]] = f"{td['dimension']}.{td['granularity']}"
     return keys
 
 
 def _named(query: dict[str, Any]) -> list[str]:
     names = [m for part in ("measures", "dimensions") for m in query.get(part) or [] if isinstance(m, str)]
-    names += [
-        td["dimension"]
-        for td in query.get("timeDimensions") or []
-        if isinstance(td, dict) and isinstance(td.get("dimension"), str)
-    ]
-    return names
+    return names + [td["dimension"] for td in time_dimensions(query)]
 
 
 def output_members(query: dict[str, Any]) -> list[str]:
     """The members of a query's ``/v1/load`` rows, in order: dimensions, grouped time dimensions, measures."""
     names = [m for m in query.get("dimensions") or [] if isinstance(m, str)]
-    names += [
-        td["dimension"]
-        for td in query.get("timeDimensions") or []
-        if isinstance(td, dict) and isinstance(td.get("dimension"), str) and td.get("granularity")
-    ]
+    names += [td["dimension"] for td in time_dimensions(query) if td.get("granularity")]
     names += [m for m in query.get("measures") or [] if isinstance(m, str)]
     return list(dict.fromkeys(names))
 
@@ -116,7 +113,7 @@ def _member_type(member: str, query: dict[str, Any], described: Mapping[str, Any
         return given
     if member in (query.get("measures") or []):
         return "number"
-    if any(isinstance(td, dict) and td.get("dimension") == member for td in query.get("timeDimensions") or []):
+    if any(td["dimension"] == member for td in time_dimensions(query)):
         return "time"
     return "string"
 

@@ -37,6 +37,7 @@ from embedadmin.dashboards.models import ReportSnapshot
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.modeling.model import DATE_OPERATORS, VALUELESS_OPERATORS
 from embedadmin.semantic.modeling.reading_titles import READING_TITLE
+from embedadmin.semantic.query.dates import date_range_presets
 from embedadmin.semantic.serving.services import semantic_meta
 
 DATE_RANGE = "inDateRange"
@@ -374,11 +375,7 @@ def query_members(query: dict[str, Any]) -> list[str]:
     names: list[str] = []
     for part in ("measures", "dimensions", "segments"):
         names += [m for m in query.get(part) or [] if isinstance(m, str)]
-    names += [
-        td["dimension"]
-        for td in query.get("timeDimensions") or []
-        if isinstance(td, dict) and isinstance(td.get("dimension"), str)
-    ]
+    names += [td["dimension"] for td in tiles.time_dimensions(query)]
     names += [name for item in _filter_items(query.get("filters")) if (name := _filter_member(item)) is not None]
     return list(dict.fromkeys(names))
 
@@ -390,8 +387,8 @@ def _rename_in_query(query: dict[str, Any], old: str, new: str) -> None:
         if isinstance(query.get(part), list):
             renamed = [new if m == old else m for m in query[part]]
             query[part] = [m for i, m in enumerate(renamed) if not isinstance(m, str) or renamed.index(m) == i]
-    for td in query.get("timeDimensions") or []:
-        if isinstance(td, dict) and td.get("dimension") == old:
+    for td in tiles.time_dimensions(query):
+        if td["dimension"] == old:
             td["dimension"] = new
     order = query.get("order")
     if isinstance(order, dict):
@@ -451,9 +448,9 @@ def _compose_query(
         if _cube_of(control.member) not in cubes:
             continue
         if control.type == "TIME_GRAIN" and control.id in state.grains:
-            for td in composed.get("timeDimensions") or []:
+            for td in tiles.time_dimensions(composed):
                 # Only a time dimension already grouped by a grain: a KPI's date range stays one number.
-                if isinstance(td, dict) and td.get("dimension") == control.member and td.get("granularity"):
+                if td["dimension"] == control.member and td.get("granularity"):
                     td["granularity"] = state.grains[control.id]
     if added:
         existing = composed.get("filters")
@@ -550,11 +547,14 @@ def _control_item(control: Control, members: Mapping[str, dict[str, Any]]) -> di
     if control.type == "FILTER":
         item.update(
             operators=control.operators,
+            dateRange=control.is_date_range,
             multiple=control.config.get("multiple", True) is not False,
             visibility=control.config.get("visibility", "visible"),
             defaultValue=control.config.get("defaultValue"),
         )
-        if not control.is_date_range:
+        if control.is_date_range:
+            item["presets"] = date_range_presets()  # the ranges a person picks from: ones the Core Data API reads
+        else:
             item["valuesQuery"] = {
                 "dimensions": [control.member],
                 "order": {control.member: "asc"},

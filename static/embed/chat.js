@@ -534,7 +534,8 @@
         if (index < 0) return;
         def.field = "c" + index;
         var column = columns[index];
-        if (def.title === undefined) def.title = (column && column.title) || K.memberTitle(names[index]);
+        // The server titles the spec by its columns' titles (tools.py `titled_spec`): a person's words, never a name.
+        if (def.title === undefined && column && column.title) def.title = column.title;
         if (formatted && column) dress(channel, def, column);
       });
     });

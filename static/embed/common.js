@@ -159,14 +159,16 @@
   }
   HttpError.prototype = Object.create(Error.prototype);
 
-  /** fetch with JSON in and out; resolves {status, body, response}; rejects HttpError on non-2xx. */
+  /** fetch with JSON in and out; resolves {status, body, response}; rejects HttpError on non-2xx. The embed pages
+   * send no cookies; the panel's pages (the report builder) pass `credentials: "same-origin"` with their CSRF
+   * header. */
   function request(url, options) {
     options = options || {};
     var headers = Object.assign({ Accept: "application/json" }, options.headers || {});
     var init = {
       method: options.method || "GET",
       headers: headers,
-      credentials: "omit",
+      credentials: options.credentials === "same-origin" ? "same-origin" : "omit",
       cache: "no-store",
       referrerPolicy: "no-referrer",
       signal: options.signal,
@@ -752,12 +754,6 @@
     return h("section.embed-error-box", { role: "alert" }, h("h1", title), h("p", message));
   }
 
-  /** "sales.total_amount" -> "Total amount": the fallback title of a member. */
-  function memberTitle(name) {
-    var local = String(name).split(".").pop().replace(/_/g, " ");
-    return local.charAt(0).toUpperCase() + local.slice(1);
-  }
-
   window.EmbedKit = {
     h: h,
     append: append,
@@ -782,7 +778,6 @@
     downloadBlob: downloadBlob,
     csvRecordCount: csvRecordCount,
     safeFilename: safeFilename,
-    memberTitle: memberTitle,
     numeric: numeric,
     paragraphs: paragraphs,
     errorBox: errorBox,

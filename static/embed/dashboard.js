@@ -95,20 +95,6 @@
   // Controls: FILTER (values or a date range), TIME_GRAIN, FIELD
   // ---------------------------------------------------------------------------------------------
 
-  var DATE_PRESETS = [
-    ["", "All time"],
-    ["today", "Today"],
-    ["last 7 days", "Last 7 days"],
-    ["last 30 days", "Last 30 days"],
-    ["last 90 days", "Last 90 days"],
-    ["last 12 months", "Last 12 months"],
-    ["this month", "This month"],
-    ["this quarter", "This quarter"],
-    ["this year", "This year"],
-    ["last year", "Last year"],
-    ["custom", "Custom range"],
-  ];
-
   var OPERATOR_LABELS = {
     equals: "is",
     notEquals: "is not",
@@ -134,10 +120,6 @@
     };
   }
 
-  function isDateControl(control) {
-    return (control.operators || []).indexOf("inDateRange") !== -1 || control.kind === "dateRange";
-  }
-
   function renderControls() {
     K.clear(controlsBar);
     var controls = (view.controls || []).filter(function (control) {
@@ -149,7 +131,7 @@
       var body;
       if (control.type === "TIME_GRAIN") body = grainControl(control, disabled);
       else if (control.type === "FIELD") body = fieldControl(control, disabled);
-      else if (isDateControl(control)) body = dateControl(control, disabled);
+      else if (control.dateRange) body = dateControl(control, disabled);
       else body = filterControl(control, disabled);
       var label = control.label;
       controlsBar.appendChild(
@@ -214,8 +196,13 @@
     } else if (values.length === 1 && typeof values[0] === "string") {
       preset = values[0].toLowerCase();
     }
-    var presets = DATE_PRESETS.slice();
-    if (preset && !presets.some(function (p) { return p[0] === preset; })) presets.splice(1, 0, [preset, preset.charAt(0).toUpperCase() + preset.slice(1)]);
+    // The ranges offered are the server's (the semantic layer's date parser reads them); a range set otherwise (the
+    // URL, set-filter, the dashboard's default) that the list does not have is shown as written.
+    var presets = (control.presets || []).map(function (p) {
+      return [p.value, p.label];
+    });
+    if (preset && !presets.some(function (p) { return p[0] === preset; })) presets.unshift([preset, preset]);
+    presets = [["", "All time"]].concat(presets, [["custom", "Custom range"]]);
     var wrapper = h("div.control-daterange");
     var fromInput = h("input.control-input.control-date", { type: "date", value: from, "aria-label": "From", disabled: disabled });
     var toInput = h("input.control-input.control-date", { type: "date", value: to, "aria-label": "To", disabled: disabled });
@@ -601,51 +588,39 @@
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Renderers: vega, table, kpi, text
+  // Renderers: a tile's rows drawn by the shared tile drawing (tiles.js: table, KPI, pivot, chart), text
   // ---------------------------------------------------------------------------------------------
 
-  /** Rows for vega: a number column's values as numbers (Cube sends them as strings), everything else as it is. */
-  function typedRows(tile) {
-    var numeric = (tile.widget.columns || []).filter(function (column) {
-      return column.type === "number";
-    });
-    return (tile.result.data || []).map(function (row) {
-      var copy = Object.assign({}, row);
-      numeric.forEach(function (column) {
-        copy[column.key] = K.numeric(copy[column.key]);
-      });
-      return copy;
-    });
+  function chartKey(tile) {
+    return JSON.stringify(tile.widget.spec) + "|" + (K.isDark() ? "dark" : "light") + "|" + (tile.themeKey || "") + "|" + formatter.locale;
   }
 
+  /** Draw the tile's rows as the server composed it; a chart whose spec, theme and locale are unchanged has its rows
+   * swapped in place (no flicker). */
   function renderTile(tile) {
-    if (tile.kind === "table") return Promise.resolve(renderTable(tile));
-    if (tile.kind === "kpi") return Promise.resolve(renderKpi(tile));
-    if (tile.kind === "pivot") return Promise.resolve(renderPivot(tile));
-    return renderVega(tile);
-  }
-
-  function renderVega(tile) {
-    var rows = typedRows(tile);
-    var key = JSON.stringify(tile.widget.spec) + "|" + (K.isDark() ? "dark" : "light") + "|" + (tile.themeKey || "") + "|" + formatter.locale;
-    if (tile.vegaView && tile.vegaKey === key) {
-      // Same spec: swap the rows in place (no flicker).
-      return tile.vegaView.data("table", rows).runAsync();
+    var widget = tile.widget;
+    var rows = tile.result.data || [];
+    var key = chartKey(tile);
+    if (tile.kind === "vega" && tile.vegaView && tile.vegaKey === key) {
+      return tile.vegaView.data("table", K.Tiles.chartRows(widget, rows)).runAsync();
     }
     disposeVega(tile);
-    K.clear(tile.body);
-    if (!rows.length) {
-      tile.body.appendChild(h("p.tile-empty", "No data for this selection"));
-      return Promise.resolve();
-    }
-    var target = h("div.chart");
-    tile.body.appendChild(target);
-    return K.embedVega(target, tile.widget.spec || {}, { table: rows }, function () {
-      return formatter;
-    }).then(function (result) {
+    var totals = {};
+    Object.keys(tile.totals || {}).forEach(function (name) {
+      totals[name] = tile.totals[name].data || [];
+    });
+    var options = {
+      formatter: function () {
+        return formatter;
+      },
+      totals: totals,
+      kpiLabel: !widget.title,
+    };
+    return K.Tiles.draw(tile.body, Object.assign({}, widget, { kind: tile.kind }), rows, options).then(function (result) {
+      if (!result) return;
       tile.vegaView = result.view;
       tile.vegaKey = key;
-      watchSize(tile, target);
+      watchSize(tile, tile.body.querySelector(".chart"));
       result.view.addEventListener("click", function (event, item) {
         drilldown(tile, item);
       });
@@ -696,193 +671,6 @@
     }
   }
 
-  function cell(tag, column, value) {
-    return h(tag + (column.type === "number" ? ".num" : ""), formatter.value(value, column));
-  }
-
-  /** A table: exactly the tile's columns, with their titles, each cell formatted by its column. */
-  function renderTable(tile) {
-    disposeVega(tile);
-    K.clear(tile.body);
-    var columns = tile.widget.columns || [];
-    var rows = tile.result.data || [];
-    if (!rows.length) {
-      tile.body.appendChild(h("p.tile-empty", "No data for this selection"));
-      return;
-    }
-    var headRow = h("tr");
-    columns.forEach(function (column) {
-      headRow.appendChild(h("th" + (column.type === "number" ? ".num" : ""), { scope: "col" }, column.title));
-    });
-    var body = h("tbody");
-    var limit = Math.min(rows.length, ROW_LIMIT);
-    for (var i = 0; i < limit; i += 1) {
-      var tr = h("tr");
-      for (var c = 0; c < columns.length; c += 1) tr.appendChild(cell("td", columns[c], rows[i][columns[c].key]));
-      body.appendChild(tr);
-    }
-    tile.body.appendChild(h("div.table-scroll", { tabindex: "0" }, h("table.data-table", h("thead", headRow), body)));
-    if (rows.length > limit) tile.body.appendChild(h("p.tile-note", "First " + limit + " of " + rows.length + " rows"));
-  }
-
-  var ROW_LIMIT = 2000;
-
-  function renderKpi(tile) {
-    disposeVega(tile);
-    K.clear(tile.body);
-    var measure = (tile.widget.spec || {}).measure || { key: "", title: "", type: "number" };
-    var value = ((tile.result.data || [])[0] || {})[measure.key];
-    tile.body.appendChild(
-      h(
-        "div.kpi",
-        h("p.kpi-value", { title: value === undefined || value === null ? "" : String(value) }, formatter.value(value, measure)),
-        tile.widget.title ? null : h("p.kpi-label", measure.title)
-      )
-    );
-  }
-
-  /** A pivot table: a row per distinct value of the row columns (in the query's order), a column per distinct value
-   * of the column columns (ascending) and value, the totals the server's queries answered. */
-  function renderPivot(tile) {
-    disposeVega(tile);
-    K.clear(tile.body);
-    var spec = tile.widget.spec || {};
-    var rowColumns = spec.rows || [];
-    var colColumns = spec.columns || [];
-    var values = spec.values || [];
-    var data = tile.result.data || [];
-    if (!data.length) {
-      tile.body.appendChild(h("p.tile-empty", "No data for this selection"));
-      return;
-    }
-    function tuple(row, columns) {
-      return columns.map(function (column) {
-        var value = row[column.key];
-        return value === undefined ? null : value;
-      });
-    }
-    function index(rows, columns) {
-      var found = {};
-      var order = [];
-      rows.forEach(function (row) {
-        var key = JSON.stringify(tuple(row, columns));
-        if (!found[key]) {
-          found[key] = row;
-          order.push(key);
-        }
-      });
-      return { rows: found, order: order };
-    }
-    var byRow = index(data, rowColumns);
-    var byColumn = index(data, colColumns);
-    var colKeys = byColumn.order.slice().sort(function (a, b) {
-      var x = JSON.parse(a);
-      var y = JSON.parse(b);
-      for (var i = 0; i < x.length; i += 1) {
-        var order = compareValues(x[i], y[i], colColumns[i]);
-        if (order) return order;
-      }
-      return 0;
-    });
-    var cells = {};
-    data.forEach(function (row) {
-      cells[JSON.stringify(tuple(row, rowColumns)) + "|" + JSON.stringify(tuple(row, colColumns))] = row;
-    });
-    var totals = tile.totals || {};
-    var rowTotals = totals.rows ? index(totals.rows.data || [], rowColumns).rows : null;
-    var colTotals = totals.columns ? index(totals.columns.data || [], colColumns).rows : null;
-    var grand = totals.grand ? (totals.grand.data || [])[0] || null : null;
-    var headerColumns = Math.max(1, rowColumns.length);
-    var head = h("thead");
-    colColumns.forEach(function (column, level) {
-      var tr = h("tr", h("th.pivot-dimension", { scope: "row", colspan: headerColumns }, column.title));
-      for (var i = 0; i < colKeys.length; ) {
-        var start = JSON.parse(colKeys[i]);
-        var span = 1;
-        while (i + span < colKeys.length && samePrefix(start, JSON.parse(colKeys[i + span]), level)) span += 1;
-        tr.appendChild(h("th.num", { scope: "colgroup", colspan: span * values.length }, formatter.value(start[level], column)));
-        i += span;
-      }
-      if (rowTotals && level === 0) tr.appendChild(h("th.num.pivot-total", { scope: "colgroup", rowspan: colColumns.length, colspan: values.length }, "Total"));
-      head.appendChild(tr);
-    });
-    var titles = h("tr");
-    if (rowColumns.length) {
-      rowColumns.forEach(function (column) {
-        titles.appendChild(h("th", { scope: "col" }, column.title));
-      });
-    } else titles.appendChild(h("th", { scope: "col" }, ""));
-    var groups = colColumns.length ? colKeys.length + (rowTotals ? 1 : 0) : 1;
-    if (values.length === 1 && colColumns.length) {
-      titles.appendChild(h("th.pivot-values", { scope: "colgroup", colspan: groups }, values[0].title));
-    } else {
-      for (var g = 0; g < groups; g += 1) {
-        values.forEach(function (value) {
-          titles.appendChild(h("th.num", { scope: "col" }, value.title));
-        });
-      }
-    }
-    head.appendChild(titles);
-    var body = h("tbody");
-    var shownKeys = byRow.order.slice(0, ROW_LIMIT);
-    var previous = [];
-    shownKeys.forEach(function (rowKey) {
-      var labels = JSON.parse(rowKey);
-      var tr = h("tr");
-      if (rowColumns.length) {
-        rowColumns.forEach(function (column, level) {
-          // A value that repeats the row above's at every level up to here is left blank: the groups read as groups.
-          var repeated = samePrefix(labels, previous, level);
-          tr.appendChild(h("th", { scope: "row" }, repeated ? "" : formatter.value(labels[level], column)));
-        });
-      } else tr.appendChild(h("th", { scope: "row" }, ""));
-      previous = labels;
-      var keys = colColumns.length ? colKeys : [JSON.stringify([])];
-      keys.forEach(function (colKey) {
-        var row = cells[rowKey + "|" + colKey] || {};
-        values.forEach(function (value) {
-          tr.appendChild(cell("td", value, row[value.key]));
-        });
-      });
-      if (rowTotals) {
-        values.forEach(function (value) {
-          tr.appendChild(cell("td.pivot-total", value, (rowTotals[rowKey] || {})[value.key]));
-        });
-      }
-      body.appendChild(tr);
-    });
-    var table = h("table.data-table.pivot-table", head, body);
-    if (colTotals || (grand && !colColumns.length)) {
-      var foot = h("tr", h("th", { scope: "row", colspan: headerColumns }, "Total"));
-      (colColumns.length ? colKeys : []).forEach(function (colKey) {
-        values.forEach(function (value) {
-          foot.appendChild(cell("td", value, colTotals ? (colTotals[colKey] || {})[value.key] : null));
-        });
-      });
-      if (grand && (rowTotals || !colColumns.length)) {
-        values.forEach(function (value) {
-          foot.appendChild(cell("td.pivot-total", value, grand[value.key]));
-        });
-      }
-      table.appendChild(h("tfoot", foot));
-    }
-    tile.body.appendChild(h("div.table-scroll", { tabindex: "0" }, table));
-    if (byRow.order.length > shownKeys.length) tile.body.appendChild(h("p.tile-note", "First " + shownKeys.length + " of " + byRow.order.length + " rows"));
-  }
-
-  function samePrefix(a, b, level) {
-    for (var i = 0; i <= level; i += 1) if (!b || i >= b.length || a[i] !== b[i]) return false;
-    return true;
-  }
-
-  function compareValues(a, b, column) {
-    if (a === b) return 0;
-    if (a === null) return 1;
-    if (b === null) return -1;
-    if (column && column.type === "number") return Number(a) - Number(b);
-    return String(a) < String(b) ? -1 : 1;
-  }
-
   function renderText(tile) {
     K.clear(tile.body);
     K.paragraphs(tile.widget.text || (tile.widget.config && tile.widget.config.text) || "").forEach(function (paragraph) {
@@ -895,7 +683,7 @@
       var tile = tiles[id];
       if (tile.kind === "vega" && tile.result && tile.status === "ready") {
         disposeVega(tile);
-        renderVega(tile).catch(function (error) {
+        renderTile(tile).catch(function (error) {
           showTileError(tile, "This chart could not be drawn", error);
         });
       }

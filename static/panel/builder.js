@@ -36,30 +36,16 @@
   // ---------------------------------------------------------------------------------------------
 
   function post(url, body, signal) {
-    return fetch(url, {
-      method: "POST",
-      credentials: "same-origin",
-      cache: "no-store",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": boot.csrfToken },
-      body: JSON.stringify(body),
-      signal: signal,
-    }).then(function (response) {
-      return response.text().then(function (text) {
-        var answer = null;
-        try {
-          answer = text ? JSON.parse(text) : null;
-        } catch (ignored) {
-          answer = null;
-        }
-        if (!response.ok) {
-          var error = new Error((answer && answer.error) || "The server answered " + response.status);
-          error.field = answer && answer.field;
-          error.status = response.status;
-          throw error;
-        }
-        return answer;
-      });
-    });
+    var options = { method: "POST", body: body, signal: signal, credentials: "same-origin", headers: { "X-CSRFToken": boot.csrfToken } };
+    return K.request(url, options).then(
+      function (answer) {
+        return answer.body;
+      },
+      function (error) {
+        error.field = error.body && error.body.field; // where the page shows the refusal
+        throw error;
+      }
+    );
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -77,7 +63,7 @@
 
   function titleOf(name) {
     var member = members[name];
-    return (member && (member.shortTitle || member.title)) || K.memberTitle(name);
+    return member ? member.title : name; // the title a person reads it by (the server's)
   }
 
   /** How a member's filter values are read: string, number, time or boolean (the operators' table's keys). */
@@ -196,7 +182,7 @@
       grains.push(option(grain.name, grain.title, grain.name === chosen));
     });
     ((time && time.granularities) || []).forEach(function (grain) {
-      grains.push(option(grain.name, grain.title || K.memberTitle(grain.name), grain.name === chosen));
+      grains.push(option(grain.name, grain.title, grain.name === chosen));
     });
     fill($("b-grain"), grains);
     $("b-grain").disabled = !time;
@@ -763,56 +749,8 @@
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Drawing the preview, as the embed page draws a tile
+  // Drawing the preview: the tile as the server composed it, drawn by the embed page's own drawing (tiles.js)
   // ---------------------------------------------------------------------------------------------
-
-  function membersOf(answer) {
-    var described = {};
-    var annotation = answer.annotation || {};
-    ["dimensions", "timeDimensions", "measures", "segments"].forEach(function (group) {
-      Object.assign(described, annotation[group] || {});
-    });
-    var given = answer.widget.members || {};
-    Object.keys(given).forEach(function (name) {
-      described[name] = Object.assign({}, described[name] || {}, given[name]);
-    });
-    return described;
-  }
-
-  /** The key of a member's values in the rows (a grouped time dimension: member.grain). */
-  function resultKey(query, name) {
-    var td = (query.timeDimensions || []).filter(function (t) {
-      return t.dimension === name && t.granularity;
-    })[0];
-    return td ? name + "." + td.granularity : name;
-  }
-
-  /** A tile column ({member, key, title, type, format?, currency?, granularity?}) as the server composed it, or,
-   * for a member named only, made from the member's description. */
-  function columnOf(item, query, described) {
-    if (item && typeof item === "object") return item;
-    var key = resultKey(query, item);
-    var member = described[item] || members[item] || {};
-    var column = { member: item, key: key, title: titleOf(item), type: member.type || "string" };
-    if (member.format !== undefined) column.format = member.format;
-    if (member.currency !== undefined) column.currency = member.currency;
-    if (key !== item) column.granularity = key.slice(item.length + 1);
-    return column;
-  }
-
-  /** The tile's columns: the composition's, else the query's dimensions, grouped time dimensions and measures. */
-  function columnsOf(widget, described) {
-    var query = widget.query || {};
-    if (Array.isArray(widget.columns) && widget.columns.length) return widget.columns;
-    var names = (query.dimensions || []).slice();
-    (query.timeDimensions || []).forEach(function (td) {
-      if (td.granularity) names.push(td.dimension);
-    });
-    names = names.concat(query.measures || []);
-    return names.map(function (name) {
-      return columnOf(name, query, described);
-    });
-  }
 
   function count(n) {
     return new Intl.NumberFormat(formatter.locale).format(n);
@@ -830,7 +768,6 @@
     state.shown = answer;
     formatter = new K.Formatter(answer.locale, answer.timezone);
     var widget = answer.widget;
-    var described = membersOf(answer);
     var rows = answer.data || [];
     $("b-preview-status").textContent =
       count(answer.rowCount) + (answer.rowCount === 1 ? " row" : " rows") + " in " + count(answer.durationMs) + " ms, as " + answer.viewer;
@@ -843,38 +780,16 @@
       body.appendChild(h("p.builder-empty", "No rows for this query, as " + answer.viewer + "."));
       return Promise.resolve();
     }
-    var columns = columnsOf(widget, described);
-    if (widget.kind === "kpi") return Promise.resolve(drawKpi(body, widget, rows, described));
-    if (widget.kind === "table") return Promise.resolve(drawTable(body, widget, rows, columns, described));
-    if (widget.kind === "pivot") return Promise.resolve(drawPivot(body, widget, rows, described, answer.totals || {}));
-    return drawChart(body, widget, rows, columns);
-  }
-
-  /** A time value as Vega reads a date it parses: a wall-clock text in the browser's zone (the Formatter reads it
-   * back the same way), so that a time axis has a domain whatever formatter its labels use. */
-  function asDate(value) {
-    if (value === null || value === undefined || value === "") return value;
-    var text = String(value);
-    var date = new Date(/(Z|[+-]\d\d:?\d\d)$/.test(text) ? text : text.replace(" ", "T"));
-    return isNaN(date.getTime()) ? value : date;
-  }
-
-  function drawChart(body, widget, rows, columns) {
-    var typed = rows.map(function (row) {
-      var copy = Object.assign({}, row);
-      columns.forEach(function (column) {
-        if (!(column.key in copy)) return;
-        if (column.type === "number") copy[column.key] = K.numeric(copy[column.key]);
-        else if (column.type === "time") copy[column.key] = asDate(copy[column.key]);
-      });
-      return copy;
-    });
-    var target = h("div.builder-chart");
-    body.appendChild(target);
-    return K.embedVega(target, widget.spec || {}, { table: typed }, function () {
-      return formatter;
-    }).then(
+    var options = {
+      formatter: function () {
+        return formatter;
+      },
+      totals: answer.totals || {},
+      kpiLabel: true,
+    };
+    return K.Tiles.draw(body, widget, rows, options).then(
       function (result) {
+        if (!result) return;
         state.vegaView = result.view;
         result.view.addEventListener("mouseout", function () {
           K.hideTooltip();
@@ -885,158 +800,6 @@
         body.appendChild(h("p.builder-error", { role: "alert" }, "The chart could not be drawn: " + (error.message || error)));
       }
     );
-  }
-
-  function drawKpi(body, widget, rows, described) {
-    var query = widget.query || {};
-    var column = columnOf((widget.spec && widget.spec.measure) || (query.measures || [])[0], query, described);
-    var value = rows[0][column.key];
-    body.appendChild(
-      h(
-        "div.builder-kpi",
-        h("p.builder-kpi-value", { title: value === null || value === undefined ? "" : String(value) }, formatter.value(value, column)),
-        h("p.builder-kpi-label", column.title)
-      )
-    );
-  }
-
-  function cell(tag, column, text) {
-    return h(tag + (column.type === "number" ? ".num" : ""), tag === "th" ? { scope: "col" } : null, text);
-  }
-
-  function drawTable(body, widget, rows, columns, described) {
-    var query = widget.query || {};
-    var given = widget.spec && Array.isArray(widget.spec.columns) ? widget.spec.columns : null;
-    if (given && !(Array.isArray(widget.columns) && widget.columns.length)) {
-      columns = given.map(function (item) {
-        return columnOf(item.member || item, query, described);
-      });
-    }
-    var head = h(
-      "tr",
-      columns.map(function (column) {
-        return cell("th", column, column.title);
-      })
-    );
-    var limit = Math.min(rows.length, 500);
-    var trs = [];
-    for (var i = 0; i < limit; i += 1) {
-      trs.push(
-        h(
-          "tr",
-          columns.map(function (column) {
-            return cell("td", column, formatter.value(rows[i][column.key], column));
-          })
-        )
-      );
-    }
-    body.appendChild(h("div.builder-table-scroll", { tabindex: "0" }, h("table.builder-table", h("thead", head), h("tbody", trs))));
-    if (rows.length > limit) body.appendChild(h("p.builder-help", "The first " + count(limit) + " of " + count(rows.length) + " rows."));
-  }
-
-  /** A cross-table: one row per combination of the row columns, one column per combination of the column columns
-   * and value; totals (queried by the server, not added up here) when the preview carries them. */
-  function drawPivot(body, widget, rows, described, totals) {
-    var spec = widget.spec || {};
-    var query = widget.query || {};
-    var toColumn = function (item) {
-      return columnOf(item, query, described);
-    };
-    var rowCols = (spec.rows || []).map(toColumn);
-    var colCols = (spec.columns || []).map(toColumn);
-    var values = (spec.values || []).map(toColumn);
-    function tuple(row, cols) {
-      return cols.map(function (column) {
-        return row[column.key];
-      });
-    }
-    function collect(cols, limit) {
-      var seen = {};
-      var out = [];
-      rows.forEach(function (row) {
-        var t = tuple(row, cols);
-        var id = JSON.stringify(t);
-        if (!seen[id] && out.length < limit) {
-          seen[id] = true;
-          out.push(t);
-        }
-      });
-      return out;
-    }
-    function index(data, cols) {
-      var found = {};
-      (data || []).forEach(function (row) {
-        found[JSON.stringify(tuple(row, cols))] = row;
-      });
-      return found;
-    }
-    function shown(cols, t) {
-      return t
-        .map(function (v, i) {
-          return formatter.value(v, cols[i]);
-        })
-        .join(" · ");
-    }
-    function valueCells(row) {
-      return values.map(function (column) {
-        return h("td.num", row ? formatter.value(row[column.key], column) : "–");
-      });
-    }
-    var rowTuples = collect(rowCols, 500);
-    var colTuples = colCols.length ? collect(colCols, 40) : [[]];
-    var cells = {};
-    rows.forEach(function (row) {
-      cells[JSON.stringify([tuple(row, rowCols), tuple(row, colCols)])] = row;
-    });
-    var rowTotals = index(totals.rows, rowCols);
-    var colTotals = index(totals.columns, colCols);
-    var grand = (totals.grand || [])[0];
-    var withRowTotals = colCols.length > 0 && !!totals.rows;
-    var first = h(
-      "tr",
-      rowCols.map(function (column) {
-        return h("th", { scope: "col", rowspan: colCols.length ? 2 : 1 }, column.title);
-      })
-    );
-    var headRows = [first];
-    if (colCols.length) {
-      var second = h("tr");
-      colTuples.concat(withRowTotals ? [null] : []).forEach(function (t) {
-        first.appendChild(h("th", { scope: "colgroup", colspan: values.length }, t ? shown(colCols, t) : "Total"));
-        values.forEach(function (column) {
-          second.appendChild(h("th.num", { scope: "col" }, column.title));
-        });
-      });
-      headRows.push(second);
-    } else {
-      values.forEach(function (column) {
-        first.appendChild(h("th.num", { scope: "col" }, column.title));
-      });
-    }
-    var trs = rowTuples.map(function (rt) {
-      var tr = h(
-        "tr",
-        rt.map(function (v, i) {
-          return h("th", { scope: "row" }, formatter.value(v, rowCols[i]));
-        })
-      );
-      colTuples.forEach(function (ct) {
-        K.append(tr, valueCells(cells[JSON.stringify([rt, ct])]));
-      });
-      if (withRowTotals) K.append(tr, valueCells(rowTotals[JSON.stringify(rt)]));
-      return tr;
-    });
-    if (rowCols.length && (totals.columns || grand)) {
-      var totalRow = h("tr.builder-total", h("th", { scope: "row", colspan: rowCols.length }, "Total"));
-      if (colCols.length) {
-        colTuples.forEach(function (ct) {
-          K.append(totalRow, valueCells(colTotals[JSON.stringify(ct)]));
-        });
-        if (withRowTotals) K.append(totalRow, valueCells(grand));
-      } else K.append(totalRow, valueCells(grand));
-      trs.push(totalRow);
-    }
-    body.appendChild(h("div.builder-table-scroll", { tabindex: "0" }, h("table.builder-table.builder-pivot", h("thead", headRows), h("tbody", trs))));
   }
 
   // ---------------------------------------------------------------------------------------------

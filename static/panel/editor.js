@@ -161,9 +161,10 @@
     return found ? found.title : grain;
   }
 
+  // The ranges a date range offers are the server's (the semantic layer's date parser reads them): {value, label}.
   function presetTitle(value) {
-    var found = data.datePresets.filter(function (p) { return p[0] === value; })[0];
-    return found ? found[1] : value;
+    var found = data.datePresets.filter(function (p) { return p.value === value; })[0];
+    return found ? found.label : value;
   }
 
   function detailOf(widget) {
@@ -679,7 +680,10 @@
     var c = config(widget);
     var current = filterDefault(c).values;
     var custom = current.length === 2;
-    var presets = [["", "All time"]].concat(data.datePresets, [["custom", "Between two dates"]]);
+    var known = data.datePresets.map(function (p) { return [p.value, p.label]; });
+    // A range written elsewhere (YAML, the Platform API) that the list does not offer is kept, as written.
+    if (!custom && current[0] && !known.some(function (p) { return p[0] === current[0]; })) known.push([current[0], current[0]]);
+    var presets = [["", "All time"]].concat(known, [["custom", "Between two dates"]]);
     var from = h("input", { type: "date", value: custom ? current[0] : null });
     var to = h("input", { type: "date", value: custom ? current[1] : null });
     var range = select_(presets, custom ? "custom" : current[0] || "", function (value) {

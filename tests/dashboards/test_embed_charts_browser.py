@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from embedadmin.semantic.query.dates import DATE_RANGE_PRESETS
 from tests.dashboards.test_embed_browser import (  # noqa: F401 (fixtures)
     Embed,
     browser,
@@ -170,6 +171,9 @@ def test_the_measure_switch_retitles_the_tiles(page, embed: Embed, tmp_path):
     frame = open_host(page, embed, "anna")
     wait_until(lambda: settled(frame), "every tile is drawn")
     screenshot(page, tmp_path, "embedded-dashboard.png")
+    # The date range offers the server's ranges (those the semantic layer's date parser reads), not a list of its own.
+    presets = frame.get_by_label("Order date").locator("option").all_inner_texts()
+    assert presets == ["All time", *(label for _, label in DATE_RANGE_PRESETS), "Custom range"]
     titles = {
         widget: frame.locator(f"[data-widget-id='{widget}'] .tile-title").inner_text()
         for widget in ("revenue", "revenue-over-time", "revenue-by-category", "top-cities")

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from embedadmin.dashboards import tiles, viewstate
+from embedadmin.semantic.query.dates import date_range_presets
 from tests.embedding.dashboard_support import CONFIG, LINE_SPEC, REVENUE_QUERY
 
 
@@ -190,6 +191,27 @@ def test_a_spec_is_render_ready_with_escaped_member_fields():
     assert spec["data"]["name"] == "table"
     assert (spec["width"], spec["autosize"]) == ("container", {"type": "fit", "contains": "padding"})
     assert LINE_SPEC["encoding"]["y"]["field"] == "sales.total_amount"  # the report's spec is not changed
+
+
+def test_a_date_range_control_offers_the_ranges_the_core_data_api_reads_and_a_value_filter_its_values_query():
+    # given the view of the dashboard with a country filter and a period (date range) filter
+    view = viewstate.compose_view(
+        config=CONFIG,
+        snapshot_for=lambda _config: None,
+        state=viewstate.default_state(CONFIG, timezone="UTC"),
+        members={},
+    )
+
+    # then the period control is a date range offering the semantic layer's presets (each a phrase its date parser
+    # reads), and the country control a value filter whose values are queried
+    controls = {control["id"]: control for control in view["controls"]}
+    assert controls["period"]["dateRange"] is True
+    assert controls["period"]["presets"] == date_range_presets()
+    assert {"value": "last 12 months", "label": "Last 12 months"} in controls["period"]["presets"]
+    assert "valuesQuery" not in controls["period"]
+    assert controls["country"]["dateRange"] is False
+    assert "presets" not in controls["country"]
+    assert controls["country"]["valuesQuery"]["dimensions"] == ["sales.users_country"]
 
 
 @pytest.mark.parametrize(

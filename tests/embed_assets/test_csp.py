@@ -70,7 +70,7 @@ def test_interpreter_loads_before_vega_embed_and_the_page_starts_before_the_libr
     assert names.index("vendor/vega-interpreter.min.js") < names.index("vendor/vega-embed.min.js")
     # The page's scripts run first (all deferred, in order): the tiles' queries start while Vega is being run,
     # and a chart waits for the libraries (common.js: embedVega after DOMContentLoaded).
-    assert names[:3] == ["embed/common.js", "embed/chat.js", "embed/dashboard.js"]
+    assert names[:4] == ["embed/common.js", "embed/tiles.js", "embed/chat.js", "embed/dashboard.js"]
     source = (support.TEMPLATES / "dashboard.html").read_text()
     script_lines = [line for line in source.splitlines() if "<script src=" in line]
     assert len(script_lines) == len(names)

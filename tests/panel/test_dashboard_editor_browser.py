@@ -21,6 +21,7 @@ from playwright.sync_api import expect
 from embedadmin.audit.models import AuditEntry
 from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Dashboard, Workbook
+from embedadmin.semantic.query.dates import DATE_RANGE_PRESETS
 from tests.dashboards import test_embed_browser as embed_browser
 from tests.dashboards.test_embed_browser import Embed, open_host
 from tests.panel.test_browser import log_in
@@ -326,6 +327,9 @@ def test_text_a_date_range_and_a_measure_switch_are_set_in_forms(page, embed: Em
     page.get_by_role("textbox", name="Text", exact=True).fill("Figures follow the rows your organisation may see.")
     page.get_by_role("button", name="Add date range").click()
     page.get_by_label("Member").select_option("sales.created_at")
+    # The ranges offered are the server's (those the semantic layer's date parser reads), as the dashboard offers them.
+    ranges = page.get_by_label("Default range").locator("option").all_inner_texts()
+    assert ranges == ["All time", *(label for _, label in DATE_RANGE_PRESETS), "Between two dates"]
     page.get_by_label("Default range").select_option(label="Last 12 months")
     page.get_by_role("button", name="Add measure switch").click()
     page.get_by_label("Member").select_option("sales.total_amount")

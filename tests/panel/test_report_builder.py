@@ -169,8 +169,7 @@ def test_the_preview_runs_as_the_viewer_so_their_row_policy_applies(
     # The tile as the embed page composes it: columns with their result keys, member formats, the viewer's zone.
     widget = as_france["widget"]
     assert widget["kind"] == "table"
-    columns = widget.get("columns") or widget["spec"]["columns"]
-    assert [(c["member"], c["key"]) for c in columns] == [
+    assert [(c["member"], c["key"]) for c in widget["columns"]] == [
         ("sales.users_country", "sales.users_country"),
         ("sales.total_amount", "sales.total_amount"),
     ]
@@ -241,9 +240,7 @@ def test_a_pivot_preview_carries_its_rows_columns_values_and_totals(
 
     assert answer["widget"]["kind"] == "pivot"
     spec = answer["widget"]["spec"]
-    named = {
-        part: [c["member"] if isinstance(c, dict) else c for c in spec[part]] for part in ("rows", "columns", "values")
-    }
+    named = {part: [column["member"] for column in spec[part]] for part in ("rows", "columns", "values")}
     assert named == {"rows": ["sales.users_country"], "columns": ["sales.status"], "values": ["sales.order_count"]}
     assert {row["sales.users_country"] for row in answer["data"]} == {"France"}
     # Its totals are queried as the same viewer (the composition's queries), not added up in the page.

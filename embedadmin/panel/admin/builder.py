@@ -42,6 +42,7 @@ from embedadmin.core.edge.ids import row_id
 from embedadmin.core.errors import ApiError, BadRequest, NotFound, client_error
 from embedadmin.core.fields import loads_json
 from embedadmin.dashboards import services as dashboards
+from embedadmin.dashboards import tiles
 from embedadmin.dashboards.charts import CHART_TYPES, chart_type_of, chart_visualization
 from embedadmin.dashboards.models import Report, ReportSnapshot, Workbook
 from embedadmin.dashboards.validation import DEFAULT_COLS, model_of
@@ -55,6 +56,7 @@ from embedadmin.panel.panel_admin import PanelAdmin, audit_panel_change, object_
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.modeling.model import OPERATORS_BY_TYPE, VALUELESS_OPERATORS
 from embedadmin.semantic.modeling.reading_titles import READING_TITLE
+from embedadmin.semantic.query.dates import date_range_presets
 from embedadmin.semantic.serving.cache import ContinueWait
 from embedadmin.semantic.serving.routing import viewer_context
 from embedadmin.semantic.serving.services import semantic_load, semantic_meta_for_administrator
@@ -64,29 +66,9 @@ BUILDER_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
     "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-# The grains the builder offers for every time dimension (a model's own granularities follow them).
-GRAINS = (
-    ("hour", "Hour"),
-    ("day", "Day"),
-    ("week", "Week"),
-    ("month", "Month"),
-    ("quarter", "Quarter"),
-    ("year", "Year"),
-)
-# Relative date ranges the Core Data API reads (semantic/query/dates.py), in the order a person picks from.
-DATE_PRESETS = (
-    ("today", "Today"),
-    ("yesterday", "Yesterday"),
-    ("this week", "This week"),
-    ("this month", "This month"),
-    ("this quarter", "This quarter"),
-    ("this year", "This year"),
-    ("last 7 days", "Last 7 days"),
-    ("last 30 days", "Last 30 days"),
-    ("last 90 days", "Last 90 days"),
-    ("last 12 months", "Last 12 months"),
-    ("last year", "Last year"),
-)
+# The grains the builder offers for every time dimension (a model's own granularities follow them), titled as a
+# dashboard's grain control titles them (tiles.grain_title).
+GRAINS = ("hour", "day", "week", "month", "quarter", "year")
 # How many external users the "Preview as" list offers (any other viewer can be typed).
 VIEWER_CHOICES = 200
 # The member keys of /v1/meta the page reads (besides its title: the title a person reads it by).
@@ -181,8 +163,8 @@ def bootstrap_of(request: HttpRequest, deployment: Deployment, report: Report | 
         "operatorWords": {op: OPERATOR_WORDS[op][0] for ops in OPERATORS_BY_TYPE.values() for op in ops},
         "valueless": sorted(VALUELESS_OPERATORS),
         "chartTypes": [{"name": c.name, "label": c.label} for c in CHART_TYPES],
-        "grains": [{"name": name, "title": title} for name, title in GRAINS],
-        "datePresets": [{"value": value, "label": label} for value, label in DATE_PRESETS],
+        "grains": [{"name": grain, "title": tiles.grain_title(grain, None)} for grain in GRAINS],
+        "datePresets": date_range_presets(),
         "viewers": _viewer_choices(request, deployment),
         "workbooks": [{"id": w.pk, "name": w.name} for w in workbooks],
         "report": _report_item(report) if report is not None else None,
@@ -376,8 +358,6 @@ def preview_view(request: HttpRequest, deployment: Deployment) -> dict[str, Any]
         members=viewer_members(deployment=deployment, ctx=viewer.ctx),
     )
     widget = view["widgets"][0]
-    if checked.kind == ReportSnapshot.Kind.PIVOT and "rows" not in widget.get("spec", {}):
-        widget["spec"] = checked.spec  # the embed page's composition of a pivot is its rows, columns and values
     started = time.perf_counter()
     try:
         answer = semantic_load(deployment=deployment, ctx=viewer.ctx, query=widget["query"])
@@ -388,7 +368,6 @@ def preview_view(request: HttpRequest, deployment: Deployment) -> dict[str, Any]
     preview = {
         "widget": widget,
         "data": rows,
-        "annotation": answer.get("annotation", {}),
         "rowCount": len(rows),
         "durationMs": round(elapsed * 1000),
         "viewer": viewer.label,

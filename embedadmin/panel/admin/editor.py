@@ -38,6 +38,7 @@ from embedadmin.panel.panel_admin import PanelAdmin, audit_panel_change, page_co
 from embedadmin.semantic.modeling.model import DATE_OPERATORS, Dimension, Member, value_type
 from embedadmin.semantic.modeling.reading_titles import READING_TITLE
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
+from embedadmin.semantic.query.dates import DATE_RANGE_PRESETS, date_range_presets
 from embedadmin.semantic.results.meta import administrator_meta
 
 if TYPE_CHECKING:
@@ -51,21 +52,6 @@ DEFAULT_ROW_HEIGHT = 80
 EDITOR_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-# A few relative ranges a date range control may open with (the Core Data API reads them; docs: query/dates.py).
-DATE_PRESETS = (
-    ("today", "Today"),
-    ("yesterday", "Yesterday"),
-    ("last 7 days", "Last 7 days"),
-    ("last 30 days", "Last 30 days"),
-    ("last 90 days", "Last 90 days"),
-    ("this month", "This month"),
-    ("last month", "Last month"),
-    ("this quarter", "This quarter"),
-    ("last quarter", "Last quarter"),
-    ("last 12 months", "Last 12 months"),
-    ("this year", "This year"),
-    ("last year", "Last year"),
 )
 VISIBILITY_WORDS = {"visible": "shown", "hidden": "hidden", "disabled": "shown, not changeable"}
 REPORT_KIND_WORDS = {"kpi": "KPI", "table": "Table", "pivot": "Pivot table", "text": "Text", "vega": "Chart"}
@@ -287,7 +273,7 @@ def _value_words(value: Any) -> str:
         if len(value) == 2 and all(isinstance(v, str) for v in value):
             return f"{value[0]} to {value[1]}" if re.match(r"^\d{4}-", value[0]) else f"{value[0]}, {value[1]}"
         return ", ".join(_value_words(v) for v in value) or "none"
-    presets = dict(DATE_PRESETS)
+    presets = dict(DATE_RANGE_PRESETS)
     return presets.get(value, str(value)) if isinstance(value, str) else str(value)
 
 
@@ -592,7 +578,7 @@ class DashboardEditorPages(_EditorBase):
             "modelError": model_error,
             "operatorWords": {op: words[0] for op, words in OPERATOR_WORDS.items()},
             "visibilities": [[v, VISIBILITY_WORDS[v].capitalize()] for v in VISIBILITIES],
-            "datePresets": [list(p) for p in DATE_PRESETS],
+            "datePresets": date_range_presets(),
             "published": _published_item(workbook, version),
             "mayPublish": self.panel_allowed(request, "publish"),
             "urls": urls,

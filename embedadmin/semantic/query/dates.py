@@ -27,6 +27,25 @@ from dateutil.relativedelta import relativedelta
 from embedadmin.semantic.errors import QueryError
 
 UNITS = ("second", "minute", "hour", "day", "week", "month", "quarter", "year")
+# The relative ranges a person picks a date range from (a dashboard's date range control, the panel's report builder
+# and dashboard editor), in the order they are offered, each with its label: phrases this parser reads, so a range
+# picked is a range the Core Data API resolves. The pages get them from the server, never a list of their own.
+DATE_RANGE_PRESETS: tuple[tuple[str, str], ...] = (
+    ("today", "Today"),
+    ("yesterday", "Yesterday"),
+    ("this week", "This week"),
+    ("last week", "Last week"),
+    ("last 7 days", "Last 7 days"),
+    ("last 30 days", "Last 30 days"),
+    ("last 90 days", "Last 90 days"),
+    ("this month", "This month"),
+    ("last month", "Last month"),
+    ("this quarter", "This quarter"),
+    ("last quarter", "Last quarter"),
+    ("last 12 months", "Last 12 months"),
+    ("this year", "This year"),
+    ("last year", "Last year"),
+)
 UTC_ZONE = ZoneInfo("UTC")
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _UNIT_PATTERN = "|".join(UNITS)
@@ -260,3 +279,8 @@ def resolve_date_range(value: object, zone: ZoneInfo, now: datetime | None) -> t
     if isinstance(value, list) and 1 <= len(value) <= 2 and all(isinstance(v, str) for v in value):
         return pad_start(value[0], zone), pad_end(value[-1], zone)
     raise QueryError('Invalid query format: "dateRange" must be a string or an array of one or two strings')
+
+
+def date_range_presets() -> list[dict[str, str]]:
+    """:data:`DATE_RANGE_PRESETS` as the pages read them: ``[{"value": "today", "label": "Today"}, ...]``."""
+    return [{"value": value, "label": label} for value, label in DATE_RANGE_PRESETS]

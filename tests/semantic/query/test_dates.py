@@ -7,7 +7,13 @@ from datetime import UTC, datetime
 import pytest
 
 from embedadmin.semantic import QueryError
-from embedadmin.semantic.query.dates import local_to_utc, resolve_date_range, resolve_timezone
+from embedadmin.semantic.query.dates import (
+    DATE_RANGE_PRESETS,
+    date_range_presets,
+    local_to_utc,
+    resolve_date_range,
+    resolve_timezone,
+)
 
 # Monday 2023-07-31 10:30 UTC (the reference's example day)
 NOW = datetime(2023, 7, 31, 10, 30, tzinfo=UTC)
@@ -122,3 +128,12 @@ def test_time_zone_names_are_canonicalized(name: str, canonical: str) -> None:
 def test_invalid_time_zones_are_refused_with_cubes_message(name: object) -> None:
     with pytest.raises(QueryError, match=r'^"timezone" must be a valid IANA time zone, got "'):
         resolve_timezone(name)
+
+
+@pytest.mark.parametrize(("phrase", "label"), DATE_RANGE_PRESETS)
+def test_every_date_range_a_person_is_offered_is_one_this_parser_reads(phrase, label):
+    start, end = resolve_date_range(phrase, UTC_ZONE, NOW)
+
+    assert start <= end
+    assert label == phrase[:1].upper() + phrase[1:]
+    assert {"value": phrase, "label": label} in date_range_presets()
