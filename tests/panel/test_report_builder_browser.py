@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,21 @@ def test_a_report_is_built_from_nothing_previewed_as_a_viewer_and_saved(
     draft = Workbook.objects.get(pk=content.workbook.pk).dashboard_draft
     assert draft["widgets"][-1]["config"] == {"reportId": report.pk}
     assert draft["widgets"][-1]["position"]["y"] == 3
+
+    # The preview is drawn by the embed page's own tile drawing (static/embed/tiles.js): as a table, the tile's
+    # columns with the titles a person reads and each value formatted by its member's format;
+    page.get_by_label("Chart type").select_option("table")
+    preview = page.locator("#b-preview-body")
+    cells = preview.locator("table.data-table tbody tr").first.locator("td")
+    wait_until(lambda: cells.count() == 3, "the preview drawn as a table")
+    assert preview.locator("table.data-table thead th").all_inner_texts() == ["Ordered at", "Status", "Order value"]
+    assert re.fullmatch(r"Q[1-4] 20\d\d", cells.nth(0).inner_text())
+    assert cells.nth(2).inner_text().startswith("$")
+    # as a pivot table, with its grand total queried as the same viewer (the sum of what SQL gives for France).
+    page.get_by_label("Chart type").select_option("pivot")
+    total = preview.locator("table.pivot-table tfoot td.pivot-total")
+    wait_until(lambda: total.count() == 1, "the preview drawn as a pivot table")
+    assert total.inner_text() == f"${sum(value for *_, value in expected):,.2f}"
 
     assert errors == []
     # Bad JSON in the Advanced tab is refused beside the field, and nothing is written.
