@@ -290,6 +290,7 @@ class LimitSettings(TypedDict):
     PROCESS_MEMORY_BYTES: int
     LOCAL_CACHE_BYTES: int
     MAX_MODELS: int
+    MAX_COMPILE_KEYS: int
 
 
 # Input limits (each refused with a JSON 4xx, listed in docs/api-notes.md) and the byte budget of each in-process
@@ -318,6 +319,9 @@ LIMITS: LimitSettings = {
     "LOCAL_CACHE_BYTES": env_int("LOCAL_CACHE_BYTES", 64 * 1024 * 1024, minimum=0),
     # Compiled data models kept by a process (one per model directory and dialect), least recently used dropped.
     "MAX_MODELS": env_int("MAX_MODELS", 256, minimum=1),
+    # Compiled models per model directory and dialect, one per compile key (a deployment's compileContextKeys: one
+    # per tenant), least recently used dropped; each is compiled again when its tenant comes back.
+    "MAX_COMPILE_KEYS": env_int("MAX_COMPILE_KEYS", 64, minimum=1),
 }
 
 

@@ -9,6 +9,8 @@ raises one :class:`ModelError` listing them all (the first names ``file:line: me
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from embedadmin.semantic.modeling.context_variables import ContextVariableError, substitute_compile_context
 from embedadmin.semantic.modeling.definitions import (
     DESCRIPTIVE_KEYS,
     NAME_PATTERN,
@@ -28,10 +31,10 @@ from embedadmin.semantic.modeling.definitions import (
 )
 from embedadmin.semantic.modeling.dependencies import member_snippets
 from embedadmin.semantic.modeling.files import (
-    DEFAULT_COMPILE_CONTEXT,
     ModelFile,
     YamlList,
     YamlMap,
+    compile_context,
     content_hash,
     parse_model_file,
     template_environment,
@@ -98,20 +101,25 @@ class RawCube:
 
 
 def compile_model(
-    files: list[ModelFile], *, root: Path, dialect: str, js_limits: SandboxLimits = DEFAULT_LIMITS
+    files: list[ModelFile],
+    *,
+    root: Path,
+    dialect: str,
+    js_limits: SandboxLimits = DEFAULT_LIMITS,
+    security_context: Mapping[str, Any] | None = None,
 ) -> CompiledModel:
     """Compile ``files`` for ``dialect`` (the data source's: :mod:`.dialects`); raises ModelError on any fault."""
     problems = Problems()
-    env = template_environment(root)
+    # COMPILE_CONTEXT: the compile key's fields (registry.compile_key checked their values), or none.
+    context = compile_context(security_context)
+    env = template_environment(root, context)
     cubes: dict[str, RawCube] = {}
     views: dict[str, Definition] = {}
     order: list[str] = []
     scripts = [f for f in files if is_javascript(f)]
     documents: dict[str, YamlMap] = {}
     if scripts:
-        documents, script_problems = javascript_documents(
-            scripts, compile_context=DEFAULT_COMPILE_CONTEXT, limits=js_limits
-        )
+        documents, script_problems = javascript_documents(scripts, compile_context=context, limits=js_limits)
         problems.items.extend(script_problems)
     for model_file in files:
         document = documents.get(model_file.display) if is_javascript(model_file) else parse_model_file(model_file, env)
@@ -135,7 +143,7 @@ def compile_model(
     scope_members, scope_grains = _member_names(cubes, problems)
     compiled: dict[str, Entity] = {}
     for name, raw in cubes.items():
-        scope = SnippetScope(cube=name, members=scope_members, time_granularities=scope_grains)
+        scope = SnippetScope(cube=name, members=scope_members, time_granularities=scope_grains, compile_context=context)
         try:
             compiled[name] = _compile_cube(raw, scope, dialect, problems)
         except Abort:
@@ -159,13 +167,23 @@ def compile_model(
             for member in section.values():
                 members[member.full_name] = member
     return CompiledModel(
-        compiler_id=content_hash(files),
+        compiler_id=_compiler_id(files, security_context),
         dialect=dialect,
         entities=entities,
         members=members,
         joins=joins,
         connected_components=connected_components(entities, joins),
     )
+
+
+def _compiler_id(files: list[ModelFile], security_context: Mapping[str, Any] | None) -> str:
+    """The model's ``compilerId``: its files' hash, and the compile key's fields when it has some (so that caches
+    keyed by it never give one tenant's model or meta to another)."""
+    content = content_hash(files)
+    if not security_context:
+        return content
+    key = json.dumps(security_context, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(f"{content}\0{key}".encode()).hexdigest()
 
 
 def _definitions(document: Any, file: str, problems: Problems) -> Iterable[tuple[str, Definition]]:
@@ -307,6 +325,11 @@ def _compile_cube(raw: RawCube, scope: SnippetScope, dialect: str, problems: Pro
     title = definition.string("title") or titleize(name)
     cube_scope = CubeScope(cube=name, cube_title=title, scope=scope, dialect=dialect, problems=problems)
     sql_table = definition.string("sql_table")
+    if sql_table is not None:
+        try:
+            sql_table = substitute_compile_context(sql_table, scope.compile_context)
+        except ContextVariableError as exc:
+            raise definition.fail(str(exc), "sql_table") from None
     sql = definition.get("sql")
     if (sql_table is None) == (sql is None):
         raise definition.fail('a cube needs exactly one of "sql_table" or "sql"')

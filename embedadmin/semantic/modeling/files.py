@@ -15,7 +15,9 @@ start on (and, for mappings, the line of each key) so compile errors can name ``
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,8 +158,8 @@ def content_hash(files: list[ModelFile]) -> str:
     return digest.hexdigest()
 
 
-# What ``COMPILE_CONTEXT`` holds when a model compiles, in Jinja templates and JavaScript files alike: one
-# model per deployment, compiled without a viewer's security context.
+# What ``COMPILE_CONTEXT`` holds when a model compiles without a compile key, in Jinja templates and JavaScript
+# files alike; with one, ``securityContext`` holds its fields (:func:`compile_context`).
 DEFAULT_COMPILE_CONTEXT: dict[str, Any] = {"securityContext": {}}
 # Python-like names a Cube Jinja template may use; the sandbox keeps attribute access safe.
 _TEMPLATE_GLOBALS: dict[str, Any] = {
@@ -186,8 +188,14 @@ _TEMPLATE_GLOBALS: dict[str, Any] = {
 }
 
 
-def template_environment(root: Path) -> SandboxedEnvironment:
-    """A sandboxed Jinja environment loading imported templates from the model directory."""
+def compile_context(security_context: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``COMPILE_CONTEXT`` for a compile key's security context (a copy: a template cannot change another's)."""
+    return {"securityContext": json.loads(json.dumps(security_context or {}))}
+
+
+def template_environment(root: Path, context: Mapping[str, Any] | None = None) -> SandboxedEnvironment:
+    """A sandboxed Jinja environment loading imported templates from the model directory; ``COMPILE_CONTEXT`` is
+    ``context`` (with ``security_context``, Cube's snake_case spelling of ``securityContext``)."""
     env = SandboxedEnvironment(
         loader=jinja2.FileSystemLoader(str(root)),
         undefined=jinja2.StrictUndefined,
@@ -195,6 +203,9 @@ def template_environment(root: Path) -> SandboxedEnvironment:
         keep_trailing_newline=True,
     )
     env.globals.update(_TEMPLATE_GLOBALS)
+    if context is not None:
+        security = context.get("securityContext", {})
+        env.globals["COMPILE_CONTEXT"] = {**context, "securityContext": security, "security_context": security}
     return env
 
 

@@ -105,24 +105,114 @@
     return typeof value === 'function' && value[REFERENCE] !== undefined;
   }
 
-  // A context variable this server does not honour yet: any use is a model error naming it.
-  function refused(name, why) {
-    const fail = () => {
-      throw refusal(`${name} is not supported by this server yet: ${why}`);
+  // --- SECURITY_CONTEXT, FILTER_PARAMS, FILTER_GROUP, SQL_UTILS ----------------------------------------------
+  // The model compiles once per compile key, not per query, so these cannot be values here: each call prints as
+  // the YAML form of the same call (`{FILTER_PARAMS.orders.date.filter("date")}`), which the compiler reads for
+  // YAML and JavaScript alike and the SQL builder turns into bound parameters per query. A string argument is
+  // written as JSON (a Python string literal too); a function argument is called with markers for its parameters
+  // and written as the lambda YAML takes (`lambda p0, p1: f"... {p0} ..."`).
+  const MARKER = '\u0000p';
+
+  function argumentText(argument, where) {
+    if (typeof argument === 'function' && !isReference(argument)) {
+      const count = Math.max(argument.length, 1);
+      const markers = Array.from({ length: count }, (_, index) => `${MARKER}${index}\u0000`);
+      const body = String(argument.apply(undefined, markers));
+      const parts = body.split(/(\u0000p\d+\u0000)/);
+      const text = parts
+        .map((part) => {
+          const marker = /^\u0000p(\d+)\u0000$/.exec(part);
+          return marker ? `{p${marker[1]}}` : part.replace(/\{/g, '{{').replace(/\}/g, '}}');
+        })
+        .join('');
+      const names = Array.from({ length: count }, (_, index) => `p${index}`).join(', ');
+      return `lambda ${names}: f${JSON.stringify(text)}`;
+    }
+    if (argument === undefined || argument === null || typeof argument === 'object') {
+      throw refusal(`${where}: needs the SQL of a column (a string) or a function returning SQL`);
+    }
+    return JSON.stringify(String(argument));
+  }
+
+  function securityContextSymbol(name, path) {
+    const written = [name].concat(path).join('.');
+    const needsMethod = () => {
+      throw refusal(
+        `${written}: name a claim and call .filter('column'), .requiredFilter('column') or .unsafeValue(); ` +
+          'its value is bound as a parameter of each query, never written into the SQL',
+      );
+    };
+    const call = (method) => {
+      if (!path.length) needsMethod();
+      if (method === 'unsafeValue') return () => `{${written}.unsafeValue()}`;
+      return (column) => `{${written}.${method}(${argumentText(column, `${written}.${method}()`)})}`;
     };
     return new Proxy(function () {}, {
       get(target, property) {
+        if (property === Symbol.toPrimitive) return needsMethod;
         if (typeof property === 'symbol') return undefined;
-        if (property === 'toString' || property === 'valueOf') return fail;
-        return fail();
+        if (property === 'then' || property === 'toJSON') return undefined;
+        if (property === 'toString' || property === 'valueOf') return needsMethod;
+        if (property === 'filter' || property === 'requiredFilter' || property === 'unsafeValue') {
+          return call(property);
+        }
+        return securityContextSymbol(name, path.concat(property));
       },
-      apply: fail,
+      apply: needsMethod,
     });
   }
 
-  // COMPILE_CONTEXT: the compile context the server compiles with, read-only. A key it does not have reads as
-  // undefined, as in Cube (`${COMPILE_CONTEXT.securityContext.tenant}` is "undefined"); the server compiles one
-  // model per deployment, with an empty security context.
+  function filterParamsSymbol(path) {
+    const written = ['FILTER_PARAMS'].concat(path).join('.');
+    const wrong = () => {
+      throw refusal(`${written}: write FILTER_PARAMS.cube_name.member_name.filter(sql_expression)`);
+    };
+    return new Proxy(function () {}, {
+      get(target, property) {
+        if (property === Symbol.toPrimitive) return wrong;
+        if (typeof property === 'symbol') return undefined;
+        if (property === 'then' || property === 'toJSON' || property === '_objectWithResolvedProperties') {
+          return undefined;
+        }
+        if (property === 'toString' || property === 'valueOf') return wrong;
+        if (path.length === 2) {
+          if (property !== 'filter') wrong();
+          return (column) => `{${written}.filter(${argumentText(column, `${written}.filter()`)})}`;
+        }
+        return filterParamsSymbol(path.concat(property));
+      },
+      apply: wrong,
+    });
+  }
+
+  function filterGroup(...items) {
+    const inner = items.map((item) => {
+      const match = typeof item === 'string' ? /^\{(FILTER_PARAMS\.[\s\S]*)\}$/.exec(item) : null;
+      if (!match) throw refusal('FILTER_GROUP() takes FILTER_PARAMS.cube.member.filter(...) calls only');
+      return match[1];
+    });
+    if (!inner.length) throw refusal('FILTER_GROUP() needs at least one FILTER_PARAMS.cube.member.filter(...)');
+    return `{FILTER_GROUP(${inner.join(', ')})}`;
+  }
+
+  const sqlUtils = new Proxy(
+    {
+      convertTz: (sql) => `{SQL_UTILS.convertTz(${argumentText(sql, 'SQL_UTILS.convertTz()')})}`,
+    },
+    {
+      get(target, property) {
+        if (typeof property === 'symbol') return undefined;
+        if (property === 'convertTz') return target.convertTz;
+        if (property === 'then' || property === 'toJSON') return undefined;
+        throw refusal(`SQL_UTILS.${String(property)}: SQL_UTILS has convertTz(sql) only, as in Cube`);
+      },
+    },
+  );
+
+  // COMPILE_CONTEXT: the compile context the server compiles with, read-only: its securityContext holds the
+  // fields of the deployment's compile-context keys (one model per distinct key) and nothing else. A key it does
+  // not have reads as undefined, as in Cube (`${COMPILE_CONTEXT.securityContext.tenant}` is "undefined"): a
+  // model compiled without a tenant (the panel's view of it) still compiles.
   function readOnly(value) {
     if (value === null || typeof value !== 'object') return value;
     Object.keys(value).forEach((key) => readOnly(value[key]));
@@ -131,13 +221,11 @@
 
   let memoryLimitMegabytes = 0;
   const contextSymbols = {
-    SECURITY_CONTEXT: refused(
-      'SECURITY_CONTEXT',
-      'filter rows with an access_policy row_level filter on a securityContext claim',
-    ),
-    FILTER_PARAMS: refused('FILTER_PARAMS', "a query's filters are not pushed into a cube's SQL"),
-    FILTER_GROUP: refused('FILTER_GROUP', "a query's filters are not pushed into a cube's SQL"),
-    SQL_UTILS: refused('SQL_UTILS', 'write the time zone conversion in the SQL itself'),
+    SECURITY_CONTEXT: securityContextSymbol('SECURITY_CONTEXT', []),
+    USER_CONTEXT: securityContextSymbol('USER_CONTEXT', []), // SECURITY_CONTEXT's old name, as in Cube
+    FILTER_PARAMS: filterParamsSymbol([]),
+    FILTER_GROUP: filterGroup,
+    SQL_UTILS: sqlUtils,
   };
 
   function scope() {

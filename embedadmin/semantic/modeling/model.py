@@ -131,7 +131,41 @@ class CubeSqlReference:
     cube: str
 
 
-Reference = MemberReference | CubeReference | CubeSqlReference
+@dataclass(frozen=True, slots=True, eq=False)
+class SecurityContextReference:
+    """``{SECURITY_CONTEXT.a.b.filter('col')}`` (``requiredFilter``, ``unsafeValue()``): a value of the caller's
+    security context, bound as a parameter when a query is compiled (:mod:`embedadmin.semantic.sql.context`).
+    ``parameters`` names the placeholders of a function form (``filter(lambda v: ...)``), None for a column."""
+
+    path: tuple[str, ...]
+    method: str  # filter | requiredFilter | unsafeValue
+    column: str = ""  # the column as written, for requiredFilter's error
+    parameters: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FilterParamsReference:
+    """``{FILTER_PARAMS.cube.member.filter('col')}``: the query's filters on ``cube.member`` with ``col`` as the
+    member (or ``parameters``, a function form's placeholders, bound to their values)."""
+
+    cube: str
+    member: str
+    parameters: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FilterGroupReference:
+    """``{FILTER_GROUP(FILTER_PARAMS..., ...)}``: the query's filter tree restricted to the members of its
+    FILTER_PARAMS arguments, ``and``/``or`` kept."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ConvertTzReference:
+    """``{SQL_UTILS.convertTz('col')}``: ``col`` as wall-clock time of the query's time zone."""
+
+
+ContextReference = SecurityContextReference | FilterParamsReference | FilterGroupReference | ConvertTzReference
+Reference = MemberReference | CubeReference | CubeSqlReference | ContextReference
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +183,9 @@ class SqlSnippet:
 
     def member_refs(self) -> list[MemberReference]:
         return [r for r in self.refs.values() if isinstance(r, MemberReference)]
+
+    def reads_security_context(self) -> bool:
+        return any(isinstance(r, SecurityContextReference) for r in self.refs.values())
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from embedadmin.semantic.modeling.context_variables import (
+    ContextVariableError,
+    check_placeholders,
+    rewrite_context_variables,
+)
 from embedadmin.semantic.modeling.model import (
+    ContextReference,
     CubeReference,
     CubeSqlReference,
     MemberReference,
@@ -31,15 +38,9 @@ from embedadmin.semantic.modeling.model import (
 
 PLACEHOLDER_PREFIX = "__cuberef_"
 _REFERENCE = re.compile(r"\{([^{}]*)\}")
-_CONTEXT_VARIABLES = (
-    "SECURITY_CONTEXT",
-    "FILTER_PARAMS",
-    "FILTER_GROUP",
-    "SQL_UTILS",
-    "COMPILE_CONTEXT",
-    "securityContext",
-    "security_context",
-)
+# Read by .context_variables before references are resolved; these spellings reach the resolver only when
+# written the way no context variable is (``{securityContext.x}``: an access policy's syntax, not SQL's).
+_CONTEXT_VARIABLES = ("securityContext", "security_context")
 _PLAIN_COLUMN = re.compile(r"^\s*(?:([A-Za-z_][A-Za-z0-9_]*)\.)?([A-Za-z_][A-Za-z0-9_]*)\s*$")
 # Bare words the parser reads as something other than a column.
 _NOT_COLUMNS = frozenset(
@@ -77,6 +78,7 @@ class SnippetScope:
     cube: str
     members: Mapping[str, Mapping[str, str]]  # cube -> member name -> kind ("measure"/"dimension"/"segment")
     time_granularities: Mapping[str, Mapping[str, frozenset[str]]]  # cube -> time dimension -> custom grains
+    compile_context: Mapping[str, Any] = field(default_factory=dict)  # COMPILE_CONTEXT of this compile
 
 
 def parse_snippet(
@@ -95,11 +97,27 @@ def parse_snippet(
             refs[name] = reference
         return by_reference[reference]
 
+    def context_placeholder(make: Callable[[str], ContextReference]) -> str:
+        name = f"{PLACEHOLDER_PREFIX}{len(refs)}"
+        refs[name] = make(name)
+        by_reference[refs[name]] = name
+        return name
+
     def substitute(match: re.Match[str]) -> str:
         return placeholder(resolve_reference(match.group(1).strip(), scope))
 
-    source = _REFERENCE.sub(substitute, str(text))
+    try:
+        source = rewrite_context_variables(
+            str(text), compile_context=scope.compile_context, placeholder=context_placeholder, members=scope.members
+        )
+    except ContextVariableError as exc:
+        raise SnippetError(str(exc)) from None
+    source = _REFERENCE.sub(substitute, source)
     tree = _plain_column(source) or _parse(source, str(text), dialect)
+    try:
+        check_placeholders(tree, refs, source)
+    except ContextVariableError as exc:
+        raise SnippetError(str(exc)) from None
     if qualify and not isinstance(tree, exp.Query):
         _qualify_bare_columns(tree, refs, lambda: placeholder(CubeReference(scope.cube)))
     return SqlSnippet(text=str(text), tree=tree, refs=refs, location=location)
@@ -129,7 +147,10 @@ def resolve_reference(content: str, scope: SnippetScope) -> Reference:
     if not content or any(not p for p in parts):
         raise SnippetError(f"empty reference {{{content}}}")
     if parts[0] in _CONTEXT_VARIABLES:
-        raise SnippetError(f"{{{content}}}: {parts[0]} in SQL is not supported; use an access_policy row filter")
+        raise SnippetError(
+            f"{{{content}}}: {parts[0]} is an access policy's; in SQL write SECURITY_CONTEXT.x.filter('column') "
+            "(a bound value), or use an access_policy row filter"
+        )
     if parts[-1] == "sql()":
         cube = scope.cube if parts[:-1] == ["CUBE"] else ".".join(parts[:-1])
         if cube not in scope.members:
@@ -173,7 +194,7 @@ def _qualify_bare_columns(tree: exp.Expr, refs: dict[str, Reference], self_alias
         return node is not tree and isinstance(node, exp.Query | exp.Subquery | exp.Lambda)
 
     for node in list(tree.walk(prune=prune)):
-        if not isinstance(node, exp.Column) or node.table or node.name in refs:
+        if not isinstance(node, exp.Column) or node.table or node.name.startswith(PLACEHOLDER_PREFIX):
             continue
         if isinstance(node.this, exp.Star):
             continue

@@ -36,6 +36,7 @@ from embedadmin.semantic.modeling.model import value_type as member_value_type
 from embedadmin.semantic.query.access import row_restriction
 from embedadmin.semantic.query.normalized import FilterCondition, FilterNode, NormalizedQuery, TimeDimensionSpec
 from embedadmin.semantic.sql.columns import ResultColumn, SelectItem, column_alias, filter_leaves, query_leaves
+from embedadmin.semantic.sql.context import ContextValues
 from embedadmin.semantic.sql.expressions import Renderer, aliased, all_of, is_composite, quoted, wrap
 from embedadmin.semantic.sql.filters import FilterCompiler, Origin, Parameters
 from embedadmin.semantic.sql.groups import ROLLING, GroupStatements
@@ -82,6 +83,10 @@ class _Builder(GroupStatements):
         self.rolling_td: TimeDimensionSpec | None = None
         self.rolling_range: FilterNode | None = None
         self.renderer.sub_query = self.sub_query_value
+        self.context = ContextValues(
+            ctx=ctx, params=self.params, zone=self.renderer.zone, member=self.member, value_type=self.value_type
+        )
+        self.renderer.context = self.context
 
     # -- members ------------------------------------------------------------------------------------
 
@@ -165,9 +170,6 @@ class _Builder(GroupStatements):
         restrictions = row_restriction(self.model, named, self.ctx, through_views=reached)
         used.extend(leaf.member for node in restrictions for leaf in filter_leaves(node))
         tree = self.join_tree(used)
-        for name in used:
-            for dimension in member_dependencies(self.model, self.renderer.origin(self.member(name))).sub_queries:
-                self.sub_query_value(dimension)
         conditions = [*query.filters, *restrictions]
         self.where_nodes = [n for n in conditions if not self.is_measure(n)]
         self.having_nodes = [n for n in conditions if self.is_measure(n)]
@@ -177,6 +179,10 @@ class _Builder(GroupStatements):
                 self.where_nodes.append(node)
                 if td.granularity and self.rolling_td is None:
                     self.rolling_td, self.rolling_range = td, node
+        self.context.filters = self.where_nodes  # what FILTER_PARAMS push down (set before any SQL is rendered)
+        for name in used:
+            for dimension in member_dependencies(self.model, self.renderer.origin(self.member(name))).sub_queries:
+                self.sub_query_value(dimension)
         columns, dimension_selects = self.dimension_columns()
         measure_names = list(query.measures)
         leaves = self.leaf_measures(

@@ -7,7 +7,7 @@ pass through here (they become literals in :mod:`.filters`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -18,14 +18,18 @@ from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.modeling.model import (
     CALCULATED_MEASURE_TYPES,
     CompiledModel,
+    ConvertTzReference,
     CubeReference,
     CubeSqlReference,
     Dimension,
+    FilterGroupReference,
+    FilterParamsReference,
     Granularity,
     Measure,
     Member,
     MemberReference,
     Reference,
+    SecurityContextReference,
     Segment,
     SqlSnippet,
 )
@@ -33,6 +37,9 @@ from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 from embedadmin.semantic.query.dates import format_local, local_now, parse_local
 
 MeasureLeaf = Callable[[Measure], exp.Expr]
+# What a context variable's placeholder is in a query (the builder's sql.context.ContextValues).
+ContextValue = Callable[[Reference, exp.Expr, Mapping[str, Reference]], exp.Expr]
+_CONTEXT_TYPES = (SecurityContextReference, FilterParamsReference, FilterGroupReference, ConvertTzReference)
 _SIMPLE = (exp.Column, exp.Literal, exp.Func, exp.Paren, exp.Case, exp.Null, exp.Boolean, exp.Identifier)
 TIMESTAMPTZ = exp.DataType.build("timestamptz")
 TIMESTAMP = exp.DataType.build("timestamp")
@@ -98,6 +105,8 @@ class Renderer:
         self._stack: list[str] = []
         # How a sub_query dimension becomes a value: set by the statement builder, which owns the joins.
         self.sub_query: Callable[[Dimension], exp.Expr] | None = None
+        # What SECURITY_CONTEXT, FILTER_PARAMS and FILTER_GROUP are in this query: set by the statement builder.
+        self.context: ContextValue | None = None
 
     # -- resolution ---------------------------------------------------------------------------------
 
@@ -116,6 +125,8 @@ class Renderer:
         """A copy of ``snippet``'s tree with every reference replaced."""
         tree = snippet.tree.copy()
         refs = snippet.refs
+        if any(isinstance(r, _CONTEXT_TYPES) for r in refs.values()):
+            tree = tree.transform(lambda node: self._context_variable(node, refs), copy=False)
         for node in list(tree.find_all(exp.Column, exp.Table)):
             replacement = self._replacement(node, refs, measure)
             if replacement is None:
@@ -125,6 +136,24 @@ class Renderer:
             else:
                 node.replace(replacement)
         return tree
+
+    def _context_variable(self, node: exp.Expr, refs: Mapping[str, Reference]) -> exp.Expr:
+        """A context variable's placeholder (a call, or a bare column for ``unsafeValue()``) as its SQL here."""
+        if isinstance(node, exp.Anonymous):
+            reference = refs.get(node.name)
+        elif isinstance(node, exp.Column) and not node.table:
+            reference = refs.get(node.name)
+            if not isinstance(reference, SecurityContextReference):
+                return node
+        else:
+            return node
+        if not isinstance(reference, _CONTEXT_TYPES):
+            return node
+        if isinstance(reference, ConvertTzReference):
+            return exp.Paren(this=self.local_time(node.expressions[0]))
+        if self.context is None:
+            raise QueryError("SECURITY_CONTEXT, FILTER_PARAMS and FILTER_GROUP can only be read by a query")
+        return self.context(reference, node, refs)
 
     def _replacement(self, node: exp.Expr, refs: dict[str, Reference], measure: MeasureLeaf | None) -> exp.Expr | None:
         """What a placeholder node becomes (None: nothing, or the node was fixed in place)."""
@@ -147,7 +176,9 @@ class Renderer:
             return exp.column(quoted(reference.cube))
         if isinstance(reference, MemberReference):
             return wrap(self.reference(reference, measure))
-        raise QueryError(f"{{{reference.cube}.sql()}} cannot be used as a value")
+        if isinstance(reference, CubeSqlReference):
+            raise QueryError(f"{{{reference.cube}.sql()}} cannot be used as a value")
+        return None  # a context variable's function parameter, bound by its call (sql/context.py)
 
     def reference(self, reference: MemberReference, measure: MeasureLeaf | None) -> exp.Expr:
         target = self.cube_member(reference.cube, reference.member)

@@ -141,6 +141,35 @@ class FilterCompiler:
             return self.like(column, kind, operator, values, negated=False)
         return self.like(column, kind, _NEGATIVE_LIKE[operator], values, negated=True)
 
+    def arguments(self, node: FilterCondition) -> list[Callable[[], exp.Expr]]:
+        """A condition's values as Cube passes them to a ``FILTER_PARAMS`` function (``filterParams``), each bound
+        when called: a date operator's bounds as UTC instants (text), the others' values as the member's type (a
+        pattern operator's value as written)."""
+        values = node.values or ()
+        operator = node.operator
+        kind = self.member_type(node.member)
+
+        def bind(index: int, how: str, arg: str) -> Callable[[], exp.Expr]:
+            def bound() -> exp.Expr:
+                outer, self._leaf = self._leaf, self.params.leaves.get(id(node))
+                try:
+                    return self._bind(index, how, arg, values[index])
+                finally:
+                    self._leaf = outer
+
+            return bound
+
+        if operator in DATE_OPERATORS:
+            last = len(values) - 1 if operator != "onTheDate" else 0
+            if operator in ("inDateRange", "notInDateRange", "onTheDate"):
+                return [bind(0, "start", ""), bind(last, "end", "")]
+            how = "start" if operator in ("beforeDate", "afterOrOnDate") else "end"
+            return [bind(0 if how == "start" else last, how, "")]
+        if kind == "time":
+            return [bind(i, "start", "") if v is not None else bind(i, "typed", kind) for i, v in enumerate(values)]
+        typed = "string" if operator in (*_LIKE, *_NEGATIVE_LIKE) else kind
+        return [bind(i, "typed", typed) for i in range(len(values))]
+
     def value(self, value: str | None, kind: str, index: int) -> exp.Expr:
         if kind == "time" and value is not None:
             return self._instant(index, "start", value)

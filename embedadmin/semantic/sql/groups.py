@@ -44,6 +44,7 @@ class GroupStatements:
     having_nodes: list[Any]
     rolling_td: Any
     rolling_range: Any
+    context: Any
 
     if TYPE_CHECKING:  # provided by builder._Builder, which mixes this in
 
@@ -173,7 +174,11 @@ class GroupStatements:
             aliased(self.renderer.local_time(self.renderer.dimension(dimension)), "t"),
             *(aliased(row_value(self.renderer, m), f"v_{j}") for j, (m, _) in enumerate(measures)),
         )
-        base = self.where(self.from_clause(base, tree), skip=self.rolling_range)
+        self.context.skip = self.rolling_range  # a cube's SQL keeps the rows the window reaches before the range
+        try:
+            base = self.where(self.from_clause(base, tree), skip=self.rolling_range)
+        finally:
+            self.context.skip = None
         lower, upper = read_bounds([m.rolling_window for m, _ in measures if m.rolling_window], td.date_range)
         bounds = self.filters(lambda n: self.renderer.dimension(self.member(n)))
         if lower is not None:

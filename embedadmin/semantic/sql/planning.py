@@ -30,6 +30,7 @@ from embedadmin.semantic.query.normalize import (
 )
 from embedadmin.semantic.query.normalized import NormalizedQuery
 from embedadmin.semantic.sql.builder import CompiledQuery, compile_query
+from embedadmin.semantic.sql.context import reads_security_context
 from embedadmin.semantic.sql.shapes import covers, rebind, same_statement, shape_of
 
 REGULAR = "regularQuery"
@@ -171,13 +172,16 @@ def compile_cached(
     model: CompiledModel, query: NormalizedQuery, ctx: QueryContext, *, now: datetime | None = None
 ) -> CompiledQuery:
     """:func:`compile_query`, remembered per model version and query *shape* (the query but for its filter
-    values; with the caller where policies apply, and the current year, which custom granularities without an
-    origin depend on), in one cache of the process bounded in bytes (``LIMITS["COMPILED_QUERY_CACHE_BYTES"]``):
-    queries differing only in their filter values share one entry. A query of a trusted shape is rebound rather
-    than compiled (:mod:`.shapes`); the query a shape was compiled for is given its statement again."""
+    values; with the caller where policies apply or the model's SQL reads SECURITY_CONTEXT, and the current year,
+    which custom granularities without an origin depend on), in one cache of the process bounded in bytes
+    (``LIMITS["COMPILED_QUERY_CACHE_BYTES"]``): queries differing only in their filter values share one entry. A
+    query of a trusted shape is rebound rather than compiled (:mod:`.shapes`); the query a shape was compiled for
+    is given its statement again."""
     governed = model.caches.get("governed")
     if governed is None:
-        governed = model.caches["governed"] = any(e.access_policies is not None for e in model.entities.values())
+        governed = model.caches["governed"] = any(
+            e.access_policies is not None for e in model.entities.values()
+        ) or reads_security_context(model)
     token = model.caches.get("token")
     if token is None:
         token = model.caches.setdefault("token", object())  # this model version, for keys of a process-wide cache

@@ -96,7 +96,9 @@ def test_real_model_folder_loads_as_cube_compiles_it(repo: str) -> None:
     source = load(repo, "SOURCE.json")
     expected = load(repo, "expected.json")
     dialect = DIALECTS.get(source["data_source"], "duckdb")
-    version = load_model(CORPUS / repo / "model", dialect=dialect, check_interval=0)
+    version = load_model(
+        CORPUS / repo / "model", dialect=dialect, check_interval=0, security_context=expected["security_context"]
+    )
 
     if expected["status"] == "needs_python_jinja" and expected["needs_python_jinja"]["python"]:
         assert version.model is None, "a folder whose model needs Python executed loaded instead of being refused"

@@ -384,15 +384,85 @@ def test_compile_context_is_the_servers_read_only(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("sql", "feature"),
+    ("js", "yaml"),
     [
-        ("`${SECURITY_CONTEXT.tenant.filter('tenant_id')}`", "SECURITY_CONTEXT"),
-        ("() => `${FILTER_PARAMS.orders.created_at.filter('created_at')}`", "FILTER_PARAMS"),
-        ("(FILTER_GROUP) => FILTER_GROUP(`x`)", "FILTER_GROUP"),
-        ("`${SQL_UTILS.convertTz(`created_at`)}`", "SQL_UTILS"),
+        ("`${SECURITY_CONTEXT.tenant.filter('tenant_id')}`", "\"{SECURITY_CONTEXT.tenant.filter('tenant_id')}\""),
+        (
+            "`${USER_CONTEXT.tenant.requiredFilter(`tenant_id`)}`",
+            "\"{SECURITY_CONTEXT.tenant.requiredFilter('tenant_id')}\"",
+        ),
+        (
+            "`tenant_id = ${SECURITY_CONTEXT.tenant.unsafeValue()}`",
+            '"tenant_id = {SECURITY_CONTEXT.tenant.unsafeValue()}"',
+        ),
+        (
+            "() => `${FILTER_PARAMS.orders.id.filter((x) => `${CUBE}.id > ${x} OR \\\"\\\" = ''`)}`",
+            '"{FILTER_PARAMS.orders.id.filter(lambda y: f\\"{CUBE}.id > {y} OR \\\\\\"\\\\\\" = \'\'\\")}"',
+        ),
+        (
+            "(FILTER_GROUP, FILTER_PARAMS) => FILTER_GROUP(FILTER_PARAMS.orders.id.filter('id'), "
+            "FILTER_PARAMS.orders.id.filter((v) => `id <> ${v}`))",
+            "\"{FILTER_GROUP(FILTER_PARAMS.orders.id.filter('id'), "
+            "FILTER_PARAMS.orders.id.filter(lambda v: f'id <> {v}'))}\"",
+        ),
+        ("`${SQL_UTILS.convertTz(`${CUBE}.created_at`)}`", "\"{SQL_UTILS.convertTz('{CUBE}.created_at')}\""),
     ],
 )
-def test_context_variables_the_yaml_path_lacks_are_refused_by_name(tmp_path: Path, sql: str, feature: str) -> None:
+def test_context_variables_compile_as_their_yaml_form_does(tmp_path: Path, js: str, yaml: str) -> None:
+    write(
+        tmp_path / "js",
+        "orders.js",
+        f"""
+        cube(`orders`, {{
+          sqlTable: `orders`,
+          dimensions: {{
+            id: {{ sql: `id`, type: `number` }},
+            scoped: {{
+              sql: {js},
+              type: `string`,
+            }},
+          }},
+        }});
+        """,
+    )
+    write(
+        tmp_path / "yaml",
+        "orders.yml",
+        f"""
+        cubes:
+          - name: orders
+            sql_table: orders
+            dimensions:
+              - name: id
+                sql: id
+                type: number
+              - name: scoped
+                sql: {yaml}
+                type: string
+        """,
+    )
+
+    from_js = compiled(tmp_path / "js").entities["orders"].dimensions["scoped"].sql
+    from_yaml = compiled(tmp_path / "yaml").entities["orders"].dimensions["scoped"].sql
+
+    assert from_js is not None
+    assert from_yaml is not None
+    assert from_js.tree.sql() == from_yaml.tree.sql()
+    assert [type(r).__name__ for r in from_js.refs.values()] == [type(r).__name__ for r in from_yaml.refs.values()]
+
+
+@pytest.mark.parametrize(
+    ("sql", "refused"),
+    [
+        ("`${SECURITY_CONTEXT.tenant}`", "SECURITY_CONTEXT.tenant: name a claim and call .filter('column')"),
+        ("`${SQL_UTILS.timeDimension(`x`)}`", "SQL_UTILS.timeDimension: SQL_UTILS has convertTz(sql) only"),
+        ("`${FILTER_GROUP(`x`)}`", "FILTER_GROUP() takes FILTER_PARAMS.cube.member.filter(...) calls only"),
+        ("`${FILTER_PARAMS.orders.id}`", "FILTER_PARAMS.orders.id: write FILTER_PARAMS.cube_name.member_name.filter"),
+        ("`${FILTER_PARAMS.orders.nope.filter('x')}`", "'orders' has no member 'nope'"),
+        ("`FROM ${SECURITY_CONTEXT.tenant.unsafeValue()}.orders`", "cannot be part of a name or of a string literal"),
+    ],
+)
+def test_context_variables_written_wrong_are_refused_by_name(tmp_path: Path, sql: str, refused: str) -> None:
     write(
         tmp_path,
         "orders.js",
@@ -413,8 +483,8 @@ def test_context_variables_the_yaml_path_lacks_are_refused_by_name(tmp_path: Pat
     problems = problems_of(tmp_path)
 
     assert len(problems) == 1
-    assert problems[0].startswith(f"{tmp_path.name}/orders.js:6: ")
-    assert f"{feature} is not supported by this server yet" in problems[0]
+    assert problems[0].startswith(f"{tmp_path.name}/orders.js:")
+    assert refused in problems[0]
 
 
 @pytest.mark.parametrize(
