@@ -201,6 +201,11 @@ CELERY_BEAT_SCHEDULE: dict = {
     "accounts-purge-revoked-tokens": {"task": "accounts.purge_revoked_tokens", "schedule": 3600.0},
     "accounts-purge-issued-tokens": {"task": "accounts.purge_issued_tokens", "schedule": 3600.0},
     "audit-purge-entries": {"task": "audit.entries_purge", "schedule": 24 * 3600.0},
+    # Rollups due by their refresh_key (every, CRON, sql, incremental) are queued for a build at each tick.
+    "semantic-refresh-pre-aggregations": {
+        "task": "semantic.refresh_pre_aggregations",
+        "schedule": env_float("PRE_AGGREGATIONS_TICK_SECONDS", 10.0),
+    },
 }
 
 
@@ -273,6 +278,36 @@ SEMANTIC: SemanticSettings = {
     # waiting on it takes the job over once JOB_LEASE_SECONDS pass without a renewal (the owner died).
     "JOB_LEASE_SECONDS": env_float("JOB_LEASE_SECONDS", 1.0),
     "JOB_RENEW_SECONDS": env_float("JOB_RENEW_SECONDS", 0.25),
+}
+
+
+class PreAggregationSettings(TypedDict):
+    """The keys of ``PRE_AGGREGATIONS`` and their types."""
+
+    DIR: Path
+    ENABLED: bool
+    LEASE_STALE_SECONDS: float
+    HEARTBEAT_SECONDS: float
+    BUILD_TIMEOUT_SECONDS: float
+    FILE_GRACE_SECONDS: float
+    REQUEUE_SECONDS: float
+
+
+# Rollup pre-aggregations (docs/pre-aggregations.md): one DuckDB file per built partition under DIR/<deployment>/.
+PRE_AGGREGATIONS: PreAggregationSettings = {
+    "DIR": Path(env_str("PRE_AGGREGATIONS_DIR", str(VAR_DIR / "pre_aggregations"))),
+    # Whether queries a built rollup matches are answered from it (false: always from the data source).
+    "ENABLED": env_bool("PRE_AGGREGATIONS_ENABLED", True),
+    # A build renews its lease every HEARTBEAT_SECONDS; a lease not renewed for LEASE_STALE_SECONDS (its worker died)
+    # is taken over by the next build of that partition.
+    "LEASE_STALE_SECONDS": env_float("PRE_AGGREGATIONS_LEASE_STALE_SECONDS", 30.0),
+    "HEARTBEAT_SECONDS": env_float("PRE_AGGREGATIONS_HEARTBEAT_SECONDS", 5.0),
+    # The source query of one partition's build may run this long.
+    "BUILD_TIMEOUT_SECONDS": env_float("PRE_AGGREGATIONS_BUILD_TIMEOUT_SECONDS", 3600.0),
+    # A file no partition points to any more (replaced, or left by a dead build) is deleted after this long.
+    "FILE_GRACE_SECONDS": env_float("PRE_AGGREGATIONS_FILE_GRACE_SECONDS", 600.0),
+    # A partition queued for a build that did not start (its task lost) is queued again after this long.
+    "REQUEUE_SECONDS": env_float("PRE_AGGREGATIONS_REQUEUE_SECONDS", 300.0),
 }
 
 

@@ -14,6 +14,7 @@ from embedadmin.platform import (
     folders,
     openapi,
     platform_tokens,
+    pre_aggregations,
     regions,
     reports,
     tenant_settings,
@@ -75,6 +76,9 @@ api_v1 = [
     path(f"{_DEPLOYMENT}/env-vars", env_variables.EnvVariablesView.as_view()),
     # Who can read what: a viewer's access to the deployment's cubes and views (embedadmin/platform/access.py)
     path(f"{_DEPLOYMENT}/access", access.DeploymentAccessView.as_view()),
+    # Rollup pre-aggregations: build progress and a rebuild (embedadmin/platform/pre_aggregations.py)
+    path(f"{_DEPLOYMENT}/pre-aggregations", pre_aggregations.PreAggregationListView.as_view()),
+    path(f"{_DEPLOYMENT}/pre-aggregations/rebuild", pre_aggregations.PreAggregationRebuildView.as_view()),
     # Regions (regions.py), API keys (api_keys.py) and platform tokens (platform_tokens.py)
     path("regions", regions.RegionListView.as_view()),
     path("api-keys", api_keys.ApiKeyListView.as_view()),

@@ -58,6 +58,7 @@ from embedadmin.semantic.modeling.model import (
     SourceLocation,
 )
 from embedadmin.semantic.modeling.policies import compile_policies
+from embedadmin.semantic.modeling.preaggregations import compile_pre_aggregations
 from embedadmin.semantic.modeling.references import SnippetError, SnippetScope, parse_snippet
 from embedadmin.semantic.modeling.titles import titleize
 from embedadmin.semantic.modeling.views import RAW_MEMBER_SECTIONS, OwnMembers, compile_view, folder_tree
@@ -152,6 +153,10 @@ def compile_model(
     joins = {name: {j.target: j for j in cube.joins} for name, cube in compiled.items()}
     for location, member_name, message in join_problems(compiled, joins):
         problems.add(location, member_name, message)
+    for name, raw in cubes.items():
+        if name in compiled:  # members of joined cubes may be named, so once every cube is compiled
+            items = raw.items.get("pre_aggregations", [])
+            compiled[name].pre_aggregations = compile_pre_aggregations(name, items, raw.definition, compiled)
     problems.raise_if_any()
     own_members = _view_members(scope_members, scope_grains, dialect, problems)
     for name, definition in views.items():

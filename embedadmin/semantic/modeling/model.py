@@ -382,6 +382,55 @@ class RefreshKey:
     sql: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PreAggregationRefreshKey:
+    """When a rollup is rebuilt (Cube's ``refresh_key``): on an interval or CRON schedule (``every``), when the
+    value of ``sql`` changes (checked every ``every``), per partition with ``incremental`` (only the partitions
+    ending within ``update_window``, else only the last one)."""
+
+    every: str = "1 hour"
+    sql: str | None = None
+    incremental: bool = False
+    update_window: Interval | None = None
+    timezone: str | None = None  # of a CRON ``every``
+
+
+@dataclass(frozen=True, slots=True)
+class PreAggregationIndex:
+    name: str
+    columns: tuple[str, ...]  # full member names
+    type: str = "regular"  # regular | aggregate
+
+
+@dataclass(frozen=True, slots=True)
+class PreAggregation:
+    """A ``rollup`` pre-aggregation of a cube: a materialised GROUP BY of its measures, dimensions, segments and
+    time dimension at ``granularity`` (members as full names, possibly of joined cubes), built into the
+    pre-aggregation store and matched against queries by :mod:`embedadmin.semantic.sql.rollups`."""
+
+    name: str
+    cube: str
+    measures: tuple[str, ...]
+    dimensions: tuple[str, ...]
+    segments: tuple[str, ...]
+    time_dimension: str | None
+    granularity: str | None
+    partition_granularity: str | None
+    refresh_key: PreAggregationRefreshKey
+    build_range_start: str | None  # SQL
+    build_range_end: str | None
+    indexes: tuple[PreAggregationIndex, ...]
+    scheduled_refresh: bool
+    allow_non_strict_date_range_match: bool
+    location: SourceLocation
+    type: str = "rollup"
+
+    @property
+    def id(self) -> str:
+        """``cube.name``: Cube's ``preAggregationId``."""
+        return f"{self.cube}.{self.name}"
+
+
 @dataclass(slots=True)
 class Entity:
     """A cube or a view: the unit of ``/v1/meta`` and of access policies."""
@@ -407,6 +456,7 @@ class Entity:
     primary_keys: tuple[str, ...] = ()
     data_source: str = "default"
     refresh_key: RefreshKey | None = None
+    pre_aggregations: tuple[PreAggregation, ...] = ()
     # views only
     view_groups: tuple[str, ...] = ()
 

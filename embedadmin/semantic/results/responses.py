@@ -41,6 +41,9 @@ def load_response(
                 extra_row_values=_extra_row_values(plan.query_type, compiled),
             )
         )
+        used = compiled.hints.get("preAggregation")
+        if used is not None:
+            results[-1] = _with_used_pre_aggregation(results[-1], used)
     if plan.query_type == BLENDING:
         _add_blending_time(plan, results)
     if not multi:
@@ -51,6 +54,22 @@ def load_response(
         "pivotQuery": pivot_query(plan),
         "slowQuery": any(o.slow_query for o in outcomes),
     }
+
+
+def _with_used_pre_aggregation(result: dict[str, Any], used: dict[str, Any]) -> dict[str, Any]:
+    """Cube's ``usedPreAggregations`` (table -> id, type, last refresh), after ``lastRefreshTime``."""
+    entry = {
+        "targetTableName": used["targetTableName"],
+        "preAggregationId": used["preAggregationId"],
+        "lastUpdatedAt": round(used["lastUpdatedAt"].timestamp() * 1000),
+        "type": used["type"],
+    }
+    shaped: dict[str, Any] = {}
+    for key, value in result.items():
+        if key == "annotation":
+            shaped["usedPreAggregations"] = {used["table"]: entry}
+        shaped[key] = value
+    return shaped
 
 
 def _extra_row_values(query_type: str, compiled: CompiledQuery) -> dict[str, Any] | None:
@@ -102,10 +121,24 @@ def sql_body(compiled: CompiledQuery) -> dict[str, Any]:
     if td is not None:
         body["timeDimensionAlias"] = td.alias
         body["timeDimensionField"] = td.member
+    used = compiled.hints.get("preAggregation")
+    described = []
+    if used is not None:
+        described.append(
+            {
+                "preAggregationId": used["preAggregationId"],
+                "tableName": used["table"],
+                "targetTableName": used["targetTableName"],
+                "type": used["type"],
+                "matched": used["matched"],
+                "external": False,
+                "dataSource": "default",
+            }
+        )
     body.update(
         {
             "cacheKeyQueries": [],
-            "preAggregations": [],
+            "preAggregations": described,
             "dataSource": "default",
             "aliasNameToMember": compiled.alias_to_member,
             "canUseTransformedQuery": {},

@@ -47,12 +47,14 @@ from embedadmin.semantic.serving.answers import AnswerMemory, RequestShapes, Res
 from embedadmin.semantic.serving.cache import CachedResult, CacheMode, ContinueWait, query_runner, result_cache_key
 from embedadmin.semantic.serving.datasources import (
     CancelScope,
+    DataSource,
     DataSourceError,
     DataSourceUnavailable,
     QueryResult,
     dialect_of,
     get_data_source,
 )
+from embedadmin.semantic.serving.pre_aggregations import plan_on_rollups, rollup_read
 from embedadmin.semantic.sql.planning import LoadPlan, QueryOutcome, parse_query_param, plan_queries
 from embedadmin.semantic.sql.planning import refresh_interval as result_refresh_interval
 
@@ -194,7 +196,9 @@ def semantic_grants(*, deployment: Deployment, ctx: QueryContext) -> list[Entity
 
 def semantic_sql(*, deployment: Deployment, ctx: QueryContext, query: Any) -> Any:
     """``/v1/sql``: the SQL ``query`` compiles to for ``ctx`` (access-policy filters included)."""
-    return sql_response(_plan(served_model(deployment=deployment), ctx, query))
+    served = served_model(deployment=deployment)
+    plan = _plan(served, ctx, query)
+    return sql_response(plan_on_rollups(served=served, ctx=ctx, plan=plan) if served.source_url else plan)
 
 
 def semantic_dry_run(*, deployment: Deployment, ctx: QueryContext, query: Any) -> dict[str, Any]:
@@ -284,6 +288,7 @@ class ResultRead:
     sql: str
     params: tuple[Any, ...]
     every: float
+    source: DataSource | None = None  # the pre-aggregation store's, for a query a rollup answers
 
 
 @dataclass(frozen=True)
@@ -307,12 +312,14 @@ def plan_load(
     mode = cache_mode(requested=cache, query=raw)
     plan = _plan(served, ctx, raw)
     served.require_source()
+    plan = plan_on_rollups(served=served, ctx=ctx, plan=plan)  # the queries a built rollup answers, rewritten
     reads = []
     for compiled in plan.queries:
         every = result_refresh_interval(served.model, compiled)
-        reads.append(_result_read(served, compiled.sql, compiled.params, ctx.identity, every))
+        store = rollup_read(compiled)
+        reads.append(_result_read(served, compiled.sql, compiled.params, ctx.identity, every, store))
         if compiled.total_sql:
-            reads.append(_result_read(served, compiled.total_sql, compiled.params, ctx.identity, every))
+            reads.append(_result_read(served, compiled.total_sql, compiled.params, ctx.identity, every, store))
     return LoadWork(served=served, plan=plan, mode=mode, multi=query_type == "multi", reads=tuple(reads))
 
 
@@ -392,9 +399,18 @@ def semantic_cubesql(
     return CubeSqlResult(plan, rows, datetime.fromtimestamp(cached.refreshed_at, UTC))
 
 
-def _result_read(served: ServedModel, sql: str, params: tuple[Any, ...], identity: str, every: float) -> ResultRead:
-    key = result_cache_key(source=served.source_url, sql=sql, params=params, context=identity)
-    return ResultRead(key=key, sql=sql, params=params, every=every)
+def _result_read(
+    served: ServedModel,
+    sql: str,
+    params: tuple[Any, ...],
+    identity: str,
+    every: float,
+    store: tuple[DataSource, str] | None = None,
+) -> ResultRead:
+    """``store``: the pre-aggregation store's source and name, for a query answered from a rollup."""
+    source, name = store if store is not None else (None, served.source_url)
+    key = result_cache_key(source=name, sql=sql, params=params, context=identity)
+    return ResultRead(key=key, sql=sql, params=params, every=every, source=source)
 
 
 def _cached_rows(
@@ -405,7 +421,8 @@ def _cached_rows(
     timeout_s = settings.SEMANTIC["QUERY_TIMEOUT_SECONDS"]
 
     def run() -> QueryResult:
-        return get_data_source(served.source_url).execute(read.sql, read.params, timeout_s=timeout_s, cancel=cancel)
+        source = read.source or get_data_source(served.source_url)
+        return source.execute(read.sql, read.params, timeout_s=timeout_s, cancel=cancel)
 
     try:
         return query_runner().load(

@@ -114,10 +114,11 @@ class _Builder(GroupStatements):
         return hints
 
     def join_tree(self, members: Iterable[str]) -> JoinTree:
-        hints: list[JoinHint] = []
+        # The query's own join hints come first, as in Cube (queryLevelJoinHints): the first one's cube is the root
+        # when roots tie (a rollup is built rooted at its own cube: sql/rollups.py).
+        hints: list[JoinHint] = list(self.query.join_hints)
         for name in members:
             hints.extend(self.dependencies(self.member(name)))
-        hints.extend(self.query.join_hints)
         unique = list(dict.fromkeys(hints))
         return build_join_tree(self.model, unique)
 
@@ -233,7 +234,9 @@ class _Builder(GroupStatements):
             columns.append(ResultColumn(alias, name, name, "dimension", self.value_type(name)))
 
             def dimension_sql(n: str = name) -> exp.Expr:
-                return self.renderer.dimension(self.member(n))
+                member = self.member(n)
+                # A rollup's build selects its segments as boolean columns (sql/rollups.py).
+                return self.renderer.segment(member) if member.kind == "segment" else self.renderer.dimension(member)
 
             selects.append(SelectItem(alias, name, dimension_sql))
         for td in self.query.time_dimensions:

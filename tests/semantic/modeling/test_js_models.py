@@ -148,7 +148,7 @@ def test_camel_case_keys_as_cube_javascript_writes_them(tmp_path: Path) -> None:
           sqlTable: `orders`,
           dataSource: `default`,
           refreshKey: { every: `1 hour` },
-          preAggregations: { main: { measures: [CUBE.count], timeDimension: CUBE.createdAt, granularity: `day` } },
+          preAggregations: { main: { measures: [CUBE.count], timeDimension: CUBE.created_at, granularity: `day` } },
           measures: {
             count: { type: `count` },
             distinct_users: { sql: `user_id`, type: `countDistinct` },

@@ -1,0 +1,748 @@
+"""A deployment's rollup pre-aggregations: which are built (what ``/v1/load`` reads, :func:`store_state`), which
+partitions are due by their ``refresh_key`` (:func:`pre_aggregations_refresh`), one partition's build under a lease
+(:func:`pre_aggregation_partition_build`), a rebuild asked for (:func:`pre_aggregations_rebuild`), what the Platform
+API and the panel show (:func:`pre_aggregations_status`), and the files no partition points to any more
+(:func:`pre_aggregations_collect_garbage`).
+
+A build reads the rollup's rows from the deployment's data source (:mod:`.datasources`: DuckDB or PostgreSQL, through
+the statement :func:`embedadmin.semantic.sql.rollups.build_query` compiles), writes them to a new file of the store
+(:mod:`.rollup_store`), then swaps the partition's ``table`` to it in one conditional UPDATE: a reader sees the old
+table or the new one, never a part of one. One build at a time per partition, across workers: a build claims the
+partition's lease (``lease_owner``) by a conditional UPDATE and renews ``lease_heartbeat_at`` (the database's clock)
+from a thread; another claims it only once the heartbeat is older than ``LEASE_STALE_SECONDS`` (its worker died). A
+build that lost its lease stops and leaves the pointer alone: only the lease holder's swap is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import logging
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
+
+from celery.schedules import crontab
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection as db_connection
+from django.db import transaction
+from django.db.models import Q
+from django.db.models.functions import Now
+from django.utils import timezone
+from sqlglot import exp
+
+from embedadmin.accounts.models import Deployment
+from embedadmin.core.errors import ApiError, NotFound
+from embedadmin.core.versions import ProcessMemory, SharedVersion
+from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.errors import DataSourceError, ModelError, QueryError
+from embedadmin.semantic.modeling.intervals import parse_interval
+from embedadmin.semantic.modeling.model import CompiledModel, Dimension, PreAggregation
+from embedadmin.semantic.modeling.preaggregations import is_cron
+from embedadmin.semantic.models import PreAggregationPartition
+from embedadmin.semantic.query.dates import format_local, parse_local, start_of, unit_delta
+from embedadmin.semantic.query.normalized import NormalizedQuery
+from embedadmin.semantic.serving.datasources import DataSource, get_data_source
+from embedadmin.semantic.serving.rollup_store import (
+    FILE_SUFFIX,
+    BuildStopped,
+    StoreCatalog,
+    deployment_directory,
+    remove_unreferenced,
+    rollup_source,
+    write_partition,
+)
+from embedadmin.semantic.sql.builder import CompiledQuery
+from embedadmin.semantic.sql.expressions import Renderer
+from embedadmin.semantic.sql.planning import LoadPlan, compile_cached
+from embedadmin.semantic.sql.rollups import (
+    ROLLUP_TIMEZONE,
+    BuiltRollup,
+    RollupLayout,
+    build_query,
+    choose_rollup,
+    rewrite,
+    rollup_layouts,
+    unrestricted,
+)
+
+logger = logging.getLogger(__name__)
+
+Status = PreAggregationPartition.Status
+PARTITION_FORMATS = {"hour": "%Y%m%d%H", "day": "%Y%m%d", "week": "%Y%m%d", "month": "%Y%m", "quarter": "%Y%m"}
+MAX_PARTITIONS = 5_000
+MIN_RETRY_SECONDS = 60.0
+CRON_CHECK_SECONDS = 60.0
+
+
+class Served(Protocol):
+    """What a deployment serves (``services.ServedModel``): its model and data source."""
+
+    @property
+    def deployment(self) -> Deployment: ...
+    @property
+    def model(self) -> CompiledModel: ...
+    @property
+    def source_url(self) -> str: ...
+    @property
+    def dialect(self) -> str: ...
+
+
+Serve = Callable[[Deployment], Served]  # services.served_model, passed in by the callers (tasks, Platform API)
+
+
+def _settings() -> Any:
+    return settings.PRE_AGGREGATIONS
+
+
+def _version(deployment_id: int) -> SharedVersion:
+    return SharedVersion(f"pre_aggregations:{deployment_id}")
+
+
+# -- what the served model's rollups are ------------------------------------------------------------------------------
+
+
+def _source_digest(source_url: str) -> str:
+    return hashlib.sha256(source_url.encode()).hexdigest()[:16]
+
+
+def rollup_structure(model: CompiledModel, layout: RollupLayout, source_url: str) -> str:
+    """A digest of how ``layout`` is built from ``source_url``: its statement, columns, partitioning and indexes.
+    A model change that alters any of it (or another data source) makes new partitions; old ones are never read."""
+    key = _source_digest(source_url)
+    cache_of: dict[tuple[str, str], str] = model.caches.setdefault("rollup_structures", {})
+    found = cache_of.get((layout.rollup.id, key))
+    if found is None:
+        compiled = build_query(model, layout)
+        rollup = layout.rollup
+        material = repr(
+            (
+                compiled.sql,
+                compiled.params,
+                [(c.name, c.member, c.role, c.measure_type) for c in layout.columns],
+                rollup.partition_granularity,
+                rollup.build_range_start,
+                rollup.build_range_end,
+                [(i.name, i.columns) for i in rollup.indexes],
+                key,
+            )
+        )
+        found = cache_of[(layout.rollup.id, key)] = hashlib.sha256(material.encode()).hexdigest()[:16]
+    return found
+
+
+def _usable(model: CompiledModel) -> dict[str, RollupLayout]:
+    return {rid: layout for rid, layout in rollup_layouts(model).items() if layout.problem is None}
+
+
+# -- what readers use -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoreState:
+    """The deployment's rollups that are built for its model and data source now, and the files readers attach."""
+
+    built: dict[str, BuiltRollup]
+    catalog: StoreCatalog
+
+
+_states: ProcessMemory[StoreState] = ProcessMemory(max_entries=1_000)
+
+
+def store_state(*, deployment: Deployment, model: CompiledModel, source_url: str) -> StoreState | None:
+    """The built rollups ``/v1/load`` may read for this model (None when the model has none, or rollups are
+    switched off). Remembered by the process until a build swaps a partition (a shared version)."""
+    if not _settings()["ENABLED"] or not _usable(model):
+        return None
+    version = _version(deployment.pk).current()
+    key = (deployment.pk, model.compiler_id, _source_digest(source_url))
+    return _states.remembered(key, version, lambda: _read_state(deployment, model, source_url))
+
+
+def _read_state(deployment: Deployment, model: CompiledModel, source_url: str) -> StoreState:
+    layouts = _usable(model)
+    structures = {rid: rollup_structure(model, layout, source_url) for rid, layout in layouts.items()}
+    rows = PreAggregationPartition.objects.filter(deployment=deployment, pre_aggregation__in=list(layouts)).values_list(
+        "pre_aggregation", "structure", "partition", "table", "built_at", "range_start", "range_end"
+    )
+    by_rollup: dict[str, list[tuple[Any, ...]]] = {}
+    for rid, structure, partition, table, built_at, start, end in rows:
+        if structure == structures[rid]:
+            by_rollup.setdefault(rid, []).append((partition, table, built_at, start, end))
+    built: dict[str, BuiltRollup] = {}
+    tables: list[tuple[str, tuple[str, ...]]] = []
+    for rid, layout in layouts.items():
+        partitions = sorted(by_rollup.get(rid, []))
+        if not partitions or any(not table for _, table, _, _, _ in partitions):
+            continue
+        files = tuple(table for _, table, _, _, _ in partitions)
+        covered = None
+        rollup = layout.rollup
+        if rollup.partition_granularity and (rollup.build_range_start or rollup.build_range_end):
+            starts = [_naive(s) for _, _, _, s, _ in partitions if s is not None]
+            ends = [_naive(e) for _, _, _, _, e in partitions if e is not None]
+            covered = (min(starts), max(ends)) if starts and ends else None
+        built[rid] = BuiltRollup(
+            table=layout.table,
+            version=hashlib.blake2b(repr(files).encode(), digest_size=8).hexdigest(),
+            last_updated_at=min(b for _, _, b, _, _ in partitions),
+            covered=covered,
+        )
+        tables.append((layout.table, files))
+    return StoreState(built=built, catalog=StoreCatalog(deployment.pk, tuple(tables)))
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def _aware(local: datetime) -> datetime:
+    return local.replace(tzinfo=UTC)
+
+
+# -- partitions and what is due ---------------------------------------------------------------------------------------
+
+
+def _every_seconds(rollup: PreAggregation) -> float:
+    every = rollup.refresh_key.every
+    if is_cron(every):
+        return CRON_CHECK_SECONDS
+    interval = parse_interval(every)
+    return float(max(interval.months * 30 * 86400 + interval.seconds, 1))
+
+
+def _scalar(source_url: str, sql: str, params: Iterable[Any] = ()) -> Any:
+    result = get_data_source(source_url).execute(sql, list(params), timeout_s=_settings()["BUILD_TIMEOUT_SECONDS"])
+    return result.rows[0][0] if result.rows and result.rows[0] else None
+
+
+def _moment(value: Any) -> datetime | None:
+    """A build range bound as a source answered it (a timestamp, a date, or text) as a naive UTC time."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return _naive(value)
+    if hasattr(value, "isoformat"):
+        return parse_local(value.isoformat())
+    try:
+        return _naive(parse_local(str(value), ZoneInfo("UTC")))
+    except ValueError:
+        raise DataSourceError(f"a build range bound is not a time: {str(value)[:40]!r}") from None
+
+
+def _range_sql(model: CompiledModel, rollup: PreAggregation) -> str:
+    """``SELECT min(t), max(t) FROM <the time dimension's cube>`` (UTC local times): the default build range."""
+    assert rollup.time_dimension is not None
+    built = unrestricted(model)
+    renderer = Renderer(built, ROLLUP_TIMEZONE, None)
+    dimension = built.members[rollup.time_dimension]
+    assert isinstance(dimension, Dimension)
+    value = renderer.local_time(renderer.dimension(dimension))
+    select = exp.select(exp.Min(this=value), exp.Max(this=value.copy())).from_(renderer.cube_source(dimension.entity))
+    return select.sql(dialect=model.dialect)
+
+
+def _build_range(model: CompiledModel, rollup: PreAggregation, source_url: str) -> tuple[datetime, datetime] | None:
+    start = _moment(_scalar(source_url, rollup.build_range_start)) if rollup.build_range_start else None
+    end = _moment(_scalar(source_url, rollup.build_range_end)) if rollup.build_range_end else None
+    if start is None or end is None:
+        result = get_data_source(source_url).execute(
+            _range_sql(model, rollup), [], timeout_s=_settings()["BUILD_TIMEOUT_SECONDS"]
+        )
+        low, high = result.rows[0] if result.rows else (None, None)
+        start = start or _moment(low)
+        end = end or _moment(high)
+    if start is None or end is None or end < start:
+        return None
+    return start, end
+
+
+def partition_ranges(granularity: str, start: datetime, end: datetime) -> list[tuple[str, datetime, datetime]]:
+    """(key, first instant, last millisecond) of each partition covering [start, end]."""
+    ranges = []
+    moment = start_of(start, granularity)
+    while moment <= end:
+        following = moment + unit_delta(granularity, 1)
+        ranges.append(
+            (moment.strftime(PARTITION_FORMATS.get(granularity, "%Y")), moment, following - timedelta(milliseconds=1))
+        )
+        moment = following
+        if len(ranges) > MAX_PARTITIONS:
+            raise DataSourceError(f"the build range makes more than {MAX_PARTITIONS} partitions")
+    return ranges
+
+
+def _partition_rows(
+    deployment: Deployment, model: CompiledModel, layout: RollupLayout, source_url: str, structure: str
+) -> list[PreAggregationPartition]:
+    """The rollup's partition rows for ``structure``, made for its current build range (computed at most once per
+    refresh interval)."""
+    rollup = layout.rollup
+    existing = list(
+        PreAggregationPartition.objects.filter(deployment=deployment, pre_aggregation=rollup.id, structure=structure)
+    )
+    if not rollup.partition_granularity:
+        if existing:
+            return existing
+        wanted: list[tuple[str, datetime | None, datetime | None]] = [("", None, None)]
+    else:
+        remembered = f"pre-aggregation-range:{deployment.pk}:{rollup.id}:{structure}"
+        if existing and cache.get(remembered):
+            return existing
+        found = _build_range(model, rollup, source_url)
+        cache.set(remembered, True, _every_seconds(rollup))
+        if found is None:
+            return existing
+        wanted = [(key, _aware(a), _aware(b)) for key, a, b in partition_ranges(rollup.partition_granularity, *found)]
+    have = {row.partition for row in existing}
+    for key, start, end in wanted:
+        if key in have:
+            continue
+        row, _ = PreAggregationPartition.objects.get_or_create(
+            deployment=deployment,
+            pre_aggregation=rollup.id,
+            structure=structure,
+            partition=key,
+            defaults={"range_start": start, "range_end": end},
+        )
+        existing.append(row)
+    return existing
+
+
+def _refresh_due(row: PreAggregationPartition, rollup: PreAggregation, now: datetime) -> bool:
+    """Whether ``row``'s refresh_key says it is due (``sql`` keys are judged by the caller)."""
+    built = row.built_at
+    if built is None:
+        return True
+    every = rollup.refresh_key.every
+    if is_cron(every):
+        fields = every.split()[-5:]
+        zone = rollup.refresh_key.timezone or "UTC"
+        schedule = crontab(*fields, nowfun=lambda: now.astimezone(ZoneInfo(zone)))
+        remaining: timedelta = schedule.remaining_estimate(built.astimezone(ZoneInfo(zone)))
+        return remaining <= timedelta(0)
+    seconds = _every_seconds(rollup)
+    return math.floor(now.timestamp() / seconds) != math.floor(built.timestamp() / seconds)
+
+
+def _in_update_window(
+    row: PreAggregationPartition, rollup: PreAggregation, rows: list[PreAggregationPartition], now: datetime
+) -> bool:
+    window = rollup.refresh_key.update_window
+    if window is None:
+        last = max((r.range_start for r in rows if r.range_start is not None), default=None)
+        return row.range_start == last
+    seconds = window.months * 30 * 86400 + window.seconds
+    return row.range_end is not None and row.range_end >= now - timedelta(seconds=seconds)
+
+
+def pre_aggregations_refresh(
+    *, deployment: Deployment, serve: Serve, enqueue: Callable[[int], None], now: datetime | None = None
+) -> int:
+    """Queue a build of every partition of the deployment's scheduled rollups that is due: never built, a rebuild
+    asked for, or its ``refresh_key`` says so (``every`` interval or CRON, ``sql`` whose value changed; with
+    ``incremental``, only partitions ending within ``update_window``, else only the last). Returns how many."""
+    try:
+        served = serve(deployment)
+    except (ApiError, ModelError):
+        return 0
+    if not served.source_url or served.dialect not in ("duckdb", "postgres"):
+        return 0
+    moment = now or timezone.now()
+    queued = 0
+    for layout in _usable(served.model).values():
+        rollup = layout.rollup
+        if not rollup.scheduled_refresh:
+            continue
+        try:
+            structure = rollup_structure(served.model, layout, served.source_url)
+            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure)
+            changed = _sql_key_changed(rollup, rows, served.source_url, moment)
+        except (DataSourceError, QueryError) as exc:
+            logger.warning(
+                "pre-aggregation %s of deployment %s: refresh check failed: %s", rollup.id, deployment.pk, exc
+            )
+            continue
+        for row in rows:
+            if _due(row, rollup, rows, moment, changed) and _mark_queued(row, moment):
+                transaction.on_commit(functools.partial(enqueue, row.pk))
+                queued += 1
+    return queued
+
+
+def _sql_key_changed(
+    rollup: PreAggregation, rows: list[PreAggregationPartition], source_url: str, now: datetime
+) -> bool:
+    """For a ``refresh_key.sql``: run it when the rollup's ``every`` has passed since the last check; whether its
+    value differs from what a built partition was built with."""
+    if rollup.refresh_key.sql is None or not rows:
+        return False
+    checked = min((r.refresh_checked_at for r in rows if r.refresh_checked_at), default=None)
+    if checked is not None and (now - checked).total_seconds() < _every_seconds(rollup):
+        return False
+    value = str(_scalar(source_url, rollup.refresh_key.sql))[:255]
+    PreAggregationPartition.objects.filter(pk__in=[r.pk for r in rows]).update(refresh_checked_at=now)
+    return any(r.built_at is not None and r.refresh_key_value != value for r in rows)
+
+
+def _due(
+    row: PreAggregationPartition,
+    rollup: PreAggregation,
+    rows: list[PreAggregationPartition],
+    now: datetime,
+    sql_changed: bool,
+) -> bool:
+    stale = now - timedelta(seconds=_settings()["LEASE_STALE_SECONDS"])
+    if row.status == Status.BUILDING and row.lease_heartbeat_at is not None and row.lease_heartbeat_at > stale:
+        return False
+    requeue = now - timedelta(seconds=_settings()["REQUEUE_SECONDS"])
+    if row.status == Status.QUEUED and row.queued_at is not None and row.queued_at > requeue:
+        return False
+    if not row.table:
+        if row.status == Status.FAILED:
+            wait = max(_every_seconds(rollup), MIN_RETRY_SECONDS)
+            return row.updated_at <= now - timedelta(seconds=wait)
+        return True
+    requested = row.rebuild_requested_at
+    if requested is not None and (row.build_started_at is None or requested > row.build_started_at):
+        return True
+    if rollup.refresh_key.incremental and not _in_update_window(row, rollup, rows, now):
+        return False
+    if rollup.refresh_key.sql is not None:
+        return sql_changed
+    return _refresh_due(row, rollup, now)
+
+
+def _mark_queued(row: PreAggregationPartition, now: datetime) -> bool:
+    stale = Now() - timedelta(seconds=_settings()["LEASE_STALE_SECONDS"])
+    free = Q(lease_owner="") | Q(lease_heartbeat_at__lt=stale)
+    return bool(PreAggregationPartition.objects.filter(free, pk=row.pk).update(status=Status.QUEUED, queued_at=now))
+
+
+# -- a build ----------------------------------------------------------------------------------------------------------
+
+
+class _Heartbeat:
+    """Renews a build's lease from a thread of its own; ``alive()`` turns False once the lease is lost."""
+
+    def __init__(self, partition_id: int, worker: str) -> None:
+        self.partition_id = partition_id
+        self.worker = worker
+        self._stop = threading.Event()
+        self._lost = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pre-aggregation-lease", daemon=True)
+
+    def alive(self) -> bool:
+        return not self._lost.is_set()
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(_settings()["HEARTBEAT_SECONDS"]):
+                renewed = PreAggregationPartition.objects.filter(pk=self.partition_id, lease_owner=self.worker).update(
+                    lease_heartbeat_at=Now()
+                )
+                if not renewed:
+                    self._lost.set()
+                    return
+        finally:
+            db_connection.close()
+
+
+def _claim(partition_id: int, worker: str) -> bool:
+    stale = Now() - timedelta(seconds=_settings()["LEASE_STALE_SECONDS"])
+    free = Q(lease_owner="") | Q(lease_heartbeat_at__isnull=True) | Q(lease_heartbeat_at__lt=stale)
+    return bool(
+        PreAggregationPartition.objects.filter(free, pk=partition_id).update(
+            lease_owner=worker, lease_heartbeat_at=Now(), status=Status.BUILDING, build_started_at=Now()
+        )
+    )
+
+
+def _release(partition_id: int, worker: str, **changes: Any) -> bool:
+    return bool(
+        PreAggregationPartition.objects.filter(pk=partition_id, lease_owner=worker).update(
+            lease_owner="", lease_heartbeat_at=None, queued_at=None, **changes
+        )
+    )
+
+
+def new_worker_id() -> str:
+    import os
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: str | None = None) -> str:
+    """Build one partition under its lease and swap it in. Returns ``built``, ``busy`` (another worker holds a live
+    lease), ``gone`` (no such partition), ``obsolete`` (the model no longer has it), ``lost`` (the lease was taken
+    over meanwhile: nothing swapped) or ``failed`` (its error is recorded)."""
+    worker = worker or new_worker_id()
+    if not PreAggregationPartition.objects.filter(pk=partition_id).exists():
+        return "gone"
+    if not _claim(partition_id, worker):
+        return "busy"
+    row = PreAggregationPartition.objects.select_related("deployment").get(pk=partition_id)
+    started = time.monotonic()
+    try:
+        served = serve(row.deployment)
+        layout = _usable(served.model).get(row.pre_aggregation)
+        if layout is None or rollup_structure(served.model, layout, served.source_url) != row.structure:
+            _release(partition_id, worker, status=Status.FAILED, error="The model no longer defines this rollup")
+            return "obsolete"
+        with _Heartbeat(partition_id, worker) as heartbeat:
+            refresh_value = ""
+            if layout.rollup.refresh_key.sql is not None:
+                refresh_value = str(_scalar(served.source_url, layout.rollup.refresh_key.sql))[:255]
+            date_range = None
+            if row.range_start is not None and row.range_end is not None:
+                date_range = (format_local(_naive(row.range_start)), format_local(_naive(row.range_end)))
+            compiled = build_query(served.model, layout, date_range)
+            result = get_data_source(served.source_url).execute(
+                compiled.sql, compiled.params, timeout_s=_settings()["BUILD_TIMEOUT_SECONDS"]
+            )
+            name = _file_name(layout, row)
+            directory = deployment_directory(row.deployment_id)
+            column_names = {c.member: c.name for c in layout.columns}
+            written = write_partition(
+                directory=directory,
+                file_name=name,
+                columns=[c.name for c in layout.columns],
+                result=result,
+                indexes=[(i.name, [column_names[m] for m in i.columns]) for i in layout.rollup.indexes],
+                keep_going=heartbeat.alive,
+            )
+        with transaction.atomic():
+            swapped = _release(
+                partition_id,
+                worker,
+                status=Status.BUILT,
+                table=written.file,
+                built_at=Now(),
+                rows=written.rows,
+                bytes=written.bytes,
+                build_seconds=round(time.monotonic() - started, 3),
+                refresh_key_value=refresh_value,
+                error="",
+            )
+            if swapped:
+                _version(row.deployment_id).bump()
+        if not swapped:
+            (directory / written.file).unlink(missing_ok=True)
+            return "lost"
+        return "built"
+    except BuildStopped:
+        return "lost"
+    except (ApiError, DataSourceError, QueryError, ModelError, OSError) as exc:
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        logger.warning("pre-aggregation partition %s failed to build: %s", partition_id, message)
+        _release(partition_id, worker, status=Status.FAILED, error=message[:2000])
+        return "failed"
+    except BaseException:
+        _release(partition_id, worker, status=Status.FAILED, error="Internal error while building")
+        raise
+
+
+def _file_name(layout: RollupLayout, row: PreAggregationPartition) -> str:
+    suffix = f"_{row.partition}" if row.partition else ""
+    return f"{layout.table}{suffix}_{row.structure[:8]}_{uuid.uuid4().hex[:8]}{FILE_SUFFIX}"
+
+
+# -- asked for by people ----------------------------------------------------------------------------------------------
+
+
+def pre_aggregations_rebuild(
+    *, deployment: Deployment, serve: Serve, enqueue: Callable[[int], None], pre_aggregation: str | None = None
+) -> int:
+    """Ask for a rebuild of every partition of the deployment's rollups (or of one, ``cube.name``), scheduled or
+    not, and queue their builds; returns how many partitions. 404 for a rollup the model does not define."""
+    served = serve(deployment)
+    if not served.source_url:
+        raise ApiError(f"Deployment {deployment.pk} has no data source: set one with configure_deployment")
+    layouts = _usable(served.model)
+    if pre_aggregation is not None:
+        if pre_aggregation not in rollup_layouts(served.model):
+            raise NotFound(f"Pre-aggregation {pre_aggregation!r} not found in the deployment's model")
+        if pre_aggregation not in layouts:
+            problem = rollup_layouts(served.model)[pre_aggregation].problem
+            raise ApiError(f"Pre-aggregation {pre_aggregation!r} cannot be built: {problem}")
+        layouts = {pre_aggregation: layouts[pre_aggregation]}
+    now = timezone.now()
+    queued = 0
+    for layout in layouts.values():
+        structure = rollup_structure(served.model, layout, served.source_url)
+        try:
+            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure)
+        except DataSourceError as exc:
+            raise ApiError(f"Pre-aggregation {layout.rollup.id}: {exc}") from None
+        PreAggregationPartition.objects.filter(pk__in=[r.pk for r in rows]).update(rebuild_requested_at=now)
+        for row in rows:
+            if _mark_queued(row, now):
+                transaction.on_commit(functools.partial(enqueue, row.pk))
+            queued += 1
+    return queued
+
+
+def pre_aggregations_collect_garbage(*, deployment: Deployment, serve: Serve) -> int:
+    """Drop partitions of structures the model no longer builds (after the file grace period) and delete the store
+    files no partition points to; returns how many files were deleted."""
+    grace = timedelta(seconds=_settings()["FILE_GRACE_SECONDS"])
+    try:
+        served = serve(deployment)
+        current = {
+            (rid, rollup_structure(served.model, layout, served.source_url))
+            for rid, layout in _usable(served.model).items()
+        }
+    except (ApiError, ModelError):
+        current = None
+    if current is not None:
+        old = timezone.now() - grace
+        stale = [
+            pk
+            for pk, rid, structure in PreAggregationPartition.objects.filter(
+                deployment=deployment, updated_at__lt=old
+            ).values_list("pk", "pre_aggregation", "structure")
+            if (rid, structure) not in current
+        ]
+        if stale:
+            PreAggregationPartition.objects.filter(pk__in=stale).delete()
+            _version(deployment.pk).bump()
+    referenced = set(
+        PreAggregationPartition.objects.filter(deployment=deployment).exclude(table="").values_list("table", flat=True)
+    )
+    return remove_unreferenced(deployment_directory(deployment.pk), referenced, older_than_s=grace.total_seconds())
+
+
+# -- what is shown ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    partition: str
+    range_start: datetime | None
+    range_end: datetime | None
+    status: str
+    built_at: datetime | None
+    rows: int | None
+    bytes: int | None
+    build_seconds: float | None
+    error: str
+    building_since: datetime | None
+
+
+@dataclass(frozen=True)
+class RollupStatus:
+    """A rollup of the deployment's model as the Platform API and the panel show it."""
+
+    rollup: PreAggregation
+    table: str
+    problem: str | None
+    served: bool  # every partition built: queries it matches are answered from it
+    partitions: list[PartitionStatus] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        if self.problem is not None:
+            return "unusable"
+        states = {p.status for p in self.partitions}
+        if Status.BUILDING in states:
+            return "building"
+        if self.served:
+            return "built"
+        if Status.FAILED in states:
+            return "failed"
+        return "pending"
+
+    @property
+    def last_refresh_time(self) -> datetime | None:
+        built = [p.built_at for p in self.partitions if p.built_at is not None]
+        return min(built) if self.served and built else None
+
+
+def pre_aggregations_status(*, deployment: Deployment, serve: Serve) -> list[RollupStatus]:
+    """Every rollup of the deployment's model, in definition order, with its partitions for the model and data
+    source it serves now: status, rows, size, build time, last build, error."""
+    served = serve(deployment)
+    rows_by_rollup: dict[tuple[str, str], list[PreAggregationPartition]] = {}
+    for row in PreAggregationPartition.objects.filter(deployment=deployment):
+        rows_by_rollup.setdefault((row.pre_aggregation, row.structure), []).append(row)
+    statuses = []
+    for rid, layout in rollup_layouts(served.model).items():
+        partitions: list[PartitionStatus] = []
+        tables: list[str] = []
+        if layout.problem is None and served.source_url:
+            structure = rollup_structure(served.model, layout, served.source_url)
+            for row in sorted(rows_by_rollup.get((rid, structure), []), key=lambda r: r.partition):
+                tables.append(row.table)
+                partitions.append(
+                    PartitionStatus(
+                        partition=row.partition,
+                        range_start=row.range_start,
+                        range_end=row.range_end,
+                        status=row.status,
+                        built_at=row.built_at,
+                        rows=row.rows,
+                        bytes=row.bytes,
+                        build_seconds=row.build_seconds,
+                        error=row.error,
+                        building_since=row.build_started_at if row.status == Status.BUILDING else None,
+                    )
+                )
+        served_now = bool(tables) and all(tables)
+        statuses.append(RollupStatus(layout.rollup, layout.table, layout.problem, served_now, partitions))
+    return statuses
+
+
+# -- answering from rollups ---------------------------------------------------------------------------------------
+
+
+def plan_on_rollups(*, served: Served, ctx: QueryContext, plan: LoadPlan) -> LoadPlan:
+    """``plan`` with each query a built rollup matches answered from it (:mod:`embedadmin.semantic.sql.rollups`):
+    the same query, rewritten onto the rollup's table and compiled by the planner's compile, its hints naming the
+    rollup (``preAggregation``) and the store files it reads."""
+    state = store_state(deployment=served.deployment, model=served.model, source_url=served.source_url)
+    if state is None or not state.built:
+        return plan
+    queries = []
+    for compiled in plan.queries:
+        choice = choose_rollup(served.model, compiled, ctx, state.built, source_dialect=served.dialect)
+        rewritten = None
+        if choice is not None:
+            rewritten = rewrite(served.model, compiled, choice, _compile_on_rollup)
+        if rewritten is not None:
+            rewritten.hints["preAggregation"]["catalog"] = state.catalog
+        queries.append(rewritten or compiled)
+    return dataclasses.replace(plan, queries=tuple(queries))
+
+
+def _compile_on_rollup(model: CompiledModel, query: NormalizedQuery) -> CompiledQuery:
+    # No caller here: the caller's row filters are in the query already, and the rollup's model has no policies.
+    return compile_cached(model, query, QueryContext())
+
+
+def rollup_read(compiled: CompiledQuery) -> tuple[DataSource, str] | None:
+    """For a query answered from a rollup: the store's source to run it on, and the name its results are cached
+    under (the rollup's version: a rebuild starts afresh). None for a query of the data source."""
+    used = compiled.hints.get("preAggregation")
+    if used is None:
+        return None
+    catalog: StoreCatalog = used["catalog"]
+    return rollup_source(
+        catalog
+    ), f"pre-aggregations:{catalog.deployment_id}:{used['preAggregationId']}:{used['version']}"

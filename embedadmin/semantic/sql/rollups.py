@@ -1,0 +1,792 @@
+"""Rollup pre-aggregations at query time: which rollup answers a query (Cube's matching rules), the query that builds
+a rollup, and a query rewritten onto a rollup's table, compiled by the same statement builder as any query.
+
+A rollup is a materialised GROUP BY. Its table has one column per dimension (``orders__status``), segment (a boolean,
+``orders__completed``), the time dimension at the rollup's granularity (``orders__created_at_day``, a bucket start in
+UTC) and *leaf* measure (a calculated measure such as ``{sum} / {count}`` is stored as its leaves and recomputed from
+them). Its build is an ordinary query of those members (:func:`build_query`) run on the source.
+
+**Matching** (``PreAggregations.ts``, ``canUsePreAggregationForTransformedQueryFn``): candidates are the rollups of the
+cubes in the query's join tree, root first, in definition order; the first that matches answers. The query's facts
+are computed on cube members (a view member stands for the cube member it includes), and a caller's row policy counts
+as the query's filters: its members must be in the rollup, or the rollup is not used for that caller.
+
+- *Leaf-additive* path, when every leaf measure is ``count``, ``sum``, ``min`` or ``max`` and none is multiplied by a
+  join of the query: the leaves are stored in the rollup and not multiplied by the rollup's own joins; every
+  dimension, segment and filter member (policy filters included) is a rollup dimension; each time dimension is the
+  rollup's, at a granularity the rollup's rolls up into (``day`` into ``week``, ``month``...; not ``week`` into
+  ``month``) after lowering it to what the date range is aligned to (a range from the 15th at noon needs an ``hour``
+  rollup), unless the rollup allows non-strict date range matches. Measures are re-aggregated: ``count`` and ``sum``
+  as sums, ``min``/``max`` as themselves.
+- *Exact* path, otherwise (``avg``, ``count_distinct``, ``count_distinct_approx`` — DuckDB exposes no mergeable
+  sketch, so approximate counts are matched exactly too — and multiplied measures): the query's grouping is the
+  rollup's: every time dimension has the rollup's granularity, and the dimensions (filter members included) equal
+  the rollup's, or every filter is a single-value ``equals`` and those members with the dimensions equal them. Each
+  group of the answer is then one row of the rollup, read as it is.
+
+Not matched (the source answers): ungrouped queries, rolling-window measures, ``measureFilter`` filters, a time zone
+other than the rollup's (UTC), custom granularities, a join tree other than the rollup's (a view rooted elsewhere), a
+row policy that denies the caller, and, for a data source other than DuckDB, a calculated measure that divides (its
+arithmetic would run in DuckDB's dialect, not the source's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlglot import exp
+
+from embedadmin.core.fields import MAX_BIGINT
+from embedadmin.semantic.context import QueryContext
+from embedadmin.semantic.errors import QueryError
+from embedadmin.semantic.modeling.dependencies import cubes_read_through_view, member_snippets
+from embedadmin.semantic.modeling.model import (
+    CompiledModel,
+    CubeReference,
+    CubeSqlReference,
+    Dimension,
+    Entity,
+    Measure,
+    Member,
+    MemberDisplay,
+    MemberReference,
+    PreAggregation,
+    Segment,
+    SourceLocation,
+    SqlSnippet,
+)
+from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
+from embedadmin.semantic.query.access import row_restriction
+from embedadmin.semantic.query.dates import parse_local
+from embedadmin.semantic.query.normalized import (
+    Contradiction,
+    FilterCondition,
+    FilterGroup,
+    FilterNode,
+    NormalizedQuery,
+    OrderSpec,
+    TimeDimensionSpec,
+)
+from embedadmin.semantic.sql.builder import CompiledQuery, compile_query
+from embedadmin.semantic.sql.columns import column_alias, filter_leaves
+from embedadmin.semantic.sql.expressions import is_composite
+
+STORE_DIALECT = "duckdb"
+ROLLUP_TIMEZONE = "UTC"
+ADDITIVE = frozenset({"count", "sum", "min", "max"})
+COUNTING = frozenset({"count", "count_distinct", "count_distinct_approx"})
+# Granularities a bucket of each one is made of, itself first (Cube's standardGranularitiesParents).
+HIERARCHY = {
+    "year": ("year", "quarter", "month", "day", "hour", "minute", "second"),
+    "quarter": ("quarter", "month", "day", "hour", "minute", "second"),
+    "month": ("month", "day", "hour", "minute", "second"),
+    "week": ("week", "day", "hour", "minute", "second"),
+    "day": ("day", "hour", "minute", "second"),
+    "hour": ("hour", "minute", "second"),
+    "minute": ("minute", "second"),
+    "second": ("second",),
+}
+_LOCATION = SourceLocation("pre-aggregation", 0)
+
+
+# -- granularities --------------------------------------------------------------------------------------------------
+
+
+def min_granularity(a: str | None, b: str | None) -> str | None:
+    """The coarsest granularity both ``a`` and ``b`` are made of (Cube's ``minGranularity``): month and week -> day."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    common = [g for g in reversed(HIERARCHY[a]) if g in HIERARCHY[b]]
+    return common[-1] if common else "second"
+
+
+def granularity_of(moment: datetime) -> str | None:
+    """The coarsest granularity ``moment`` starts a bucket of (Cube's ``granularityFor``); None below a second."""
+    if moment.microsecond:
+        return None
+    if moment.second:
+        return "second"
+    if moment.minute:
+        return "minute"
+    if moment.hour:
+        return "hour"
+    if moment.month == 1 and moment.day == 1:
+        return "year"
+    if moment.day == 1:
+        return "month"
+    if moment.weekday() == 0:
+        return "week"
+    return "day"
+
+
+_UNALIGNED = "unaligned"
+
+
+def range_granularity(date_range: tuple[str, str]) -> str:
+    """The granularity a date range is aligned to: the coarser of its start's and its end's (plus a millisecond)."""
+    start = parse_local(date_range[0])
+    end = parse_local(date_range[1]) + timedelta(milliseconds=1)
+    first, last = granularity_of(start), granularity_of(end)
+    if first is None or last is None:
+        return _UNALIGNED
+    return min_granularity(first, last) or _UNALIGNED
+
+
+# -- a rollup's layout and build ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RollupColumn:
+    """One column of a rollup's table: the member it holds (``orders.created_at`` for the time column)."""
+
+    name: str
+    member: str
+    role: str  # dimension | segment | time | measure
+    measure_type: str | None = None  # a leaf measure's type
+
+
+@dataclass(frozen=True)
+class RollupLayout:
+    """A rollup as this server stores and matches it. ``problem`` says why it cannot be built (no join path...)."""
+
+    rollup: PreAggregation
+    table: str  # its name in the store: ``orders__main``
+    columns: tuple[RollupColumn, ...]  # in the build query's column order: dimensions, segments, time, measures
+    listed: frozenset[str]  # the measures it names (calculated ones included)
+    leaves: Mapping[str, RollupColumn]  # leaf measure -> column
+    grouped_by: frozenset[str]  # dimensions and segments
+    build: NormalizedQuery
+    root: str = ""
+    joined: frozenset[str] = frozenset()
+    multiplied: frozenset[str] = frozenset()  # leaf measures its own joins multiply
+    problem: str | None = None
+
+    @property
+    def time_column(self) -> RollupColumn | None:
+        return next((c for c in self.columns if c.role == "time"), None)
+
+
+def table_name(rollup: PreAggregation) -> str:
+    return f"{rollup.cube}__{rollup.name}"
+
+
+def leaf_measures(model: CompiledModel, names: Iterable[str]) -> dict[str, Measure] | None:
+    """The aggregate measures ``names`` are computed from (a calculated measure's, recursively); None when one is
+    a calculated measure that refers to something other than measures."""
+    found: dict[str, Measure] = {}
+
+    def visit(measure: Measure) -> bool:
+        if not is_composite(measure):
+            found.setdefault(measure.full_name, measure)
+            return True
+        assert measure.sql is not None
+        for reference in measure.sql.refs.values():
+            if not isinstance(reference, MemberReference) or reference.kind != "measure":
+                return False
+            target = model.entities[reference.cube].measures.get(reference.member)
+            if target is None or not visit(target):
+                return False
+        return True
+
+    for name in names:
+        member = origin(model, model.members[name])
+        if not isinstance(member, Measure) or not visit(member):
+            return None
+    return found
+
+
+def origin(model: CompiledModel, member: Member) -> Member:
+    """The cube member a view member stands for."""
+    return model.members[member.alias_member] if member.alias_member else member
+
+
+def unrestricted(model: CompiledModel) -> CompiledModel:
+    """``model`` without access policies: what a rollup is built from (a rollup holds every row; each caller's row
+    policy applies when it is read). Kept with the model."""
+    found = model.caches.get("rollup_build_model")
+    if isinstance(found, CompiledModel):
+        return found
+    entities = {name: dataclasses.replace(entity, access_policies=None) for name, entity in model.entities.items()}
+    members: dict[str, Member] = {}
+    for entity in entities.values():
+        for section in (entity.measures, entity.dimensions, entity.segments):
+            for member in section.values():
+                members[member.full_name] = member
+    built = dataclasses.replace(model, entities=entities, members=members, caches={})
+    model.caches["rollup_build_model"] = built
+    return built
+
+
+def rollup_layouts(model: CompiledModel) -> dict[str, RollupLayout]:
+    """Every rollup of the model by its id (``cube.name``), in definition order; kept with the model."""
+    found = model.caches.get("rollup_layouts")
+    if isinstance(found, dict):
+        return found
+    layouts = {
+        rollup.id: _layout(model, rollup)
+        for entity in model.entities.values()
+        if not entity.is_view
+        for rollup in entity.pre_aggregations
+    }
+    model.caches["rollup_layouts"] = layouts
+    return layouts
+
+
+def _layout(model: CompiledModel, rollup: PreAggregation) -> RollupLayout:
+    taken: set[str] = set()
+    columns = [RollupColumn(column_alias(d, taken), d, "dimension") for d in rollup.dimensions]
+    columns += [RollupColumn(column_alias(s, taken), s, "segment") for s in rollup.segments]
+    if rollup.time_dimension is not None:
+        key = f"{rollup.time_dimension}.{rollup.granularity}"
+        columns.append(RollupColumn(column_alias(key, taken), rollup.time_dimension, "time"))
+    found = leaf_measures(model, rollup.measures)
+    problem = None if found is not None else "a calculated measure of it refers to something other than measures"
+    leaves = found or {}
+    leaf_columns = {n: RollupColumn(column_alias(n, taken), n, "measure", m.type) for n, m in leaves.items()}
+    columns += leaf_columns.values()
+    time_dimensions: tuple[TimeDimensionSpec, ...] = ()
+    if rollup.time_dimension is not None:
+        time_dimensions = (TimeDimensionSpec(rollup.time_dimension, rollup.granularity),)
+    build = NormalizedQuery(
+        measures=tuple(leaves),
+        dimensions=(*rollup.dimensions, *rollup.segments),
+        time_dimensions=time_dimensions,
+        limit=MAX_BIGINT,  # every row
+        timezone=ROLLUP_TIMEZONE,
+        join_hints=((rollup.cube,),),  # rooted at the rollup's cube, as Cube builds it
+    )
+    layout = RollupLayout(
+        rollup=rollup,
+        table=table_name(rollup),
+        columns=tuple(columns),
+        listed=frozenset(rollup.measures),
+        leaves=leaf_columns,
+        grouped_by=frozenset((*rollup.dimensions, *rollup.segments)),
+        build=build,
+        problem=problem,
+    )
+    if problem is not None:
+        return layout
+    try:
+        compiled = compile_query(unrestricted(model), build, QueryContext())
+    except QueryError as exc:
+        return dataclasses.replace(layout, problem=exc.message)
+    if compiled.hints["root"] != rollup.cube:
+        problem = f"Can't find join path from cube {rollup.cube} to every member of the rollup"
+        return dataclasses.replace(layout, problem=problem)
+    multiplied = frozenset(compiled.hints.get("multiplied", ()))
+    cubes = [compiled.hints["root"], *compiled.hints.get("joins", ())]
+    if _reads_context(model, cubes, [column.member for column in columns]):
+        return dataclasses.replace(
+            layout,
+            problem="its SQL reads the query's context (SECURITY_CONTEXT, FILTER_PARAMS, FILTER_GROUP or SQL_UTILS), "
+            "so one table cannot serve every caller",
+        )
+    return dataclasses.replace(
+        layout,
+        root=compiled.hints["root"],
+        joined=frozenset(compiled.hints.get("joins", ())),
+        multiplied=frozenset(name for name in leaves if name.split(".")[0] in multiplied),
+    )
+
+
+def _reads_context(model: CompiledModel, cubes: list[str], members: list[str]) -> bool:
+    """Whether the SQL of ``cubes`` or of ``members`` (and what they reference) reads the query's context."""
+    pending: list[SqlSnippet] = [model.entities[c].sql for c in cubes if model.entities[c].sql is not None]  # type: ignore[misc]
+    seen: set[str] = set()
+    queue = list(members)
+    while queue:
+        name = queue.pop()
+        if name in seen or name not in model.members:
+            continue
+        seen.add(name)
+        pending.extend(member_snippets(model.members[name]))
+    while pending:
+        snippet = pending.pop()
+        for reference in snippet.refs.values():
+            if isinstance(reference, MemberReference):
+                queue.append(f"{reference.cube}.{reference.member}")
+            elif isinstance(reference, CubeSqlReference):
+                entity = model.entities.get(reference.cube)
+                if entity is not None and entity.sql is not None:
+                    pending.append(entity.sql)
+            elif not isinstance(reference, CubeReference):
+                return True
+        while queue:
+            name = queue.pop()
+            if name in seen or name not in model.members:
+                continue
+            seen.add(name)
+            pending.extend(member_snippets(model.members[name]))
+    return False
+
+
+def build_query(model: CompiledModel, layout: RollupLayout, date_range: tuple[str, str] | None = None) -> CompiledQuery:
+    """The statement that builds ``layout``'s table (one partition when ``date_range`` is given: UTC local times)."""
+    query = layout.build
+    if date_range is not None:
+        assert layout.rollup.time_dimension is not None
+        td = TimeDimensionSpec(layout.rollup.time_dimension, layout.rollup.granularity, date_range)
+        query = dataclasses.replace(query, time_dimensions=(td,))
+    return compile_query(unrestricted(model), query, QueryContext())
+
+
+# -- matching -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuiltRollup:
+    """What the store holds of a rollup: its read name, version (changes with each build) and, for a rollup with an
+    explicit build range, the range its partitions cover (local UTC times): a query outside it is not answered."""
+
+    table: str
+    version: str
+    last_updated_at: datetime
+    covered: tuple[datetime, datetime] | None = None
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """A query's facts as matching reads them, on cube members."""
+
+    measures: frozenset[str]
+    leaves: dict[str, Measure]
+    dimensions: frozenset[str]  # selected dimensions
+    filter_members: frozenset[str]  # dimensions the filters read (policy filters included)
+    grouping: frozenset[str]  # selected dimensions, segments, filter members (policy filters included)
+    time_dimensions: tuple[tuple[str, str | None, tuple[str, str] | None], ...]
+    filters: tuple[FilterNode, ...]  # the query's own, then the policy's
+    leaf_additive: bool
+    additive: bool
+    multiplied: bool
+    single_equals: frozenset[str] | None
+
+
+def _facts(
+    model: CompiledModel, compiled: CompiledQuery, ctx: QueryContext, restrictions: list[FilterNode]
+) -> _Facts | None:
+    query = compiled.query
+    filters = (*query.filters, *restrictions)
+    filter_members: list[str] = []
+    measure_names = list(query.measures)
+    for node in filters:
+        if isinstance(node, Contradiction):
+            return None
+        for leaf in filter_leaves(node):
+            member = origin(model, model.members[leaf.member])
+            if leaf.operator == "measureFilter":
+                return None
+            if isinstance(member, Measure):
+                measure_names.append(leaf.member)
+            else:
+                filter_members.append(member.full_name)
+    leaves = leaf_measures(model, measure_names)
+    if leaves is None or any(m.rolling_window is not None for m in leaves.values()):
+        return None
+    measures = [origin(model, model.members[name]) for name in query.measures]
+    if any(isinstance(m, Measure) and m.rolling_window is not None for m in measures):
+        return None
+    dimensions = [origin(model, model.members[name]).full_name for name in query.dimensions]
+    segments = [origin(model, model.members[name]).full_name for name in query.segments]
+    time_dimensions = []
+    for td in query.time_dimensions:
+        dimension = origin(model, model.members[td.dimension])
+        if td.granularity is not None and td.granularity not in PREDEFINED_GRANULARITIES:
+            return None
+        time_dimensions.append((dimension.full_name, td.granularity, td.date_range))
+    multiplied = set(compiled.hints.get("multiplied", ()))
+    return _Facts(
+        measures=frozenset(m.full_name for m in measures),
+        leaves=leaves,
+        dimensions=frozenset(dimensions),
+        filter_members=frozenset(filter_members),
+        grouping=frozenset((*dimensions, *segments, *filter_members)),
+        time_dimensions=tuple(sorted(time_dimensions, key=lambda t: (t[0], t[1] or ""))),
+        filters=filters,
+        leaf_additive=all(m.type in ADDITIVE for m in leaves.values()),
+        additive=all(isinstance(m, Measure) and m.type in ADDITIVE for m in measures),
+        multiplied=any(name.split(".")[0] in multiplied for name in leaves),
+        single_equals=_single_equals(filters, [*dimensions, *segments], model),
+    )
+
+
+def _single_equals(filters: Sequence[FilterNode], grouped: list[str], model: CompiledModel) -> frozenset[str] | None:
+    """Cube's ``filterDimensionsSingleValueEqual``: the selected dimensions and segments with the members of the
+    filters, when every filter is a single-value ``equals`` (or an ``and`` of them); None otherwise."""
+    members = set(grouped)
+
+    def visit(node: FilterNode) -> bool:
+        if isinstance(node, FilterGroup):
+            return node.kind == "and" and all(visit(item) for item in node.items)
+        if isinstance(node, FilterCondition) and node.operator == "equals" and len(node.values or ()) == 1:
+            members.add(origin(model, model.members[node.member]).full_name)
+            return True
+        return False
+
+    return frozenset(members) if all(visit(node) for node in filters) else None
+
+
+def _time_matches(layout: RollupLayout, facts: _Facts, *, exact: bool, built: BuiltRollup) -> bool:
+    rollup = layout.rollup
+    strict = not rollup.allow_non_strict_date_range_match
+    for dimension, granularity, date_range in facts.time_dimensions:
+        if dimension != rollup.time_dimension or rollup.granularity not in HIERARCHY:
+            return False
+        if built.covered is not None and not _within(date_range, built.covered):
+            return False
+        wanted = granularity
+        if strict and date_range is not None:
+            aligned = range_granularity(date_range)
+            if aligned == _UNALIGNED:
+                return False
+            wanted = min_granularity(granularity, aligned)
+        if exact:
+            if granularity is None or wanted != rollup.granularity or granularity != rollup.granularity:
+                return False
+        elif wanted is not None and rollup.granularity not in HIERARCHY[wanted]:
+            return False
+    if built.covered is not None and not any(d == rollup.time_dimension for d, _, _ in facts.time_dimensions):
+        return False  # a build range bounds the rollup: a query must stay within it
+    if exact:
+        return len(facts.time_dimensions) == (1 if rollup.time_dimension else 0)
+    return True
+
+
+def _within(date_range: tuple[str, str] | None, covered: tuple[datetime, datetime]) -> bool:
+    if date_range is None:
+        return False
+    return covered[0] <= parse_local(date_range[0]) and parse_local(date_range[1]) <= covered[1]
+
+
+def _can_use(layout: RollupLayout, facts: _Facts, compiled: CompiledQuery, built: BuiltRollup) -> str | None:
+    """How ``layout`` answers the query: "additive", "exact", or None."""
+    if layout.problem is not None:
+        return None
+    if compiled.hints.get("root") != layout.root or not set(compiled.hints.get("joins", ())) <= layout.joined:
+        return None
+    if facts.leaf_additive and not facts.multiplied:
+        leaves_stored = all(name in layout.leaves for name in facts.leaves)
+        if (
+            leaves_stored
+            and not set(facts.leaves) & layout.multiplied
+            and facts.grouping <= layout.grouped_by
+            and _time_matches(layout, facts, exact=False, built=built)
+        ):
+            return "additive"
+    stored = all(name in layout.leaves for name in facts.leaves) or facts.measures <= layout.listed
+    if not stored or any(td[1] is None for td in facts.time_dimensions):
+        return None
+    if not _time_matches(layout, facts, exact=True, built=built):
+        return None
+    if facts.single_equals is not None and facts.single_equals == layout.grouped_by:
+        return "exact"
+    if facts.filter_members <= facts.dimensions and facts.grouping == layout.grouped_by:
+        return "exact"
+    return None
+
+
+@dataclass(frozen=True)
+class RollupChoice:
+    """The rollup that answers a query, how, and the caller's row filters it must apply."""
+
+    layout: RollupLayout
+    built: BuiltRollup
+    how: str  # additive | exact
+    filters: tuple[FilterNode, ...]
+
+
+def caller_restrictions(model: CompiledModel, query: NormalizedQuery, ctx: QueryContext) -> list[FilterNode]:
+    """The row filters a caller's policies add to ``query``, as the statement builder adds them."""
+    used = [*query.measures, *query.dimensions, *(td.dimension for td in query.time_dimensions), *query.segments]
+    used.extend(leaf.member for node in query.filters for leaf in filter_leaves(node))
+    named = [model.members[name].entity for name in used]
+    reached = [cube for name in used for cube in cubes_read_through_view(model, model.members[name])]
+    return row_restriction(model, named, ctx, through_views=reached)
+
+
+def choose_rollup(
+    model: CompiledModel,
+    compiled: CompiledQuery,
+    ctx: QueryContext,
+    built: Mapping[str, BuiltRollup],
+    *,
+    source_dialect: str,
+) -> RollupChoice | None:
+    """The first built rollup that can answer ``compiled``'s query for ``ctx`` (Cube's order), or None."""
+    query = compiled.query
+    if query.ungrouped or query.timezone != ROLLUP_TIMEZONE or not built:
+        return None
+    restrictions = caller_restrictions(model, query, ctx)
+    facts = _facts(model, compiled, ctx, restrictions)
+    if facts is None:
+        return None
+    if source_dialect != STORE_DIALECT and _divides(model, query):
+        return None
+    layouts = rollup_layouts(model)
+    cubes = [compiled.hints.get("root"), *compiled.hints.get("joins", ())]
+    for cube in dict.fromkeys(cubes):
+        entity = model.entities.get(cube) if isinstance(cube, str) else None
+        for rollup in entity.pre_aggregations if entity is not None else ():
+            state = built.get(rollup.id)
+            layout = layouts.get(rollup.id)
+            if state is None or layout is None:
+                continue
+            how = _can_use(layout, facts, compiled, state)
+            if how is not None:
+                return RollupChoice(layout, state, how, facts.filters)
+    return None
+
+
+def _divides(model: CompiledModel, query: NormalizedQuery) -> bool:
+    """Whether a calculated measure of the query divides (its arithmetic would run in the store's dialect)."""
+    pending = [origin(model, model.members[name]) for name in query.measures]
+    pending += [origin(model, model.members[leaf.member]) for n in query.filters for leaf in filter_leaves(n)]
+    while pending:
+        member = pending.pop()
+        if isinstance(member, Measure) and is_composite(member):
+            assert member.sql is not None
+            if member.sql.tree.find(exp.Div, exp.IntDiv) is not None:
+                return True
+            for reference in member.sql.member_refs():
+                target = model.entities[reference.cube].member(reference.member)
+                if target is not None:
+                    pending.append(target)
+    return False
+
+
+# -- the query on the rollup ----------------------------------------------------------------------------------------
+
+
+_REAGGREGATE: dict[str, Callable[[exp.Expr], exp.Expr]] = {
+    "count": lambda c: exp.Coalesce(this=exp.Sum(this=c), expressions=[exp.Literal.number(0)]),
+    "sum": lambda c: exp.Sum(this=c),
+    "min": lambda c: exp.Min(this=c),
+    "max": lambda c: exp.Max(this=c),
+}
+
+
+def _leaf_value(kind: str | None, column: exp.Expr) -> exp.Expr:
+    if kind in _REAGGREGATE:
+        return _REAGGREGATE[kind](column)
+    # A non-additive leaf is read only where each group of the answer is one row of the rollup.
+    value: exp.Expr = exp.Max(this=column)
+    if kind in COUNTING:
+        value = exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
+    return value
+
+
+@dataclass
+class RollupModel:
+    """A rollup's table as a model of one cube (named after the table): its columns as dimensions, segments and
+    measures that re-aggregate them, and the calculated measures computed from those. ``names`` maps each cube member
+    the rollup answers for to its member here (``time`` the time dimension's)."""
+
+    model: CompiledModel
+    names: dict[str, str] = field(default_factory=dict)
+    time: str | None = None
+
+
+def rollup_model(model: CompiledModel, layout: RollupLayout) -> RollupModel:
+    """``layout``'s table as a model (kept with ``model``): what a rewritten query is compiled against."""
+    cache: dict[str, RollupModel] = model.caches.setdefault("rollup_models", {})
+    found = cache.get(layout.rollup.id)
+    if found is None:
+        found = cache[layout.rollup.id] = _rollup_model(model, layout)
+    return found
+
+
+def _rollup_model(model: CompiledModel, layout: RollupLayout) -> RollupModel:
+    table = layout.table
+    measures: dict[str, Measure] = {}
+    dimensions: dict[str, Dimension] = {}
+    segments: dict[str, Segment] = {}
+    names: dict[str, str] = {}
+    time = None
+    for column in layout.columns:
+        source = model.members[column.member]
+        reference = _column(table, column.name)
+        snippet = _snippet(reference, column.name)
+        if column.role == "time":
+            time = f"{table}.{column.name}"
+        else:
+            names[column.member] = f"{table}.{column.name}"
+        if column.role == "segment":
+            segments[column.name] = Segment(column.name, table, snippet, _display(column.name))
+        elif column.role in ("dimension", "time"):
+            assert isinstance(source, Dimension)
+            kind = "string" if source.type == "geo" else source.type
+            dimensions[column.name] = Dimension(column.name, table, kind, snippet, _display(column.name))
+        else:
+            assert isinstance(source, Measure)
+            kind = source.type if source.type in ("string", "time", "boolean") else "number"
+            value = _snippet(_leaf_value(column.measure_type, reference), column.name)
+            measures[column.name] = Measure(column.name, table, kind, value, _display(column.name))
+    taken = {column.name for column in layout.columns}
+    for name in sorted(layout.listed - set(layout.leaves)):
+        _calculated(model, model.members[name], table, measures, names, taken)
+    entity = Entity(
+        name=table,
+        is_view=False,
+        title=table,
+        description=None,
+        public=True,
+        meta=None,
+        measures=measures,
+        dimensions=dimensions,
+        segments=segments,
+        hierarchies=(),
+        folders=(),
+        access_policies=None,
+        location=_LOCATION,
+        table=exp.Table(this=exp.to_identifier(table, quoted=True)),
+    )
+    members: dict[str, Member] = {}
+    for section in (measures, dimensions, segments):
+        for name, member in section.items():
+            members[f"{table}.{name}"] = member
+    compiled = CompiledModel(
+        compiler_id=f"{model.compiler_id}:{layout.rollup.id}",
+        dialect=STORE_DIALECT,
+        entities={table: entity},
+        members=members,
+        joins={table: {}},
+        connected_components={},
+    )
+    return RollupModel(compiled, names, time)
+
+
+def _display(name: str) -> MemberDisplay:
+    return MemberDisplay(title=name, short_title=name, description=None, meta=None, public=True)
+
+
+def _snippet(tree: exp.Expr, text: str) -> SqlSnippet:
+    return SqlSnippet(text=text, tree=tree, refs={}, location=_LOCATION)
+
+
+def _column(table: str, name: str) -> exp.Expr:
+    return exp.column(exp.to_identifier(name, quoted=True), table=exp.to_identifier(table, quoted=True))
+
+
+def _calculated(
+    model: CompiledModel,
+    member: Member,
+    table: str,
+    measures: dict[str, Measure],
+    names: dict[str, str],
+    taken: set[str],
+) -> str | None:
+    """A calculated measure over the rollup's leaves (its references pointed at their columns); its name there."""
+    if member.full_name in names:
+        return names[member.full_name].split(".", 1)[1]
+    if not isinstance(member, Measure) or member.sql is None or member.filters or not is_composite(member):
+        return None
+    refs: dict[str, Any] = {}
+    for placeholder, reference in member.sql.refs.items():
+        if not isinstance(reference, MemberReference) or reference.kind != "measure":
+            return None
+        target = model.entities[reference.cube].measures.get(reference.member)
+        inner = None if target is None else _calculated(model, target, table, measures, names, taken)
+        if inner is None:
+            return None
+        refs[placeholder] = MemberReference(table, inner, kind="measure")
+    name = column_alias(member.full_name, taken)
+    snippet = SqlSnippet(text=member.sql.text, tree=member.sql.tree, refs=refs, location=_LOCATION)
+    measures[name] = Measure(name, table, member.type, snippet, _display(name))
+    names[member.full_name] = f"{table}.{name}"
+    return name
+
+
+def rewrite(
+    model: CompiledModel,
+    compiled: CompiledQuery,
+    choice: RollupChoice,
+    compile_rewritten: Callable[[CompiledModel, NormalizedQuery], CompiledQuery],
+) -> CompiledQuery | None:
+    """``compiled`` answered from ``choice``'s rollup: its query with every member named by the rollup's model and
+    the caller's row filters added, compiled by ``compile_rewritten`` (the planner's cached compile); the result
+    reads as ``compiled`` does (its query, row keys and types; hints naming the rollup). None when a member the query
+    needs has no counterpart in the rollup's model."""
+    target = rollup_model(model, choice.layout)
+    query = compiled.query
+
+    def name(member: str) -> str:
+        found = target.names.get(origin(model, model.members[member]).full_name)
+        if found is None:
+            raise KeyError(member)
+        return found
+
+    def time_name(member: str) -> str:
+        if target.time is None or origin(model, model.members[member]).full_name != choice.layout.rollup.time_dimension:
+            raise KeyError(member)
+        return target.time
+
+    def node(item: FilterNode) -> FilterNode:
+        if isinstance(item, FilterGroup):
+            return FilterGroup(item.kind, tuple(node(i) for i in item.items))
+        if isinstance(item, FilterCondition):
+            return FilterCondition(name(item.member), item.operator, item.values)
+        return item
+
+    def order(spec: OrderSpec) -> OrderSpec:
+        member, _, granularity = spec.id.partition(".")[2].partition(".")
+        base = f"{spec.id.split('.')[0]}.{member}" if member else spec.id
+        for lookup in (name, time_name):
+            try:
+                renamed = lookup(base)
+            except KeyError:
+                continue
+            return OrderSpec(f"{renamed}.{granularity}" if granularity else renamed, spec.desc)
+        return spec
+
+    try:
+        rewritten = dataclasses.replace(
+            query,
+            measures=tuple(name(m) for m in query.measures),
+            dimensions=tuple(name(d) for d in query.dimensions),
+            segments=tuple(name(s) for s in query.segments),
+            time_dimensions=tuple(
+                dataclasses.replace(td, dimension=time_name(td.dimension)) for td in query.time_dimensions
+            ),
+            filters=tuple(node(f) for f in choice.filters),
+            order=tuple(order(o) for o in query.order),
+            join_hints=(),
+        )
+    except KeyError:
+        return None
+    on_rollup = compile_rewritten(target.model, rewritten)
+    if len(on_rollup.columns) != len(compiled.columns):
+        return None
+    columns = tuple(
+        dataclasses.replace(mine, alias=theirs.alias)
+        for mine, theirs in zip(compiled.columns, on_rollup.columns, strict=True)
+    )
+    used = {
+        "preAggregationId": choice.layout.rollup.id,
+        "table": choice.layout.table,
+        "targetTableName": f"{choice.built.table}_{choice.built.version}",
+        "version": choice.built.version,
+        "lastUpdatedAt": choice.built.last_updated_at,
+        "type": choice.layout.rollup.type,
+        "matched": choice.how,
+    }
+    return dataclasses.replace(
+        on_rollup, query=query, columns=columns, hints={**compiled.hints, "preAggregation": used}
+    )
+
+
+__all__ = [
+    "BuiltRollup",
+    "RollupChoice",
+    "RollupColumn",
+    "RollupLayout",
+    "build_query",
+    "choose_rollup",
+    "rewrite",
+    "rollup_layouts",
+]
