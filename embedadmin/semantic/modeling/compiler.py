@@ -398,6 +398,7 @@ def _compile_cube(raw: RawCube, scope: SnippetScope, dialect: str, problems: Pro
         joins=tuple(joins),
         primary_keys=tuple(d.name for d in dimensions.values() if d.primary_key),
         data_source=definition.string("data_source") or "default",
+        calendar=bool(definition.boolean("calendar", False)),
         refresh_key=RefreshKey(every=refresh.get("every"), sql=refresh.get("sql"))
         if isinstance(refresh, dict)
         else None,

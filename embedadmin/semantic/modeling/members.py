@@ -31,12 +31,17 @@ from embedadmin.semantic.modeling.model import (
     SqlSnippet,
 )
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES, SnippetError, SnippetScope, parse_snippet
+from embedadmin.semantic.modeling.stages import (
+    STAGE_KEYS,
+    UNSUPPORTED_MULTI_STAGE_TYPES,
+    compile_calendar_time_shifts,
+    compile_multi_stage,
+)
 
 _COMMON = DESCRIPTIVE_KEYS | {"sql"}
 MEASURE_KEYS = _COMMON | {"type", "filters", "format", "currency", "drill_members", "rolling_window", "cumulative"}
-MEASURE_UNSUPPORTED = frozenset(
-    {"multi_stage", "time_shift", "grain", "reduce_by", "add_group_by", "group_by", "order_by", "case", "mask"}
-)
+MEASURE_KEYS |= {"multi_stage", *STAGE_KEYS}
+MEASURE_UNSUPPORTED = frozenset({"grain", "order_by", "case", "mask", "filter"})
 DIMENSION_KEYS = _COMMON | {
     "type",
     "primary_key",
@@ -52,8 +57,9 @@ DIMENSION_KEYS = _COMMON | {
     "longitude",
     "key",
     "suggest_filter_values",
+    "time_shift",
 }
-DIMENSION_UNSUPPORTED = frozenset({"time_shift", "mask", "multi_stage", "add_group_by"})
+DIMENSION_UNSUPPORTED = frozenset({"mask", "multi_stage", "add_group_by"})
 SEGMENT_KEYS = _COMMON
 GRANULARITY_KEYS = frozenset({"name", "title", "interval", "offset", "origin"})
 _ROLLING_KEYS = frozenset({"trailing", "leading", "offset", "type", "granularity"})
@@ -108,6 +114,8 @@ class CubeScope:
 def measure_type(definition: Definition) -> str:
     raw = definition.string("type", required=True)
     kind = snake_key(raw)
+    if kind in UNSUPPORTED_MULTI_STAGE_TYPES:
+        raise definition.fail(f'type "{raw}" (a multi-stage form) is not supported by this server', "type")
     if kind == "running_total":
         raise definition.fail('type "running_total" is not supported; use rolling_window: {trailing: unbounded}')
     if kind not in MEASURE_TYPES:
@@ -134,6 +142,7 @@ def compile_measure(definition: Definition, cs: CubeScope) -> Measure:
         cs.member_path(definition, "drill_members", ref, ("dimension", "measure"))
         for ref in definition.sequence("drill_members")
     )
+    multi_stage = compile_multi_stage(definition, cs, kind, sql)
     return Measure(
         name=name,
         entity=cs.cube,
@@ -146,6 +155,7 @@ def compile_measure(definition: Definition, cs: CubeScope) -> Measure:
         currency=_currency(definition),
         rolling_window=_rolling_window(definition),
         location=definition.location,
+        multi_stage=multi_stage,
     )
 
 
@@ -189,6 +199,7 @@ def compile_dimension(definition: Definition, cs: CubeScope) -> Dimension:
         propagate_filters_to_sub_query=bool(definition.boolean("propagate_filters_to_sub_query", False)),
         suggest_filter_values=bool(definition.boolean("suggest_filter_values", True)),
         location=definition.location,
+        time_shifts=compile_calendar_time_shifts(definition, cs, raw_type),
     )
 
 

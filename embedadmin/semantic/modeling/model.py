@@ -220,6 +220,30 @@ class RollingWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeShift:
+    """One ``time_shift`` item: of a multi-stage measure (``interval`` + ``type``, or the ``name`` of a calendar's
+    shift; ``time_dimension`` the full name it applies to, None for every time dimension of the query), or of a
+    calendar cube's time dimension (``name`` and/or ``interval`` + ``type``, with the ``sql`` it maps to)."""
+
+    interval: Interval | None = None
+    type: str = "prior"  # prior | next
+    name: str | None = None
+    time_dimension: str | None = None
+    sql: SqlSnippet | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MultiStage:
+    """What makes a measure multi-stage (Cube's ``multi_stage: true``): computed over other measures' results.
+    ``group_by`` (None: not set), ``reduce_by`` and ``add_group_by`` are full dimension names."""
+
+    group_by: tuple[str, ...] | None = None
+    reduce_by: tuple[str, ...] = ()
+    add_group_by: tuple[str, ...] = ()
+    time_shifts: tuple[TimeShift, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class CaseWhen:
     sql: SqlSnippet
     label: str | SqlSnippet
@@ -260,6 +284,7 @@ class Measure:
     alias_member: str | None = None
     join_path: tuple[str, ...] = ()
     kind: MemberKind = "measure"
+    multi_stage: MultiStage | None = None
 
     @property
     def full_name(self) -> str:
@@ -289,6 +314,7 @@ class Dimension:
     alias_member: str | None = None
     join_path: tuple[str, ...] = ()
     kind: MemberKind = "dimension"
+    time_shifts: tuple[TimeShift, ...] = ()  # a calendar cube's named shifts and mappings
 
     @property
     def full_name(self) -> str:
@@ -456,6 +482,7 @@ class Entity:
     primary_keys: tuple[str, ...] = ()
     data_source: str = "default"
     refresh_key: RefreshKey | None = None
+    calendar: bool = False  # Cube's calendar cube: its time dimensions may map time shifts
     pre_aggregations: tuple[PreAggregation, ...] = ()
     # views only
     view_groups: tuple[str, ...] = ()

@@ -2,8 +2,9 @@
 
 A view member is a copy of a cube member renamed into the view (``prefix``/``alias``), carrying
 ``alias_member`` (the cube member it stands for) and ``join_path`` (cubes from the view's root to it).
-Like Cube, a view does not carry primary keys over: an included primary key is a plain, public dimension
-unless the cube member says ``public: false`` itself.
+Like Cube, a view does not carry primary keys or visibility over: an included member is public in the view (the
+view itself may be hidden), even a primary key or a member its cube marks ``public: false`` (Cube 1.7.43's
+``generateIncludeMembers`` copies neither; its ``/v1/meta`` lists them in the view).
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def _copy_member(item: _Included, view: str, view_title: str, renamed: Mapping[s
         short_title=short,
         description=overrides.get("description", own.description),
         meta=overrides.get("meta", own.meta),
-        public=True if own.own_public is None else own.own_public,
+        public=True,
         own_title=own_title,
         own_public=own.own_public,
     )

@@ -37,9 +37,10 @@ from embedadmin.semantic.query.access import row_restriction
 from embedadmin.semantic.query.normalized import FilterCondition, FilterNode, NormalizedQuery, TimeDimensionSpec
 from embedadmin.semantic.sql.columns import ResultColumn, SelectItem, column_alias, filter_leaves, query_leaves
 from embedadmin.semantic.sql.context import ContextValues
-from embedadmin.semantic.sql.expressions import Renderer, aliased, all_of, is_composite, quoted, wrap
+from embedadmin.semantic.sql.expressions import Renderer, TimeShiftRender, aliased, all_of, is_composite, quoted, wrap
 from embedadmin.semantic.sql.filters import FilterCompiler, Origin, Parameters
 from embedadmin.semantic.sql.groups import ROLLING, GroupStatements
+from embedadmin.semantic.sql.stages import StagedStatements
 
 
 @dataclass(frozen=True)
@@ -68,13 +69,23 @@ def compile_query(
     return _Builder(model, query, ctx, now).build()
 
 
-class _Builder(GroupStatements):
-    def __init__(self, model: CompiledModel, query: NormalizedQuery, ctx: QueryContext, now: datetime | None) -> None:
+class _Builder(StagedStatements, GroupStatements):
+    def __init__(
+        self,
+        model: CompiledModel,
+        query: NormalizedQuery,
+        ctx: QueryContext,
+        now: datetime | None,
+        params: Parameters | None = None,
+    ) -> None:
         self.model = model
         self.query = query
         self.ctx = ctx
         self.renderer = Renderer(model, query.timezone, now)
-        self.params = Parameters(leaves={id(leaf): i for i, leaf in enumerate(query_leaves(query.filters))})
+        # A stage of a multi-stage query (sql/stages.py) binds into its query's parameters and restricts its rows
+        # as the query does (the caller's row filters of what the query reads).
+        self.params = params or Parameters(leaves={id(leaf): i for i, leaf in enumerate(query_leaves(query.filters))})
+        self.restrictions: list[FilterNode] | None = None
         self.ungrouped = bool(query.ungrouped)
         self.taken: set[str] = set()
         self.where_nodes: list[FilterNode] = []
@@ -162,13 +173,24 @@ class _Builder(GroupStatements):
 
     # -- build --------------------------------------------------------------------------------------
 
-    def build(self) -> CompiledQuery:
+    def child(self, query: NormalizedQuery, time_shift: TimeShiftRender | None) -> _Builder:
+        """A builder for one stage of this query (sql/stages.py): the same caller and parameters, its own query, the
+        stage's time shifts."""
+        child = _Builder(self.model, query, self.ctx, self.renderer.now, params=self.params)
+        child.restrictions = self.restrictions
+        child.renderer.time_shift = time_shift
+        return child
+
+    def statement(self) -> tuple[exp.Select, list[ResultColumn], JoinTree]:
+        """The query's statement without order, limit and offset, its result columns, and its join tree."""
         query = self.query
         used = [*query.measures, *query.dimensions, *(td.dimension for td in query.time_dimensions), *query.segments]
         used.extend(leaf.member for leaf in query_leaves(query.filters))
         named = [self.member(name).entity for name in used]
         reached = [cube for m in map(self.member, used) for cube in cubes_read_through_view(self.model, m)]
-        restrictions = row_restriction(self.model, named, self.ctx, through_views=reached)
+        if self.restrictions is None:  # a stage of a multi-stage query has its query's
+            self.restrictions = row_restriction(self.model, named, self.ctx, through_views=reached)
+        restrictions = self.restrictions
         used.extend(leaf.member for node in restrictions for leaf in filter_leaves(node))
         tree = self.join_tree(used)
         conditions = [*query.filters, *restrictions]
@@ -186,6 +208,9 @@ class _Builder(GroupStatements):
                 self.sub_query_value(dimension)
         columns, dimension_selects = self.dimension_columns()
         measure_names = list(query.measures)
+        if self.staged_measures(measure_names):
+            statement, measure_columns = self.staged(dimension_selects, measure_names)
+            return statement, [*columns, *measure_columns], tree
         leaves = self.leaf_measures(
             [*measure_names, *(leaf.member for n in self.having_nodes for leaf in filter_leaves(n))]
         )
@@ -200,6 +225,11 @@ class _Builder(GroupStatements):
         else:
             statement, measure_columns = self.grouped(tree, dimension_selects, measure_names, groups)
         columns.extend(measure_columns)
+        return statement, columns, tree
+
+    def build(self) -> CompiledQuery:
+        query = self.query
+        statement, columns, tree = self.statement()
         self.order_by(statement, columns)
         total_sql = None
         if query.total:

@@ -37,6 +37,8 @@ from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 from embedadmin.semantic.query.dates import format_local, local_now, parse_local
 
 MeasureLeaf = Callable[[Measure], exp.Expr]
+# What a stage's time shift does to a dimension's SQL: (renderer, dimension, its SQL) -> the SQL to use.
+TimeShiftRender = Callable[["Renderer", Dimension, exp.Expr], exp.Expr]
 # What a context variable's placeholder is in a query (the builder's sql.context.ContextValues).
 ContextValue = Callable[[Reference, exp.Expr, Mapping[str, Reference]], exp.Expr]
 _CONTEXT_TYPES = (SecurityContextReference, FilterParamsReference, FilterGroupReference, ConvertTzReference)
@@ -105,6 +107,8 @@ class Renderer:
         self._stack: list[str] = []
         # How a sub_query dimension becomes a value: set by the statement builder, which owns the joins.
         self.sub_query: Callable[[Dimension], exp.Expr] | None = None
+        # How a stage of a multi-stage query moves its time dimensions (sql/stages.py); None: not at all.
+        self.time_shift: TimeShiftRender | None = None
         # What SECURITY_CONTEXT, FILTER_PARAMS and FILTER_GROUP are in this query: set by the statement builder.
         self.context: ContextValue | None = None
 
@@ -241,7 +245,8 @@ class Renderer:
                 safe=True,
             )
         assert dimension.sql is not None
-        return self.snippet(dimension.sql)
+        value = self.snippet(dimension.sql)
+        return value if self.time_shift is None else self.time_shift(self, dimension, value)
 
     def _label(self, label: str | SqlSnippet) -> exp.Expr:
         return exp.Literal.string(label) if isinstance(label, str) else self.snippet(label)

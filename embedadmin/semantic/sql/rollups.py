@@ -387,7 +387,8 @@ def _facts(
             else:
                 filter_members.append(member.full_name)
     leaves = leaf_measures(model, measure_names)
-    if leaves is None or any(m.rolling_window is not None for m in leaves.values()):
+    # Multi-stage measures are computed in stages over the source (sql/stages.py), as Cube does not accelerate them.
+    if leaves is None or any(m.rolling_window is not None or m.multi_stage is not None for m in leaves.values()):
         return None
     measures = [origin(model, model.members[name]) for name in query.measures]
     if any(isinstance(m, Measure) and m.rolling_window is not None for m in measures):

@@ -125,7 +125,11 @@ def test_a_cube_members_title_is_not_taken_when_another_public_member_reads_so(t
     assert titles["by_place.users_city"] == "Users City"
     assert titles["by_place.city"] == "City"
     # A member nobody reads (public: false, titled "City") leaves the name to the one people do read.
-    assert titles["by_region.stores_city"] == "City"
+    assert titles["users.city"] == "City"
+    assert titles["users.home_city"] == "City"
+    # Included in a view, that member is public there (as in Cube, which copies no visibility into a view): both
+    # are read, and the one without a title of its own is told apart.
+    assert titles["by_region.stores_city"] == "Stores City"
     assert titles["by_region.home_city"] == "City"
 
 
