@@ -15,7 +15,7 @@ from django.forms import BaseForm, BaseInlineFormSet, ModelForm
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from embedadmin.accounts import services as accounts
@@ -30,7 +30,8 @@ from embedadmin.accounts.models import (
 )
 from embedadmin.accounts.selectors import data_source_url_redacted, deployment_data_source_url
 from embedadmin.accounts.services import InternalUserChanges
-from embedadmin.core.errors import BadRequest
+from embedadmin.core.edge.times import iso_time
+from embedadmin.core.errors import ApiError, BadRequest
 from embedadmin.embedding import internal_users
 from embedadmin.panel import tenancy
 from embedadmin.panel.admin.access import access_page_url, access_urls
@@ -52,7 +53,9 @@ from embedadmin.panel.panel_admin import (
     render_shown_once,
 )
 from embedadmin.panel.site import panel_site
+from embedadmin.semantic.serving.pre_aggregations import pre_aggregations_status
 from embedadmin.semantic.serving.services import model_status
+from embedadmin.semantic.tasks import serve as pre_aggregation_serve
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -223,6 +226,7 @@ class DeploymentAdmin(PanelAdmin):
         "chat_token_auth",
         "open_to_embed_without_policy",
         "who_can_read_what",
+        "pre_aggregation_builds",
     )
     editable_on_change = ("chat_token_auth", "open_to_embed_without_policy")
 
@@ -258,6 +262,39 @@ class DeploymentAdmin(PanelAdmin):
         return format_html(
             '<a href="{}" id="panel-deployment-access">Each cube and view as one embed viewer reads it</a>',
             access_page_url(obj.pk),
+        )
+
+    @admin.display(description="pre-aggregations")
+    def pre_aggregation_builds(self, obj: Deployment) -> str:
+        """The rollups of the model and their builds (read-only; the Platform API rebuilds them)."""
+        if not obj.model_dir:
+            return "-"
+        try:
+            statuses = pre_aggregations_status(deployment=obj, serve=pre_aggregation_serve)
+        except ApiError as exc:
+            return exc.message
+        if not statuses:
+            return "none in the model"
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    s.rollup.id,
+                    s.status if s.problem is None else f"{s.status}: {s.problem}",
+                    f"{sum(p.built_at is not None for p in s.partitions)} of {len(s.partitions)}",
+                    f"{sum(p.rows or 0 for p in s.partitions):,}",
+                    f"{sum(p.bytes or 0 for p in s.partitions) / 1024:,.0f} KiB",
+                    iso_time(s.last_refresh_time) or next((p.error for p in s.partitions if p.error), "-"),
+                )
+                for s in statuses
+            ),
+        )
+        return format_html(
+            '<table id="panel-deployment-pre-aggregations"><thead><tr><th>rollup</th><th>status</th>'
+            "<th>partitions built</th><th>rows</th><th>size</th><th>last refresh (or error)</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            rows,
         )
 
     @admin.display(description="data model")

@@ -24,6 +24,7 @@ from embedadmin.semantic.modeling.model import (
     Folder,
     Measure,
     Member,
+    PreAggregation,
     Segment,
     value_type,
 )
@@ -86,6 +87,33 @@ def _extended(entity: Entity, shown: dict[str, Any]) -> dict[str, Any]:
     else:
         body["sqlTable"] = entity.sql_table
     body["joins"] = [{"name": j.target, "relationship": j.relationship, "sql": j.sql.text} for j in entity.joins]
+    if entity.pre_aggregations:
+        body["preAggregations"] = [_pre_aggregation_json(p) for p in entity.pre_aggregations]
+    return body
+
+
+def _pre_aggregation_json(rollup: PreAggregation) -> dict[str, Any]:
+    """A rollup as Cube's extended meta lists it (its references written out, as Cube prints their functions)."""
+    body: dict[str, Any] = {"name": rollup.name, "type": rollup.type}
+    if rollup.measures:
+        body["measureReferences"] = f"[{', '.join(rollup.measures)}]"
+    if rollup.dimensions or rollup.segments:
+        body["dimensionReferences"] = f"[{', '.join((*rollup.dimensions, *rollup.segments))}]"
+    if rollup.time_dimension:
+        body["timeDimensionReference"] = rollup.time_dimension
+        body["granularity"] = rollup.granularity
+    if rollup.partition_granularity:
+        body["partitionGranularity"] = rollup.partition_granularity
+    key = rollup.refresh_key
+    refresh: dict[str, Any] = {"every": key.every}
+    if key.sql is not None:
+        refresh["sql"] = key.sql
+    if key.incremental:
+        refresh["incremental"] = True
+    if key.update_window is not None:
+        refresh["updateWindow"] = key.update_window.text
+    body["refreshKey"] = refresh
+    body["scheduledRefresh"] = rollup.scheduled_refresh
     return body
 
 

@@ -281,10 +281,15 @@ def partition_ranges(granularity: str, start: datetime, end: datetime) -> list[t
 
 
 def _partition_rows(
-    deployment: Deployment, model: CompiledModel, layout: RollupLayout, source_url: str, structure: str
+    deployment: Deployment,
+    model: CompiledModel,
+    layout: RollupLayout,
+    source_url: str,
+    structure: str,
+    now: datetime,
 ) -> list[PreAggregationPartition]:
-    """The rollup's partition rows for ``structure``, made for its current build range (computed at most once per
-    refresh interval)."""
+    """The rollup's partition rows for ``structure``, made for its current build range (computed again when its
+    refresh interval moves to a new bucket, or a new partition is asked for)."""
     rollup = layout.rollup
     existing = list(
         PreAggregationPartition.objects.filter(deployment=deployment, pre_aggregation=rollup.id, structure=structure)
@@ -294,11 +299,13 @@ def _partition_rows(
             return existing
         wanted: list[tuple[str, datetime | None, datetime | None]] = [("", None, None)]
     else:
-        remembered = f"pre-aggregation-range:{deployment.pk}:{rollup.id}:{structure}"
+        every = _every_seconds(rollup)
+        bucket = math.floor(now.timestamp() / every)
+        remembered = f"pre-aggregation-range:{deployment.pk}:{rollup.id}:{structure}:{bucket}"
         if existing and cache.get(remembered):
             return existing
         found = _build_range(model, rollup, source_url)
-        cache.set(remembered, True, _every_seconds(rollup))
+        cache.set(remembered, True, every)
         if found is None:
             return existing
         wanted = [(key, _aware(a), _aware(b)) for key, a, b in partition_ranges(rollup.partition_granularity, *found)]
@@ -364,7 +371,7 @@ def pre_aggregations_refresh(
             continue
         try:
             structure = rollup_structure(served.model, layout, served.source_url)
-            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure)
+            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure, moment)
             changed = _sql_key_changed(rollup, rows, served.source_url, moment)
         except (DataSourceError, QueryError) as exc:
             logger.warning(
@@ -588,7 +595,7 @@ def pre_aggregations_rebuild(
     for layout in layouts.values():
         structure = rollup_structure(served.model, layout, served.source_url)
         try:
-            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure)
+            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure, now)
         except DataSourceError as exc:
             raise ApiError(f"Pre-aggregation {layout.rollup.id}: {exc}") from None
         PreAggregationPartition.objects.filter(pk__in=[r.pk for r in rows]).update(rebuild_requested_at=now)
