@@ -89,6 +89,15 @@ views:
         includes: [city]
       - join_path: orders.users
         includes: [home_city]
+  - name: with_hidden
+    cubes:
+      - join_path: orders
+        includes: [count]
+      - join_path: orders.stores
+        prefix: true
+        includes: [city]
+    dimensions:
+      - {name: hidden_city, sql: "{stores.city}", type: string, title: City, public: false}
 """
 
 
@@ -131,6 +140,9 @@ def test_a_cube_members_title_is_not_taken_when_another_public_member_reads_so(t
     # are read, and the one without a title of its own is told apart.
     assert titles["by_region.stores_city"] == "Stores City"
     assert titles["by_region.home_city"] == "City"
+    # A view's own member that is not public leaves the name to the one people read.
+    assert titles["with_hidden.stores_city"] == "City"
+    assert titles["with_hidden.hidden_city"] == "City"
 
 
 def test_meta_composed_for_display_carries_the_reading_title_and_the_wire_keeps_cubes_titles(tmp_path):
