@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.context_variables import ContextVariableError, substitute_compile_context
 from embedadmin.semantic.modeling.definitions import (
     DESCRIPTIVE_KEYS,
@@ -44,6 +46,7 @@ from embedadmin.semantic.modeling.js_models import DEFAULT_LIMITS, SandboxLimits
 from embedadmin.semantic.modeling.members import CubeScope, compile_dimension, compile_measure, compile_segment
 from embedadmin.semantic.modeling.model import (
     CompiledModel,
+    CompilerError,
     CubeReference,
     CubeSqlReference,
     Dimension,
@@ -108,9 +111,15 @@ def compile_model(
     dialect: str,
     js_limits: SandboxLimits = DEFAULT_LIMITS,
     security_context: Mapping[str, Any] | None = None,
+    partial: bool = False,
 ) -> CompiledModel:
-    """Compile ``files`` for ``dialect`` (the data source's: :mod:`.dialects`); raises ModelError on any fault."""
+    """Compile ``files`` for ``dialect`` (the data source's: :mod:`.dialects`); raises ModelError on any fault.
+
+    ``partial`` (a deployment's "load what compiles"): a cube or view with a fault is left out instead, with every
+    cube and view that uses it (a join to it is left out of the cube that declares it), and the model lists them
+    in ``compiler_errors``; ModelError only when nothing compiles."""
     problems = Problems()
+    left_out = _LeftOut(problems, partial)
     # COMPILE_CONTEXT: the compile key's fields (registry.compile_key checked their values), or none.
     context = compile_context(security_context)
     env = template_environment(root, context)
@@ -123,7 +132,15 @@ def compile_model(
         documents, script_problems = javascript_documents(scripts, compile_context=context, limits=js_limits)
         problems.items.extend(script_problems)
     for model_file in files:
-        document = documents.get(model_file.display) if is_javascript(model_file) else parse_model_file(model_file, env)
+        try:
+            document = (
+                documents.get(model_file.display) if is_javascript(model_file) else parse_model_file(model_file, env)
+            )
+        except ModelError as exc:
+            if not partial:
+                raise
+            problems.items.extend(exc.problems)
+            continue
         for kind, definition in _definitions(document, model_file.display, problems):
             try:
                 name = definition_name(definition, "cube" if kind == "cubes" else "view")
@@ -131,17 +148,19 @@ def compile_model(
                 continue
             if name in cubes or name in views:
                 definition.error(f'a cube or view named "{name}" is already defined', "name")
+                left_out.names.add(name)  # both are (which one was meant is not known)
                 continue
             order.append(name)
             if kind == "cubes":
                 cubes[name] = RawCube(definition)
             else:
                 views[name] = definition
-    problems.raise_if_any()
+    left_out.settle(cubes, views)
     _resolve_extends(cubes, views)
     _resolve_view_extends(views, cubes)
-    problems.raise_if_any()
+    left_out.settle(cubes, views)
     scope_members, scope_grains = _member_names(cubes, problems)
+    left_out.settle(cubes, views)
     compiled: dict[str, Entity] = {}
     for name, raw in cubes.items():
         scope = SnippetScope(cube=name, members=scope_members, time_granularities=scope_grains, compile_context=context)
@@ -149,7 +168,8 @@ def compile_model(
             compiled[name] = _compile_cube(raw, scope, dialect, problems)
         except Abort:
             continue
-    problems.raise_if_any()
+    left_out.settle(cubes, compiled, views)
+    left_out.dependents(compiled)
     joins = {name: {j.target: j for j in cube.joins} for name, cube in compiled.items()}
     for location, member_name, message in join_problems(compiled, joins):
         problems.add(location, member_name, message)
@@ -157,15 +177,22 @@ def compile_model(
         if name in compiled:  # members of joined cubes may be named, so once every cube is compiled
             items = raw.items.get("pre_aggregations", [])
             compiled[name].pre_aggregations = compile_pre_aggregations(name, items, raw.definition, compiled)
-    problems.raise_if_any()
+    if left_out.settle(cubes, compiled, views):
+        left_out.dependents(compiled)
+        joins = {name: {j.target: j for j in cube.joins} for name, cube in compiled.items()}
     own_members = _view_members(scope_members, scope_grains, dialect, problems)
     for name, definition in views.items():
+        if name in left_out.names or left_out.view_uses_left_out(name, definition):
+            continue
         try:
             compiled[name] = compile_view(definition, compiled, problems, own_members)
         except Abort:
             continue
-    problems.raise_if_any()
-    entities = {name: compiled[name] for name in order}
+    left_out.settle(cubes, compiled, views)
+    left_out.dependents(compiled)
+    entities = {name: compiled[name] for name in order if name in compiled}
+    if left_out.errors and not entities:
+        raise ModelError([ModelProblem(e.file, e.line, e.member, e.message) for e in left_out.errors])
     members: dict[str, Member] = {}
     for entity in entities.values():
         for section in (entity.measures, entity.dimensions, entity.segments):
@@ -178,7 +205,117 @@ def compile_model(
         members=members,
         joins=joins,
         connected_components=connected_components(entities, joins),
+        compiler_errors=tuple(left_out.errors),
     )
+
+
+_WHAT = re.compile(r"^\S+ (?:of (?:cube|view) )?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass
+class _LeftOut:
+    """What a partial compile leaves out: the cubes and views with a fault (and those that use them), with the
+    faults; without ``partial``, any fault raises."""
+
+    problems: Problems
+    partial: bool
+    names: set[str] = field(default_factory=set)
+    errors: list[CompilerError] = field(default_factory=list)
+
+    def settle(self, *tables: dict[str, Any]) -> bool:
+        """Raise on the problems found so far, or (partial) leave out the cubes and views they concern; whether
+        any was."""
+        if not self.partial:
+            self.problems.raise_if_any()
+            return False
+        known = {name for table in tables for name in table}
+        before = len(self.names)
+        for problem in self.problems.items:
+            match = _WHAT.match(problem.member)
+            entity = match.group(1) if match and match.group(1) in known else None
+            if entity is not None:
+                self.names.add(entity)
+            self.errors.append(CompilerError(entity, problem.file, problem.line, problem.member, problem.message))
+        self.problems.items.clear()
+        self.drop(*tables)
+        return len(self.names) > before
+
+    def drop(self, *tables: dict[str, Any]) -> None:
+        for table in tables:
+            for name in [n for n in table if n in self.names]:
+                del table[name]
+
+    def view_uses_left_out(self, name: str, definition: Definition) -> bool:
+        """Whether a view's join paths name a cube left out (then it is, too)."""
+        if not self.partial:
+            return False
+        cubes = definition.get("cubes")
+        steps = [
+            step.strip()
+            for part in (cubes if isinstance(cubes, list) else [])
+            if isinstance(part, dict)
+            for step in str(part.get("join_path", "")).split(".")
+        ]
+        used = next((step for step in steps if step in self.names), None)
+        if used is None:
+            return False
+        self.names.add(name)
+        location = definition.location
+        message = f'left out: it uses "{used}", which does not compile'
+        self.errors.append(CompilerError(name, location.file, location.line, f"view {name}", message))
+        return True
+
+    def dependents(self, compiled: dict[str, Entity]) -> None:
+        """Leave out what uses a cube or view left out (a join to one is dropped from the cube that declares it),
+        until nothing more is."""
+        if not self.partial:
+            return
+        changed = True
+        while changed:
+            changed = False
+            for name, entity in list(compiled.items()):
+                for join in [j for j in entity.joins if j.target in self.names]:
+                    entity.joins = tuple(j for j in entity.joins if j is not join)
+                    self.errors.append(
+                        CompilerError(
+                            name,
+                            join.location.file,
+                            join.location.line,
+                            f"join {name}.{join.target}",
+                            f'left out: cube "{join.target}" does not compile',
+                        )
+                    )
+                used = sorted(_entities_used(entity) & self.names)
+                if used:
+                    self.names.add(name)
+                    location = entity.location
+                    kind = "view" if entity.is_view else "cube"
+                    message = f'left out: it uses "{used[0]}", which does not compile'
+                    self.errors.append(CompilerError(name, location.file, location.line, f"{kind} {name}", message))
+                    changed = True
+            self.drop(compiled)
+
+
+def _entities_used(entity: Entity) -> set[str]:
+    """The cubes and views an entity's members, SQL and views' paths name."""
+    used: set[str] = set()
+    snippets = [entity.sql] if entity.sql is not None else []
+    for section in (entity.measures, entity.dimensions, entity.segments):
+        for member in section.values():
+            snippets.extend(member_snippets(member))
+            if member.alias_member:
+                used.add(member.alias_member.split(".", 1)[0])
+            used.update(member.join_path)
+            used.update(d.split(".", 1)[0] for d in getattr(member, "drill_members", ()))
+    snippets.extend(j.sql for j in entity.joins)
+    for snippet in snippets:
+        for reference in snippet.refs.values():
+            cube = getattr(reference, "cube", None)
+            if isinstance(cube, str):
+                used.add(cube)
+            used.update(getattr(reference, "path", ()))
+    used.discard(entity.name)
+    return used
 
 
 def _compiler_id(files: list[ModelFile], security_context: Mapping[str, Any] | None) -> str:

@@ -495,6 +495,18 @@ class Entity:
         return self.measures.get(name) or self.dimensions.get(name) or self.segments.get(name)
 
 
+@dataclass(frozen=True, slots=True)
+class CompilerError:
+    """A cube or view left out of a model compiled with "load what compiles" (``entity`` None: a file that could
+    not be read at all), or a join left out because the cube it joins was: where, and what is wrong."""
+
+    entity: str | None
+    file: str
+    line: int
+    member: str
+    message: str
+
+
 @dataclass(slots=True)
 class CompiledModel:
     """Everything a request needs, precomputed. Immutable after compilation."""
@@ -507,6 +519,8 @@ class CompiledModel:
     connected_components: dict[str, int]
     view_groups: tuple[Any, ...] = ()
     caches: dict[str, Any] = field(default_factory=dict)  # per-model memo tables (meta, SQL fragments)
+    # A model compiled with "load what compiles": what was left out, and why (/v1/meta's compilerErrors).
+    compiler_errors: tuple[CompilerError, ...] = ()
 
     def cube(self, name: str) -> Entity:
         return self.entities[name]

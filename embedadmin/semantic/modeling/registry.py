@@ -141,11 +141,11 @@ class ModelRegistry:
         limits: Any = getattr(settings, "LIMITS", None) or {}
         self.max_models = max_models if max_models is not None else limits.get("MAX_MODELS", 256)
         self.max_keys = max_keys if max_keys is not None else limits.get("MAX_COMPILE_KEYS", 64)
-        self._entries: dict[tuple[str, str], _Entry] = {}
+        self._entries: dict[tuple[str, str, bool], _Entry] = {}
         # The entry each directory as given resolved to at its last check: while that check is fresh,
         # ``get`` skips ``Path.resolve()`` (a system call per path component); once it is due, the
         # directory is resolved again, so a repointed symlink is followed within ``check_interval``.
-        self._resolved: dict[tuple[str, str], _Entry] = {}
+        self._resolved: dict[tuple[str, str, bool], _Entry] = {}
         self._lock = threading.Lock()
 
     def get(
@@ -155,18 +155,19 @@ class ModelRegistry:
         dialect: str,
         check_interval: float | None = None,
         security_context: Mapping[str, Any] | None = None,
+        partial: bool = False,
     ) -> ModelVersion:
         if dialect not in MODEL_DIALECTS:
             raise ValueError(f"unsupported dialect {dialect!r}")
         interval = self.check_interval if check_interval is None else check_interval
-        given = (str(directory), dialect)
+        given = (str(directory), dialect, partial)
         key = compile_key(security_context)
         known = self._fresh(given, interval, key)
         if known is not None:
             return known
         root = Path(directory).resolve()
         with self._lock:
-            entry = self._resolved[given] = self._entries.setdefault((str(root), dialect), _Entry())
+            entry = self._resolved[given] = self._entries.setdefault((str(root), dialect, partial), _Entry())
             entry.used_at = time.monotonic()
             if len(self._entries) > self.max_models:
                 self._drop_least_used()
@@ -185,14 +186,14 @@ class ModelRegistry:
             files, content, missing = entry.files, entry.content, entry.error
         with keyed.lock:
             if content is not None and keyed.content != content:
-                keyed.version = _compiled(keyed.version, files, root, dialect, key)
+                keyed.version = _compiled(keyed.version, files, root, dialect, key, partial)
                 keyed.content = content
             version = keyed.version
         if notify:
             dashboard_files_changed.send(sender=ModelRegistry, root=root)
         return ModelVersion(version.model, missing) if missing is not None else version
 
-    def _fresh(self, given: tuple[str, str], interval: float, key: str) -> ModelVersion | None:
+    def _fresh(self, given: tuple[str, str, bool], interval: float, key: str) -> ModelVersion | None:
         entry = self._resolved.get(given)  # dict reads are atomic; writers hold the locks
         if entry is None or not entry.fresh(interval) or entry.error is not None:
             return None
@@ -253,19 +254,27 @@ class ModelRegistry:
         entry.notify = entry.notify or bool(dashboards)
 
 
-def _compiled(last: ModelVersion, files: list[ModelFile], root: Path, dialect: str, key: str) -> ModelVersion:
+def _compiled(
+    last: ModelVersion, files: list[ModelFile], root: Path, dialect: str, key: str, partial: bool
+) -> ModelVersion:
     """The version a compile key serves once ``files`` are compiled for it: the new model, or its last good one with
-    the error of the new files."""
+    the error of the new files (``partial``: what compiles of them, listing what does not)."""
     security_context = json.loads(key) if key != NO_KEY else None
     tenant = f" for {key}" if security_context else ""
     started = time.perf_counter()
     try:
-        model = compile_model(files, root=root, dialect=dialect, security_context=security_context)
+        model = compile_model(files, root=root, dialect=dialect, security_context=security_context, partial=partial)
     except ModelError as exc:
         logger.warning("data model %s does not compile%s: %s", root, tenant, exc.message)
         return ModelVersion(last.model, exc)
     milliseconds = (time.perf_counter() - started) * 1000
     logger.info("compiled data model %s%s (%d entities) in %.0f ms", root, tenant, len(model.entities), milliseconds)
+    if model.compiler_errors:
+        first = model.compiler_errors[0]
+        logger.warning(
+            "data model %s%s compiles in part: %d faults, the first %s:%s: %s",
+            *(root, tenant, len(model.compiler_errors), first.file, first.line, first.message),
+        )
     return ModelVersion(model, None)
 
 
@@ -284,10 +293,15 @@ def load_model(
     dialect: str = "duckdb",
     check_interval: float | None = None,
     security_context: Mapping[str, Any] | None = None,
+    partial: bool = False,
 ) -> ModelVersion:
     """The compiled model for ``directory`` (cached; see the module docstring), compiled for ``security_context``
-    (``COMPILE_CONTEXT.securityContext``: the compile-key fields only) when one is given."""
-    return _registry.get(directory, dialect=dialect, check_interval=check_interval, security_context=security_context)
+    (``COMPILE_CONTEXT.securityContext``: the compile-key fields only) when one is given; ``partial``: a
+    deployment's "load what compiles" (the cubes and views that compile, the others in the model's
+    ``compiler_errors``)."""
+    return _registry.get(
+        directory, dialect=dialect, check_interval=check_interval, security_context=security_context, partial=partial
+    )
 
 
 def clear_models() -> None:

@@ -68,7 +68,20 @@ def meta(
     compiler_id = model.compiler_id
     if mask:
         compiler_id = hashlib.sha256(f"{compiler_id}|{'|'.join(mask)}".encode()).hexdigest()
-    return {"cubes": cubes, "compilerId": compiler_id}
+    body: dict[str, Any] = {"cubes": cubes, "compilerId": compiler_id}
+    if model.compiler_errors and not ctx.only_granted:
+        body["compilerErrors"] = compiler_errors_json(model)
+    return body
+
+
+def compiler_errors_json(model: CompiledModel) -> list[dict[str, Any]]:
+    """``compilerErrors`` of a model compiled with "load what compiles": each cube or view left out (``name``; null
+    for a file that could not be read), where, and why. Not Cube's (Cube refuses a model with any fault), so it is
+    absent whenever the model compiled whole, and never shown to an embed viewer (it names what they cannot see)."""
+    return [
+        {"name": e.entity, "file": e.file, "line": e.line, "member": e.member, "message": e.message}
+        for e in model.compiler_errors
+    ]
 
 
 def administrator_meta(model: CompiledModel) -> dict[str, Any]:
