@@ -101,6 +101,13 @@ class Deployment(TimestampedModel):
     # Embed viewers read only cubes and views whose access policy grants them (fail closed). This opens the cubes
     # and views that have no access policy at all to every embed viewer, as Cube does for any token. Unsafe.
     open_to_embed_without_policy = models.BooleanField(default=False)
+    # Multitenancy (docs/core-data-api.md "Per-tenant models and data sources"). The security-context fields whose
+    # values select a compiled model (Cube's contextToAppId; COMPILE_CONTEXT.securityContext holds just these).
+    compile_context_keys = models.JSONField(default=list, blank=True)
+    # The security-context field whose value selects a data source (Cube's driverFactory), and the data source URL
+    # of each value, a JSON object encrypted at rest like data_source_url_encrypted (the URLs may hold passwords).
+    tenant_data_source_field = models.CharField(max_length=200, blank=True, default="")
+    tenant_data_sources_encrypted = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["id"]

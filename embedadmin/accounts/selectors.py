@@ -22,6 +22,7 @@ from embedadmin.accounts.models import (
     TenantSettings,
 )
 from embedadmin.accounts.services import API_KEY_KIND, CREDENTIALS, PLATFORM_TOKEN_KIND
+from embedadmin.accounts.services.tenancy import TenantDataSources, tenant_data_sources_decrypt
 from embedadmin.core import credentials
 from embedadmin.core.edge.ids import row_id as parsed_row_id
 from embedadmin.core.errors import Forbidden, NotFound
@@ -188,6 +189,12 @@ def deployment_data_source_url(*, deployment: Deployment) -> str:
     if not deployment.data_source_url_encrypted:
         return ""
     return credentials.decrypt_secret(deployment.data_source_url_encrypted)
+
+
+def deployment_tenant_data_sources(*, deployment: Deployment) -> TenantDataSources:
+    """The security-context field that selects the deployment's data source and each value's URL, in clear (an
+    empty :class:`TenantDataSources` when not set)."""
+    return tenant_data_sources_decrypt(deployment.tenant_data_sources_encrypted)
 
 
 def data_source_url_redacted(url: str) -> str:

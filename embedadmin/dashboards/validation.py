@@ -42,11 +42,12 @@ _URL = re.compile(r"^\s*([a-z][a-z0-9+.-]*:|//)", re.IGNORECASE)
 
 
 def model_of(*, deployment: Deployment) -> CompiledModel:
-    """The model ``deployment`` serves; 400 when it has none or none compiles."""
+    """The model ``deployment`` serves its administrators (compiled without a compile key: drafts are checked
+    against it, not against a tenant's); 400 when it has none or none compiles."""
     if not deployment.model_dir:
         raise BadRequest(f"Deployment {deployment.pk} has no data model: set one with configure_deployment")
     try:
-        return served_model(deployment=deployment).model
+        return served_model(deployment=deployment, ctx=None).model
     except ApiError as exc:
         raise BadRequest(f"Deployment {deployment.pk}'s data model cannot be read: {exc.message}") from None
 

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AdminUserCreationForm
 from django.db.models import QuerySet
 
+from embedadmin.accounts import selectors as accounts_selectors
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.models import Account, ApiKey, Deployment, TenantSettings
 from embedadmin.chat.models import Agent
@@ -364,3 +365,72 @@ class EmbedAccessForm(forms.Form):
         ):
             self.add_error("embed_tenant", "Choose the embed tenant.")
         return cleaned
+
+
+class DeploymentTenancyForm(forms.ModelForm):
+    """A deployment's change page with its multitenancy settings (``accounts.services.deployment_configure``):
+    the compile-context keys, one field per line or comma-separated, and the tenant data sources, ``value = URL``
+    one a line. URLs are shown with their password as ``***``; a line left so keeps the stored URL of its value."""
+
+    compile_context_keys_text = forms.CharField(
+        label="Compile-context keys",
+        required=False,
+        help_text="Security-context fields whose values select a compiled model (Cube's contextToAppId), "
+        "comma-separated: tenant, or embed.embedTenant. A viewer whose security context lacks one is refused.",
+    )
+    tenant_data_source_field_text = forms.CharField(
+        label="Tenant data source field",
+        required=False,
+        help_text="The security-context field whose value selects the data source (Cube's driverFactory). "
+        "A viewer without it, or with a value not listed below, is refused.",
+    )
+    tenant_data_sources_text = forms.CharField(
+        label="Tenant data sources",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
+        help_text="One a line: value = data source URL (one kind of source for all). Clear the field and this "
+        "box to turn it off.",
+    )
+
+    class Meta:
+        model = Deployment
+        fields: tuple[str, ...] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        deployment = self.instance
+        if deployment.pk is None:
+            return
+        stored = accounts_selectors.deployment_tenant_data_sources(deployment=deployment)
+        self.stored_sources = stored.sources
+        self.initial.update(
+            {
+                "compile_context_keys_text": ", ".join(deployment.compile_context_keys),
+                "tenant_data_source_field_text": stored.field,
+                "tenant_data_sources_text": "\n".join(
+                    f"{value} = {accounts_selectors.data_source_url_redacted(url)}"
+                    for value, url in sorted(stored.sources.items())
+                ),
+            }
+        )
+
+    def compile_context_keys(self) -> list[str]:
+        text = self.cleaned_data.get("compile_context_keys_text") or ""
+        return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+
+    def tenant_data_sources(self) -> accounts.TenantDataSources:
+        """The field and sources as written; a URL left as shown (``***``) is the stored one of its value."""
+        sources: dict[str, str] = {}
+        for number, line in enumerate((self.cleaned_data.get("tenant_data_sources_text") or "").splitlines(), 1):
+            if not line.strip():
+                continue
+            value, separator, url = line.partition("=")
+            if not separator or not value.strip() or not url.strip():
+                raise ApiError(f"Tenant data sources, line {number}: write value = data source URL")
+            value, url = value.strip(), url.strip()
+            stored = getattr(self, "stored_sources", {}).get(value)
+            if stored is not None and url == accounts_selectors.data_source_url_redacted(stored):
+                url = stored
+            sources[value] = url
+        field = (self.cleaned_data.get("tenant_data_source_field_text") or "").strip()
+        return accounts.TenantDataSources(field=field, sources=sources)

@@ -12,6 +12,7 @@ import datetime as dt
 import uuid
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
@@ -35,6 +36,31 @@ DEPLOYMENT_SUMMARY = inline_serializer(
     "DeploymentSummary",
     {"id": serializers.IntegerField(), "name": serializers.CharField(), "slug": serializers.CharField()},
 )
+COMPILE_CONTEXT_KEYS_HELP = (
+    "The security-context fields whose values select a compiled model (Cube's contextToAppId): the model is compiled "
+    "once per distinct set of values, with COMPILE_CONTEXT.securityContext holding just these fields. A caller whose "
+    "security context lacks one is refused (403). [] turns it off"
+)
+TENANT_DATA_SOURCES_HELP = (
+    "The security-context field whose value selects the data source (Cube's driverFactory), and each value's URL "
+    "(one kind of source; passwords shown as ***, send them in full). A caller without the field or with a value "
+    "not listed is refused (403). null turns it off"
+)
+
+
+def tenant_data_sources_schema(**options: Any) -> serializers.Serializer:
+    return inline_serializer(
+        "TenantDataSources",
+        {
+            "field": serializers.CharField(help_text="A security-context field (a dotted path into a nested claim)"),
+            "sources": serializers.DictField(child=serializers.CharField(), help_text="value -> data source URL"),
+        },
+        allow_null=True,
+        help_text=TENANT_DATA_SOURCES_HELP,
+        **options,
+    )
+
+
 OPEN_TO_EMBED_HELP = (
     "Unsafe. Embed viewers read only the cubes and views whose access policy grants them; true opens every cube "
     "and view without an access policy to every embed viewer of this deployment, as Cube does for any token"
@@ -48,6 +74,8 @@ DEPLOYMENT = inline_serializer(
         "createdAt": serializers.DateTimeField(),
         "updatedAt": serializers.DateTimeField(),
         "openToEmbedWithoutPolicy": serializers.BooleanField(help_text=OPEN_TO_EMBED_HELP),
+        "compileContextKeys": serializers.ListField(child=serializers.CharField(), help_text=COMPILE_CONTEXT_KEYS_HELP),
+        "tenantDataSources": tenant_data_sources_schema(),
     },
 )
 DEPLOYMENT_CREATE = inline_serializer(
@@ -63,6 +91,10 @@ DEPLOYMENT_CHANGES = inline_serializer(
         "name": serializers.CharField(required=False, max_length=200),
         "slug": serializers.CharField(required=False, max_length=63),
         "openToEmbedWithoutPolicy": serializers.BooleanField(required=False, help_text=OPEN_TO_EMBED_HELP),
+        "compileContextKeys": serializers.ListField(
+            child=serializers.CharField(), required=False, help_text=COMPILE_CONTEXT_KEYS_HELP
+        ),
+        "tenantDataSources": tenant_data_sources_schema(required=False),
     },
 )
 SLUG_TAKEN = error("Another deployment of the account has this slug")
@@ -76,7 +108,30 @@ def deployment_item(deployment: Deployment) -> dict[str, Any]:
         "createdAt": iso_time(deployment.created_at),
         "updatedAt": iso_time(deployment.updated_at),
         "openToEmbedWithoutPolicy": deployment.open_to_embed_without_policy,
+        "compileContextKeys": list(deployment.compile_context_keys),
+        "tenantDataSources": tenant_data_sources_item(deployment),
     }
+
+
+def tenant_data_sources_item(deployment: Deployment) -> dict[str, Any] | None:
+    """The deployment's tenant data sources as answered: each URL with its password replaced (``***``)."""
+    stored = selectors.deployment_tenant_data_sources(deployment=deployment)
+    if not stored.field:
+        return None
+    sources = {value: selectors.data_source_url_redacted(url) for value, url in sorted(stored.sources.items())}
+    return {"field": stored.field, "sources": sources}
+
+
+def tenant_data_sources_input(value: Any) -> accounts.TenantDataSources:
+    """``tenantDataSources`` as sent: ``null`` (none) or ``{field, sources: {value: url}}``; else 400."""
+    if value is None:
+        return accounts.TenantDataSources()
+    if not isinstance(value, dict) or set(value) - {"field", "sources"}:
+        raise BadRequest("tenantDataSources: must be null or an object {field, sources}")
+    sources = value.get("sources")
+    if not isinstance(sources, dict):
+        raise BadRequest("tenantDataSources.sources: must be an object of values and data source URLs")
+    return accounts.TenantDataSources(field=value.get("field", ""), sources=sources)
 
 
 class DeploymentListView(PlatformView):
@@ -126,17 +181,26 @@ class DeploymentDetailView(PlatformView):
     )
     def patch(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
-        body = json_object_body(request, fields=("name", "slug", "openToEmbedWithoutPolicy"))
+        body = json_object_body(
+            request,
+            fields=("name", "slug", "openToEmbedWithoutPolicy", "compileContextKeys", "tenantDataSources"),
+        )
         open_to_embed = body.get("openToEmbedWithoutPolicy")
         if open_to_embed is not None and not isinstance(open_to_embed, bool):
             raise BadRequest("openToEmbedWithoutPolicy: must be true or false")
-        deployment = accounts.deployment_update(
-            deployment=deployment, name=body_text(body, "name"), slug=body_text(body, "slug", max_length=63)
-        )
-        if open_to_embed is not None:
-            deployment = accounts.deployment_configure(
-                deployment=deployment, open_to_embed_without_policy=open_to_embed
+        keys = body.get("compileContextKeys")
+        tenant_sources = tenant_data_sources_input(body["tenantDataSources"]) if "tenantDataSources" in body else None
+        with transaction.atomic():  # all the changes, or none (a bad setting after a rename leaves the name)
+            deployment = accounts.deployment_update(
+                deployment=deployment, name=body_text(body, "name"), slug=body_text(body, "slug", max_length=63)
             )
+            if open_to_embed is not None or keys is not None or tenant_sources is not None:
+                deployment = accounts.deployment_configure(
+                    deployment=deployment,
+                    open_to_embed_without_policy=open_to_embed,
+                    compile_context_keys=keys,
+                    tenant_data_sources=tenant_sources,
+                )
         return Response(deployment_item(deployment))
 
     put = patch

@@ -5,8 +5,8 @@ It knows nothing of embedding or chat. Its stages are sub-packages, each importi
 applied), ``sql`` (the SQL syntax tree and a request's plan), ``results`` (Cube's answers and ``/v1/meta``),
 ``cubesql`` (semantic SQL), and ``serving`` (HTTP views, routing, tokens, data sources, the result cache and
 kept answers). The endpoints and the chat tools call :mod:`.serving.services`, whose
-``served_model(deployment=...)`` loads the deployment's model and which runs the queries. Underneath, for one
-model::
+``served_model(deployment=..., ctx=...)`` loads the model the caller is served (per compile key:
+:mod:`.serving.tenancy`) and which runs the queries. Underneath, for one model::
 
     version = load_model(deployment.model_dir, dialect="duckdb")   # cached; recompiles on change
     model = version.require()                                       # ModelError if nothing compiles

@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 def serve(deployment: Deployment) -> ServedModel:
     """The model a deployment serves its administrators (no caller's compile key or tenant): what rollups are
     built from."""
-    return served_model(deployment=deployment)
+    return served_model(deployment=deployment, ctx=None)
 
 
 def enqueue_build(partition_id: int) -> None:

@@ -41,6 +41,7 @@ from embedadmin.accounts.services.quotas import (
     quota_release,
     quota_reserve,
 )
+from embedadmin.accounts.services.tenancy import TenantDataSources
 from embedadmin.accounts.services.tenant_settings import (
     MAX_ALLOWED_ORIGINS,
     TENANT_SETTING_FIELDS,
@@ -76,6 +77,7 @@ __all__ = [
     "CreatedAccount",
     "InternalUserChanges",
     "Quota",
+    "TenantDataSources",
     "account_create",
     "api_key_create",
     "api_key_revoke",

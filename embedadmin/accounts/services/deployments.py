@@ -22,6 +22,12 @@ from embedadmin.accounts.models import (
     PlatformToken,
 )
 from embedadmin.accounts.services.credentials import CREDENTIALS
+from embedadmin.accounts.services.tenancy import (
+    TenantDataSources,
+    compile_context_keys_check,
+    tenant_data_sources_check,
+    tenant_data_sources_encrypt,
+)
 from embedadmin.accounts.services.validation import full_clean_or_400
 from embedadmin.core import credentials
 from embedadmin.core.errors import BadRequest, Conflict
@@ -107,9 +113,13 @@ def deployment_configure(
     data_source_url: str | None = None,
     chat_token_auth: bool | None = None,
     open_to_embed_without_policy: bool | None = None,
+    compile_context_keys: list[str] | None = None,
+    tenant_data_sources: TenantDataSources | None = None,
 ) -> Deployment:
-    """Set a deployment's data model directory, data source URL, chat token authentication, and whether cubes and
-    views without an access policy are open to embed viewers (unsafe; docs/security.md).
+    """Set a deployment's data model directory, data source URL, chat token authentication, whether cubes and
+    views without an access policy are open to embed viewers (unsafe; docs/security.md), and its multitenancy: the
+    security-context fields that select a compiled model and the field that selects a data source
+    (:mod:`.tenancy`).
 
     ``None`` leaves a setting as it is. The model directory must exist; the data source URL must be
     ``duckdb:///path`` or ``postgresql://...`` (or a warehouse's, :data:`WAREHOUSE_SCHEMES`, whose queries are refused
@@ -136,6 +146,14 @@ def deployment_configure(
     if open_to_embed_without_policy is not None:
         deployment.open_to_embed_without_policy = open_to_embed_without_policy
         updates.append("open_to_embed_without_policy")
+    if compile_context_keys is not None:  # the security-context fields that select a compiled model ([]: none)
+        deployment.compile_context_keys = compile_context_keys_check(compile_context_keys)
+        updates.append("compile_context_keys")
+    if tenant_data_sources is not None:  # the field that selects a data source and each value's URL (empty: none)
+        checked = tenant_data_sources_check(tenant_data_sources, schemes=DATA_SOURCE_SCHEMES)
+        deployment.tenant_data_source_field = checked.field
+        deployment.tenant_data_sources_encrypted = tenant_data_sources_encrypt(checked)
+        updates.extend(["tenant_data_source_field", "tenant_data_sources_encrypted"])
     if updates:
         deployment.save(update_fields=[*updates, "updated_at"])
         CREDENTIALS.bump()

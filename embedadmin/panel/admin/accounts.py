@@ -39,6 +39,7 @@ from embedadmin.panel.forms import (
     TENANT_SETTING_API_NAMES,
     AccountAddForm,
     ApiKeyAddForm,
+    DeploymentTenancyForm,
     InternalUserCreationForm,
     TenantSettingsForm,
 )
@@ -225,10 +226,16 @@ class DeploymentAdmin(PanelAdmin):
         "data_source",
         "chat_token_auth",
         "open_to_embed_without_policy",
+        "compile_context_keys_text",
+        "tenant_data_source_field_text",
+        "tenant_data_sources_text",
         "who_can_read_what",
         "pre_aggregation_builds",
     )
     editable_on_change = ("chat_token_auth", "open_to_embed_without_policy")
+    # Multitenancy (docs/core-data-api.md): form fields of DeploymentTenancyForm, written by the same service.
+    tenancy_fields = ("compile_context_keys_text", "tenant_data_source_field_text", "tenant_data_sources_text")
+    form = DeploymentTenancyForm
 
     def get_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
         return ("account", "name", "slug") if obj is None else self.change_fields
@@ -236,7 +243,7 @@ class DeploymentAdmin(PanelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Deployment | None = None) -> tuple[str, ...]:
         if obj is None:
             return ()
-        return tuple(f for f in self.change_fields if f not in self.editable_on_change)
+        return tuple(f for f in self.change_fields if f not in (*self.editable_on_change, *self.tenancy_fields))
 
     def get_form(self, request: HttpRequest, obj: Deployment | None = None, change: bool = False, **kwargs: Any):
         help_texts = {
@@ -251,6 +258,11 @@ class DeploymentAdmin(PanelAdmin):
 
     def update_through_service(self, request: HttpRequest, obj: Deployment, form: BaseForm) -> None:
         changed = {name: form.cleaned_data[name] for name in self.editable_on_change if name in form.changed_data}
+        assert isinstance(form, DeploymentTenancyForm)
+        if "compile_context_keys_text" in form.changed_data:
+            changed["compile_context_keys"] = form.compile_context_keys()
+        if {"tenant_data_source_field_text", "tenant_data_sources_text"} & set(form.changed_data):
+            changed["tenant_data_sources"] = form.tenant_data_sources()
         if changed:
             accounts.deployment_configure(deployment=obj, **changed)
 

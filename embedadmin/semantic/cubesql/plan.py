@@ -36,6 +36,7 @@ from embedadmin.semantic.modeling.model import CompiledModel, Dimension, Measure
 from embedadmin.semantic.query.normalize import Limits
 from embedadmin.semantic.query.normalized import MAX_LIMIT
 from embedadmin.semantic.results.meta import member_json
+from embedadmin.semantic.results.responses import used_pre_aggregations
 from embedadmin.semantic.results.shaping import number_text, refresh_time_text, time_text
 from embedadmin.semantic.sql.builder import CompiledQuery
 from embedadmin.semantic.sql.planning import LoadPlan, plan_queries
@@ -194,6 +195,9 @@ def cubesql_schema_line(plan: CubeSqlPlan, *, last_refresh_time: datetime | None
     body: dict[str, Any] = {"schema": plan.schema()}
     if last_refresh_time is not None:
         body["lastRefreshTime"] = refresh_time_text(last_refresh_time)
+    used = plan.compiled.hints.get("preAggregation")
+    if used is not None:
+        body["usedPreAggregations"] = used_pre_aggregations(used)
     return _line(body)
 
 

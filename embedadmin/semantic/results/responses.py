@@ -56,18 +56,24 @@ def load_response(
     }
 
 
-def _with_used_pre_aggregation(result: dict[str, Any], used: dict[str, Any]) -> dict[str, Any]:
-    """Cube's ``usedPreAggregations`` (table -> id, type, last refresh), after ``lastRefreshTime``."""
+def used_pre_aggregations(used: dict[str, Any]) -> dict[str, Any]:
+    """Cube's ``usedPreAggregations`` for a query a rollup answered (its ``preAggregation`` hint): table -> id, type,
+    last refresh (ms since the epoch)."""
     entry = {
         "targetTableName": used["targetTableName"],
         "preAggregationId": used["preAggregationId"],
         "lastUpdatedAt": round(used["lastUpdatedAt"].timestamp() * 1000),
         "type": used["type"],
     }
+    return {used["table"]: entry}
+
+
+def _with_used_pre_aggregation(result: dict[str, Any], used: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with ``usedPreAggregations`` after ``lastRefreshTime``."""
     shaped: dict[str, Any] = {}
     for key, value in result.items():
         if key == "annotation":
-            shaped["usedPreAggregations"] = {used["table"]: entry}
+            shaped["usedPreAggregations"] = used_pre_aggregations(used)
         shaped[key] = value
     return shaped
 

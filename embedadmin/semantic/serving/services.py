@@ -21,6 +21,7 @@ file was meant to add) names the file, line and member at fault too.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -384,10 +385,10 @@ def semantic_cubesql(
     except QueryError as exc:
         raise served.with_model_error(exc) from None
     served.require_source()
+    plan = dataclasses.replace(plan, load_plan=plan_on_rollups(served=served, ctx=ctx, plan=plan.load_plan))
     compiled = plan.compiled
-    read = _result_read(
-        served, compiled.sql, compiled.params, ctx.identity, result_refresh_interval(served.model, compiled)
-    )
+    every = result_refresh_interval(served.model, compiled)
+    read = _result_read(served, compiled.sql, compiled.params, ctx.identity, every, rollup_read(compiled))
     while True:
         try:
             cached = _cached_rows(served, read, mode, cancel)

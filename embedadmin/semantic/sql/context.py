@@ -143,25 +143,32 @@ class ContextValues:
     def filter_group(self, children: list[tuple[FilterParamsReference, exp.Anonymous]]) -> exp.Expr:
         by_member = {f"{reference.cube}.{reference.member}": (reference, call) for reference, call in children}
 
-        def restrict(node: FilterNode) -> exp.Expr | None:
-            """``node`` with only the group's members, or None where nothing can be pushed (TRUE)."""
-            if isinstance(node, FilterCondition):
-                member = self.member(node.member)
-                child = by_member.get(member.alias_member or member.full_name)
-                if child is None or node.operator == "measureFilter" or not node.values:
-                    return None
-                return self.pushed(node, *child)
-            if isinstance(node, FilterGroup):
-                parts = [restrict(item) for item in node.items]
-                if node.kind == "and":
-                    kept = [wrap(p) for p in parts if p is not None]
-                    return all_of(*kept) if kept else None
-                if not parts or any(p is None for p in parts):
-                    return None
-                return exp.Paren(this=any_of(*(wrap(p) for p in parts if p is not None)))
-            return None  # a contradiction: the outer WHERE answers it
+        def child_of(node: FilterCondition) -> tuple[FilterParamsReference, exp.Anonymous] | None:
+            member = self.member(node.member)
+            return by_member.get(member.alias_member or member.full_name)
 
-        pushed = [c for c in (restrict(n) for n in self.filters if n is not self.skip) if c is not None]
+        def pushable(node: FilterNode) -> bool:
+            """Whether some of ``node`` can be pushed down soundly (an ``or`` only when all of it can)."""
+            if isinstance(node, FilterCondition):
+                return child_of(node) is not None and node.operator != "measureFilter" and bool(node.values)
+            if isinstance(node, FilterGroup):
+                if node.kind == "and":
+                    return any(pushable(item) for item in node.items)
+                return bool(node.items) and all(pushable(item) for item in node.items)
+            return False  # a contradiction: the outer WHERE answers it
+
+        def restrict(node: FilterNode) -> exp.Expr:
+            """``node`` with only the group's members (checked pushable first: nothing is bound for a part that
+            is not used)."""
+            if isinstance(node, FilterCondition):
+                child = child_of(node)
+                assert child is not None
+                return self.pushed(node, *child)
+            assert isinstance(node, FilterGroup)
+            parts = [wrap(restrict(item)) for item in node.items if pushable(item)]
+            return all_of(*parts) if node.kind == "and" else exp.Paren(this=any_of(*parts))
+
+        pushed = [restrict(n) for n in self.filters if n is not self.skip and pushable(n)]
         if not pushed:
             return _one_to_one()
         return exp.Paren(this=all_of(*(wrap(c) for c in pushed)))

@@ -56,7 +56,7 @@ def test_the_byte_lru_drops_the_least_recently_used_beyond_its_budget():
 
 
 def test_queries_differing_only_in_their_values_share_one_compiled_entry(core: CoreApi):
-    model = services.served_model(deployment=core.cast.deployment).model
+    model = services.served_model(deployment=core.cast.deployment, ctx=None).model
     ctx = QueryContext()
     cache = compiled_cache()
     cache.clear()
@@ -86,7 +86,7 @@ def test_hundreds_of_distinct_large_queries_keep_every_cache_under_its_budget(co
     monkeypatch.setattr(planning, "_compiled", small["compiled"])
     monkeypatch.setattr(services, "_answers", small["answers"])
     local = BoundedLocMemCache("budget-test", {"OPTIONS": {"MAX_BYTES": budget, "MAX_ENTRIES": 100_000}})
-    model = services.served_model(deployment=core.cast.deployment).model
+    model = services.served_model(deployment=core.cast.deployment, ctx=None).model
     ctx = QueryContext()
 
     for k in range(total):

@@ -8,6 +8,7 @@ old table.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -409,3 +410,27 @@ def test_a_build_that_fails_records_its_error_and_the_source_answers(core, store
     assert status.status == "failed"
     assert "missing_orders" in status.partitions[0].error
     assert not status.served
+
+
+def test_semantic_sql_is_answered_from_a_rollup_too(core, store, settings, tmp_path):
+    # given
+    deployment_configure(deployment=core.cast.deployment, model_dir=str(model_with_rollups(tmp_path / "model")))
+    build_rollups(core.cast.deployment)
+    statement = {"query": "SELECT status, MEASURE(count) FROM orders GROUP BY 1 ORDER BY 1", "cache": "no-cache"}
+
+    def lines() -> list[dict[str, Any]]:
+        response = core.post("cubesql", statement)
+        assert response.status_code == 200
+        return [json.loads(line) for line in response.content.decode().splitlines()]
+
+    # when
+    from_rollup = lines()
+    settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "ENABLED": False}
+    from_source = lines()
+
+    # then: the same rows; the schema line names the rollup
+    (entry,) = from_rollup[0]["usedPreAggregations"].values()
+    assert entry["preAggregationId"] == "orders.main"
+    assert "usedPreAggregations" not in from_source[0]
+    assert from_rollup[0]["schema"] == from_source[0]["schema"]
+    assert from_rollup[1:] == from_source[1:]
