@@ -31,7 +31,6 @@ from typing import Any
 from django.conf import settings
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.accounts.selectors import deployment_data_source_url
 from embedadmin.core.errors import ApiError
 from embedadmin.core.memory import ByteLRU
 from embedadmin.semantic.context import QueryContext
@@ -56,6 +55,7 @@ from embedadmin.semantic.serving.datasources import (
     get_data_source,
 )
 from embedadmin.semantic.serving.pre_aggregations import plan_on_rollups, rollup_read
+from embedadmin.semantic.serving.tenancy import caller_tenancy
 from embedadmin.semantic.sql.planning import LoadPlan, QueryOutcome, parse_query_param, plan_queries
 from embedadmin.semantic.sql.planning import refresh_interval as result_refresh_interval
 
@@ -102,18 +102,23 @@ class ServedModel:
         return QueryError(f"{exc.message}. Note: {self.error.message}; the last version that compiled is serving")
 
 
-def _model_version(deployment: Deployment) -> tuple[ModelVersion, str, str]:
-    """The deployment's model version (cached per file version), data source URL and dialect."""
-    url = deployment_data_source_url(deployment=deployment)
-    dialect = dialect_of(url)
-    return load_model(deployment.model_dir, dialect=dialect), url, dialect
+def _model_version(deployment: Deployment, ctx: QueryContext | None) -> tuple[ModelVersion, str, str]:
+    """The model version ``ctx`` is served (cached per file version and compile key), its data source URL and
+    dialect (:mod:`.tenancy`: a caller whose security context selects no tenant is refused here)."""
+    tenancy = caller_tenancy(deployment=deployment, ctx=ctx)
+    dialect = dialect_of(tenancy.kind_url)
+    version = load_model(deployment.model_dir, dialect=dialect, security_context=tenancy.security_context)
+    return version, tenancy.source_url, dialect
 
 
-def served_model(*, deployment: Deployment) -> ServedModel:
-    """The model ``deployment`` serves (compiled once per version, recompiled when a file changes)."""
+def served_model(*, deployment: Deployment, ctx: QueryContext | None) -> ServedModel:
+    """The model ``deployment`` serves ``ctx`` (compiled once per version and compile key, recompiled when a file
+    changes), and the data source it reads. Every door of the Core Data API, the dashboards and the chat comes here
+    with its caller; ``ctx`` None is the deployment's administrators (the model compiled without a compile key, no
+    tenant's data source: :mod:`.tenancy`)."""
     if not deployment.model_dir:
         raise ApiError(f"Deployment {deployment.pk} has no data model: set one with configure_deployment")
-    version, url, dialect = _model_version(deployment)
+    version, url, dialect = _model_version(deployment, ctx)
     return ServedModel(
         deployment=deployment, model=version.require(), error=version.error, source_url=url, dialect=dialect
     )
@@ -147,14 +152,14 @@ def semantic_meta(
     """``/v1/meta`` for ``ctx``: hidden members and members its access policies deny are left out. ``readable``:
     composed for display, each member with the title a person reads it by (``readingTitle``), for the product's own
     pages and the chat; the wire body (:func:`semantic_meta_json`) never has it."""
-    served = served_model(deployment=deployment)
+    served = served_model(deployment=deployment, ctx=ctx)
     return meta(served.model, ctx, extended=extended, only_views=only_views, readable=readable)
 
 
 def semantic_meta_for_administrator(*, deployment: Deployment) -> dict[str, Any]:
     """``/v1/meta`` as the deployment's administrators read it (the panel's report builder): every cube and view
     with its public members, no access policy applied."""
-    return administrator_meta(served_model(deployment=deployment).model)
+    return administrator_meta(served_model(deployment=deployment, ctx=None).model)
 
 
 _meta_json: ByteLRU[tuple[str, bool, bool], bytes] = ByteLRU(
@@ -192,19 +197,19 @@ def semantic_grants(*, deployment: Deployment, ctx: QueryContext) -> list[Entity
     """Every cube and view of the deployment's model as ``ctx`` may read it, denied ones included: the members, the
     row filters with ``ctx``'s values filled in, or the reason it is denied (decided as ``/v1/meta`` and every query
     decide it: :mod:`embedadmin.semantic.results.grants`)."""
-    return entity_grants(served_model(deployment=deployment).model, ctx)
+    return entity_grants(served_model(deployment=deployment, ctx=ctx).model, ctx)
 
 
 def semantic_sql(*, deployment: Deployment, ctx: QueryContext, query: Any) -> Any:
     """``/v1/sql``: the SQL ``query`` compiles to for ``ctx`` (access-policy filters included)."""
-    served = served_model(deployment=deployment)
+    served = served_model(deployment=deployment, ctx=ctx)
     plan = _plan(served, ctx, query)
     return sql_response(plan_on_rollups(served=served, ctx=ctx, plan=plan) if served.source_url else plan)
 
 
 def semantic_dry_run(*, deployment: Deployment, ctx: QueryContext, query: Any) -> dict[str, Any]:
     """``/v1/dry-run``: the normalized and planned query, not executed."""
-    return dry_run_response(_plan(served_model(deployment=deployment), ctx, query))
+    return dry_run_response(_plan(served_model(deployment=deployment, ctx=ctx), ctx, query))
 
 
 def cache_mode(*, requested: Any, query: Any) -> CacheMode:
@@ -236,7 +241,13 @@ def semantic_load(
     ``cancel.cancel()`` stops its statements in the data source (:class:`~.datasources.CancelScope`).
     """
     return answer_load(
-        plan_load(served=served_model(deployment=deployment), ctx=ctx, query=query, query_type=query_type, cache=cache),
+        plan_load(
+            served=served_model(deployment=deployment, ctx=ctx),
+            ctx=ctx,
+            query=query,
+            query_type=query_type,
+            cache=cache,
+        ),
         cancel=cancel,
     ).body
 
@@ -253,7 +264,7 @@ def semantic_load_json(
     request is given again while everything it depends on is unchanged (:mod:`.answers`)."""
     digest = request_digest(method, raw)
     shape = _shapes.get(digest, params)
-    served = served_model(deployment=deployment)
+    served = served_model(deployment=deployment, ctx=ctx)
     key = None
     if shape is not None:
         key = (deployment.pk, served.source_url, served.model.compiler_id, ctx.identity, digest, time_key(shape))
@@ -378,7 +389,7 @@ def semantic_cubesql(
     it (``throw_continue_wait``); otherwise this waits, re-attaching to the running query, until it ends or
     times out.
     """
-    served = served_model(deployment=deployment)
+    served = served_model(deployment=deployment, ctx=ctx)
     mode = cache_mode(requested=cache, query={})
     try:
         plan = cubesql_plan(served.model, sql, ctx, timezone=timezone, row_limit=_limits().maximum)
@@ -454,7 +465,7 @@ def model_status(*, deployment: Deployment) -> ModelStatus:
     """The deployment's model as it would serve now, with every compile problem (file, line, member)."""
     if not deployment.model_dir:
         return ModelStatus(configured=False)
-    version, _, _ = _model_version(deployment)
+    version, _, _ = _model_version(deployment, None)
     problems = tuple(str(p) for p in version.error.problems) if version.error else ()
     if version.model is None:
         return ModelStatus(configured=True, problems=problems)
