@@ -271,7 +271,9 @@ def run_size(orders: int, repeats: int) -> dict[str, Any]:
     from embedadmin.semantic.serving.rollup_store import close_rollup_sources
 
     print(f"\n== {orders:,} orders")
-    path = dataset(orders)
+    # A copy of the generated dataset: the incremental refresh appends orders to it.
+    path = WORK / f"run-{orders}.duckdb"
+    shutil.copyfile(dataset(orders), path)
     created = accounts.account_create(name=f"bench-{orders}-{int(time.time())}", creator_mode=False)
     deployment = created.deployment
     deployment_configure(deployment=deployment, model_dir=str(model_with_rollups()), data_source_url=duckdb_url(path))
