@@ -98,6 +98,9 @@ class Deployment(TimestampedModel):
     data_source_url_encrypted = models.TextField(blank=True, default="")
     # Chat API: accept X-Service-Auth-Token (a deployment JWT) instead of an API key.
     chat_token_auth = models.BooleanField(default=False)
+    # Load what compiles: the cubes and views of the data model that compile serve, the others are listed with their
+    # errors (/v1/meta's compilerErrors, the panel) instead of the whole model being refused. Off: any fault refuses.
+    load_partial_model = models.BooleanField(default=False)
     # Embed viewers read only cubes and views whose access policy grants them (fail closed). This opens the cubes
     # and views that have no access policy at all to every embed viewer, as Cube does for any token. Unsafe.
     open_to_embed_without_policy = models.BooleanField(default=False)

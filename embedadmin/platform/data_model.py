@@ -167,7 +167,9 @@ def _copy(source: Path, target: Path) -> None:
 
 def model_upload(deployment: Deployment, files: dict[str, str], *, replace: bool) -> dict[str, Any]:
     """Compile the model directory with ``files`` written over it (``replace``: with no other model file) and, when
-    it compiles, make that the model directory; :class:`ModelError` (400) and nothing written when it does not."""
+    it compiles, make that the model directory; :class:`ModelError` (400) and nothing written when it does not. With
+    the deployment's "load what compiles", it compiles when a cube or view does; the others are answered as
+    ``compilerErrors``."""
     root = _root(deployment)
     if root is None:
         root = Path(settings.VAR_DIR) / "models" / str(deployment.pk)
@@ -193,7 +195,10 @@ def model_upload(deployment: Deployment, files: dict[str, str], *, replace: bool
                 target.unlink()  # a hard link to the live file: replace it, never write through it
             target.write_text(content, encoding="utf-8")
         dialect = dialect_of(accounts_selectors.deployment_data_source_url(deployment=deployment))
-        compiled = compile_model(read_model_files(staged, list_model_files(staged)), root=staged, dialect=dialect)
+        partial = deployment.load_partial_model
+        compiled = compile_model(
+            read_model_files(staged, list_model_files(staged)), root=staged, dialect=dialect, partial=partial
+        )
         retired = parent / f".{root.name}.old-{uuid.uuid4().hex}"
         if root.is_dir():
             os.rename(root, retired)
@@ -201,12 +206,24 @@ def model_upload(deployment: Deployment, files: dict[str, str], *, replace: bool
         shutil.rmtree(retired, ignore_errors=True)
         # This process serves the new model from its next request (not after the registry's check interval);
         # other processes notice the change on their next look.
-        load_model(deployment.model_dir, dialect=dialect, check_interval=0)
+        load_model(deployment.model_dir, dialect=dialect, check_interval=0, partial=partial)
     except ModelError as exc:
         raise ModelError([_renamed(problem, root.name) for problem in exc.problems]) from None
     finally:
         shutil.rmtree(candidate, ignore_errors=True)
-    return {"files": sorted(files), "entities": sorted(compiled.entities)}
+    answer: dict[str, Any] = {"files": sorted(files), "entities": sorted(compiled.entities)}
+    if compiled.compiler_errors:
+        answer["compilerErrors"] = [
+            {
+                "name": e.entity,
+                "file": _renamed(ModelProblem(e.file, e.line, e.member, e.message), root.name).file,
+                "line": e.line,
+                "member": e.member,
+                "message": e.message,
+            }
+            for e in compiled.compiler_errors
+        ]
+    return answer
 
 
 def _renamed(problem: ModelProblem, name: str) -> ModelProblem:
@@ -310,6 +327,12 @@ class DataModelUploadView(PlatformView):
                 {
                     "files": serializers.ListField(child=serializers.CharField(), help_text="The paths written"),
                     "entities": serializers.ListField(child=serializers.CharField(), help_text="Cubes and views"),
+                    "compilerErrors": serializers.ListField(
+                        child=serializers.DictField(),
+                        required=False,
+                        help_text='With "load what compiles": each cube or view left out (name, file, line, member, '
+                        "message); absent when the model compiles whole",
+                    ),
                 },
             ),
             400: error("Invalid files, or a model that does not compile (the compiler's file:line message)"),

@@ -112,6 +112,7 @@ def deployment_configure(
     model_dir: str | None = None,
     data_source_url: str | None = None,
     chat_token_auth: bool | None = None,
+    load_partial_model: bool | None = None,
     open_to_embed_without_policy: bool | None = None,
     compile_context_keys: list[str] | None = None,
     tenant_data_sources: TenantDataSources | None = None,
@@ -143,6 +144,9 @@ def deployment_configure(
     if chat_token_auth is not None:
         deployment.chat_token_auth = chat_token_auth
         updates.append("chat_token_auth")
+    if load_partial_model is not None:  # serve the cubes and views that compile, list the others (off: refuse all)
+        deployment.load_partial_model = load_partial_model
+        updates.append("load_partial_model")
     if open_to_embed_without_policy is not None:
         deployment.open_to_embed_without_policy = open_to_embed_without_policy
         updates.append("open_to_embed_without_policy")

@@ -222,6 +222,7 @@ class DeploymentAdmin(PanelAdmin):
         "jwt_issuer",
         "active_secrets",
         "model_dir",
+        "load_partial_model",
         "model_state",
         "data_source",
         "chat_token_auth",
@@ -232,7 +233,7 @@ class DeploymentAdmin(PanelAdmin):
         "who_can_read_what",
         "pre_aggregation_builds",
     )
-    editable_on_change = ("chat_token_auth", "open_to_embed_without_policy")
+    editable_on_change = ("chat_token_auth", "open_to_embed_without_policy", "load_partial_model")
     # Multitenancy (docs/core-data-api.md): form fields of DeploymentTenancyForm, written by the same service.
     tenancy_fields = ("compile_context_keys_text", "tenant_data_source_field_text", "tenant_data_sources_text")
     form = DeploymentTenancyForm
@@ -248,6 +249,8 @@ class DeploymentAdmin(PanelAdmin):
     def get_form(self, request: HttpRequest, obj: Deployment | None = None, change: bool = False, **kwargs: Any):
         help_texts = {
             "chat_token_auth": "Accept X-Service-Auth-Token (a JWT of this deployment with the chat scope).",
+            "load_partial_model": "Load what compiles: the cubes and views of the data model that compile serve, "
+            "the others are listed below and in /v1/meta's compilerErrors. Unchecked, any fault refuses the model.",
             "open_to_embed_without_policy": mark_safe(
                 '<span class="errornote">Unsafe. Embed viewers read only the cubes and views whose access policy '
                 "grants them. Checked, every cube and view without an access policy is open to every embed viewer "
@@ -319,6 +322,13 @@ class DeploymentAdmin(PanelAdmin):
             if status.compiler_id
             else "nothing serves: the model has never compiled"
         )
+        if status.left_out:
+            serving = format_html(
+                '{}<br><strong>Left out (they do not compile; "load what compiles" is on):</strong>'
+                '<pre id="panel-deployment-left-out">{}</pre>',
+                serving,
+                "\n".join(status.left_out),
+            )
         if not status.problems:
             return serving
         return format_html(

@@ -35,7 +35,7 @@ from embedadmin.core.errors import ApiError
 from embedadmin.core.memory import ByteLRU
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.cubesql.plan import CubeSqlPlan, cubesql_plan
-from embedadmin.semantic.errors import ModelError, QueryError
+from embedadmin.semantic.errors import ModelError, ModelProblem, QueryError
 from embedadmin.semantic.modeling.dialects import QUERYABLE
 from embedadmin.semantic.modeling.model import CompiledModel
 from embedadmin.semantic.modeling.registry import ModelVersion, load_model
@@ -107,7 +107,12 @@ def _model_version(deployment: Deployment, ctx: QueryContext | None) -> tuple[Mo
     dialect (:mod:`.tenancy`: a caller whose security context selects no tenant is refused here)."""
     tenancy = caller_tenancy(deployment=deployment, ctx=ctx)
     dialect = dialect_of(tenancy.kind_url)
-    version = load_model(deployment.model_dir, dialect=dialect, security_context=tenancy.security_context)
+    version = load_model(
+        deployment.model_dir,
+        dialect=dialect,
+        security_context=tenancy.security_context,
+        partial=deployment.load_partial_model,
+    )
     return version, tenancy.source_url, dialect
 
 
@@ -459,6 +464,7 @@ class ModelStatus:
     compiler_id: str | None = None
     entities: int = 0
     problems: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()  # "load what compiles": the faults of what is left out (file:line: member: why)
 
 
 def model_status(*, deployment: Deployment) -> ModelStatus:
@@ -474,4 +480,5 @@ def model_status(*, deployment: Deployment) -> ModelStatus:
         compiler_id=version.model.compiler_id,
         entities=len(version.model.entities),
         problems=problems,
+        left_out=tuple(str(ModelProblem(e.file, e.line, e.member, e.message)) for e in version.model.compiler_errors),
     )
