@@ -232,8 +232,25 @@ def _render(model_file: ModelFile, text: str, env: SandboxedEnvironment) -> str:
         return env.from_string(text).render()
     except jinja2.TemplateSyntaxError as exc:
         raise _file_error(model_file, exc.lineno or 0, f"template error: {exc.message}") from None
+    except jinja2.UndefinedError as exc:
+        raise _file_error(model_file, _template_line(exc), f"template error: {exc}{_python_hint(env)}") from None
     except (jinja2.TemplateError, jinja2.exceptions.SecurityError, TypeError, ValueError, ArithmeticError) as exc:
         raise _file_error(model_file, _template_line(exc), f"template error: {exc}") from None
+
+
+def _python_hint(env: SandboxedEnvironment) -> str:
+    """For a name a template calls that the folder's Python (Cube's ``globals.py``) would have defined: why it is
+    undefined here and what to write instead. Empty when the folder has no Python file at its root."""
+    loader = env.loader
+    roots = loader.searchpath if isinstance(loader, jinja2.FileSystemLoader) else []
+    python = sorted(p.name for root in roots for p in Path(root).glob("*.py"))
+    if not python:
+        return ""
+    return (
+        f" ({', '.join(python)} defines Python helpers, which this server never runs: executing a model's code would"
+        " hand the server to whoever wrote it. Inline what each helper returns: write its values in the template, or"
+        " as a Jinja macro in a .jinja file of the folder imported with {% import %})"
+    )
 
 
 def _template_line(exc: BaseException) -> int:

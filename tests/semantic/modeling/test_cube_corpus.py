@@ -46,15 +46,17 @@ DIALECTS = {
 KNOWN_GAPS = {
     "honbit__cube1": (
         "Python model helpers executed at compile time (model/globals.py: dbt_models())",
-        "model/cubes/shadow.yml.jinja:2: template error: 'dbt_models' is undefined",
+        "model/cubes/shadow.yml.jinja:2: template error: 'dbt_models' is undefined (globals.py defines Python helpers",
     ),
     "shubu998__Suave": (
         "Python model helpers executed at compile time (model/globals.py: is_accessible_by_team())",
-        "model/views/customers.yml:10: template error: 'is_accessible_by_team' is undefined",
+        "model/views/customers.yml:10: template error: 'is_accessible_by_team' is undefined "
+        "(globals.py defines Python helpers",
     ),
     "synccomputingcode__sync-svc-cube-v2": (
         "Python model helpers executed at compile time (model/globals.py: tenant_resolver())",
-        "model/cubes/active_project_insight.yml:8: template error: 'tenant_resolver' is undefined",
+        "model/cubes/active_project_insight.yml:8: template error: 'tenant_resolver' is undefined "
+        "(globals.py defines Python helpers",
     ),
 }
 

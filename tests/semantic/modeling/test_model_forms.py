@@ -482,3 +482,15 @@ def test_a_views_own_member_that_reads_a_table_is_refused_as_cube_refuses_it(tmp
         "model/views/v.yml:11: segment v.mine: Member 'v.mine' references foreign cubes: v. Please split and move "
         "this definition to corresponding cubes.",
     ]
+
+
+def test_a_helper_the_folders_python_would_define_is_refused_with_how_to_inline_it(tmp_path: Path) -> None:
+    # Cube's globals.py: never run here; the refusal says why and what to write instead.
+    write(tmp_path, "globals.py", "from cube import TemplateContext\ntemplate = TemplateContext()\n")
+    write(tmp_path, "cubes/orders.yml.jinja", "cubes:\n  {% for m in dbt_models() %}\n  - {{ m }}\n  {% endfor %}\n")
+
+    [problem] = problems(tmp_path)
+
+    assert problem.startswith("model/cubes/orders.yml.jinja:2: template error: 'dbt_models' is undefined (globals.py ")
+    assert "never runs" in problem
+    assert "Inline what each helper returns" in problem
