@@ -8,6 +8,13 @@
     var target = document.getElementById("usage-chart");
     if (!block || !target || !window.vegaEmbed) return;
     var points = JSON.parse(block.textContent);
+    // Counts are whole: below 10, one tick per whole number (Vega's ticks would fall on 0.2, 0.4...).
+    var most = points.reduce(function (top, point) { return Math.max(top, point.count); }, 0);
+    var yAxis = { format: ",.0f", tickMinStep: 1 };
+    if (most < 10) {
+      yAxis.values = [];
+      for (var tick = 0; tick <= Math.max(most, 1); tick += 1) yAxis.values.push(tick);
+    }
     var spec = {
       $schema: "https://vega.github.io/schema/vega-lite/v5.json",
       data: { values: points },
@@ -22,7 +29,7 @@
           title: null,
           axis: { format: "%b %d", labelOverlap: true, grid: false },
         },
-        y: { field: "count", type: "quantitative", title: null, axis: { format: ",.0f", tickMinStep: 1 } },
+        y: { field: "count", type: "quantitative", title: null, axis: yAxis },
         color: { field: "kind", type: "nominal", title: null, legend: { orient: "top" } },
         tooltip: [
           { field: "day", type: "temporal", timeUnit: "utcyearmonthdate", title: "Day", format: "%a %b %d, %Y" },
