@@ -301,13 +301,13 @@ def _reads_context(model: CompiledModel, cubes: list[str], members: list[str]) -
     pending: list[SqlSnippet] = [model.entities[c].sql for c in cubes if model.entities[c].sql is not None]  # type: ignore[misc]
     seen: set[str] = set()
     queue = list(members)
-    while queue:
-        name = queue.pop()
-        if name in seen or name not in model.members:
+    while queue or pending:
+        if queue:  # a member: what its SQL references is read next
+            name = queue.pop()
+            if name not in seen and name in model.members:
+                seen.add(name)
+                pending.extend(member_snippets(model.members[name]))
             continue
-        seen.add(name)
-        pending.extend(member_snippets(model.members[name]))
-    while pending:
         snippet = pending.pop()
         for reference in snippet.refs.values():
             if isinstance(reference, MemberReference):
@@ -318,12 +318,6 @@ def _reads_context(model: CompiledModel, cubes: list[str], members: list[str]) -
                     pending.append(entity.sql)
             elif not isinstance(reference, CubeReference):
                 return True
-        while queue:
-            name = queue.pop()
-            if name in seen or name not in model.members:
-                continue
-            seen.add(name)
-            pending.extend(member_snippets(model.members[name]))
     return False
 
 
