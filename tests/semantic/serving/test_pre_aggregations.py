@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from embedadmin.accounts.services import deployment_configure, duckdb_url
+from embedadmin.accounts.services import TenantDataSources, deployment_configure, duckdb_url
 from embedadmin.semantic.models import PreAggregationPartition
 from embedadmin.semantic.serving.pre_aggregations import (
     pre_aggregation_partition_build,
@@ -198,6 +198,31 @@ def test_a_viewer_whose_policy_member_is_outside_the_rollup_reads_the_source(cor
     )
     assert sum(int(row["sales.order_count"]) for row in regional["data"]) == expected
     assert sum(int(row["sales.order_count"]) for row in admin["data"]) > expected
+
+
+def test_a_tenant_with_its_own_data_source_never_reads_a_rollup_built_from_another(core, store, tmp_path):
+    # given a rollup built from the deployment's data source, which the administrator's load reads,
+    deployment_configure(
+        deployment=core.cast.deployment, model_dir=str(model_with_rollups(tmp_path / "model", rollups=STATUS_ONLY))
+    )
+    build_rollups(core.cast.deployment)
+    query = {"measures": ["orders.count"], "dimensions": ["orders.status"]}
+    assert used(load(core, query, core.token())) == "orders.status_only"
+    # and tenant "a" whose own database holds half of those orders,
+    own = _copy_dataset(core, tmp_path)
+    with duckdb.connect(str(own)) as connection:
+        connection.execute("DELETE FROM orders WHERE id % 2 = 0")
+    deployment_configure(
+        deployment=core.cast.deployment, tenant_data_sources=TenantDataSources("tenant", {"a": duckdb_url(own)})
+    )
+
+    # when tenant a's caller loads the query the rollup answers for the deployment's source,
+    body = load(core, query, core.token(tenant="a"))
+
+    # then its own database answers, never the rollup of another source's rows.
+    assert used(body) is None
+    expected = dict(duck_rows(own, "SELECT status, count(*) FROM orders GROUP BY status"))
+    assert {row["orders.status"]: int(row["orders.count"]) for row in body["data"]} == expected
 
 
 def test_a_partitioned_rollup_is_built_per_partition_and_read_as_one_table(core, store, tmp_path):
