@@ -10,7 +10,7 @@ own, so a busy event loop or a slow frame write never lets it lapse), and ends t
 frames. An abort (published on the
 thread's channel, and recorded on the run for the heartbeat to see) cancels the provider at once, even
 in the middle of a slow tool call, and keeps what was produced; the statement a tool call is running in the data
-source is cancelled with it (the run's :class:`~embedadmin.semantic.serving.datasources.CancelScope`).
+source is cancelled with it (the run's :class:`~embedadmin.semantic.sources.base.CancelScope`).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools, dime
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.query.dates import canonical_timezone
-from embedadmin.semantic.serving.datasources import CancelScope
 from embedadmin.semantic.serving.routing import viewer_context
+from embedadmin.semantic.sources.base import CancelScope
 
 logger = logging.getLogger(__name__)
 

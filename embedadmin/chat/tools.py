@@ -26,8 +26,8 @@ from embedadmin.semantic.cubesql.plan import CubeSqlColumn
 from embedadmin.semantic.cubesql.written import sql_string
 from embedadmin.semantic.modeling.reading_titles import READING_TITLE
 from embedadmin.semantic.modeling.titles import titleize
-from embedadmin.semantic.serving.datasources import CancelScope
 from embedadmin.semantic.serving.services import semantic_cubesql, semantic_meta
+from embedadmin.semantic.sources.base import CancelScope
 
 logger = logging.getLogger(__name__)
 

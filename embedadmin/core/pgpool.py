@@ -17,7 +17,7 @@ refills at once, so requests recover within an interval of the server coming bac
 per pool, so per process and per server; SQLite has no pool and never meets it.
 
 The application database (through :mod:`embedadmin.core.postgresql`, the ``ENGINE`` ``DATABASE_URL`` selects)
-and every PostgreSQL data source (:mod:`embedadmin.semantic.serving.datasources`) use it.
+and every PostgreSQL data source (:mod:`embedadmin.semantic.sources`) use it.
 
 The breaker reaches into psycopg_pool 3.3 (pinned in ``requirements.txt``) at three places, each named where it
 happens: the waiting clients (failed at once when the breaker opens), ``_get_ready_connection`` (refuses a client

@@ -42,7 +42,7 @@ from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.compiler import compile_model
 from embedadmin.semantic.modeling.files import list_model_files, read_model_files
 from embedadmin.semantic.modeling.registry import load_model
-from embedadmin.semantic.serving.datasources import dialect_of
+from embedadmin.semantic.sources.registry import dialect_of
 
 UPLOAD_SUFFIXES = (".yml", ".yaml", ".jinja", ".js")
 MAX_FILES = 1000

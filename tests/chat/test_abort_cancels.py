@@ -15,8 +15,8 @@ from embedadmin.accounts import services as accounts
 from embedadmin.chat.models import Run
 from embedadmin.chat.providers.base import ContentDelta
 from embedadmin.semantic.context import QueryContext
-from embedadmin.semantic.serving.datasources import close_data_sources
 from embedadmin.semantic.serving.services import semantic_cubesql
+from embedadmin.semantic.sources.registry import close_data_sources
 from tests.asgi_server import admin_rows, database_url_for_subprocess
 from tests.chat.conftest import SESSION, LiveStream
 from tests.waiting import wait_until

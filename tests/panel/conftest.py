@@ -29,7 +29,7 @@ from embedadmin.directory.models import AttributeDefinition, EmbedTenant, Extern
 from embedadmin.embedding import services as embedding
 from embedadmin.embedding.models import EmbedSession
 from embedadmin.semantic import clear_models
-from embedadmin.semantic.serving.datasources import close_data_sources
+from embedadmin.semantic.sources.registry import close_data_sources
 from tests.conftest import Cast
 
 BROWSER_ARGS = [

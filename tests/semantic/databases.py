@@ -1,6 +1,6 @@
 """Tiny executors for the tests: the shop dataset in an in-memory DuckDB or a PostgreSQL schema.
 
-Production code runs SQL through ``embedadmin.semantic.serving.datasources``; tests use the drivers directly so a
+Production code runs SQL through ``embedadmin.semantic.sources``; tests use the drivers directly so a
 failure points at the SQL, not at the data-source layer. Both sessions run in UTC, as the data sources do.
 """
 

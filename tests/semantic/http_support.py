@@ -22,7 +22,7 @@ from django.http import HttpResponse
 from demo.generate import DEFAULT_SEED, generate
 from embedadmin.accounts.services import deployment_configure, duckdb_url
 from embedadmin.semantic import clear_models
-from embedadmin.semantic.serving.datasources import close_data_sources
+from embedadmin.semantic.sources.registry import close_data_sources
 from tests.conftest import Cast, JsonClient
 from tests.tokens import sign_token
 

@@ -9,9 +9,9 @@ A job shared between processes carries a lease (``lease:<job id>``, ``lease_s`` 
 gone (the owner died) takes the job over, running the query itself as the job's new owner, so an identical query
 is never left waiting for the registration of a dead process to expire.
 
-A job whose statement was cancelled (its starter's :class:`~.datasources.CancelScope`: a chat run aborted) ends
-for its starter only: its cancellation is not published as the job's outcome and its lease is dropped, so the other
-requests waiting on it take it over and get rows.
+A job whose statement was cancelled (its starter's :class:`~embedadmin.semantic.sources.base.CancelScope`: a chat run
+aborted) ends for its starter only: its cancellation is not published as the job's outcome and its lease is dropped,
+so the other requests waiting on it take it over and get rows.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.core.logs import ThrottledWarning
 from embedadmin.core.versions import thread_cache
-from embedadmin.semantic.serving.datasources import DataSourceError, QueryCancelled, QueryResult
+from embedadmin.semantic.sources.base import DataSourceError, QueryCancelled, QueryResult
 
 logger = logging.getLogger(__name__)
 

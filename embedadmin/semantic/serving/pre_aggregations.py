@@ -4,7 +4,8 @@ partitions are due by their ``refresh_key`` (:func:`pre_aggregations_refresh`), 
 API and the panel show (:func:`pre_aggregations_status`), and the files no partition points to any more
 (:func:`pre_aggregations_collect_garbage`).
 
-A build reads the rollup's rows from the deployment's data source (:mod:`.datasources`: DuckDB or PostgreSQL, through
+A build reads the rollup's rows from the deployment's data source
+(:mod:`embedadmin.semantic.sources`: DuckDB or PostgreSQL, through
 the statement :func:`embedadmin.semantic.sql.rollups.build_query` compiles), writes them to a new file of the store
 (:mod:`.rollup_store`), then swaps the partition's ``table`` to it in one conditional UPDATE: a reader sees the old
 table or the new one, never a part of one. One build at a time per partition, across workers: a build claims the
@@ -50,7 +51,6 @@ from embedadmin.semantic.modeling.preaggregations import is_cron
 from embedadmin.semantic.models import PreAggregationPartition
 from embedadmin.semantic.query.dates import format_local, parse_local, start_of, unit_delta
 from embedadmin.semantic.query.normalized import NormalizedQuery
-from embedadmin.semantic.serving.datasources import DataSource, get_data_source
 from embedadmin.semantic.serving.rollup_store import (
     FILE_SUFFIX,
     BuildStopped,
@@ -60,6 +60,8 @@ from embedadmin.semantic.serving.rollup_store import (
     rollup_source,
     write_partition,
 )
+from embedadmin.semantic.sources.base import DataSource
+from embedadmin.semantic.sources.registry import get_data_source, writer
 from embedadmin.semantic.sql.builder import CompiledQuery
 from embedadmin.semantic.sql.expressions import Renderer
 from embedadmin.semantic.sql.planning import LoadPlan, compile_cached
@@ -247,7 +249,7 @@ def _range_sql(model: CompiledModel, rollup: PreAggregation) -> str:
     assert isinstance(dimension, Dimension)
     value = renderer.local_time(renderer.dimension(dimension))
     select = exp.select(exp.Min(this=value), exp.Max(this=value.copy())).from_(renderer.cube_source(dimension.entity))
-    return select.sql(dialect=model.dialect)
+    return select.sql(dialect=writer(model.dialect))
 
 
 def _build_range(model: CompiledModel, rollup: PreAggregation, source_url: str) -> tuple[datetime, datetime] | None:

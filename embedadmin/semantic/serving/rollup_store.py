@@ -10,7 +10,8 @@ writing and no other process open it at all meanwhile, so web processes could no
 worker builds one; immutable files are read by every process at once, and the pointer swap is a database
 transaction (ADR 0017).
 
-Reading (:func:`rollup_source`): a :class:`RollupSource` is a :class:`~.datasources.DuckDBSource` whose connection is an
+Reading (:func:`rollup_source`): a :class:`RollupSource` is a
+:class:`~embedadmin.semantic.sources.duckdb.DuckDBSource` whose connection is an
 in-memory database attaching the deployment's current files read-only, with one view per rollup (``orders__main``:
 the union of its partitions); then external access is switched off and the configuration locked, as for any DuckDB
 data source. When the files in use change, the next query gets a new source; the old one is closed once no query can
@@ -36,7 +37,8 @@ from django.conf import settings
 from sqlglot import exp
 
 from embedadmin.semantic.errors import DataSourceError
-from embedadmin.semantic.serving.datasources import DuckDBSource, QueryResult
+from embedadmin.semantic.sources.base import QueryResult
+from embedadmin.semantic.sources.duckdb import DuckDBSource
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ BUILDING_SUFFIX = ".building"
 FILE_SUFFIX = ".duckdb"
 INSERT_BATCH_ROWS = 50_000
 MAX_DECIMAL_PRECISION = 38
-# value type (datasources.VALUE_TYPES) -> the store's column type; decimals get their scale from the values.
+# value type (sources.base.VALUE_TYPES) -> the store's column type; decimals get their scale from the values.
 _COLUMN_TYPES = {
     "integer": "HUGEINT",
     "float": "DOUBLE",

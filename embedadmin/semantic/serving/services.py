@@ -45,17 +45,16 @@ from embedadmin.semantic.results.meta import administrator_meta, meta
 from embedadmin.semantic.results.responses import dry_run_response, load_response, sql_response
 from embedadmin.semantic.serving.answers import AnswerMemory, RequestShapes, ResultUse, request_digest, time_key
 from embedadmin.semantic.serving.cache import CachedResult, CacheMode, ContinueWait, query_runner, result_cache_key
-from embedadmin.semantic.serving.datasources import (
+from embedadmin.semantic.serving.pre_aggregations import plan_on_rollups, rollup_read
+from embedadmin.semantic.serving.tenancy import caller_tenancy
+from embedadmin.semantic.sources.base import (
     CancelScope,
     DataSource,
     DataSourceError,
     DataSourceUnavailable,
     QueryResult,
-    dialect_of,
-    get_data_source,
 )
-from embedadmin.semantic.serving.pre_aggregations import plan_on_rollups, rollup_read
-from embedadmin.semantic.serving.tenancy import caller_tenancy
+from embedadmin.semantic.sources.registry import dialect_of, get_data_source
 from embedadmin.semantic.sql.planning import LoadPlan, QueryOutcome, parse_query_param, plan_queries
 from embedadmin.semantic.sql.planning import refresh_interval as result_refresh_interval
 
@@ -243,7 +242,8 @@ def semantic_load(
 
     ``query_type="multi"`` answers Cube's multi envelope (what ``@cubejs-client/core`` always asks for);
     ``cache`` is Cube's cache mode. Raises ``ContinueWait`` when the query is still running after the wait.
-    ``cancel.cancel()`` stops its statements in the data source (:class:`~.datasources.CancelScope`).
+    ``cancel.cancel()`` stops its statements in the data source
+    (:class:`~embedadmin.semantic.sources.base.CancelScope`).
     """
     return answer_load(
         plan_load(

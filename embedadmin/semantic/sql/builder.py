@@ -35,6 +35,7 @@ from embedadmin.semantic.modeling.model import FANOUT_SAFE_MEASURE_TYPES, Compil
 from embedadmin.semantic.modeling.model import value_type as member_value_type
 from embedadmin.semantic.query.access import row_restriction
 from embedadmin.semantic.query.normalized import FilterCondition, FilterNode, NormalizedQuery, TimeDimensionSpec
+from embedadmin.semantic.sources.registry import writer
 from embedadmin.semantic.sql.columns import ResultColumn, SelectItem, column_alias, filter_leaves, query_leaves
 from embedadmin.semantic.sql.context import ContextValues
 from embedadmin.semantic.sql.expressions import Renderer, TimeShiftRender, aliased, all_of, is_composite, quoted, wrap
@@ -239,7 +240,7 @@ class _Builder(StagedStatements, GroupStatements):
             total = exp.select(exp.Count(this=exp.Star()).as_("total_count", copy=False)).from_(
                 counted.subquery("original_query", copy=False)
             )
-            total_sql = total.sql(dialect=self.model.dialect, copy=False)
+            total_sql = total.sql(dialect=writer(self.model.dialect), copy=False)
         if query.limit is not None:
             statement.limit(query.limit, copy=False)
         if query.offset:
@@ -247,7 +248,7 @@ class _Builder(StagedStatements, GroupStatements):
         return CompiledQuery(
             query=query,
             dialect=self.model.dialect,
-            sql=statement.sql(dialect=self.model.dialect, copy=False),
+            sql=statement.sql(dialect=writer(self.model.dialect), copy=False),
             params=tuple(self.params.values),
             origins=tuple(self.params.origins),
             total_sql=total_sql,

@@ -78,7 +78,7 @@ def deployed(cast: Any, model: Path, url: str) -> Iterator[Any]:
     from embedadmin.accounts.services import deployment_configure
     from embedadmin.chat.tools import ToolContext
     from embedadmin.semantic import clear_models
-    from embedadmin.semantic.serving.datasources import close_data_sources
+    from embedadmin.semantic.sources.registry import close_data_sources
     from tests.chat.analyst.test_suites import VIEWER
 
     cache.clear()

@@ -19,7 +19,7 @@ from embedadmin.semantic.cubesql.plan import (
     cubesql_lines,
     cubesql_plan,
 )
-from embedadmin.semantic.serving.datasources import DataSourceError
+from embedadmin.semantic.sources.base import DataSourceError
 from tests.semantic.conftest import NOW, run_query, shop_model
 from tests.semantic.cubesql_support import ADMIN, data, run_sql
 from tests.semantic.databases import Executor

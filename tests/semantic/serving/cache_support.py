@@ -11,7 +11,7 @@ import pytest
 from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.semantic.serving.cache import QueryRunner
-from embedadmin.semantic.serving.datasources import QueryResult
+from embedadmin.semantic.sources.base import QueryResult
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 

@@ -15,7 +15,7 @@ import pytest
 from django.core.cache.backends.redis import RedisCache
 
 from embedadmin.semantic.serving.cache import CachedResult, CacheMode, ContinueWait, QueryRunner, result_cache_key
-from embedadmin.semantic.serving.datasources import DataSourceError, QueryResult, QueryTimeout
+from embedadmin.semantic.sources.base import DataSourceError, QueryResult, QueryTimeout
 from tests.semantic.serving.cache_support import REDIS_URL, Query, counted_waits, redis_backend, rows
 from tests.waiting import wait_until
 
@@ -325,7 +325,7 @@ import django
 django.setup()
 from django.core.cache.backends.redis import RedisCache
 from embedadmin.semantic.serving.cache import ContinueWait, QueryRunner
-from embedadmin.semantic.serving.datasources import QueryResult
+from embedadmin.semantic.sources.base import QueryResult
 from tests.waiting import wait_until
 
 redis_url, prefix, key, gate = sys.argv[1:5]

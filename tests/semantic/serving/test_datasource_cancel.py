@@ -15,14 +15,8 @@ import psycopg
 import pytest
 
 from embedadmin.accounts.services import duckdb_url
-from embedadmin.semantic.serving.datasources import (
-    CancelScope,
-    DataSource,
-    QueryCancelled,
-    QueryTimeout,
-    close_data_sources,
-    get_data_source,
-)
+from embedadmin.semantic.sources.base import CancelScope, DataSource, QueryCancelled, QueryTimeout
+from embedadmin.semantic.sources.registry import close_data_sources, get_data_source
 from tests.waiting import wait_until
 
 POSTGRES_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://embedadmin:embedadmin@127.0.0.1:5432/embedadmin")

@@ -14,13 +14,8 @@ import pytest
 
 from embedadmin.accounts.services import deployment_configure
 from embedadmin.core.errors import RETRY_AFTER_SECONDS
-from embedadmin.semantic.serving.datasources import (
-    DataSource,
-    DataSourceError,
-    DataSourceUnavailable,
-    close_data_sources,
-    get_data_source,
-)
+from embedadmin.semantic.sources.base import DataSource, DataSourceError, DataSourceUnavailable
+from embedadmin.semantic.sources.registry import close_data_sources, get_data_source
 from tests.asgi_server import admin_rows, terminate_backends
 from tests.semantic.http_support import DEMO_MODEL, CoreApi, fresh_semantic_state  # noqa: F401
 from tests.waiting import wait_until

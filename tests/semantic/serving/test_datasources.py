@@ -18,16 +18,9 @@ import pytest
 from django.conf import settings
 
 from embedadmin.accounts.services import duckdb_url
-from embedadmin.semantic.serving.datasources import (
-    DataSource,
-    DataSourceError,
-    DuckDBSource,
-    QueryResult,
-    QueryTimeout,
-    close_data_sources,
-    get_data_source,
-    value_type,
-)
+from embedadmin.semantic.sources.base import DataSource, DataSourceError, QueryResult, QueryTimeout, value_type
+from embedadmin.semantic.sources.duckdb import DuckDBSource
+from embedadmin.semantic.sources.registry import close_data_sources, get_data_source
 from tests.waiting import wait_until
 
 POSTGRES_URL = os.environ.get("TEST_DATABASE_URL", "postgresql://embedadmin:embedadmin@127.0.0.1:5432/embedadmin")
@@ -375,7 +368,7 @@ def test_postgres_unreachable_server_is_a_safe_error():
     ("url", "message"),
     [
         ("cobol://x/y", "Unsupported data source URL: use duckdb:///path or postgresql://..."),
-        ("mysql://x/y", "mysql data sources are not queried by this server yet (DuckDB and PostgreSQL are)"),
+        ("mysql://x/y", "mysql data sources are not queried by this server yet"),
         ("duckdb:///", "Data source URL names no DuckDB file"),
         ("duckdb:///x.duckdb?evil=1", "Unsupported DuckDB URL option: evil"),
         ("postgresql://h/db?pool_max_size=many", "pool_min_size and pool_max_size must be integers"),

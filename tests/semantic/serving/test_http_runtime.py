@@ -15,7 +15,7 @@ import pytest
 
 from embedadmin.accounts.services import deployment_configure
 from embedadmin.semantic.modeling import registry
-from embedadmin.semantic.serving.datasources import DuckDBSource
+from embedadmin.semantic.sources.duckdb import DuckDBSource
 from tests.semantic.http_support import DEMO_MODEL, core, demo_duckdb, duck_rows, fresh_semantic_state  # noqa: F401
 from tests.waiting import wait_until
 

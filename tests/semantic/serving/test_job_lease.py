@@ -33,7 +33,7 @@ import django
 django.setup()
 from django.core.cache.backends.redis import RedisCache
 from embedadmin.semantic.serving.cache import ContinueWait, QueryRunner
-from embedadmin.semantic.serving.datasources import QueryResult
+from embedadmin.semantic.sources.base import QueryResult
 
 redis_url, prefix, key = sys.argv[1:4]
 runner = QueryRunner(cache=RedisCache(redis_url, {"KEY_PREFIX": prefix}), workers=2, lease_s=1.5, renew_s=0.5)
@@ -125,7 +125,7 @@ import django
 django.setup()
 from django.core.cache.backends.redis import RedisCache
 from embedadmin.semantic.serving.cache import ContinueWait, QueryRunner
-from embedadmin.semantic.serving.datasources import QueryResult
+from embedadmin.semantic.sources.base import QueryResult
 
 redis_url, prefix, key, runs = sys.argv[1:5]
 

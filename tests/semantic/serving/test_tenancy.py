@@ -33,8 +33,8 @@ from embedadmin.accounts.services import TenantDataSources, deployment_configure
 from embedadmin.audit.models import AuditEntry
 from embedadmin.chat.tools import ToolContext, default_tools
 from embedadmin.semantic.serving.auth import core_token_verify
-from embedadmin.semantic.serving.datasources import close_data_sources
 from embedadmin.semantic.serving.routing import query_context
+from embedadmin.semantic.sources.registry import close_data_sources
 from tests.asgi_server import database_url_for_subprocess
 from tests.embedding.conftest import generate, new_session, tenant_group  # noqa: F401
 from tests.embedding.dashboard_support import bootstrap_of, embed_headers, page_url, published_dashboard

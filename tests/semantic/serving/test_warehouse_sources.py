@@ -13,7 +13,7 @@ import pytest
 from embedadmin.accounts.services import deployment_configure
 from embedadmin.core.errors import BadRequest
 from embedadmin.semantic.errors import DataSourceError
-from embedadmin.semantic.serving.datasources import dialect_of, get_data_source
+from embedadmin.semantic.sources.registry import dialect_of, get_data_source
 from tests.semantic.http_support import CoreApi, fresh_semantic_state  # noqa: F401
 
 MODEL = """
