@@ -197,6 +197,16 @@ def deployment_tenant_data_sources(*, deployment: Deployment) -> TenantDataSourc
     return tenant_data_sources_decrypt(deployment.tenant_data_sources_encrypted)
 
 
+def deployment_tenant_data_sources_shown(*, deployment: Deployment) -> dict[str, Any] | None:
+    """The tenant data sources as they are answered and printed: ``{field, sources}`` with each URL's password
+    replaced (``***``); None when not set."""
+    stored = deployment_tenant_data_sources(deployment=deployment)
+    if not stored.field:
+        return None
+    sources = {value: data_source_url_redacted(url) for value, url in sorted(stored.sources.items())}
+    return {"field": stored.field, "sources": sources}
+
+
 def data_source_url_redacted(url: str) -> str:
     """The URL with any password replaced, for display in the panel and logs."""
     parts = urlsplit(url)

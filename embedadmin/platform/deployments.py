@@ -65,6 +65,10 @@ OPEN_TO_EMBED_HELP = (
     "Unsafe. Embed viewers read only the cubes and views whose access policy grants them; true opens every cube "
     "and view without an access policy to every embed viewer of this deployment, as Cube does for any token"
 )
+LOAD_WHAT_COMPILES_HELP = (
+    "false (the default): any fault in the data model refuses the whole model. true: the cubes and views that "
+    "compile serve, and /v1/meta lists the others with their errors in compilerErrors"
+)
 DEPLOYMENT = inline_serializer(
     "Deployment",
     {
@@ -76,6 +80,7 @@ DEPLOYMENT = inline_serializer(
         "openToEmbedWithoutPolicy": serializers.BooleanField(help_text=OPEN_TO_EMBED_HELP),
         "compileContextKeys": serializers.ListField(child=serializers.CharField(), help_text=COMPILE_CONTEXT_KEYS_HELP),
         "tenantDataSources": tenant_data_sources_schema(),
+        "loadWhatCompiles": serializers.BooleanField(help_text=LOAD_WHAT_COMPILES_HELP),
     },
 )
 DEPLOYMENT_CREATE = inline_serializer(
@@ -95,6 +100,7 @@ DEPLOYMENT_CHANGES = inline_serializer(
             child=serializers.CharField(), required=False, help_text=COMPILE_CONTEXT_KEYS_HELP
         ),
         "tenantDataSources": tenant_data_sources_schema(required=False),
+        "loadWhatCompiles": serializers.BooleanField(required=False, help_text=LOAD_WHAT_COMPILES_HELP),
     },
 )
 SLUG_TAKEN = error("Another deployment of the account has this slug")
@@ -109,17 +115,9 @@ def deployment_item(deployment: Deployment) -> dict[str, Any]:
         "updatedAt": iso_time(deployment.updated_at),
         "openToEmbedWithoutPolicy": deployment.open_to_embed_without_policy,
         "compileContextKeys": list(deployment.compile_context_keys),
-        "tenantDataSources": tenant_data_sources_item(deployment),
+        "tenantDataSources": selectors.deployment_tenant_data_sources_shown(deployment=deployment),
+        "loadWhatCompiles": deployment.load_partial_model,
     }
-
-
-def tenant_data_sources_item(deployment: Deployment) -> dict[str, Any] | None:
-    """The deployment's tenant data sources as answered: each URL with its password replaced (``***``)."""
-    stored = selectors.deployment_tenant_data_sources(deployment=deployment)
-    if not stored.field:
-        return None
-    sources = {value: selectors.data_source_url_redacted(url) for value, url in sorted(stored.sources.items())}
-    return {"field": stored.field, "sources": sources}
 
 
 def tenant_data_sources_input(value: Any) -> accounts.TenantDataSources:
@@ -183,23 +181,34 @@ class DeploymentDetailView(PlatformView):
         deployment = self.deployment(request, deployment_id)
         body = json_object_body(
             request,
-            fields=("name", "slug", "openToEmbedWithoutPolicy", "compileContextKeys", "tenantDataSources"),
+            fields=(
+                "name",
+                "slug",
+                "openToEmbedWithoutPolicy",
+                "compileContextKeys",
+                "tenantDataSources",
+                "loadWhatCompiles",
+            ),
         )
         open_to_embed = body.get("openToEmbedWithoutPolicy")
         if open_to_embed is not None and not isinstance(open_to_embed, bool):
             raise BadRequest("openToEmbedWithoutPolicy: must be true or false")
+        partial = body.get("loadWhatCompiles")
+        if "loadWhatCompiles" in body and not isinstance(partial, bool):
+            raise BadRequest("loadWhatCompiles: must be true or false")
         keys = body.get("compileContextKeys")
         tenant_sources = tenant_data_sources_input(body["tenantDataSources"]) if "tenantDataSources" in body else None
         with transaction.atomic():  # all the changes, or none (a bad setting after a rename leaves the name)
             deployment = accounts.deployment_update(
                 deployment=deployment, name=body_text(body, "name"), slug=body_text(body, "slug", max_length=63)
             )
-            if open_to_embed is not None or keys is not None or tenant_sources is not None:
+            if any(setting is not None for setting in (open_to_embed, keys, tenant_sources, partial)):
                 deployment = accounts.deployment_configure(
                     deployment=deployment,
                     open_to_embed_without_policy=open_to_embed,
                     compile_context_keys=keys,
                     tenant_data_sources=tenant_sources,
+                    load_partial_model=partial,
                 )
         return Response(deployment_item(deployment))
 

@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 
 from embedadmin.accounts.services import deployment_configure, duckdb_url
+from embedadmin.audit.models import AuditEntry
 from tests.semantic.http_support import DEMO_MODEL, CoreApi, demo_duckdb, duck_rows, fresh_semantic_state  # noqa: F401
 
 BROKEN = "cubes:\n  - name: broken\n    sql_table: orders\n    measures:\n      - name: n\n        type: summ\n"
@@ -83,3 +84,37 @@ def test_the_switch_is_set_by_configure_deployment(acme) -> None:
     acme.deployment.refresh_from_db()
     assert acme.deployment.load_partial_model is True
     assert json.loads(out.getvalue())["loadWhatCompiles"] is True
+
+
+def test_the_switch_is_set_by_the_platform_api_and_audited(partial_core: CoreApi) -> None:
+    url = f"/api/v1/deployments/{partial_core.cast.deployment.pk}"
+    headers = partial_core.cast.platform_headers
+
+    before = partial_core.client.get(url, **headers).json()
+    switched = partial_core.client.patch_json(url, {"loadWhatCompiles": True}, **headers)
+    meta = partial_core.get("meta")
+
+    assert before["loadWhatCompiles"] is False
+    assert switched.status_code == 200
+    assert switched.json()["loadWhatCompiles"] is True
+    assert meta.status_code == 200  # the broken cube no longer refuses the model
+    assert [e["name"] for e in meta.json()["compilerErrors"]] == ["broken"]
+    deployment_id = str(partial_core.cast.deployment.pk)
+    entry = AuditEntry.objects.filter(resource_type="deployment", resource_id=deployment_id).latest("id")
+    assert entry.action == "deployment.update"
+    assert entry.details["fields"] == ["loadWhatCompiles"]
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None, [True]])
+def test_a_switch_that_is_not_a_boolean_is_refused_and_changes_nothing(partial_core: CoreApi, value) -> None:
+    url = f"/api/v1/deployments/{partial_core.cast.deployment.pk}"
+
+    response = partial_core.client.patch_json(
+        url, {"name": "renamed", "loadWhatCompiles": value}, **partial_core.cast.platform_headers
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {"error": "loadWhatCompiles: must be true or false"}
+    partial_core.cast.deployment.refresh_from_db()
+    assert partial_core.cast.deployment.load_partial_model is False
+    assert partial_core.cast.deployment.name != "renamed"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import textwrap
 import uuid
 from collections.abc import Callable, Iterator
@@ -26,9 +27,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 
 from demo.generate import load_postgres
+from embedadmin.accounts.selectors import deployment_tenant_data_sources
 from embedadmin.accounts.services import TenantDataSources, deployment_configure
 from embedadmin.audit.models import AuditEntry
 from embedadmin.chat.tools import ToolContext, default_tools
@@ -395,3 +399,54 @@ def test_another_accounts_deployment_settings_cannot_be_changed(core, globex):
     assert response.status_code == 404
     globex.deployment.refresh_from_db()
     assert globex.deployment.compile_context_keys == []
+
+
+def test_the_settings_are_set_by_configure_deployment_and_printed_without_passwords(core, tenant_databases):
+    deployment = core.cast.deployment
+    pairs = [f"--tenant-source={value}={url}" for value, url in sorted(tenant_databases.items())]
+    out = io.StringIO()
+
+    call_command(
+        "configure_deployment",
+        str(deployment.pk),
+        "--compile-context-keys=tenant, region",
+        "--tenant-field=tenant",
+        *pairs,
+        "--json",
+        stdout=out,
+    )
+
+    printed = json.loads(out.getvalue())
+    deployment.refresh_from_db()
+    assert deployment.compile_context_keys == ["tenant", "region"]
+    assert deployment_tenant_data_sources(deployment=deployment).sources == tenant_databases
+    assert printed["compileContextKeys"] == ["tenant", "region"]
+    assert printed["tenantDataSources"]["field"] == "tenant"
+    assert all(":***@" in url for url in printed["tenantDataSources"]["sources"].values())
+
+    call_command("configure_deployment", str(deployment.pk), "--compile-context-keys=", "--tenant-field=", stdout=out)
+
+    deployment.refresh_from_db()
+    assert deployment.compile_context_keys == []
+    assert not deployment_tenant_data_sources(deployment=deployment).field
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--tenant-source=a=postgresql://x/y"], "--tenant-source needs --tenant-field"),
+        (["--tenant-field=tenant", "--tenant-source=a"], "--tenant-source 'a': write VALUE=URL"),
+        (["--tenant-field=tenant", "--tenant-source=a=mysql2://x/y"], "tenantDataSources.sources['a']"),
+        (["--tenant-field=tenant"], "tenantDataSources.sources: at least one value"),
+        (["--compile-context-keys=exp"], "compileContextKeys"),
+    ],
+)
+def test_a_bad_setting_on_the_command_line_fails_and_changes_nothing(core, arguments, message):
+    deployment = core.cast.deployment
+
+    with pytest.raises(CommandError, match=re.escape(message)):
+        call_command("configure_deployment", str(deployment.pk), *arguments, stdout=io.StringIO())
+
+    deployment.refresh_from_db()
+    assert deployment.compile_context_keys == []
+    assert not deployment_tenant_data_sources(deployment=deployment).field
