@@ -45,6 +45,38 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   for _ in $(seq 1 20); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 0.25; done
 fi
 
+# MariaDB for the mysql:// data source tests: its own data directory and port (3307) on loopback, a test user
+# that may create databases named embedadmin_*, and the time zone tables loaded (CONVERT_TZ with a named zone,
+# such as 'Europe/Berlin', needs them; mariadb-tzinfo-to-sql reads the system's zoneinfo).
+MYSQL_PORT=${MYSQL_PORT:-3307}
+MYSQL_DIR=${MYSQL_DIR:-/var/lib/embedadmin-test-mariadb}
+MYSQL_SOCKET=$MYSQL_DIR/mysqld.sock
+if ! command -v mariadbd >/dev/null 2>&1; then
+  apt_install mariadb-server
+fi
+as_maria() { mariadb --socket="$MYSQL_SOCKET" -u root "$@"; }
+if ! mariadb-admin --socket="$MYSQL_SOCKET" -u root ping >/dev/null 2>&1; then
+  if [ ! -d "$MYSQL_DIR/data/mysql" ]; then
+    mkdir -p "$MYSQL_DIR"
+    if [ "$(id -u)" = 0 ]; then chown mysql:mysql "$MYSQL_DIR"; fi
+    mariadb-install-db --user="$(id -un | sed 's/^root$/mysql/')" --datadir="$MYSQL_DIR/data" \
+      --auth-root-authentication-method=socket --skip-test-db >&2
+  fi
+  setsid mariadbd --no-defaults --user="$(id -un | sed 's/^root$/mysql/')" --datadir="$MYSQL_DIR/data" \
+    --socket="$MYSQL_SOCKET" --port="$MYSQL_PORT" --bind-address=127.0.0.1 --pid-file="$MYSQL_DIR/mariadbd.pid" \
+    --log-error="$MYSQL_DIR/error.log" --innodb-buffer-pool-size=64M --max-connections=200 \
+    </dev/null >/dev/null 2>&1 &
+  for _ in $(seq 1 60); do mariadb-admin --socket="$MYSQL_SOCKET" -u root ping >/dev/null 2>&1 && break; sleep 0.5; done
+fi
+mariadb-admin --socket="$MYSQL_SOCKET" -u root ping >/dev/null 2>&1 || { log "MariaDB did not start"; exit 1; }
+if [ "$(as_maria -N -e "SELECT COUNT(*) FROM mysql.time_zone_name")" = 0 ]; then
+  mariadb-tzinfo-to-sql /usr/share/zoneinfo 2>/dev/null | as_maria mysql
+fi
+as_maria -e "CREATE USER IF NOT EXISTS '$PGUSER_NAME'@'127.0.0.1' IDENTIFIED BY '$PGPASS';
+  CREATE DATABASE IF NOT EXISTS $PGDB;
+  GRANT ALL PRIVILEGES ON \`$PGDB\`.* TO '$PGUSER_NAME'@'127.0.0.1';
+  GRANT ALL PRIVILEGES ON \`${PGDB}\\_%\`.* TO '$PGUSER_NAME'@'127.0.0.1';"
+
 # Chromium for Playwright (we never download a browser build).
 if [ ! -x /usr/bin/chromium ]; then
   apt_install chromium || log "chromium unavailable: browser tests will fail"
@@ -57,3 +89,4 @@ fi
 
 echo "export TEST_DATABASE_URL=postgresql://$PGUSER_NAME:$PGPASS@127.0.0.1:5432/$PGDB"
 echo "export TEST_REDIS_URL=redis://127.0.0.1:6379/15"
+echo "export TEST_MYSQL_URL=mysql://$PGUSER_NAME:$PGPASS@127.0.0.1:$MYSQL_PORT/$PGDB"

@@ -13,7 +13,7 @@ import pytest
 from embedadmin.semantic import QueryContext, QueryOutcome, clear_models, load_model, load_response, plan_queries
 from embedadmin.semantic.modeling.model import CompiledModel
 
-from .databases import DuckDBExecutor, Executor, PostgresExecutor, postgres_shop
+from .databases import DuckDBExecutor, Executor, MySQLExecutor, PostgresExecutor, mysql_shop, postgres_shop
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SHOP = FIXTURES / "shop"
@@ -60,12 +60,23 @@ def run_query(
     return load_response(compiled_model, plan, outcomes, multi=multi, db_type=executor.dialect)
 
 
+@pytest.fixture(scope="session")
+def maria(pg: PostgresExecutor) -> Iterator[MySQLExecutor]:
+    """The dataset in MariaDB (TEST_MYSQL_URL), queried through the mysql:// data source; the tests' hand-written
+    reference SQL runs on PostgreSQL (``MySQLExecutor``)."""
+    with mysql_shop(pg) as executor:
+        yield executor
+
+
 @pytest.fixture
 def run_duck(duck: DuckDBExecutor) -> Runner:
     return lambda query, ctx=None, **kw: run_query(duck, query, ctx, **kw)
 
 
-@pytest.fixture(params=["duckdb", "postgres"])
+_EXECUTORS = {"duckdb": "duck", "postgres": "pg", "mysql": "maria"}
+
+
+@pytest.fixture(params=list(_EXECUTORS))
 def executor(request: pytest.FixtureRequest) -> Executor:
-    """Each test using this runs twice: on DuckDB and on PostgreSQL."""
-    return request.getfixturevalue("duck" if request.param == "duckdb" else "pg")
+    """Each test using this runs on each database: DuckDB, PostgreSQL, MariaDB."""
+    return request.getfixturevalue(_EXECUTORS[request.param])

@@ -36,12 +36,11 @@ from embedadmin.core.rows import create_unique
 # duckdb and postgresql are queried; a warehouse named by Cube's data source type is accepted so that its model
 # compiles and is validated in its SQL dialect (semantic/modeling/dialects.py), its queries refused until it has a
 # driver.
-QUERIED_SCHEMES = ("duckdb://", "postgresql://", "postgres://")
+QUERIED_SCHEMES = ("duckdb://", "postgresql://", "postgres://", "mysql://", "mariadb://")
 WAREHOUSE_SCHEMES = tuple(
     f"{name}://"
     for name in (
         "bigquery",
-        "mysql",
         "snowflake",
         "redshift",
         "trino",

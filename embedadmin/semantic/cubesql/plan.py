@@ -175,6 +175,8 @@ def cell(value: Any, column_type: str) -> Any:
     """One value as the SQL API serializes it: strings for everything but NULL and booleans."""
     if value is None or isinstance(value, bool):
         return value
+    if column_type == "Boolean" and isinstance(value, int) and value in (0, 1):
+        return bool(value)  # a database without a boolean type (MySQL) answers 1 and 0
     if column_type == "Timestamp" or isinstance(value, datetime | date):
         return time_text(value)
     if isinstance(value, str):

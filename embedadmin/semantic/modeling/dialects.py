@@ -40,7 +40,7 @@ CUBE_DB_TYPES: dict[str, str] = {
     "dremio": "dremio",
 }
 MODEL_DIALECTS = frozenset(CUBE_DB_TYPES.values())
-QUERYABLE = frozenset({"duckdb", "postgres"})
+QUERYABLE = frozenset({"duckdb", "postgres", "mysql"})
 DEFAULT_DIALECT = "duckdb"
 
 

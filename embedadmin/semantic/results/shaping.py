@@ -81,6 +81,8 @@ def convert(value: Any, value_type: str) -> Any:
         return time_text(value)
     if value_type == "boolean" and isinstance(value, bool):
         return value
+    if value_type == "boolean" and isinstance(value, int) and value in (0, 1):
+        return bool(value)  # a database without a boolean type (MySQL) answers 1 and 0
     return plain_text(value)
 
 

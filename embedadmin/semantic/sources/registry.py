@@ -28,12 +28,14 @@ from embedadmin.semantic.modeling.dialects import DEFAULT_DIALECT, dialect_for
 from embedadmin.semantic.sources.base import DataSource
 
 # The source modules of this package, each imported on first use.
-MODULES = ("duckdb", "postgres")
+MODULES = ("duckdb", "postgres", "mysql")
 
 _SCHEME_MODULES: dict[str, str] = {
     "duckdb": "duckdb",
     "postgresql": "postgres",
     "postgres": "postgres",
+    "mysql": "mysql",
+    "mariadb": "mysql",
 }
 
 

@@ -368,7 +368,7 @@ def test_postgres_unreachable_server_is_a_safe_error():
     ("url", "message"),
     [
         ("cobol://x/y", "Unsupported data source URL: use duckdb:///path or postgresql://..."),
-        ("mysql://x/y", "mysql data sources are not queried by this server yet"),
+        ("oracle://x/y", "oracle data sources are not queried by this server yet"),
         ("duckdb:///", "Data source URL names no DuckDB file"),
         ("duckdb:///x.duckdb?evil=1", "Unsupported DuckDB URL option: evil"),
         ("postgresql://h/db?pool_max_size=many", "pool_min_size and pool_max_size must be integers"),
