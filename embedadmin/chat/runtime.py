@@ -30,10 +30,12 @@ from typing import Any, TypeVar
 
 from django.db import connection
 
+from embedadmin.accounts.services import locale_check
 from embedadmin.chat import events, selectors, services
 from embedadmin.chat.bus import EventBus, bus_for_settings, thread_channel
 from embedadmin.chat.models import Agent, Run
 from embedadmin.chat.providers import provider_for
+from embedadmin.chat.providers.analyst.formatting import DEFAULT_LOCALE
 from embedadmin.chat.providers.base import (
     CancelToken,
     ContentDelta,
@@ -46,7 +48,7 @@ from embedadmin.chat.providers.base import (
     ThinkingDelta,
 )
 from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools, dimension_values
-from embedadmin.core.errors import ApiError
+from embedadmin.core.errors import ApiError, BadRequest
 from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.query.dates import canonical_timezone
 from embedadmin.semantic.serving.routing import viewer_context
@@ -166,6 +168,7 @@ class RunExecution:
             call_tool=self.call_tool,
             cancel=self.cancel,
             timezone=viewer_timezone(self.tool_context.query_context.security_context),
+            locale=viewer_locale(self.run.context, self.tool_context.query_context.security_context),
             lookup_values=self.lookup_values,
             search_model=self.search_model,
             dashboard=dashboard.get("publicId", ""),
@@ -278,6 +281,20 @@ def viewer_timezone(security_context: dict[str, Any] | None) -> str:
         return canonical_timezone((security_context or {}).get("timezone", "UTC"))
     except QueryError:  # no zone, or an unknown one: dates are read in UTC
         return "UTC"
+
+
+def viewer_locale(context: dict[str, Any] | None, security_context: dict[str, Any] | None) -> str:
+    """The locale the viewer reads the answer's numbers and dates in: the turn's ``context.locale`` (the embed page's,
+    checked when the request was read), else an embed session's own (its token's ``embed.settings.locale``), else
+    US English. Only ever a checked language tag: it names a format, never a grant."""
+    embed = (security_context or {}).get("embed")
+    settings = embed.get("settings") if isinstance(embed, dict) else None
+    for given in ((context or {}).get("locale"), settings.get("locale") if isinstance(settings, dict) else None):
+        try:
+            return locale_check(given)
+        except BadRequest:
+            continue
+    return DEFAULT_LOCALE
 
 
 def releasing_connection(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

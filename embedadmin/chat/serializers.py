@@ -6,8 +6,10 @@ from typing import Any
 
 from rest_framework import serializers
 
+from embedadmin.accounts.services import locale_check
 from embedadmin.chat.providers.base import CONTEXT_FILTER_OPERATORS
 from embedadmin.chat.services import SessionSettingsInput, StreamRequest
+from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import (
     JsonObjectField,
     RejectUnknownFieldsMixin,
@@ -109,20 +111,31 @@ class DashboardContextSerializer(RejectUnknownFieldsMixin, serializers.Serialize
 
 
 class ChatContextSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    """What the user is looking at when they ask: a dashboard and its current filters (all optional)."""
+    """What the user is looking at when they ask: a dashboard and its current filters, and the locale they read
+    numbers and dates in (all optional)."""
 
     dashboard = DashboardContextSerializer(required=False)
+    locale = StrictCharField(required=False, max_length=35)
+
+    def validate_locale(self, value: str) -> str:
+        try:
+            return locale_check(value)
+        except BadRequest as exc:
+            raise serializers.ValidationError(exc.message.removeprefix("locale: ")) from None
 
     def to_json(self, data: dict[str, Any]) -> dict[str, Any]:
         """The context as it is stored with the run: every key present, in one order, so a resend compares equal."""
+        stored: dict[str, Any] = {}
         dashboard = data.get("dashboard")
-        if dashboard is None:
-            return {}
-        filters = [
-            {"member": f["member"], "operator": f["operator"], "values": list(f["values"])}
-            for f in dashboard.get("filters", [])
-        ]
-        return {"dashboard": {"publicId": dashboard["publicId"], "filters": filters}}
+        if dashboard is not None:
+            filters = [
+                {"member": f["member"], "operator": f["operator"], "values": list(f["values"])}
+                for f in dashboard.get("filters", [])
+            ]
+            stored["dashboard"] = {"publicId": dashboard["publicId"], "filters": filters}
+        if data.get("locale"):
+            stored["locale"] = data["locale"]
+        return stored
 
 
 class StreamChatStateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

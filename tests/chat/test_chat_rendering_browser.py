@@ -170,6 +170,53 @@ def test_a_tabular_answer_is_a_table_formatted_as_the_tiles_in_the_viewers_local
     screenshot(page, tmp_path, "embedded-chat-answer-table.png")
 
 
+def test_a_list_answer_reads_its_numbers_as_the_tiles_in_the_viewers_locale(page, embed: Embed, django_db_blocker):
+    frame = open_host(page, embed, "anna", locale="de-DE")
+    wait_until(lambda: frame.locator("#embed-root").evaluate("() => window.embedDashboard.loaded()"), "the tiles")
+    open_chat(frame)
+
+    turn = ask(page, frame, django_db_blocker, "Revenue by city")
+
+    expected = duck_rows(
+        embed.dataset,
+        "SELECT u.city, sum(li.quantity * li.price) FROM line_items li JOIN orders o ON o.id = li.order_id "
+        f"{GERMANY} GROUP BY 1 ORDER BY 1",
+    )
+    # The amounts as de-DE writes dollars (Intl in the page, independently of either formatter): 38.157,37 $.
+    german = frame.locator("#embed-root").evaluate(
+        "(root, values) => values.map(v => new Intl.NumberFormat('de-DE', {style: 'currency', currency: 'USD'})"
+        ".format(v))",
+        [float(revenue) for _, revenue in expected],
+    )
+    items = turn.locator(".chat-answer ul > li").all_inner_texts()
+    assert items == [f"{city}: {shown}" for (city, _), shown in zip(expected, german, strict=True)]
+    assert all(re.fullmatch(r"[\d.]+,\d\d\u00a0\$", item.split(": ", 1)[1]) for item in items), items
+    # The Top cities tile shows the same member's value for each of its cities: the list reads as its cells.
+    tile = {
+        row.locator("td").first.inner_text(): row.locator("td").last.inner_text()
+        for row in frame.locator("[data-widget-id='top-cities'] tbody tr").all()
+    }
+    listed = dict(item.split(": ", 1) for item in items)
+    assert tile
+    assert {city: listed[city] for city in tile} == tile
+
+    # A time bucket's label as the page labels the month (Intl's short month and year in de-DE: "Jan. 2024").
+    months = ask(page, frame, django_db_blocker, "Revenue by month")
+    [(first_month, first_revenue)] = duck_rows(
+        embed.dataset,
+        "SELECT date_trunc('month', o.created_at), sum(li.quantity * li.price) FROM line_items li "
+        f"JOIN orders o ON o.id = li.order_id {GERMANY} GROUP BY 1 ORDER BY 1 LIMIT 1",
+    )
+    label, amount = frame.locator("#embed-root").evaluate(
+        """(root, [year, month, value]) => [
+            new Intl.DateTimeFormat('de-DE', {year: 'numeric', month: 'short', timeZone: 'UTC'})
+                .format(new Date(Date.UTC(year, month - 1, 1))),
+            new Intl.NumberFormat('de-DE', {style: 'currency', currency: 'USD'}).format(value)]""",
+        [first_month.year, first_month.month, float(first_revenue)],
+    )
+    assert months.locator(".chat-answer ul > li").first.inner_text() == f"{label}: {amount}"
+
+
 def tile_boxes(frame) -> dict[str, Any]:
     """Each tile's box and whether its title is cut short."""
     return frame.locator("#embed-root").evaluate(

@@ -104,6 +104,7 @@ class ProviderRequest:
     call_tool: ToolCaller
     cancel: CancelToken
     timezone: str = "UTC"  # the viewer's, for dates in the question
+    locale: str = "en-US"  # the viewer's (a checked BCP-47 tag), for the numbers and dates of the answer
     lookup_values: ValueLookup | None = None
     search_model: ModelSearch | None = None
     dashboard: str = ""  # the publicId of the dashboard the question is asked from

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 from embedadmin.chat.providers.analyst.answer import capabilities, write_answer
 from embedadmin.chat.providers.analyst.context import with_dashboard_filters
+from embedadmin.chat.providers.analyst.formatting import ValueFormatter
 from embedadmin.chat.providers.analyst.intent import Decline, Intent
 from embedadmin.chat.providers.analyst.model_phrases import Cube, cubes_of
 from embedadmin.chat.providers.analyst.reading import read
@@ -84,7 +85,7 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
     result = json.loads(await request.call_tool("serviceSqlApi", arguments))
     if "error" in result:
         return f"I could not run the query ({result['error']}). {capabilities(cubes)}", ()
-    return write_answer(outcome, result), ()
+    return write_answer(outcome, result, formatter=ValueFormatter(locale=request.locale, timezone=request.timezone)), ()
 
 
 async def _previous_intent(

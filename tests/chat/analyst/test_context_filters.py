@@ -45,6 +45,7 @@ def ask(
     groups: Sequence[str] = ("admin",),
     timezone: str = "UTC",
     only_granted: bool = False,
+    locale: str = "en-US",
 ) -> Turn:
     """One turn of the built-in analyst from dashboard SalesOvervw1 with ``filters``, through the real tools
     (``only_granted``: as an embed viewer, who reads only what a policy grants)."""
@@ -69,6 +70,7 @@ def ask(
             call_tool=call_tool,
             cancel=CancelToken(),
             timezone=timezone,
+            locale=locale,
             lookup_values=lookup,
             dashboard="SalesOvervw1",
             context_filters=[ContextFilter(member, operator, tuple(values)) for member, operator, values in filters],

@@ -1,69 +1,48 @@
 """The analyst's answer: the numbers of a result in a sentence, a short list (one group, one measure) or a Markdown
-table (several groups or measures, headed by the result's column titles), formatted as the model says (currency,
-percent, counts), followed by what was computed; or a decline with what it can answer about. The embed page's chat
-renders the list and the table (``static/embed/chat.js``), a table from the result's own values."""
+table (several groups or measures, headed by the result's column titles), followed by what was computed; or a decline
+with what it can answer about. Each value is formatted by its column of the result (the member's format and currency,
+a time bucket's grain) in the viewer's locale, as the dashboard's tiles read it (``formatting.py``). The embed page's
+chat renders the list and the table (``static/embed/chat.js``), a table from the result's own values."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from embedadmin.chat.providers.analyst.formatting import ValueFormatter
 from embedadmin.chat.providers.analyst.intent import Intent
 from embedadmin.chat.providers.analyst.model_phrases import Cube, Member
 
 LISTED_ROWS = 12  # rows of a grouped answer written out; the rest are counted
 SUGGESTIONS = 5  # measures and dimensions named when the analyst declines
-CURRENCY_SIGNS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}
+SHARE_COLUMN = {"type": "number", "format": {"type": "custom-numeric", "alias": "percent_1"}}  # a share: 68.1%
 
 
-def format_value(value: Any, member: Member) -> str:
-    """A measure's value as its format reads: ``$1,234.56``, ``68.1%``, ``12,345``."""
-    if value is None:
-        return "no value"
-    try:
-        number = Decimal(str(value))
-    except InvalidOperation:
-        return str(value)
-    if member.is_percent:
-        return f"{number * 100:,.1f}%"
-    if member.is_money:
-        text = f"{number:,.2f}"
-        sign = CURRENCY_SIGNS.get(member.currency.upper(), f"{member.currency.upper()} " if member.currency else "")
-        return f"{sign}{text}"
-    if member.is_count or number == number.to_integral_value():
-        return f"{number:,.0f}"
-    if member.format.startswith("number_") and member.format[7:].isdigit():
-        return f"{number:,.{int(member.format[7:])}f}"
-    return f"{number:,.2f}"
+def measure_column(member: Member) -> dict[str, Any]:
+    """How a measure's values read when the result does not say (a difference computed after the query): its
+    format and currency as ``serviceMeta`` gives them, as a result's ``annotation`` would."""
+    column: dict[str, Any] = {"type": "number"}
+    if member.shown_format is not None:
+        column["format"] = member.shown_format
+    if member.currency:
+        column["currency"] = member.currency
+    return column
 
 
-MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+def result_columns(intent: Intent, result: dict[str, Any]) -> list[dict[str, Any]]:
+    """What each column of ``result`` is, in its order (the time bucket, the groups, the measures): the result's
+    ``annotation`` (what the embed page formats the same values by), else what the intent knows of them."""
+    given = [c for c in result.get("annotation") or [] if isinstance(c, dict)]
+    if len(given) == intent.keys + len(intent.measures):
+        return given
+    grain = [{"type": "time", "granularity": intent.grain}] if intent.grain else []
+    return grain + [{"type": g.type} for g in intent.groups] + [measure_column(m) for m in intent.measures]
 
 
-def format_time(value: Any, grain: str) -> str:
-    """A time bucket as its grain reads, as the dashboard's charts label it: ``2024``, ``Q1 2024``, ``Jan 2024``,
-    ``2024-W05`` (ISO weeks, as Cube's), ``2024-03-04``."""
-    text = str(value)
-    try:
-        day = date.fromisoformat(text[:10])
-    except ValueError:
-        return text
-    if grain == "year":
-        return str(day.year)
-    if grain == "quarter":
-        return f"Q{(day.month - 1) // 3 + 1} {day.year}"
-    if grain == "month":
-        return f"{MONTHS[day.month - 1]} {day.year}"
-    if grain == "week":
-        year, week, _ = day.isocalendar()
-        return f"{year}-W{week:02d}"
-    return text[:10]
-
-
-def write_answer(intent: Intent, result: dict[str, Any]) -> str:
-    """The numbers of ``result`` (a ``serviceSqlApi`` result of ``intent.sql()``), then what was computed."""
+def write_answer(intent: Intent, result: dict[str, Any], *, formatter: ValueFormatter | None = None) -> str:
+    """The numbers of ``result`` (a ``serviceSqlApi`` result of ``intent.sql()``), then what was computed; values
+    formatted by their columns in the viewer's locale (``formatter``; US English when the caller names none)."""
+    shown = formatter or ValueFormatter()
     rows = result["data"]
     keys = intent.keys
     computed = intent.computed()
@@ -73,28 +52,32 @@ def write_answer(intent: Intent, result: dict[str, Any]) -> str:
     if intent.computes:  # one number computed on the query's rows: a share (%) or a difference
         value = rows[0][0]
         if value is None:
-            shown = "no value (nothing to compare it with)"
+            text = "no value (nothing to compare it with)"
         elif intent.share:
-            shown = f"{Decimal(str(value)):,.1f}%"
+            text = shown.number(float(value) / 100, SHARE_COLUMN)
         else:
-            shown = format_value(value, intent.measures[0])
-        return f"{intent.title()}: {shown}.\n{computed}"
-    if not keys:
-        parts = [f"{m.title}: {format_value(rows[0][i], m)}." for i, m in enumerate(intent.measures)]
-        return " ".join(parts) + f"\n{computed}"
+            text = shown.number(value, measure_column(intent.measures[0]))
+        return f"{intent.title()}: {text}.\n{computed}"
+    columns = result_columns(intent, result)
 
-    def labels(row: Sequence[Any]) -> list[str]:
-        shown = [format_time(row[0], intent.grain)] if intent.grain else []
-        return shown + ["(none)" if v is None else str(v) for v in row[len(shown) : keys]]
+    def cell(row: Sequence[Any], index: int) -> str:
+        if index < keys and row[index] is None:
+            return "(none)"
+        return shown.value(row[index], columns[index])
+
+    if not keys:
+        parts = [f"{m.title}: {cell(rows[0], i)}." for i, m in enumerate(intent.measures)]
+        return " ".join(parts) + f"\n{computed}"
 
     lines = [f"{intent.title()}:"]
     if keys > 1 or len(intent.measures) > 1:  # a table: a column for each group and measure
         lines += _table(
             _column_titles(intent, result),
-            [labels(row) + [format_value(row[keys + i], m) for i, m in enumerate(intent.measures)] for row in rows],
+            [[cell(row, i) for i in range(len(columns))] for row in rows],
+            numeric=[c.get("type") == "number" for c in columns],
         )
     else:
-        lines += [f"- {labels(row)[0]}: {format_value(row[1], intent.measures[0])}" for row in rows[:LISTED_ROWS]]
+        lines += [f"- {cell(row, 0)}: {cell(row, 1)}" for row in rows[:LISTED_ROWS]]
     if result["totalRows"] > LISTED_ROWS:
         lines.append(f"… and {result['totalRows'] - LISTED_ROWS} more rows.")
     lines.append(computed)
@@ -111,23 +94,18 @@ def _column_titles(intent: Intent, result: dict[str, Any]) -> list[str]:
     return grain + [g.title for g in intent.groups] + [m.title for m in intent.measures]
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """A Markdown table (pipes in cells escaped) of the first ``LISTED_ROWS`` rows, numbers aligned right."""
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, numeric: Sequence[bool]) -> list[str]:
+    """A Markdown table (pipes in cells escaped) of the first ``LISTED_ROWS`` rows, number columns aligned right."""
 
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
     shown = rows[:LISTED_ROWS]
-    numeric = [bool(shown) and all(_is_number(row[i]) for row in shown) for i in range(len(header))]
     return (
         ["", line(header), "|" + "|".join("---:" if right else "---" for right in numeric) + "|"]
         + [line(row) for row in shown]
         + [""]
     )
-
-
-def _is_number(text: str) -> bool:
-    return bool(text) and text.lstrip("$€£¥-").replace(",", "").replace(".", "", 1).rstrip("%").isdigit()
 
 
 def capabilities(cubes: Sequence[Cube]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from embedadmin.chat.member_search import local_name, phrases, short_title, stems, view_root
@@ -38,6 +38,9 @@ class Member:
     granularities: tuple[tuple[str, str], ...] = ()  # custom granularities: (name, title)
     title_phrase: tuple[str, ...] = ()  # its title's words: a question that uses them names this member first
     alias: str = ""  # a view member's cube member (``aliasMember``)
+    # Its format as ``serviceMeta`` gives it (``"currency"``, ``{"type": "custom-numeric", "alias": "number_2"}``),
+    # what its values are formatted by (``analyst/formatting.py``).
+    shown_format: Any = field(default=None, compare=False)
 
     @property
     def column(self) -> str:
@@ -129,6 +132,7 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
                 granularities=_granularities(m),
                 title_phrase=tuple(stems(short_title(m.get("title") or m["name"], title))),
                 alias=str(m.get("aliasMember") or ""),
+                shown_format=m.get("format"),
             )
             for m in cube.get("members", [])
         )
