@@ -36,18 +36,24 @@ from embedadmin.core.rows import create_unique
 # duckdb and postgresql are queried; a warehouse named by Cube's data source type is accepted so that its model
 # compiles and is validated in its SQL dialect (semantic/modeling/dialects.py), its queries refused until it has a
 # driver.
-QUERIED_SCHEMES = ("duckdb://", "postgresql://", "postgres://", "mysql://", "mariadb://")
+QUERIED_SCHEMES = (
+    "duckdb://",
+    "postgresql://",
+    "postgres://",
+    "mysql://",
+    "mariadb://",
+    "trino://",
+    "snowflake://",
+    "bigquery://",
+    "databricks://",
+)
 WAREHOUSE_SCHEMES = tuple(
     f"{name}://"
     for name in (
-        "bigquery",
-        "snowflake",
         "redshift",
-        "trino",
         "presto",
         "athena",
         "clickhouse",
-        "databricks",
         "mssql",
         "oracle",
         "sqlite",

@@ -28,7 +28,7 @@ from embedadmin.semantic.modeling.dialects import DEFAULT_DIALECT, dialect_for
 from embedadmin.semantic.sources.base import DataSource
 
 # The source modules of this package, each imported on first use.
-MODULES = ("duckdb", "postgres", "mysql")
+MODULES = ("duckdb", "postgres", "mysql", "trino", "snowflake", "bigquery", "databricks")
 
 _SCHEME_MODULES: dict[str, str] = {
     "duckdb": "duckdb",
@@ -36,6 +36,10 @@ _SCHEME_MODULES: dict[str, str] = {
     "postgres": "postgres",
     "mysql": "mysql",
     "mariadb": "mysql",
+    "trino": "trino",
+    "snowflake": "snowflake",
+    "bigquery": "bigquery",
+    "databricks": "databricks",
 }
 
 
@@ -71,6 +75,16 @@ def writer(dialect: str) -> Any:
         if dialect == module.DIALECT and getattr(module, "WRITER", None) is not None:
             return module.WRITER
     return dialect
+
+
+@cache
+def approximates_count_distinct(dialect: str) -> bool:
+    """Whether ``count_distinct_approx`` measures are an approximate aggregate in ``dialect`` (its source module
+    sets ``APPROX_COUNT_DISTINCT``; its writer renders ``exp.ApproxDistinct``), not an exact ``COUNT(DISTINCT)``."""
+    return any(
+        dialect == _module(name).DIALECT and getattr(_module(name), "APPROX_COUNT_DISTINCT", False)
+        for name in set(_SCHEME_MODULES.values())
+    )
 
 
 _sources: dict[str, DataSource] = {}

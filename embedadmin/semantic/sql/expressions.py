@@ -35,6 +35,7 @@ from embedadmin.semantic.modeling.model import (
 )
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 from embedadmin.semantic.query.dates import format_local, local_now, parse_local
+from embedadmin.semantic.sources.registry import approximates_count_distinct
 
 MeasureLeaf = Callable[[Measure], exp.Expr]
 # What a stage's time shift does to a dimension's SQL: (renderer, dimension, its SQL) -> the SQL to use.
@@ -364,7 +365,8 @@ class Renderer:
         argument = _when(condition, self.snippet(measure.sql, self._no_nested_leaf))
         if measure.type == "count":
             return exp.Count(this=argument)
-        if measure.type == "count_distinct" or (measure.type == "count_distinct_approx" and self.dialect != "duckdb"):
+        approximate = self.dialect == "duckdb" or approximates_count_distinct(self.dialect)
+        if measure.type == "count_distinct" or (measure.type == "count_distinct_approx" and not approximate):
             return exp.Count(this=exp.Distinct(expressions=[argument]))
         if measure.type == "count_distinct_approx":
             return exp.ApproxDistinct(this=argument)

@@ -1,0 +1,239 @@
+"""What the warehouse sources (:mod:`.trino`, :mod:`.snowflake`, :mod:`.bigquery`, :mod:`.databricks`) share: their
+drivers imported on first use with a clear error when the package is missing, URL options, a statement stopped at
+its deadline or by its :class:`~.base.CancelScope`, a few idle connections kept per URL, and the pieces of their
+sqlglot writers that recognise this server's own trees.
+
+Each warehouse is reached over HTTP through its official driver; none runs here, so their modules are tested by
+SQL snapshots of every query shape and by their drivers' ``connect`` replaced with a recorder
+(``tests/semantic/sources/``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+from sqlglot import exp
+
+from embedadmin.semantic.errors import DataSourceError, QueryTimeout
+from embedadmin.semantic.sources.base import QueryCancelled, cancellable, watchdog
+
+logger = logging.getLogger(__name__)
+
+# The file that lists the warehouse drivers (pinned); README and docs/data-sources.md say how to install it.
+REQUIREMENTS = "requirements-warehouses.txt"
+
+
+def import_driver(module: str, package: str, kind: str) -> ModuleType:
+    """The driver module, imported on first use: a deployment that never names the warehouse never loads it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise DataSourceError(
+            f"{kind} data sources need the {package} package, which is not installed on this server: "
+            f"pip install -r {REQUIREMENTS}"
+        ) from None
+
+
+def url_options(query: str, allowed: frozenset[str], kind: str) -> dict[str, str]:
+    """The query options of a data source URL; an option the source does not know is refused (a typo would
+    otherwise be ignored silently)."""
+    options = dict(parse_qsl(query, keep_blank_values=True))
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise DataSourceError(f"Unsupported {kind} URL option: {', '.join(unknown)}")
+    return options
+
+
+def flag(options: Mapping[str, str], name: str, default: bool) -> bool:
+    value = options.get(name)
+    if value is None:
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise DataSourceError(f"URL option {name} must be true or false")
+
+
+def number(options: Mapping[str, str], name: str, default: float) -> float:
+    value = options.get(name)
+    if value is None:
+        return default
+    try:
+        parsed = float(value)
+    except ValueError:
+        raise DataSourceError(f"URL option {name} must be a number") from None
+    if parsed <= 0:
+        raise DataSourceError(f"URL option {name} must be positive")
+    return parsed
+
+
+def path_parts(path: str) -> list[str]:
+    """The non-empty ``/``-separated parts of a URL path, percent-decoded."""
+    return [unquote(part) for part in path.split("/") if part]
+
+
+@dataclass
+class Stops:
+    """What stopped a statement, if anything: its deadline or its cancel scope."""
+
+    timed_out: threading.Event = field(default_factory=threading.Event)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+    def error(self, timeout_s: float) -> DataSourceError | None:
+        """The error to raise for a statement that failed after being stopped (None: it was not stopped)."""
+        if self.cancelled.is_set():
+            return QueryCancelled()
+        if self.timed_out.is_set():
+            return QueryTimeout(timeout_s)
+        return None
+
+
+@contextmanager
+def stoppable(timeout_s: float, cancel: Any, stop: Callable[[], None]) -> Iterator[Stops]:
+    """Within the block, ``stop`` is called (from another thread, at most once per cause, never after the block
+    ends) when ``timeout_s`` passes or ``cancel`` is cancelled. The warehouses stop statements with a request of
+    their own (an HTTP DELETE, a job cancel), so ``stop`` runs on a thread of its own, never on the shared
+    watchdog's."""
+    stops = Stops()
+    guard = threading.Lock()
+    live = True
+
+    def on_deadline() -> None:
+        with guard:
+            if not live:
+                return
+            stops.timed_out.set()
+        threading.Thread(target=_stop_quietly, args=(stop,), name="datasource-timeout", daemon=True).start()
+
+    alarm = watchdog.call_later(timeout_s, on_deadline)
+    try:
+        with cancellable(cancel, stop) as fired:
+            stops.cancelled = fired
+            yield stops
+    finally:
+        watchdog.cancel(alarm)
+        with guard:
+            live = False
+
+
+def _stop_quietly(stop: Callable[[], None]) -> None:
+    try:
+        stop()
+    except Exception:
+        logger.warning("stopping a warehouse statement failed", exc_info=True)
+
+
+class IdleConnections:
+    """Connections kept between statements (a warehouse session takes a login round trip to open), at most
+    ``max_idle`` of them; a connection is used by one statement at a time."""
+
+    def __init__(self, open_connection: Callable[[], Any], *, max_idle: int = 4) -> None:
+        self._open = open_connection
+        self._max_idle = max_idle
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def connection(self) -> Iterator[Lease]:
+        with self._lock:
+            connection = self._idle.pop() if self._idle else None
+        lease = Lease(connection if connection is not None else self._open())
+        try:
+            yield lease
+        except BaseException:
+            lease.broken = lease.broken or not lease.kept_on_error
+            raise
+        finally:
+            self._give_back(lease)
+
+    def _give_back(self, lease: Lease) -> None:
+        with self._lock:
+            keep = not lease.broken and not self._closed and len(self._idle) < self._max_idle
+            if keep:
+                self._idle.append(lease.connection)
+        if not keep:
+            _close_quietly(lease.connection)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            _close_quietly(connection)
+
+
+@dataclass
+class Lease:
+    """A connection lent for one statement. An error leaves it broken (closed, not reused) unless the source says
+    the connection is still sound (``kept_on_error``: the database refused the SQL)."""
+
+    connection: Any
+    broken: bool = False
+    kept_on_error: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _close_quietly(connection: Any) -> None:
+    try:
+        connection.close()
+    except Exception:
+        logger.debug("closing a warehouse connection failed", exc_info=True)
+
+
+# -- the writers' view of this server's syntax trees (semantic/sql/) ------------------------------------------------
+
+
+def without_transforms(transforms: dict[Any, Any], *nodes: type[exp.Expr]) -> dict[Any, Any]:
+    """A generator's ``TRANSFORMS`` less the entries of ``nodes``, so that the writer's ``<node>_sql`` methods
+    render them (sqlglot looks a node up in ``TRANSFORMS`` before its method)."""
+    return {node: render for node, render in transforms.items() if node not in nodes}
+
+
+def is_local_time(node: exp.AtTimeZone) -> bool:
+    """``CAST(x AS TIMESTAMPTZ) AT TIME ZONE 'Zone'``: a time column as wall-clock time of the query time zone
+    (``sql/expressions.py local_time``), as opposed to an ``AT TIME ZONE`` written in a model's own SQL."""
+    this = node.this
+    return isinstance(this, exp.Cast) and this.to.is_type(exp.DataType.Type.TIMESTAMPTZ)
+
+
+def is_instant_parameter(node: exp.Cast) -> bool:
+    """``CAST($n AS TIMESTAMPTZ)``: an instant bound as ISO 8601 text in UTC (``...Z``, ``sql/filters.py``)."""
+    return isinstance(node.this, exp.Parameter) and node.to.is_type(exp.DataType.Type.TIMESTAMPTZ)
+
+
+def interval_steps(node: exp.Add) -> tuple[exp.Expr, int, str, exp.Expr] | None:
+    """``origin + INTERVAL 'n' UNIT * count`` (custom granularities, ``sql/expressions.py _bucket``) as
+    ``(origin, n, UNIT, count)``; None for any other sum."""
+    product = node.expression
+    if not isinstance(product, exp.Mul):
+        return None
+    interval = product.this
+    if not isinstance(interval, exp.Interval) or not isinstance(interval.this, exp.Literal):
+        return None
+    unit = interval.args.get("unit")
+    if unit is None:
+        return None
+    try:
+        amount = int(interval.this.name)
+    except ValueError:
+        return None
+    return node.this, amount, unit.name.upper(), product.expression
+
+
+def parameter_number(node: exp.Parameter) -> int:
+    return int(node.this.name)
+
+
+def local_text(literal: exp.Expr) -> str | None:
+    """The text of a string literal (None for anything else)."""
+    return literal.name if isinstance(literal, exp.Literal) and literal.is_string else None

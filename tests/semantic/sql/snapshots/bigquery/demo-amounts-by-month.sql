@@ -1,0 +1,3 @@
+-- demo-amounts-by-month: 1 statement(s)
+-- parameters: ['2024-01-01T00:00:00.000Z', '2024-12-31T23:59:59.999Z']
+SELECT DATETIME_TRUNC(DATETIME(CAST(`orders`.created_at AS TIMESTAMP), 'UTC'), MONTH) AS `orders__created_at_month`, SUM(`orders`.amount) AS `orders__total_amount`, SUM(CASE WHEN (`orders`.status = 'completed') THEN `orders`.amount END) AS `orders__completed_amount` FROM orders AS `orders` WHERE (`orders`.created_at >= CAST(@p1 AS TIMESTAMP) AND `orders`.created_at <= CAST(@p2 AS TIMESTAMP)) GROUP BY 1 ORDER BY 1 ASC NULLS LAST LIMIT 10000;

@@ -1,0 +1,3 @@
+-- granularity-sunday_week-berlin: 1 statement(s)
+-- parameters: ['2024-02-29T23:00:00.000Z', '2024-11-30T22:59:59.999Z']
+SELECT DATETIME_ADD(CAST('2023-12-31T00:00:00.000' AS DATETIME), INTERVAL CAST(FLOOR(CAST(UNIX_MICROS(CAST(DATETIME(CAST(`orders`.created_at AS TIMESTAMP), 'Europe/Berlin') AS TIMESTAMP)) / 1000000 - UNIX_MICROS(CAST(CAST('2023-12-31T00:00:00.000' AS DATETIME) AS TIMESTAMP)) / 1000000 AS FLOAT64) / 604800) * 604800 AS INT64) SECOND) AS `orders__created_at_sunday_week`, COUNT(`orders`.id) AS `orders__count` FROM orders AS `orders` WHERE (`orders`.created_at >= CAST(@p1 AS TIMESTAMP) AND `orders`.created_at <= CAST(@p2 AS TIMESTAMP)) GROUP BY 1 ORDER BY 1 ASC NULLS LAST LIMIT 10000;

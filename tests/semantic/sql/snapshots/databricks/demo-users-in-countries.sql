@@ -1,0 +1,3 @@
+-- demo-users-in-countries: 1 statement(s)
+-- parameters: ['Germany', 'France']
+SELECT `users`.country AS `users__country`, COUNT(`users`.id) AS `users__count` FROM users AS `users` WHERE (`users`.country IN (:p1, :p2)) GROUP BY 1 ORDER BY 1 ASC NULLS LAST LIMIT 10000;

@@ -1,0 +1,3 @@
+-- filter-equals-one: 1 statement(s)
+-- parameters: ['shipped']
+SELECT `orders`.amount AS `orders__amount`, 1 AS `orders__count` FROM orders AS `orders` WHERE (`orders`.status = :p1) ORDER BY 1 ASC NULLS LAST LIMIT 10000;

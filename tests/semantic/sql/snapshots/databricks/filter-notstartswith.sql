@@ -1,0 +1,3 @@
+-- filter-notstartswith: 1 statement(s)
+-- parameters: ['c%']
+SELECT `orders`.amount AS `orders__amount`, 1 AS `orders__count` FROM orders AS `orders` WHERE ((NOT `orders`.status ILIKE :p1 ESCAPE '\\') OR `orders`.status IS NULL) ORDER BY 1 ASC NULLS LAST LIMIT 10000;

@@ -1,0 +1,3 @@
+-- granularity-sunday_week-berlin: 1 statement(s)
+-- parameters: ['2024-02-29T23:00:00.000Z', '2024-11-30T22:59:59.999Z']
+SELECT TIMESTAMPADD(SECOND, CAST(FLOOR(CAST(UNIX_MICROS(FROM_UTC_TIMESTAMP(CAST(`orders`.created_at AS TIMESTAMP), 'Europe/Berlin')) / 1000000 - UNIX_MICROS(CAST('2023-12-31T00:00:00.000' AS TIMESTAMP)) / 1000000 AS DOUBLE) / 604800) * 604800 AS BIGINT), CAST('2023-12-31T00:00:00.000' AS TIMESTAMP)) AS `orders__created_at_sunday_week`, COUNT(`orders`.id) AS `orders__count` FROM orders AS `orders` WHERE (`orders`.created_at >= CAST(:p1 AS TIMESTAMP) AND `orders`.created_at <= CAST(:p2 AS TIMESTAMP)) GROUP BY 1 ORDER BY 1 ASC NULLS LAST LIMIT 10000;

@@ -1,0 +1,3 @@
+-- demo-count-by-status: 1 statement(s)
+-- parameters: []
+SELECT "orders".status AS "orders__status", COUNT("orders".id) AS "orders__count" FROM orders AS "orders" GROUP BY 1 ORDER BY 1 ASC LIMIT 10000;

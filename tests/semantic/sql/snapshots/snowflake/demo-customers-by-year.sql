@@ -1,0 +1,3 @@
+-- demo-customers-by-year: 1 statement(s)
+-- parameters: []
+SELECT DATE_TRUNC('YEAR', CAST(CONVERT_TIMEZONE('UTC', CAST("orders".created_at AS TIMESTAMP_TZ)) AS TIMESTAMP_NTZ)) AS "orders__created_at_year", COUNT(DISTINCT "orders".user_id) AS "orders__customers" FROM orders AS "orders" GROUP BY 1 ORDER BY 1 ASC LIMIT 10000;

@@ -1,0 +1,3 @@
+-- filter-contains-any-of-several: 1 statement(s)
+-- parameters: ['%cess%', '%cel%']
+SELECT "orders".amount AS "orders__amount", 1 AS "orders__count" FROM orders AS "orders" WHERE ("orders".status ILIKE :1 ESCAPE '\\' OR "orders".status ILIKE :2 ESCAPE '\\') ORDER BY 1 ASC LIMIT 10000;

@@ -1,0 +1,3 @@
+-- filter-lte-decimal: 1 statement(s)
+-- parameters: [Decimal('15.0')]
+SELECT "orders".amount AS "orders__amount", 1 AS "orders__count" FROM orders AS "orders" WHERE ("orders".amount <= :1) ORDER BY 1 ASC LIMIT 10000;

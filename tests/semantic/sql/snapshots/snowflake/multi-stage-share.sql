@@ -1,0 +1,3 @@
+-- multi-stage-share: 1 statement(s)
+-- parameters: []
+WITH stage_0 AS (SELECT "orders".status AS "orders__status", SUM("orders".amount) AS "orders__revenue" FROM orders AS "orders" GROUP BY 1), stage_1 AS (SELECT i_0.orders__status AS g_0, SUM(SUM(i_0.orders__revenue)) OVER () AS v FROM stage_0 AS i_0 GROUP BY 1), stage_2 AS (SELECT i_0.orders__status AS g_0, 1.0 * i_0.orders__revenue / NULLIF(i_1.v, 0) AS v FROM stage_0 AS i_0 INNER JOIN stage_1 AS i_1 ON i_0.orders__status IS NOT DISTINCT FROM i_1.g_0) SELECT keys.k_0 AS "orders__status", p_0.v AS "orders__revenue_share" FROM (SELECT g_0 AS k_0 FROM stage_2) AS keys LEFT JOIN stage_2 AS p_0 ON keys.k_0 IS NOT DISTINCT FROM p_0.g_0 ORDER BY 2 DESC NULLS LAST LIMIT 10000;

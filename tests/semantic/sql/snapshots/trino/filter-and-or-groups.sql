@@ -1,0 +1,3 @@
+-- filter-and-or-groups: 1 statement(s)
+-- parameters: ['shipped', 20, 'US']
+SELECT COUNT("orders".id) AS "orders__count" FROM orders AS "orders" LEFT JOIN users AS "users" ON "orders".user_id = "users".id WHERE (("orders".status = ?) OR (("orders".amount > ?) AND ("users".country <> ? OR "users".country IS NULL))) ORDER BY 1 DESC LIMIT 10000;

@@ -1,0 +1,3 @@
+-- filter-contains-case-insensitive: 1 statement(s)
+-- parameters: ['%PPED%']
+SELECT "orders".amount AS "orders__amount", 1 AS "orders__count" FROM orders AS "orders" WHERE (LOWER("orders".status) LIKE LOWER(?) ESCAPE '\') ORDER BY 1 ASC LIMIT 10000;
