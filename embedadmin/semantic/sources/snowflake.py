@@ -159,8 +159,9 @@ class SnowflakeSource:
                 lease.kept_on_error = not isinstance(mapped, DataSourceUnavailable)
                 raise mapped from None
         return QueryResult(
-            columns=[column.name for column in description],
-            types=[value_type(_type_name(self._driver, column.type_code), column.scale) for column in description],
+            # PEP 249 description items: (name, type_code, display_size, internal_size, precision, scale, null_ok)
+            columns=[column[0] for column in description],
+            types=[value_type(_type_name(self._driver, column[1]), column[5]) for column in description],
             rows=rows,
         )
 

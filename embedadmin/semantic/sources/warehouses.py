@@ -139,15 +139,17 @@ class IdleConnections:
     def __init__(self, open_connection: Callable[[], Any], *, max_idle: int = 4) -> None:
         self._open = open_connection
         self._max_idle = max_idle
-        self._idle: list[Any] = []
+        self._idle: list[Lease] = []
         self._lock = threading.Lock()
         self._closed = False
 
     @contextmanager
     def connection(self) -> Iterator[Lease]:
         with self._lock:
-            connection = self._idle.pop() if self._idle else None
-        lease = Lease(connection if connection is not None else self._open())
+            lease = self._idle.pop() if self._idle else None
+        if lease is None:
+            lease = Lease(self._open())
+        lease.kept_on_error = False
         try:
             yield lease
         except BaseException:
@@ -160,7 +162,7 @@ class IdleConnections:
         with self._lock:
             keep = not lease.broken and not self._closed and len(self._idle) < self._max_idle
             if keep:
-                self._idle.append(lease.connection)
+                self._idle.append(lease)
         if not keep:
             _close_quietly(lease.connection)
 
@@ -168,14 +170,15 @@ class IdleConnections:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for connection in idle:
-            _close_quietly(connection)
+        for lease in idle:
+            _close_quietly(lease.connection)
 
 
 @dataclass
 class Lease:
-    """A connection lent for one statement. An error leaves it broken (closed, not reused) unless the source says
-    the connection is still sound (``kept_on_error``: the database refused the SQL)."""
+    """A connection lent for one statement, with the session settings it holds (``settings``: what the source last
+    set on it, kept with the connection between statements). An error leaves it broken (closed, not reused) unless
+    the source says the connection is still sound (``kept_on_error``: the database refused the SQL)."""
 
     connection: Any
     broken: bool = False

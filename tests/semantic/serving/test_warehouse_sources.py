@@ -1,5 +1,6 @@
-"""A deployment whose data source is a warehouse this server does not query yet (BigQuery, MySQL...): its model
-compiles in that warehouse's SQL dialect and ``/v1/meta`` answers; a query is a clear 400, never a 500."""
+"""A deployment whose data source is a warehouse: its model compiles in that warehouse's SQL dialect and ``/v1/meta``
+answers; a query on a warehouse this server does not query yet (Redshift, Oracle...) is a clear 400, and one on a
+warehouse it queries but cannot reach (BigQuery without credentials) a 503, never a 500."""
 
 # ruff: noqa: F811  (the fixtures imported from http_support are redefined as test arguments, as pytest wants)
 
@@ -52,8 +53,8 @@ def test_a_data_source_url_names_its_sql_dialect(url: str, dialect: str) -> None
 
 
 def test_a_warehouse_source_is_not_opened() -> None:
-    with pytest.raises(DataSourceError, match="bigquery data sources are not queried by this server yet"):
-        get_data_source("bigquery://my-project/dataset")
+    with pytest.raises(DataSourceError, match="oracle data sources are not queried by this server yet"):
+        get_data_source("oracle://scott@db/orcl")
     with pytest.raises(DataSourceError, match="Unsupported data source URL"):
         get_data_source("cobol://mainframe")
 
@@ -76,21 +77,49 @@ def test_meta_of_a_bigquery_model_answers(bigquery: CoreApi) -> None:
     assert [d["name"] for d in cube["dimensions"]] == ["sales.region"]  # the primary key is not public
 
 
-@pytest.mark.parametrize("endpoint", ["load", "cubesql"])
-def test_a_query_on_a_warehouse_not_queried_yet_is_a_clear_400(bigquery: CoreApi, endpoint: str) -> None:
-    body = (
-        {"query": {"measures": ["sales.tax"], "dimensions": ["sales.region"]}}
-        if endpoint == "load"
-        else {"query": "SELECT region, MEASURE(tax) FROM sales GROUP BY 1"}
-    )
+REDSHIFT_MODEL = """
+cubes:
+  - name: sales
+    sql_table: public.sales
+    measures:
+      - name: tax
+        sql: "{CUBE}.\\"taxA\\""
+        type: sum
+"""
 
-    response = bigquery.post(endpoint, body)
+
+@pytest.fixture
+def redshift(api, acme, tmp_path: Path, fresh_semantic_state) -> CoreApi:
+    model = tmp_path / "model"
+    (model / "cubes").mkdir(parents=True)
+    (model / "cubes" / "sales.yml").write_text(textwrap.dedent(REDSHIFT_MODEL).lstrip("\n"))
+    url = "redshift://user:secret@cluster:5439/dev"
+    deployment_configure(deployment=acme.deployment, model_dir=str(model), data_source_url=url)
+    return CoreApi(client=api, cast=acme, dataset=tmp_path)
+
+
+@pytest.mark.parametrize("endpoint", ["load", "cubesql"])
+def test_a_query_on_a_warehouse_not_queried_yet_is_a_clear_400(redshift: CoreApi, endpoint: str) -> None:
+    body = {"query": {"measures": ["sales.tax"]}} if endpoint == "load" else {"query": "SELECT MEASURE(tax) FROM sales"}
+
+    response = redshift.post(endpoint, body)
 
     assert response.status_code == 400
-    assert response.json() == {
-        "error": f"Deployment {bigquery.cast.deployment.pk}'s data source is bigquery: its model compiles and is "
-        "validated in that dialect, but this server queries only DuckDB and PostgreSQL so far"
-    }
+    assert response.json()["error"].startswith(
+        f"Deployment {redshift.cast.deployment.pk}'s data source is redshift: its model compiles and is "
+        "validated in that dialect, but this server queries only"
+    )
+
+
+def test_a_query_on_bigquery_without_credentials_is_a_503(bigquery: CoreApi, monkeypatch) -> None:
+    pytest.importorskip("google.cloud.bigquery")  # requirements-warehouses.txt
+    monkeypatch.setenv("NO_GCE_CHECK", "True")  # no probe of a cloud metadata server from the tests
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+
+    response = bigquery.post("load", {"query": {"measures": ["sales.tax"], "dimensions": ["sales.region"]}})
+
+    assert response.status_code == 503
+    assert response.json()["error"] == "Data source is unavailable: its credentials cannot be used"
 
 
 def test_the_sql_of_a_query_is_written_in_the_warehouse_dialect(bigquery: CoreApi) -> None:
