@@ -74,6 +74,8 @@ _URL_OPTIONS = frozenset(
         "ssl_verify_identity",
     }
 )
+# What a statement may start with: the SQL the writer renders (SELECT ..., WITH ... SELECT ..., (SELECT ...) UNION).
+_READ_STATEMENT = re.compile(r"\s*\(*\s*(?:SELECT|WITH)\b", re.IGNORECASE)
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -153,6 +155,7 @@ class MySQLSource:
         self._idle: queue.LifoQueue[_Connection] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(max_size)
         self._closed = False
+        self._zones: set[str] = set()  # named time zones the server was seen to know
 
     # -- connections --------------------------------------------------------------------------------
 
@@ -161,6 +164,9 @@ class MySQLSource:
         try:
             with raw.cursor() as cursor:
                 cursor.execute("SET time_zone = '+00:00'")
+                # Every transaction of the session is READ ONLY, including the one after a statement that commits
+                # implicitly (DDL ends a START TRANSACTION READ ONLY before it runs; this default still refuses it).
+                cursor.execute("SET SESSION TRANSACTION READ ONLY")
                 cursor.execute(f"SET SESSION sql_mode = '{_SQL_MODE}'")
                 # Quotients (AVG, /) keep 16 more digits than their operands, not 4: PostgreSQL's precision.
                 cursor.execute("SET SESSION div_precision_increment = 16")
@@ -197,6 +203,20 @@ class MySQLSource:
         finally:
             self._slots.release()
 
+    def _check_zones(self, connection: _Connection, sql: str) -> None:
+        """Refuse a statement whose named time zone the server does not know: ``CONVERT_TZ`` would answer NULL
+        for every row (MySQL and MariaDB know named zones only once their time zone tables are loaded)."""
+        for zone in set(_NAMED_ZONES.findall(sql)) - self._zones:
+            with connection.raw.cursor() as cursor:
+                cursor.execute("SELECT CONVERT_TZ('2000-01-01 00:00:00', '+00:00', %s) IS NOT NULL", (zone,))
+                row = cursor.fetchone()
+            if not row or not row[0]:
+                raise DataSourceError(
+                    f"The MySQL server does not know the time zone '{zone}': load its time zone tables "
+                    "(mysql_tzinfo_to_sql /usr/share/zoneinfo | mysql mysql)"
+                )
+            self._zones.add(zone)
+
     def _kill(self, connection: _Connection) -> None:
         """Stop the statement ``connection`` runs, from a connection of its own."""
         killer = pymysql.connect(**{**self._connect_kwargs, "connect_timeout": 5, "read_timeout": 5})
@@ -211,12 +231,15 @@ class MySQLSource:
     def execute(
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
     ) -> QueryResult:
+        if not _READ_STATEMENT.match(sql):
+            raise DataSourceError("Only SELECT statements run on a data source")
         connection = self._unavailable_on_error(self._checkout)
         reuse = False
         cancelled = threading.Event()
         killed_late = threading.Event()
         bound = {f"p{index}": value for index, value in enumerate(params, start=1)}
         try:
+            self._check_zones(connection, sql)
             # MariaDB limits the one statement; MySQL's limit is a session variable, set below.
             statement = f"SET STATEMENT max_statement_time={timeout_s:.3f} FOR {sql}" if connection.mariadb else sql
 
@@ -239,6 +262,11 @@ class MySQLSource:
                 description = list(cursor.description or ())
                 connection.raw.rollback()
             reuse = not (cancelled.is_set() or killed_late.is_set())
+            # A statement may end normally under KILL QUERY (SLEEP() answers 1): its rows are not the answer.
+            if cancelled.is_set():
+                raise QueryCancelled()
+            if killed_late.is_set():
+                raise QueryTimeout(timeout_s)
         except pymysql.Error as exc:
             code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
             if cancelled.is_set() and code == _INTERRUPTED:
@@ -378,6 +406,9 @@ def open_source(url: str) -> MySQLSource:
 # A placeholder while the statement is written: NUL never appears in SQL this server writes.
 _PARAMETER_MARK = "\x00{}\x00"
 _PARAMETER_MARKS = re.compile("\x00(\\d+)\x00")
+# The zone of a CONVERT_TZ call the writer rendered (its first argument may hold any SQL, its last two never do).
+_NAMED_ZONES = re.compile(r"CONVERT_TZ\(.*?, '\+00:00', '([^'\\]+)'\)")
+_UTC_NAMES = frozenset({"UTC", "ETC/UTC", "GMT", "ETC/GMT", "+00:00"})
 _TIMESTAMP_TYPES = (exp.DType.TIMESTAMP, exp.DType.TIMESTAMPTZ, exp.DType.TIMESTAMPLTZ, exp.DType.DATETIME)
 # DATE_FORMAT patterns that truncate a DATETIME (the rest of the units are computed below).
 _TRUNC_FORMATS = {
@@ -413,8 +444,11 @@ class MySQLWriter(MySQL):
             return _PARAMETER_MARK.format(int(expression.name))
 
         def attimezone_sql(self, expression: exp.AtTimeZone) -> str:
-            # A UTC instant (the session is UTC) as wall-clock time of the zone.
-            return self.func("CONVERT_TZ", expression.this, exp.Literal.string("+00:00"), expression.args["zone"])
+            # A UTC instant (the session is UTC) as wall-clock time of the zone; UTC's wall clock is the instant.
+            zone = expression.args["zone"]
+            if isinstance(zone, exp.Literal) and zone.is_string and zone.name.upper() in _UTC_NAMES:
+                return self.sql(expression, "this")
+            return self.func("CONVERT_TZ", expression.this, exp.Literal.string("+00:00"), zone)
 
         def cast_sql(self, expression: exp.Cast, safe_prefix: str | None = None) -> str:
             to = expression.to
@@ -470,11 +504,12 @@ class MySQLWriter(MySQL):
             return f"{function}({self.sql(expression, 'this')}, INTERVAL ({times}) {unit})"
 
         def ordered_sql(self, expression: exp.Ordered) -> str:
-            """NULLs sort as in PostgreSQL: after every value ascending, before every value descending (MySQL
-            takes NULL for the smallest value). An explicit NULLS FIRST/LAST is kept."""
+            """NULLs sort where the tree says (``nulls_first``; without it, last: sqlglot's reading, which the
+            PostgreSQL and DuckDB writers spell out), not where MySQL puts them (NULL is its smallest value: first
+            ascending, last descending). An ORDER BY position sorts its select item, named by alias where MySQL
+            allows it."""
             desc = bool(expression.args.get("desc"))
-            nulls_first = expression.args.get("nulls_first")
-            want_first = desc if nulls_first is None else bool(nulls_first)
+            want_first = bool(expression.args.get("nulls_first"))
             order = f"{self.sql(expression, 'this')}{' DESC' if desc else ''}"
             if want_first != desc:  # MySQL's own order: NULLs first ascending, last descending
                 return order
