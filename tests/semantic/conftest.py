@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from embedadmin.semantic import QueryContext, QueryOutcome, clear_models, load_model, load_response, plan_queries
+from embedadmin.semantic.errors import DataSourceError, QueryError
 from embedadmin.semantic.modeling.model import CompiledModel
 
+from .clickhouse_support import HAND_WRITTEN_SQL_CLICKHOUSE_CANNOT_RUN, chdb_directory, click  # noqa: F401
 from .databases import DuckDBExecutor, Executor, MySQLExecutor, PostgresExecutor, mysql_shop, postgres_shop
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -73,10 +75,19 @@ def run_duck(duck: DuckDBExecutor) -> Runner:
     return lambda query, ctx=None, **kw: run_query(duck, query, ctx, **kw)
 
 
-_EXECUTORS = {"duckdb": "duck", "postgres": "pg", "mysql": "maria"}
+_EXECUTORS = {"duckdb": "duck", "postgres": "pg", "mysql": "maria", "clickhouse": "click"}
 
 
 @pytest.fixture(params=list(_EXECUTORS))
 def executor(request: pytest.FixtureRequest) -> Executor:
-    """Each test using this runs on each database: DuckDB, PostgreSQL, MariaDB."""
+    """Each test using this runs on each database: DuckDB, PostgreSQL, MariaDB, ClickHouse (chDB)."""
     return request.getfixturevalue(_EXECUTORS[request.param])
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The ClickHouse runs of tests whose hand-written expected SQL ClickHouse cannot run (clickhouse_support.py
+    # says why); tests/semantic/sql/test_clickhouse_queries.py compares those queries with PostgreSQL's answers.
+    for item in items:
+        reason = HAND_WRITTEN_SQL_CLICKHOUSE_CANNOT_RUN.get(item.name)
+        if reason:
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=(DataSourceError, QueryError)))

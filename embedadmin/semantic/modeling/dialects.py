@@ -40,7 +40,7 @@ CUBE_DB_TYPES: dict[str, str] = {
     "dremio": "dremio",
 }
 MODEL_DIALECTS = frozenset(CUBE_DB_TYPES.values())
-QUERYABLE = frozenset({"duckdb", "postgres", "mysql", "trino", "snowflake", "bigquery", "databricks"})
+QUERYABLE = frozenset({"duckdb", "postgres", "mysql", "clickhouse", "trino", "snowflake", "bigquery", "databricks"})
 DEFAULT_DIALECT = "duckdb"
 
 

@@ -28,7 +28,7 @@ from embedadmin.semantic.modeling.dialects import DEFAULT_DIALECT, dialect_for
 from embedadmin.semantic.sources.base import DataSource
 
 # The source modules of this package, each imported on first use.
-MODULES = ("duckdb", "postgres", "mysql", "trino", "snowflake", "bigquery", "databricks")
+MODULES = ("duckdb", "postgres", "mysql", "clickhouse", "trino", "snowflake", "bigquery", "databricks")
 
 _SCHEME_MODULES: dict[str, str] = {
     "duckdb": "duckdb",
@@ -36,6 +36,9 @@ _SCHEME_MODULES: dict[str, str] = {
     "postgres": "postgres",
     "mysql": "mysql",
     "mariadb": "mysql",
+    "clickhouse": "clickhouse",
+    "clickhouses": "clickhouse",
+    "chdb": "clickhouse",
     "trino": "trino",
     "snowflake": "snowflake",
     "bigquery": "bigquery",
