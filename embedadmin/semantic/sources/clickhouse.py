@@ -391,11 +391,15 @@ class ClickHouseSource:
     def _new_client(self) -> Any:
         import clickhouse_connect
         from clickhouse_connect.driver.exceptions import Error as ClickHouseError
+        from clickhouse_connect.driver.exceptions import ProgrammingError
 
         try:
             client = clickhouse_connect.get_client(**self._connect)
         except ImportError:
             raise DataSourceError("chDB is not installed on this server (pip install chdb)") from None
+        except ProgrammingError as exc:  # chDB: another data directory is open in this process
+            logger.warning("cannot open the chDB data source: %s", exc)
+            raise DataSourceError("Data source cannot be opened: chDB opens one data directory per process") from None
         except ClickHouseError as exc:
             logger.warning("ClickHouse data source unavailable: %s", exc)
             if _code(exc) == 516:  # AUTHENTICATION_FAILED: the URL is wrong, not the server

@@ -236,3 +236,13 @@ def test_integer_division_as_postgresql_means_it(source: ClickHouseSource) -> No
     )
 
     assert source.execute(sql, [], timeout_s=5).rows == [(3, 3, 3.5, 1)]
+
+
+def test_a_second_chdb_directory_in_the_process_is_a_configuration_fault(click: ClickHouseExecutor, tmp_path) -> None:
+    other = open_source(f"chdb:///{tmp_path}")
+    try:
+        with pytest.raises(DataSourceError, match="chDB opens one data directory per process") as refusal:
+            other.execute("SELECT 1", [], timeout_s=5)
+        assert not isinstance(refusal.value, DataSourceUnavailable)
+    finally:
+        other.close()
