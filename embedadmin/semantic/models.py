@@ -44,6 +44,9 @@ class PreAggregationPartition(models.Model):
     rows = models.BigIntegerField(null=True, blank=True)
     bytes = models.BigIntegerField(null=True, blank=True)
     build_seconds = models.FloatField(null=True, blank=True)
+    # The end of the rows the built table holds (UTC), when a rollup_lambda reads it: its build stops at the build
+    # range's end, so the lambda knows where the source's rows start. Null: the whole partition.
+    built_until = models.DateTimeField(null=True, blank=True)
     refresh_key_value = models.CharField(max_length=255, blank=True, default="")
     refresh_checked_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True, default="")

@@ -61,7 +61,7 @@ from embedadmin.semantic.modeling.model import (
     SourceLocation,
 )
 from embedadmin.semantic.modeling.policies import compile_policies
-from embedadmin.semantic.modeling.preaggregations import compile_pre_aggregations
+from embedadmin.semantic.modeling.preaggregations import compile_pre_aggregations, rollup_lambda_problems
 from embedadmin.semantic.modeling.references import SnippetError, SnippetScope, parse_snippet
 from embedadmin.semantic.modeling.titles import titleize
 from embedadmin.semantic.modeling.views import RAW_MEMBER_SECTIONS, OwnMembers, compile_view, folder_tree
@@ -177,6 +177,8 @@ def compile_model(
         if name in compiled:  # members of joined cubes may be named, so once every cube is compiled
             items = raw.items.get("pre_aggregations", [])
             compiled[name].pre_aggregations = compile_pre_aggregations(name, items, raw.definition, compiled)
+    for location, member_name, message in rollup_lambda_problems(compiled):  # a lambda may name another cube's
+        problems.add(location, member_name, message)
     if left_out.settle(cubes, compiled, views):
         left_out.dependents(compiled)
         joins = {name: {j.target: j for j in cube.joins} for name, cube in compiled.items()}

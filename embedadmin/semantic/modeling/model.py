@@ -449,7 +449,10 @@ class PreAggregation:
     scheduled_refresh: bool
     allow_non_strict_date_range_match: bool
     location: SourceLocation
-    type: str = "rollup"
+    type: str = "rollup"  # or "originalSql", "rollupLambda" (Cube's names)
+    use_original_sql: bool = False  # a rollup built from its cubes' originalSql pre-aggregations
+    rollups: tuple[str, ...] = ()  # a rollupLambda's rollups (ids), oldest data first
+    union_with_source_data: bool = False  # a rollupLambda adds the source's rows after its last rollup's build
 
     @property
     def id(self) -> str:

@@ -7,15 +7,23 @@ Served: ``rollup`` (the default type) with ``measures``, ``dimensions``, ``segme
 ``CUBE.count``, ``{CUBE}.count``, ``orders.count``, or a member of a joined cube (``users.city``,
 ``orders.users.city``), which must be reachable through the cube's joins.
 
-Refused with a model error naming the feature: ``original_sql``, ``rollup_lambda``, ``rollup_join`` and
-``auto_rollup`` pre-aggregations, and a rollup's ``time_dimensions`` list (several time dimensions), none of which
-this server builds or matches yet. Accepted and without effect (said in ``docs/pre-aggregations.md``): ``external``
-(every rollup lives in the deployment's pre-aggregation store), ``sql_alias``, ``use_original_sql_pre_aggregations``,
-``unique_key_columns``, ``read_only``, ``stream_offset`` and ``output_column_types``.
+``original_sql`` (the cube's own SQL materialised; a rollup with ``use_original_sql_pre_aggregations: true`` is
+built from it) and ``rollup_lambda`` (``rollups`` unioned, oldest data first, and with ``union_with_source_data`` the
+source's rows after the last one's build) are served too. A lambda is checked once every cube's pre-aggregations are
+compiled (:func:`rollup_lambda_problems`): its rollups exist, are rollups, share its members (Cube's
+``memberNameMismatchValidation``), are partitioned where Cube requires it, and have additive measures only.
+
+Refused with a model error naming the feature: ``rollup_join`` and ``auto_rollup`` pre-aggregations, a partitioned
+``original_sql``, and a rollup's ``time_dimensions`` list (several time dimensions), none of which this server builds
+or matches yet. Accepted and without effect (said in ``docs/pre-aggregations.md``): ``external`` (every rollup lives
+in the deployment's pre-aggregation store), ``sql_alias``, ``unique_key_columns``, ``read_only``, ``stream_offset``
+and ``output_column_types``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -26,9 +34,11 @@ from embedadmin.semantic.modeling.intervals import parse_interval
 from embedadmin.semantic.modeling.model import (
     Dimension,
     Entity,
+    MemberReference,
     PreAggregation,
     PreAggregationIndex,
     PreAggregationRefreshKey,
+    SourceLocation,
 )
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 
@@ -63,19 +73,52 @@ PRE_AGGREGATION_KEYS = frozenset(
         "time_dimension_reference",
     }
 )
+ORIGINAL_SQL_KEYS = frozenset(
+    {
+        "name",
+        "type",
+        "refresh_key",
+        "scheduled_refresh",
+        # accepted without effect
+        "external",
+        "sql_alias",
+        "unique_key_columns",
+        "read_only",
+        "stream_offset",
+        "output_column_types",
+    }
+)
+LAMBDA_KEYS = frozenset(
+    {
+        "name",
+        "type",
+        "rollups",
+        "union_with_source_data",
+        "measures",
+        "dimensions",
+        "segments",
+        "time_dimension",
+        "granularity",
+        "scheduled_refresh",
+        "measure_references",
+        "dimension_references",
+        "segment_references",
+        "time_dimension_reference",
+        "external",
+        "sql_alias",
+    }
+)
 # Refused: (key or type) -> what the message names.
 REFUSED_TYPES = {
-    "original_sql": "original_sql pre-aggregations",
-    "rollup_lambda": "rollup_lambda pre-aggregations (a rollup unioned with fresh source rows)",
     "rollup_join": "rollup_join pre-aggregations (rollups joined across data sources)",
     "auto_rollup": "auto_rollup pre-aggregations",
 }
-REFUSED_KEYS = {
-    "time_dimensions": "a rollup with several time dimensions (time_dimensions)",
-    "rollups": "rollup_lambda pre-aggregations (a rollup unioned with fresh source rows)",
-    "union_with_source_data": "rollup_lambda pre-aggregations (a rollup unioned with fresh source rows)",
-    "lambda_rollups": "rollup_lambda pre-aggregations (a rollup unioned with fresh source rows)",
-}
+REFUSED_KEYS = {"time_dimensions": "a rollup with several time dimensions (time_dimensions)"}
+ORIGINAL_SQL_REFUSED = ("time_dimension", "partition_granularity", "build_range_start", "build_range_end", "indexes")
+LAMBDA_ONLY_KEYS = ("rollups", "union_with_source_data", "lambda_rollups")
+# Cube's type names (what /v1/meta and usedPreAggregations say).
+TYPE_NAMES = {"rollup": "rollup", "original_sql": "originalSql", "rollup_lambda": "rollupLambda"}
+ADDITIVE_TYPES = frozenset({"count", "sum", "min", "max"})
 PARTITION_GRANULARITIES = ("hour", "day", "week", "month", "quarter", "year")
 REFRESH_KEY_KEYS = frozenset({"every", "sql", "incremental", "update_window", "timezone"})
 INDEX_KEYS = frozenset({"name", "columns", "type"})
@@ -158,11 +201,18 @@ def _compile_one(definition: Definition, scope: _RollupScope) -> PreAggregation:
     kind = re.sub(r"(?<=[a-z])([A-Z])", r"_\1", kind).lower()
     if kind in REFUSED_TYPES:
         raise definition.fail(f"{REFUSED_TYPES[kind]} are not supported by this server yet", "type")
-    if kind != "rollup":
+    if kind not in TYPE_NAMES:
         raise definition.fail(f'unknown pre-aggregation type "{definition.string("type")}"', "type")
     for key, feature in REFUSED_KEYS.items():
         if key in definition.data:
             raise definition.fail(f"{feature} are not supported by this server yet", key)
+    if kind == "original_sql":
+        return _original_sql(definition, scope, name)
+    if kind == "rollup_lambda":
+        return _rollup_lambda(definition, scope, name)
+    for key in LAMBDA_ONLY_KEYS:
+        if key in definition.data:
+            raise definition.fail(f"{key} belongs to a rollup_lambda pre-aggregation (type: rollup_lambda)", key)
     definition.check_keys(PRE_AGGREGATION_KEYS)
     measures = _members(definition, scope, "measures", "measure_references", "measure")
     dimensions = _members(definition, scope, "dimensions", "dimension_references", "dimension")
@@ -197,7 +247,184 @@ def _compile_one(definition: Definition, scope: _RollupScope) -> PreAggregation:
         scheduled_refresh=bool(definition.boolean("scheduled_refresh", True)),
         allow_non_strict_date_range_match=bool(definition.boolean("allow_non_strict_date_range_match", False)),
         location=definition.location,
+        use_original_sql=bool(definition.boolean("use_original_sql_pre_aggregations", False)),
     )
+
+
+def _original_sql(definition: Definition, scope: _RollupScope, name: str) -> PreAggregation:
+    """The cube's own SQL (``sql`` or ``sql_table``) materialised as it is: no members, one table."""
+    for key in ORIGINAL_SQL_REFUSED:
+        if key in definition.data:
+            raise definition.fail(f"{key} on an original_sql pre-aggregation is not supported by this server yet", key)
+    definition.check_keys(ORIGINAL_SQL_KEYS)
+    return PreAggregation(
+        name=name,
+        cube=scope.cube,
+        measures=(),
+        dimensions=(),
+        segments=(),
+        time_dimension=None,
+        granularity=None,
+        partition_granularity=None,
+        refresh_key=_refresh_key(definition),
+        build_range_start=None,
+        build_range_end=None,
+        indexes=(),
+        scheduled_refresh=bool(definition.boolean("scheduled_refresh", True)),
+        allow_non_strict_date_range_match=False,
+        location=definition.location,
+        type=TYPE_NAMES["original_sql"],
+    )
+
+
+def _rollup_lambda(definition: Definition, scope: _RollupScope, name: str) -> PreAggregation:
+    """A lambda as written: its rollups' ids, and members only when it lists them (checked against its rollups,
+    and otherwise taken from the first, once every cube is compiled: :func:`rollup_lambda_problems`)."""
+    definition.check_keys(LAMBDA_KEYS)
+    references = definition.sequence("rollups")
+    if not references:
+        raise definition.fail("a rollup_lambda needs rollups: the rollups it unions, oldest data first", "rollups")
+    rollups = []
+    for reference in references:
+        if not isinstance(reference, str) or not reference.strip():
+            raise definition.fail("rollups must list pre-aggregation names", "rollups")
+        text = reference.strip().replace("{CUBE}", scope.cube).replace("{", "").replace("}", "")
+        if text.startswith("CUBE."):
+            text = text[5:]
+        owner, _, rollup = text.rpartition(".")
+        rollups.append(f"{owner.rpartition('.')[2] or scope.cube}.{rollup}")
+    time_dimension, granularity = _time_dimension(definition, scope)
+    return PreAggregation(
+        name=name,
+        cube=scope.cube,
+        measures=_members(definition, scope, "measures", "measure_references", "measure"),
+        dimensions=_members(definition, scope, "dimensions", "dimension_references", "dimension"),
+        segments=_members(definition, scope, "segments", "segment_references", "segment"),
+        time_dimension=time_dimension,
+        granularity=granularity,
+        partition_granularity=None,
+        refresh_key=PreAggregationRefreshKey(every=DEFAULT_EVERY),
+        build_range_start=None,
+        build_range_end=None,
+        indexes=(),
+        scheduled_refresh=False,  # never built itself: its rollups are
+        allow_non_strict_date_range_match=False,
+        location=definition.location,
+        type=TYPE_NAMES["rollup_lambda"],
+        rollups=tuple(dict.fromkeys(rollups)),
+        union_with_source_data=bool(definition.boolean("union_with_source_data", False)),
+    )
+
+
+def _short_names(rollup: PreAggregation) -> tuple[tuple[str, ...], ...]:
+    """A rollup's members by short name, in order (Cube compares a lambda's rollups so)."""
+
+    def short(names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(name.rpartition(".")[2] for name in names)
+
+    time = () if rollup.time_dimension is None else (f"{short((rollup.time_dimension,))[0]}.{rollup.granularity}",)
+    return short(rollup.measures), short(rollup.dimensions), short(rollup.segments), time
+
+
+def _additive(cubes: Mapping[str, Entity], cube: str, measure: str, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a measure re-aggregates from partial groups: count, sum, min, max, or a calculated measure of those."""
+    found = cubes[cube].measures.get(measure)
+    if found is None or f"{cube}.{measure}" in seen:
+        return False
+    if found.type in ADDITIVE_TYPES:
+        return not found.rolling_window and found.multi_stage is None
+    if found.type != "number" or found.sql is None:
+        return False
+    references = list(found.sql.refs.values())
+    return bool(references) and all(
+        isinstance(ref, MemberReference)
+        and ref.kind == "measure"
+        and _additive(cubes, ref.cube, ref.member, seen | {f"{cube}.{measure}"})
+        for ref in references
+    )
+
+
+def rollup_lambda_problems(cubes: Mapping[str, Entity]) -> list[tuple[SourceLocation, str, str]]:
+    """Check every rollup_lambda against the rollups it names, once every cube's pre-aggregations are compiled, and
+    give a lambda that lists no members its first rollup's (as Cube does). The faults, as (where, what, message)."""
+    problems: list[tuple[SourceLocation, str, str]] = []
+    by_id = {p.id: p for entity in cubes.values() for p in entity.pre_aggregations}
+    for entity in cubes.values():
+        resolved = []
+        for item in entity.pre_aggregations:
+            if item.type == TYPE_NAMES["rollup_lambda"]:
+                fault = _lambda_fault(item, by_id, cubes)
+                if fault is not None:
+                    problems.append((item.location, f"pre-aggregation {item.id}", fault))
+                    continue
+                first = by_id[item.rollups[0]]
+                item = dataclasses.replace(
+                    item,
+                    measures=first.measures,
+                    dimensions=first.dimensions,
+                    segments=first.segments,
+                    time_dimension=first.time_dimension,
+                    granularity=first.granularity,
+                )
+            resolved.append(item)
+        entity.pre_aggregations = tuple(resolved)
+    return problems
+
+
+def _lambda_fault(item: PreAggregation, by_id: Mapping[str, PreAggregation], cubes: Mapping[str, Entity]) -> str | None:
+    rollups = []
+    for rid in item.rollups:
+        rollup = by_id.get(rid)
+        if rollup is None:
+            return f'rollups: no pre-aggregation "{rid}" is defined'
+        if rollup.type != TYPE_NAMES["rollup"]:
+            return f'rollups: "{rid}" is not a rollup (a rollup_lambda unions rollups)'
+        rollups.append(rollup)
+    last = rollups[-1]
+    if item.union_with_source_data and last.cube != item.cube:
+        return (
+            f"union_with_source_data can be enabled only for a rollup of cube {item.cube}, "
+            f'but "{last.id}" is defined in cube {last.cube}'
+        )
+    needs_partitions = len(rollups) > 1 or item.union_with_source_data
+    for rollup in rollups:
+        if needs_partitions and (rollup.partition_granularity is None or rollup.time_dimension is None):
+            return (
+                f'"{rollup.id}" has no partition_granularity: a rollup_lambda with several rollups or '
+                "union_with_source_data needs a time_dimension and partition_granularity on each"
+            )
+    for earlier, later in itertools.pairwise(rollups):
+        if str(earlier.partition_granularity) not in _PADDED_BY.get(str(later.partition_granularity), ()):
+            return (
+                f'"{earlier.id}" and "{later.id}" have incompatible partition granularities: '
+                f"{earlier.partition_granularity} can't be padded by {later.partition_granularity}"
+            )
+    mine = _short_names(item)
+    for rollup in rollups:
+        theirs = _short_names(rollup)
+        if any(mine) and mine != theirs:
+            return f'its members do not match those of "{rollup.id}" (the same names in the same order)'
+        if theirs != _short_names(rollups[0]):
+            return f'the members of "{rollups[0].id}" and "{rollup.id}" do not match (the same names in the same order)'
+        for measure in rollup.measures:
+            owner, _, name = measure.partition(".")
+            if not _additive(cubes, owner, name):
+                return (
+                    f'measure "{measure}" of "{rollup.id}" is not additive: a rollup_lambda re-aggregates its '
+                    "rollups' rows with fresh ones, so count, sum, min, max or measures calculated from them only"
+                )
+    return None
+
+
+# Partition granularity -> those a partition of it fits within (Cube's minGranularity(prev, next) == next).
+_PADDED_BY = {
+    "hour": ("hour", "day", "week", "month", "quarter", "year"),
+    "day": ("day", "week", "month", "quarter", "year"),
+    "week": ("week",),
+    "month": ("month", "quarter", "year"),
+    "quarter": ("quarter", "year"),
+    "year": ("year",),
+}
 
 
 def _members(definition: Definition, scope: _RollupScope, key: str, legacy: str, kind: str) -> tuple[str, ...]:

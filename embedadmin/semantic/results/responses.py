@@ -59,13 +59,17 @@ def load_response(
 def used_pre_aggregations(used: dict[str, Any]) -> dict[str, Any]:
     """Cube's ``usedPreAggregations`` for a query a rollup answered (its ``preAggregation`` hint): table -> id, type,
     last refresh (ms since the epoch)."""
-    entry = {
-        "targetTableName": used["targetTableName"],
-        "preAggregationId": used["preAggregationId"],
-        "lastUpdatedAt": round(used["lastUpdatedAt"].timestamp() * 1000),
-        "type": used["type"],
+    # A lambda is said as Cube says it: one entry per rollup it read (``parts``), each naming the lambda.
+    return {
+        part["table"]: {
+            "targetTableName": part["targetTableName"],
+            "preAggregationId": part["preAggregationId"],
+            "lastUpdatedAt": round(part["lastUpdatedAt"].timestamp() * 1000),
+            "type": part["type"],
+            **({"rollupLambdaId": part["rollupLambdaId"]} if "rollupLambdaId" in part else {}),
+        }
+        for part in used.get("parts", [used])
     }
-    return {used["table"]: entry}
 
 
 def _with_used_pre_aggregation(result: dict[str, Any], used: dict[str, Any]) -> dict[str, Any]:
@@ -129,16 +133,17 @@ def sql_body(compiled: CompiledQuery) -> dict[str, Any]:
         body["timeDimensionField"] = td.member
     used = compiled.hints.get("preAggregation")
     described = []
-    if used is not None:
+    for part in used.get("parts", [used]) if used is not None else ():
         described.append(
             {
-                "preAggregationId": used["preAggregationId"],
-                "tableName": used["table"],
-                "targetTableName": used["targetTableName"],
-                "type": used["type"],
-                "matched": used["matched"],
+                "preAggregationId": part["preAggregationId"],
+                "tableName": part["table"],
+                "targetTableName": part["targetTableName"],
+                "type": part["type"],
+                "matched": part["matched"],
                 "external": False,
                 "dataSource": "default",
+                **({"rollupLambdaId": part["rollupLambdaId"]} if "rollupLambdaId" in part else {}),
             }
         )
     body.update(

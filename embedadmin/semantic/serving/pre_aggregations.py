@@ -12,6 +12,11 @@ table or the new one, never a part of one. One build at a time per partition, ac
 partition's lease (``lease_owner``) by a conditional UPDATE and renews ``lease_heartbeat_at`` (the database's clock)
 from a thread; another claims it only once the heartbeat is older than ``LEASE_STALE_SECONDS`` (its worker died). A
 build that lost its lease stops and leaves the pointer alone: only the lease holder's swap is written.
+
+An ``originalSql`` table is built like a rollup, from the cube's SQL; a rollup built from it runs its build statement
+on the store. A ``rollupLambda`` has no table: :func:`_lambda_state` says which partitions of its rollups it reads and
+where the source's rows start, and :class:`LambdaRead` runs its answer (the source part on the data source, then the
+statement on the store with those rows).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -54,23 +59,28 @@ from embedadmin.semantic.query.normalized import NormalizedQuery
 from embedadmin.semantic.serving.rollup_store import (
     FILE_SUFFIX,
     BuildStopped,
+    RollupSource,
     StoreCatalog,
     deployment_directory,
     remove_unreferenced,
     rollup_source,
     write_partition,
 )
-from embedadmin.semantic.sources.base import DataSource
+from embedadmin.semantic.sources.base import CancelScope, DataSource, QueryResult
 from embedadmin.semantic.sources.registry import get_data_source, writer
 from embedadmin.semantic.sql.builder import CompiledQuery
 from embedadmin.semantic.sql.expressions import Renderer
 from embedadmin.semantic.sql.planning import LoadPlan, compile_cached
 from embedadmin.semantic.sql.rollups import (
+    ORIGINAL_SQL,
     ROLLUP_TIMEZONE,
+    BuildStatement,
     BuiltRollup,
+    LambdaSource,
     RollupLayout,
     build_query,
     choose_rollup,
+    lambda_rows_sql,
     rewrite,
     rollup_layouts,
     unrestricted,
@@ -125,6 +135,7 @@ def rollup_structure(model: CompiledModel, layout: RollupLayout, source_url: str
     if found is None:
         compiled = build_query(model, layout)
         rollup = layout.rollup
+        layouts = rollup_layouts(model)
         material = repr(
             (
                 compiled.sql,
@@ -135,6 +146,9 @@ def rollup_structure(model: CompiledModel, layout: RollupLayout, source_url: str
                 rollup.build_range_end,
                 [(i.name, i.columns) for i in rollup.indexes],
                 key,
+                layout.bounded,
+                # built from originalSql tables: a new structure of one of them makes a new one of this
+                [rollup_structure(model, layouts[rid], source_url) for rid in layout.originals],
             )
         )
         found = cache_of[(layout.rollup.id, key)] = hashlib.sha256(material.encode()).hexdigest()[:16]
@@ -142,7 +156,18 @@ def rollup_structure(model: CompiledModel, layout: RollupLayout, source_url: str
 
 
 def _usable(model: CompiledModel) -> dict[str, RollupLayout]:
-    return {rid: layout for rid, layout in rollup_layouts(model).items() if layout.problem is None}
+    """The tables the store builds for ``model`` (rollups and originalSql; a lambda reads its rollups')."""
+    return {
+        rid: layout for rid, layout in rollup_layouts(model).items() if layout.problem is None and layout.built_itself
+    }
+
+
+def _lambdas(model: CompiledModel) -> dict[str, RollupLayout]:
+    return {
+        rid: layout
+        for rid, layout in rollup_layouts(model).items()
+        if layout.problem is None and not layout.built_itself
+    }
 
 
 # -- what readers use -------------------------------------------------------------------------------------------------
@@ -163,7 +188,7 @@ def store_state(*, deployment: Deployment, model: CompiledModel, source_url: str
     """The built rollups ``/v1/load`` may read for this model (None when the model has none, or rollups are
     switched off). Remembered by the process until a build swaps a partition (a shared version)."""
     if not _settings()["ENABLED"] or not _usable(model):
-        return None
+        return None  # (a lambda reads rollups: with none to build, there is no lambda either)
     version = _version(deployment.pk).current()
     key = (deployment.pk, model.compiler_id, _source_digest(source_url))
     return _states.remembered(key, version, lambda: _read_state(deployment, model, source_url))
@@ -173,33 +198,101 @@ def _read_state(deployment: Deployment, model: CompiledModel, source_url: str) -
     layouts = _usable(model)
     structures = {rid: rollup_structure(model, layout, source_url) for rid, layout in layouts.items()}
     rows = PreAggregationPartition.objects.filter(deployment=deployment, pre_aggregation__in=list(layouts)).values_list(
-        "pre_aggregation", "structure", "partition", "table", "built_at", "range_start", "range_end"
+        "pre_aggregation", "structure", "partition", "table", "built_at", "range_start", "range_end", "built_until"
     )
     by_rollup: dict[str, list[tuple[Any, ...]]] = {}
-    for rid, structure, partition, table, built_at, start, end in rows:
+    for rid, structure, partition, table, built_at, start, end, until in rows:
         if structure == structures[rid]:
-            by_rollup.setdefault(rid, []).append((partition, table, built_at, start, end))
+            by_rollup.setdefault(rid, []).append((partition, table, built_at, start, end, until))
     built: dict[str, BuiltRollup] = {}
     tables: list[tuple[str, tuple[str, ...]]] = []
     for rid, layout in layouts.items():
-        partitions = sorted(by_rollup.get(rid, []))
-        if not partitions or any(not table for _, table, _, _, _ in partitions):
+        partitions = sorted(by_rollup.get(rid, []), key=lambda p: p[:5])
+        if not partitions or any(not p[1] for p in partitions):
             continue
-        files = tuple(table for _, table, _, _, _ in partitions)
+        files = tuple(p[1] for p in partitions)
         covered = None
         rollup = layout.rollup
         if rollup.partition_granularity and (rollup.build_range_start or rollup.build_range_end):
-            starts = [_naive(s) for _, _, _, s, _ in partitions if s is not None]
-            ends = [_naive(e) for _, _, _, _, e in partitions if e is not None]
+            starts = [_naive(p[3]) for p in partitions if p[3] is not None]
+            ends = [_naive(p[4]) for p in partitions if p[4] is not None]
             covered = (min(starts), max(ends)) if starts and ends else None
         built[rid] = BuiltRollup(
             table=layout.table,
             version=hashlib.blake2b(repr(files).encode(), digest_size=8).hexdigest(),
-            last_updated_at=min(b for _, _, b, _, _ in partitions),
+            last_updated_at=min(p[2] for p in partitions),
             covered=covered,
         )
         tables.append((layout.table, files))
-    return StoreState(built=built, catalog=StoreCatalog(deployment.pk, tuple(tables)))
+    renamed: list[tuple[str, tuple[str, ...]]] = []
+    for rid, layout in _lambdas(model).items():
+        found = _lambda_state(layout, layouts, built, by_rollup)
+        if found is not None:
+            built[rid], files = found
+            tables.append((layout.table, files))
+            renamed.append((layout.table, tuple(c.name for c in layout.columns)))
+    return StoreState(built=built, catalog=StoreCatalog(deployment.pk, tuple(tables), tuple(renamed)))
+
+
+def _lambda_state(
+    layout: RollupLayout,
+    layouts: dict[str, RollupLayout],
+    built: dict[str, BuiltRollup],
+    by_rollup: dict[str, list[tuple[Any, ...]]],
+) -> tuple[BuiltRollup, tuple[str, ...]] | None:
+    """What a lambda reads now, or None until each of its rollups is built: Cube's walk over its rollups' partitions,
+    oldest data first, kept exact. A rollup before the last gives the partitions it holds whole after what the
+    earlier ones hold; the last gives every partition after that up to the first one that ends before its range does
+    (a build stops at the build range's end); the source's rows are those after the last partition read."""
+    cursor: datetime | None = None  # every row up to here is in the partitions taken
+    first: datetime | None = None
+    files: list[str] = []
+    parts: list[tuple[str, str, datetime]] = []
+    for index, rid in enumerate(layout.parts):
+        if rid not in built:
+            return None
+        last = index == len(layout.parts) - 1
+        taken = 0
+        for _, table, _, raw_start, raw_end, until in sorted(by_rollup[rid], key=lambda p: (p[3] is not None, p[3])):
+            if raw_start is None or raw_end is None:  # not partitioned: a lambda of one rollup, no source data
+                files.append(table)
+                taken += 1
+                continue
+            start, end = _naive(raw_start), _naive(raw_end)
+            if cursor is not None and start <= cursor:
+                continue  # an earlier rollup holds it
+            if cursor is not None and start > cursor + timedelta(milliseconds=1):
+                return None  # a gap no table holds: the answer would miss rows
+            holds = _naive(until) if until is not None else end
+            complete = holds >= end
+            if not last and not complete:
+                break
+            files.append(table)
+            taken += 1
+            first = first or start
+            cursor = holds
+            if not complete:
+                break
+        if taken:
+            parts.append((rid, layouts[rid].table, built[rid].last_updated_at))
+    if not files or (layout.rollup.union_with_source_data and cursor is None):
+        return None
+    covered = None
+    # Bounded as a rollup with a build range is: where its first rollup's starts, and, without the source's rows,
+    # where its last one's ends (a later rollup starts where an earlier one ends, or the lambda is not served).
+    ranges = [bool(layouts[r].rollup.build_range_start or layouts[r].rollup.build_range_end) for r in layout.parts]
+    ranged = ranges[0] or (not layout.rollup.union_with_source_data and any(ranges))
+    if first is not None and cursor is not None and ranged:
+        covered = (first, datetime.max if layout.rollup.union_with_source_data else cursor)
+    state = BuiltRollup(
+        table=layout.table,
+        version=hashlib.blake2b(repr(files).encode(), digest_size=8).hexdigest(),
+        last_updated_at=min(updated for _, _, updated in parts),
+        covered=covered,
+        parts=tuple(parts),
+        source_after=cursor if layout.rollup.union_with_source_data else None,
+    )
+    return state, tuple(files)
 
 
 def _naive(moment: datetime) -> datetime:
@@ -367,10 +460,14 @@ def pre_aggregations_refresh(
         return 0
     moment = now or timezone.now()
     queued = 0
-    for layout in _usable(served.model).values():
+    # originalSql tables first: rollups are built from them
+    ordered = sorted(_usable(served.model).values(), key=lambda layout: layout.kind != ORIGINAL_SQL)
+    for layout in ordered:
         rollup = layout.rollup
         if not rollup.scheduled_refresh:
             continue
+        if layout.originals and not _originals_built(deployment, served.model, layout, served.source_url):
+            continue  # queued once they are
         try:
             structure = rollup_structure(served.model, layout, served.source_url)
             rows = _partition_rows(deployment, served.model, layout, served.source_url, structure, moment)
@@ -519,20 +616,17 @@ def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: 
             refresh_value = ""
             if layout.rollup.refresh_key.sql is not None:
                 refresh_value = str(_scalar(served.source_url, layout.rollup.refresh_key.sql))[:255]
-            date_range = None
-            if row.range_start is not None and row.range_end is not None:
-                date_range = (format_local(_naive(row.range_start)), format_local(_naive(row.range_end)))
+            date_range, built_until = _partition_range(served, layout, row)
             compiled = build_query(served.model, layout, date_range)
-            result = get_data_source(served.source_url).execute(
-                compiled.sql, compiled.params, timeout_s=_settings()["BUILD_TIMEOUT_SECONDS"]
-            )
+            result = _run_build(served, compiled)
             name = _file_name(layout, row)
             directory = deployment_directory(row.deployment_id)
             column_names = {c.member: c.name for c in layout.columns}
             written = write_partition(
                 directory=directory,
                 file_name=name,
-                columns=[c.name for c in layout.columns],
+                # an originalSql table has the columns its cube's SQL gives
+                columns=[c.name for c in layout.columns] if layout.columns else list(result.columns),
                 result=result,
                 indexes=[(i.name, [column_names[m] for m in i.columns]) for i in layout.rollup.indexes],
                 keep_going=heartbeat.alive,
@@ -548,6 +642,7 @@ def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: 
                 bytes=written.bytes,
                 build_seconds=round(time.monotonic() - started, 3),
                 refresh_key_value=refresh_value,
+                built_until=_aware(built_until) if built_until is not None else None,
                 error="",
             )
             if swapped:
@@ -566,6 +661,63 @@ def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: 
     except BaseException:
         _release(partition_id, worker, status=Status.FAILED, error="Internal error while building")
         raise
+
+
+def _partition_range(
+    served: Served, layout: RollupLayout, row: PreAggregationPartition
+) -> tuple[tuple[str, str] | None, datetime | None]:
+    """The date range a partition's build reads (UTC local times), and, for a rollup a lambda reads, the end of
+    what it holds: the build range's end when that falls within the partition (its rows after it are the source's
+    for the lambda), computed before the build reads a row."""
+    if row.range_start is None or row.range_end is None:
+        return None, None
+    start, end = _naive(row.range_start), _naive(row.range_end)
+    until = None
+    if layout.bounded:
+        found = _build_range(served.model, layout.rollup, served.source_url)
+        until = end if found is None else parse_local(format_local(min(end, found[1])))
+        end = until
+    return (format_local(start), format_local(end)), until
+
+
+def _run_build(served: Served, statement: BuildStatement) -> QueryResult:
+    """The build statement's rows: from the data source, or, for a rollup built from originalSql pre-aggregations,
+    from their tables in the store (each must be built for the structure the model has now)."""
+    timeout = _settings()["BUILD_TIMEOUT_SECONDS"]
+    if not statement.reads:
+        return get_data_source(served.source_url).execute(statement.sql, statement.params, timeout_s=timeout)
+    layouts = rollup_layouts(served.model)
+    tables = []
+    for rid, table in statement.reads:
+        structure = rollup_structure(served.model, layouts[rid], served.source_url)
+        files = tuple(
+            PreAggregationPartition.objects.filter(
+                deployment=served.deployment, pre_aggregation=rid, structure=structure
+            ).values_list("table", flat=True)
+        )
+        if not files or not all(files):
+            raise DataSourceError(f"originalSql pre-aggregation {rid} is not built yet")
+        tables.append((table, files))
+    store = RollupSource(StoreCatalog(served.deployment.pk, tuple(tables)))
+    try:
+        return store.execute(statement.sql, statement.params, timeout_s=timeout)
+    finally:
+        store.close()
+
+
+def _originals_built(deployment: Deployment, model: CompiledModel, layout: RollupLayout, source_url: str) -> bool:
+    """Whether every originalSql table a rollup is built from is built (a build before would fail)."""
+    layouts = rollup_layouts(model)
+    for rid in layout.originals:
+        structure = rollup_structure(model, layouts[rid], source_url)
+        tables = list(
+            PreAggregationPartition.objects.filter(
+                deployment=deployment, pre_aggregation=rid, structure=structure
+            ).values_list("table", flat=True)
+        )
+        if not tables or not all(tables):
+            return False
+    return True
 
 
 def _file_name(layout: RollupLayout, row: PreAggregationPartition) -> str:
@@ -588,10 +740,10 @@ def pre_aggregations_rebuild(
     if pre_aggregation is not None:
         if pre_aggregation not in rollup_layouts(served.model):
             raise NotFound(f"Pre-aggregation {pre_aggregation!r} not found in the deployment's model")
-        if pre_aggregation not in layouts:
-            problem = rollup_layouts(served.model)[pre_aggregation].problem
-            raise ApiError(f"Pre-aggregation {pre_aggregation!r} cannot be built: {problem}")
-        layouts = {pre_aggregation: layouts[pre_aggregation]}
+        asked = rollup_layouts(served.model)[pre_aggregation]
+        if asked.problem is not None:
+            raise ApiError(f"Pre-aggregation {pre_aggregation!r} cannot be built: {asked.problem}")
+        layouts = {rid: layouts[rid] for rid in asked.parts or (pre_aggregation,)}  # a lambda: its rollups
     now = timezone.now()
     queued = 0
     for layout in layouts.values():
@@ -715,7 +867,14 @@ def pre_aggregations_status(*, deployment: Deployment, serve: Serve) -> list[Rol
                 )
         served_now = bool(tables) and all(tables)
         statuses.append(RollupStatus(layout.rollup, layout.table, layout.problem, served_now, partitions))
-    return statuses
+    # A lambda has no table of its own: it is served once each rollup it reads is.
+    by_id = {status.rollup.id: status for status in statuses}
+    return [
+        dataclasses.replace(status, served=all(by_id[rid].served for rid in status.rollup.rollups))
+        if status.rollup.rollups and status.problem is None
+        else status
+        for status in statuses
+    ]
 
 
 # -- answering from rollups ---------------------------------------------------------------------------------------
@@ -736,6 +895,7 @@ def plan_on_rollups(*, served: Served, ctx: QueryContext, plan: LoadPlan) -> Loa
             rewritten = rewrite(served.model, compiled, choice, _compile_on_rollup)
         if rewritten is not None:
             rewritten.hints["preAggregation"]["catalog"] = state.catalog
+            rewritten.hints["preAggregation"]["sourceUrl"] = served.source_url
         queries.append(rewritten or compiled)
     return dataclasses.replace(plan, queries=tuple(queries))
 
@@ -752,6 +912,42 @@ def rollup_read(compiled: CompiledQuery) -> tuple[DataSource, str] | None:
     if used is None:
         return None
     catalog: StoreCatalog = used["catalog"]
-    return rollup_source(
-        catalog
-    ), f"pre-aggregations:{catalog.deployment_id}:{used['preAggregationId']}:{used['version']}"
+    name = f"pre-aggregations:{catalog.deployment_id}:{used['preAggregationId']}:{used['version']}"
+    store = rollup_source(catalog)
+    fresh: LambdaSource | None = used.get("lambda")
+    if fresh is None:
+        return store, name
+    return LambdaRead(store, used["sourceUrl"], used["table"], fresh), name
+
+
+class LambdaRead:
+    """A lambda's answer as one data source: its source part runs on the data source (its last rollup's build
+    statement after where the rollup's tables end), then the statement on the store re-aggregates the lambda's
+    tables with those rows, passed as list parameters cast to the store's column types. The result cache keeps
+    the answer as it keeps a source's (the cube's refresh interval)."""
+
+    dialect = "duckdb"
+
+    def __init__(self, store: RollupSource, source_url: str, view: str, fresh: LambdaSource) -> None:
+        self.store = store
+        self.source_url = source_url
+        self.view = view
+        self.fresh = fresh
+
+    def execute(
+        self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
+    ) -> QueryResult:
+        started = time.monotonic()
+        rows = get_data_source(self.source_url).execute(
+            self.fresh.sql, self.fresh.params, timeout_s=timeout_s, cancel=cancel
+        )
+        if len(rows.columns) != len(self.fresh.columns):
+            raise DataSourceError("the lambda's source rows do not match its tables' columns")
+        left = max(timeout_s - (time.monotonic() - started), 1.0)
+        types = self.store.column_types(self.view, timeout_s=left)
+        statement = lambda_rows_sql(sql, self.fresh.columns, types, len(params) + 1)
+        by_column = [list(values) for values in zip(*rows.rows, strict=True)] if rows.rows else [[] for _ in types]
+        return self.store.execute(statement, [*params, *by_column], timeout_s=left, cancel=cancel)
+
+    def close(self) -> None:
+        """Nothing of its own to close: the store's source and the data source are shared."""

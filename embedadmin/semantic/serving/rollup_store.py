@@ -118,11 +118,64 @@ def _attach(path: Path, alias: str) -> str:
     )
 
 
-def _create_view(view: str, aliases: Sequence[str]) -> str:
-    parts = [exp.select("*").from_(exp.table_(TABLE, db=alias)) for alias in aliases]
+def _described(connection: duckdb.DuckDBPyConnection, alias: str) -> list[tuple[str, str, int | None]]:
+    """The columns of the ``rollup`` table of ``alias``, in order: name, type and (for a decimal) scale."""
+    return connection.execute(
+        "SELECT column_name, data_type, numeric_scale FROM duckdb_columns() "
+        "WHERE database_name = ? AND table_name = ? ORDER BY column_index",
+        [alias, TABLE],
+    ).fetchall()
+
+
+def _read_as(described: Sequence[Sequence[tuple[str, str, int | None]]]) -> dict[int, str]:
+    """The decimal columns (by position) whose scale differs between the tables of a union, and the type every table
+    reads them as: the largest scale. A partition's decimal column takes its scale from its own values
+    (:func:`column_type`; 0 when it holds only NULLs), and DuckDB types the union of DECIMAL(38, 2) and
+    DECIMAL(38, 0) as DECIMAL(38, 0): the other partitions' values would be rounded."""
+    scales: dict[int, set[int]] = {}
+    for columns in described:
+        for position, (_, kind, scale) in enumerate(columns):
+            if kind.startswith("DECIMAL") and scale is not None:
+                scales.setdefault(position, set()).add(scale)
+    return {p: f"DECIMAL({MAX_DECIMAL_PRECISION}, {max(found)})" for p, found in scales.items() if len(found) > 1}
+
+
+def _part(alias: str, columns: Sequence[tuple[str, str, int | None]], read_as: dict[int, str]) -> exp.Select:
+    """``SELECT * FROM <alias>.rollup``, its columns listed with a cast where ``read_as`` names one."""
+    table = exp.table_(TABLE, db=alias)
+    if not read_as:
+        return exp.select("*").from_(table)
+    return exp.select(
+        *(
+            exp.alias_(
+                exp.cast(exp.column(_identifier(name)), exp.DataType.build(read_as[p], dialect="duckdb")),
+                _identifier(name),
+            )
+            if p in read_as
+            else exp.column(_identifier(name))
+            for p, (name, _, _) in enumerate(columns)
+        )
+    ).from_(table)
+
+
+def _create_view(
+    view: str,
+    aliases: Sequence[str],
+    columns: Sequence[str] = (),
+    *,
+    described: Sequence[Sequence[tuple[str, str, int | None]]] = (),
+) -> str:
+    """A view over the ``rollup`` tables of ``aliases`` (a union, by position); ``columns`` names its columns (a
+    lambda's tables are several rollups', whose column names differ); ``described`` is each table's
+    :func:`_described` (a decimal column is read at the largest scale of the tables)."""
+    read_as = _read_as(described)
+    parts = [_part(alias, described[i] if read_as else (), read_as) for i, alias in enumerate(aliases)]
     union: exp.Expr = parts[0]
     for part in parts[1:]:
         union = exp.union(union, part, distinct=False)
+    if columns:
+        alias = exp.TableAlias(this=_identifier("parts"), columns=[_identifier(c) for c in columns])
+        union = exp.select("*").from_(exp.Subquery(this=union, alias=alias))
     return _sql(exp.Create(this=exp.Table(this=_identifier(view)), kind="VIEW", expression=union))
 
 
@@ -225,10 +278,11 @@ class StoreCatalog:
 
     deployment_id: int
     tables: tuple[tuple[str, tuple[str, ...]], ...]
+    columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  # views whose columns are named (lambdas)
 
     @property
     def key(self) -> str:
-        material = repr((self.deployment_id, self.tables)).encode()
+        material = repr((self.deployment_id, self.tables, self.columns)).encode()
         return hashlib.blake2b(material, digest_size=12).hexdigest()
 
 
@@ -239,9 +293,19 @@ class RollupSource(DuckDBSource):
         super().__init__(deployment_directory(catalog.deployment_id))
         self.catalog = catalog
         self.retired_at: float | None = None
+        self._types: dict[str, list[str]] = {}
 
     def _identity(self) -> tuple[int, ...]:
         return (0,)  # the files never change: a new catalog is a new source
+
+    def column_types(self, view: str, *, timeout_s: float) -> list[str]:
+        """The store's types of ``view``'s columns (asked once: the files never change)."""
+        found = self._types.get(view)
+        if found is None:
+            statement = exp.Describe(this=exp.select("*").from_(exp.Table(this=_identifier(view))))
+            result = self.execute(_sql(statement), [], timeout_s=timeout_s)
+            found = self._types[view] = [str(row[1]) for row in result.rows]
+        return found
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         config: dict[str, Any] = {
@@ -252,14 +316,16 @@ class RollupSource(DuckDBSource):
         directory = deployment_directory(self.catalog.deployment_id)
         try:
             connection = duckdb.connect(":memory:", config=config)
-            attached = 0
+            attached: dict[str, str] = {}  # file -> its alias (a lambda reads its rollups' files too)
+            named = dict(self.catalog.columns)
             for view, files in self.catalog.tables:
-                aliases = []
                 for file in files:
-                    aliases.append(f"p{attached}")
-                    attached += 1
-                    connection.execute(_attach(directory / file, aliases[-1]))
-                connection.execute(_create_view(view, aliases))
+                    if file not in attached:
+                        attached[file] = f"p{len(attached)}"
+                        connection.execute(_attach(directory / file, attached[file]))
+                aliases = [attached[f] for f in files]
+                described = [_described(connection, alias) for alias in aliases]
+                connection.execute(_create_view(view, aliases, named.get(view, ()), described=described))
             connection.execute("SET TimeZone = 'UTC'")
             connection.execute("SET enable_external_access = false")
             connection.execute("SET lock_configuration = true")

@@ -24,6 +24,12 @@ as the query's filters: its members must be in the rollup, or the rollup is not 
   the rollup's, or every filter is a single-value ``equals`` and those members with the dimensions equal them. Each
   group of the answer is then one row of the rollup, read as it is.
 
+An ``originalSql`` pre-aggregation (the cube's SQL as a table) never answers a query; a rollup with
+``use_original_sql_pre_aggregations`` is built from those tables in the store (:func:`build_query`). A
+``rollupLambda`` is laid out as its first rollup and matched by the leaf-additive path only; its answer reads its
+rollups' partitions and, with ``union_with_source_data``, the source's rows after them (:class:`LambdaSource`, bound
+into the statement on the store by :func:`lambda_rows_sql`).
+
 Not matched (the source answers): ungrouped queries, rolling-window measures, ``measureFilter`` filters, a time zone
 other than the rollup's (UTC), custom granularities, a join tree other than the rollup's (a view rooted elsewhere), a
 row policy that denies the caller, and, for a data source other than DuckDB, a calculated measure that divides (its
@@ -35,7 +41,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlglot import exp
@@ -61,7 +67,7 @@ from embedadmin.semantic.modeling.model import (
 )
 from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 from embedadmin.semantic.query.access import row_restriction
-from embedadmin.semantic.query.dates import parse_local
+from embedadmin.semantic.query.dates import format_local, parse_local
 from embedadmin.semantic.query.normalized import (
     Contradiction,
     FilterCondition,
@@ -71,11 +77,16 @@ from embedadmin.semantic.query.normalized import (
     OrderSpec,
     TimeDimensionSpec,
 )
+from embedadmin.semantic.sources.registry import writer
 from embedadmin.semantic.sql.builder import CompiledQuery, compile_query
 from embedadmin.semantic.sql.columns import column_alias, filter_leaves
-from embedadmin.semantic.sql.expressions import is_composite
+from embedadmin.semantic.sql.expressions import Renderer, is_composite, quoted
 
 STORE_DIALECT = "duckdb"
+ORIGINAL_SQL = "originalSql"
+LAMBDA = "rollupLambda"
+# Stands for a lambda's fresh source rows in the statement on the store; :func:`lambda_rows_sql` puts them there.
+LAMBDA_ROWS = "lambda_source_rows"
 ROLLUP_TIMEZONE = "UTC"
 ADDITIVE = frozenset({"count", "sum", "min", "max"})
 COUNTING = frozenset({"count", "count_distinct", "count_distinct_approx"})
@@ -166,10 +177,23 @@ class RollupLayout:
     joined: frozenset[str] = frozenset()
     multiplied: frozenset[str] = frozenset()  # leaf measures its own joins multiply
     problem: str | None = None
+    parts: tuple[str, ...] = ()  # a lambda's rollups (ids), oldest data first
+    originals: tuple[str, ...] = ()  # the originalSql pre-aggregations a rollup is built from, one per cube it reads
+    bounded: bool = False  # a lambda reads it: each partition is built up to the build range's end, recorded
 
     @property
     def time_column(self) -> RollupColumn | None:
         return next((c for c in self.columns if c.role == "time"), None)
+
+    @property
+    def kind(self) -> str:
+        """``rollup``, ``originalSql`` or ``rollupLambda``."""
+        return self.rollup.type
+
+    @property
+    def built_itself(self) -> bool:
+        """Whether the store holds a table of its own (a lambda reads its rollups' tables)."""
+        return self.rollup.type != LAMBDA
 
 
 def table_name(rollup: PreAggregation) -> str:
@@ -228,17 +252,100 @@ def rollup_layouts(model: CompiledModel) -> dict[str, RollupLayout]:
     found = model.caches.get("rollup_layouts")
     if isinstance(found, dict):
         return found
-    layouts = {
-        rollup.id: _layout(model, rollup)
-        for entity in model.entities.values()
-        if not entity.is_view
-        for rollup in entity.pre_aggregations
+    rollups = [rollup for entity in model.entities.values() if not entity.is_view for rollup in entity.pre_aggregations]
+    read_by_lambdas = {rid for rollup in rollups if rollup.type == LAMBDA for rid in rollup.rollups}
+    built = {
+        rollup.id: _layout(model, rollup, bounded=rollup.id in read_by_lambdas)
+        for rollup in rollups
+        if rollup.type == ORIGINAL_SQL
     }
+    built.update(
+        (rollup.id, _layout(model, rollup, bounded=rollup.id in read_by_lambdas, originals=built))
+        for rollup in rollups
+        if rollup.type not in (ORIGINAL_SQL, LAMBDA)
+    )
+    lambdas = {rollup.id: _lambda_layout(rollup, built) for rollup in rollups if rollup.type == LAMBDA}
+    layouts = {rollup.id: built.get(rollup.id) or lambdas[rollup.id] for rollup in rollups}
     model.caches["rollup_layouts"] = layouts
     return layouts
 
 
-def _layout(model: CompiledModel, rollup: PreAggregation) -> RollupLayout:
+def _original_sql_layout(model: CompiledModel, rollup: PreAggregation) -> RollupLayout:
+    """The cube's SQL as a table: its columns are whatever that SQL returns (known when it is built)."""
+    problem = None
+    if _reads_context(model, [rollup.cube], []):
+        problem = (
+            "the cube's SQL reads the query's context (SECURITY_CONTEXT, FILTER_PARAMS, FILTER_GROUP or SQL_UTILS), "
+            "so one table cannot serve every caller"
+        )
+    return RollupLayout(
+        rollup=rollup,
+        table=table_name(rollup),
+        columns=(),
+        listed=frozenset(),
+        leaves={},
+        grouped_by=frozenset(),
+        build=NormalizedQuery(),
+        root=rollup.cube,
+        problem=problem,
+    )
+
+
+def _lambda_layout(rollup: PreAggregation, built: Mapping[str, RollupLayout]) -> RollupLayout:
+    """A lambda laid out as its first rollup (the lambda table's columns are that rollup's, each other rollup's
+    read by position); a problem of any of its rollups is its own."""
+    parts = [built[rid] for rid in rollup.rollups]
+    first = parts[0]
+    problem = next((f"its rollup {p.rollup.id} cannot be built: {p.problem}" for p in parts if p.problem), None)
+    shape = [(c.role, c.member.rpartition(".")[2], c.measure_type) for c in first.columns]
+    for part in parts[1:]:
+        if problem is None and [(c.role, c.member.rpartition(".")[2], c.measure_type) for c in part.columns] != shape:
+            problem = f"the columns of {part.rollup.id} do not line up with those of {first.rollup.id}"
+    return dataclasses.replace(first, rollup=rollup, table=table_name(rollup), parts=rollup.rollups, problem=problem)
+
+
+def _layout(
+    model: CompiledModel,
+    rollup: PreAggregation,
+    *,
+    bounded: bool = False,
+    originals: Mapping[str, RollupLayout] | None = None,
+) -> RollupLayout:
+    if rollup.type == ORIGINAL_SQL:
+        return dataclasses.replace(_original_sql_layout(model, rollup), bounded=bounded)
+    layout = _rollup_layout(model, rollup)
+    layout = dataclasses.replace(layout, bounded=bounded)
+    if layout.problem is not None or not rollup.use_original_sql:
+        return layout
+    # Cube substitutes each cube's originalSql table for its SQL in the build; here those tables are in the store,
+    # which holds nothing else of the source: every cube the build reads must have one, or none (Cube then reads
+    # the source as usual).
+    cubes = [layout.root, *sorted(layout.joined)]
+    found = {cube: _original_of(model, cube, originals or {}) for cube in cubes}
+    if not any(found.values()):
+        return layout
+    missing = [cube for cube, original in found.items() if original is None]
+    if missing:
+        problem = (
+            f"it is built from originalSql pre-aggregations, which live in the pre-aggregation store, but cube "
+            f"{missing[0]} has none: give it one, or set use_original_sql_pre_aggregations to false"
+        )
+        return dataclasses.replace(layout, problem=problem)
+    broken = next((o for o in found.values() if o is not None and o.problem is not None), None)
+    if broken is not None:
+        return dataclasses.replace(
+            layout, problem=f"its originalSql {broken.rollup.id} cannot be built: {broken.problem}"
+        )
+    return dataclasses.replace(layout, originals=tuple(o.rollup.id for o in found.values() if o is not None))
+
+
+def _original_of(model: CompiledModel, cube: str, originals: Mapping[str, RollupLayout]) -> RollupLayout | None:
+    """The cube's first originalSql pre-aggregation (Cube's ``findPreAggregationToUseForCube``)."""
+    entity = model.entities[cube]
+    return next((originals[p.id] for p in entity.pre_aggregations if p.type == ORIGINAL_SQL), None)
+
+
+def _rollup_layout(model: CompiledModel, rollup: PreAggregation) -> RollupLayout:
     taken: set[str] = set()
     columns = [RollupColumn(column_alias(d, taken), d, "dimension") for d in rollup.dimensions]
     columns += [RollupColumn(column_alias(s, taken), s, "segment") for s in rollup.segments]
@@ -321,14 +428,61 @@ def _reads_context(model: CompiledModel, cubes: list[str], members: list[str]) -
     return False
 
 
-def build_query(model: CompiledModel, layout: RollupLayout, date_range: tuple[str, str] | None = None) -> CompiledQuery:
+@dataclass(frozen=True)
+class BuildStatement:
+    """What builds a table of the store: a statement on the data source, or, for a rollup built from originalSql
+    pre-aggregations, on the store (``reads``: those pre-aggregations' ids and their tables there)."""
+
+    sql: str
+    params: tuple[Any, ...]
+    reads: tuple[tuple[str, str], ...] = ()
+
+
+def build_query(
+    model: CompiledModel, layout: RollupLayout, date_range: tuple[str, str] | None = None
+) -> BuildStatement:
     """The statement that builds ``layout``'s table (one partition when ``date_range`` is given: UTC local times)."""
+    if layout.kind == ORIGINAL_SQL:
+        renderer = Renderer(unrestricted(model), ROLLUP_TIMEZONE, None)
+        statement = renderer.cube_source_query(layout.rollup.cube)
+        if not isinstance(statement, exp.Query):
+            statement = exp.select("*").from_(exp.Subquery(this=statement, alias=exp.TableAlias(this=quoted("t"))))
+        return BuildStatement(statement.sql(dialect=writer(model.dialect)), ())
     query = layout.build
     if date_range is not None:
         assert layout.rollup.time_dimension is not None
         td = TimeDimensionSpec(layout.rollup.time_dimension, layout.rollup.granularity, date_range)
         query = dataclasses.replace(query, time_dimensions=(td,))
-    return compile_query(unrestricted(model), query, QueryContext())
+    if layout.originals:
+        reads = tuple((rid, table_name(rollup_layouts(model)[rid].rollup)) for rid in layout.originals)
+        compiled = compile_query(_on_originals(model, reads), query, QueryContext())
+        return BuildStatement(compiled.sql, compiled.params, reads)
+    compiled = compile_query(unrestricted(model), query, QueryContext())
+    return BuildStatement(compiled.sql, compiled.params)
+
+
+def _on_originals(model: CompiledModel, reads: tuple[tuple[str, str], ...]) -> CompiledModel:
+    """The unrestricted model in the store's dialect, each cube read from its originalSql table there."""
+    key = f"rollup_on_originals:{reads}"
+    found = model.caches.get(key)
+    if isinstance(found, CompiledModel):
+        return found
+    base = unrestricted(model)
+    tables = {rid.partition(".")[0]: table for rid, table in reads}
+    entities = {
+        name: dataclasses.replace(entity, sql=None, table=exp.Table(this=quoted(tables[name])))
+        if name in tables
+        else entity
+        for name, entity in base.entities.items()
+    }
+    members: dict[str, Member] = {}
+    for entity in entities.values():
+        for section in (entity.measures, entity.dimensions, entity.segments):
+            for member in section.values():
+                members[member.full_name] = member
+    built = dataclasses.replace(base, dialect=STORE_DIALECT, entities=entities, members=members, caches={})
+    model.caches[key] = built
+    return built
 
 
 # -- matching -------------------------------------------------------------------------------------------------------
@@ -337,12 +491,17 @@ def build_query(model: CompiledModel, layout: RollupLayout, date_range: tuple[st
 @dataclass(frozen=True)
 class BuiltRollup:
     """What the store holds of a rollup: its read name, version (changes with each build) and, for a rollup with an
-    explicit build range, the range its partitions cover (local UTC times): a query outside it is not answered."""
+    explicit build range, the range its partitions cover (local UTC times): a query outside it is not answered.
+
+    A lambda's: ``parts``, each rollup it reads (id, its table and version, its oldest build), and with
+    ``union_with_source_data`` ``source_after``, the end of what those tables hold: rows after it are the source's."""
 
     table: str
     version: str
     last_updated_at: datetime
     covered: tuple[datetime, datetime] | None = None
+    parts: tuple[tuple[str, str, datetime], ...] = ()
+    source_after: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -461,7 +620,7 @@ def _within(date_range: tuple[str, str] | None, covered: tuple[datetime, datetim
 
 def _can_use(layout: RollupLayout, facts: _Facts, compiled: CompiledQuery, built: BuiltRollup) -> str | None:
     """How ``layout`` answers the query: "additive", "exact", or None."""
-    if layout.problem is not None:
+    if layout.problem is not None or layout.kind == ORIGINAL_SQL:
         return None
     if compiled.hints.get("root") != layout.root or not set(compiled.hints.get("joins", ())) <= layout.joined:
         return None
@@ -474,6 +633,8 @@ def _can_use(layout: RollupLayout, facts: _Facts, compiled: CompiledQuery, built
             and _time_matches(layout, facts, exact=False, built=built)
         ):
             return "additive"
+    if layout.kind == LAMBDA:
+        return None  # its rows come from several tables (and the source): only re-aggregation is exact
     stored = all(name in layout.leaves for name in facts.leaves) or facts.measures <= layout.listed
     if not stored or any(td[1] is None for td in facts.time_dimensions):
         return None
@@ -587,16 +748,17 @@ class RollupModel:
     time: str | None = None
 
 
-def rollup_model(model: CompiledModel, layout: RollupLayout) -> RollupModel:
-    """``layout``'s table as a model (kept with ``model``): what a rewritten query is compiled against."""
-    cache: dict[str, RollupModel] = model.caches.setdefault("rollup_models", {})
-    found = cache.get(layout.rollup.id)
+def rollup_model(model: CompiledModel, layout: RollupLayout, *, with_source: bool = False) -> RollupModel:
+    """``layout``'s table as a model (kept with ``model``): what a rewritten query is compiled against. With
+    ``with_source`` (a lambda unioned with source data), its table is the lambda's tables and :data:`LAMBDA_ROWS`."""
+    cache: dict[tuple[str, bool], RollupModel] = model.caches.setdefault("rollup_models", {})
+    found = cache.get((layout.rollup.id, with_source))
     if found is None:
-        found = cache[layout.rollup.id] = _rollup_model(model, layout)
+        found = cache[(layout.rollup.id, with_source)] = _rollup_model(model, layout, with_source)
     return found
 
 
-def _rollup_model(model: CompiledModel, layout: RollupLayout) -> RollupModel:
+def _rollup_model(model: CompiledModel, layout: RollupLayout, with_source: bool) -> RollupModel:
     table = layout.table
     measures: dict[str, Measure] = {}
     dimensions: dict[str, Dimension] = {}
@@ -641,6 +803,13 @@ def _rollup_model(model: CompiledModel, layout: RollupLayout) -> RollupModel:
         location=_LOCATION,
         table=exp.Table(this=exp.to_identifier(table, quoted=True)),
     )
+    if with_source:
+        union = exp.union(
+            exp.select("*").from_(exp.Table(this=quoted(table))),
+            exp.select("*").from_(exp.Table(this=quoted(LAMBDA_ROWS))),
+            distinct=False,
+        )
+        entity = dataclasses.replace(entity, table=None, sql=_snippet(union, LAMBDA_ROWS))
     members: dict[str, Member] = {}
     for section in (measures, dimensions, segments):
         for name, member in section.items():
@@ -707,8 +876,9 @@ def rewrite(
     the caller's row filters added, compiled by ``compile_rewritten`` (the planner's cached compile); the result
     reads as ``compiled`` does (its query, row keys and types; hints naming the rollup). None when a member the query
     needs has no counterpart in the rollup's model."""
-    target = rollup_model(model, choice.layout)
     query = compiled.query
+    source = _lambda_source(model, choice, query)
+    target = rollup_model(model, choice.layout, with_source=source is not None)
 
     def name(member: str) -> str:
         found = target.names.get(origin(model, model.members[member]).full_name)
@@ -761,7 +931,7 @@ def rewrite(
         dataclasses.replace(mine, alias=theirs.alias)
         for mine, theirs in zip(compiled.columns, on_rollup.columns, strict=True)
     )
-    used = {
+    used: dict[str, Any] = {
         "preAggregationId": choice.layout.rollup.id,
         "table": choice.layout.table,
         "targetTableName": f"{choice.built.table}_{choice.built.version}",
@@ -770,13 +940,110 @@ def rewrite(
         "type": choice.layout.rollup.type,
         "matched": choice.how,
     }
+    if choice.layout.kind == LAMBDA:
+        # As Cube says a lambda's use: one entry per rollup it read, of type rollup, naming the lambda
+        # (``rollupLambdaId``); with the source's rows, updated now (Cube's lambda table).
+        now = datetime.now(UTC) if source is not None else None
+        used["parts"] = [
+            {
+                "preAggregationId": rid,
+                "table": table,
+                "targetTableName": f"{table}_{choice.built.version}",
+                "lastUpdatedAt": now or updated,
+                "type": "rollup",
+                "matched": choice.how,
+                "rollupLambdaId": choice.layout.rollup.id,
+            }
+            for rid, table, updated in choice.built.parts
+        ]
+        if source is not None:
+            used["lambda"] = source
     return dataclasses.replace(
         on_rollup, query=query, columns=columns, hints={**compiled.hints, "preAggregation": used}
     )
 
 
+@dataclass(frozen=True)
+class LambdaSource:
+    """A lambda's fresh rows: its last rollup's build statement on the data source, for the time after
+    ``after`` (where its tables end), the query's row filters pushed down; read into the store's statement in place of
+    :data:`LAMBDA_ROWS`, as columns in the lambda table's order."""
+
+    sql: str
+    params: tuple[Any, ...]
+    after: datetime
+    columns: tuple[str, ...]
+
+
+def _lambda_source(model: CompiledModel, choice: RollupChoice, query: NormalizedQuery) -> LambdaSource | None:
+    """The source part of a lambda answer, or None (not a lambda with source data, or every date range of the query
+    on its time dimension ends within what its tables hold: the source cannot add a row)."""
+    layout, after = choice.layout, choice.built.source_after
+    if layout.kind != LAMBDA or after is None:
+        return None
+    ranges = [
+        td.date_range
+        for td in query.time_dimensions
+        if origin(model, model.members[td.dimension]).full_name == layout.rollup.time_dimension
+    ]
+    if any(r is not None and parse_local(r[1]) <= after for r in ranges):
+        return None
+    last = rollup_layouts(model)[layout.parts[-1]]
+    # The lambda's columns hold the first rollup's members; the last rollup's stand at the same places.
+    same = {mine.member: theirs.member for mine, theirs in zip(layout.columns, last.columns, strict=True)}
+    pushed = [f for f in (_pushed(model, node, same) for node in choice.filters) if f is not None]
+    assert layout.rollup.time_dimension is not None
+    bound = FilterCondition(same[layout.rollup.time_dimension], "afterDate", (format_local(after),))
+    statement = dataclasses.replace(last.build, filters=(*pushed, bound))
+    compiled = compile_query(unrestricted(model), statement, QueryContext())
+    return LambdaSource(compiled.sql, compiled.params, after, tuple(c.name for c in layout.columns))
+
+
+def _pushed(model: CompiledModel, node: FilterNode, same: Mapping[str, str]) -> FilterNode | None:
+    """A row filter of the query as a filter of the source part (its members the last rollup's), or None when it
+    cannot be (a measure filter: those apply to whole groups, on the store). Applied again on the store, so pushing
+    one only spares rows."""
+    if isinstance(node, FilterGroup):
+        items = [_pushed(model, item, same) for item in node.items]
+        if any(item is None for item in items):
+            return None
+        return FilterGroup(node.kind, tuple(item for item in items if item is not None))
+    if isinstance(node, FilterCondition):
+        member = origin(model, model.members[node.member])
+        if isinstance(member, Measure) or member.full_name not in same:
+            return None
+        return FilterCondition(same[member.full_name], node.operator, node.values)
+    return None
+
+
+def lambda_rows_sql(sql: str, columns: Sequence[str], types: Sequence[str], first_param: int) -> str:
+    """``sql`` (a statement on a lambda's tables and :data:`LAMBDA_ROWS`) with the source's rows in place of
+    :data:`LAMBDA_ROWS`: one list parameter per column from ``$first_param``, cast to the store's column types."""
+    values = [
+        exp.alias_(
+            exp.Unnest(
+                expressions=[
+                    exp.Cast(
+                        this=exp.Parameter(this=exp.Literal.number(first_param + index)),
+                        to=exp.DataType.build(f"{kind}[]", dialect=STORE_DIALECT),
+                    )
+                ]
+            ),
+            quoted(name),
+        )
+        for index, (name, kind) in enumerate(zip(columns, types, strict=True))
+    ]
+    rows = exp.Subquery(this=exp.select(*values), alias=exp.TableAlias(this=quoted(LAMBDA_ROWS)))
+    placeholder = exp.Table(this=quoted(LAMBDA_ROWS)).sql(dialect=STORE_DIALECT)
+    if sql.count(f"FROM {placeholder}") != 1:
+        raise QueryError("a lambda statement must read its source rows once")
+    return sql.replace(f"FROM {placeholder}", f"FROM {rows.sql(dialect=STORE_DIALECT)}")
+
+
 __all__ = [
+    "BuildStatement",
     "BuiltRollup",
+    "LambdaSource",
     "RollupChoice",
     "RollupColumn",
     "RollupLayout",

@@ -35,6 +35,9 @@ cubes:
       - name: total
         sql: amount
         type: sum
+      - name: customers
+        sql: user_id
+        type: count_distinct
     segments:
       - name: completed
         sql: "{CUBE}.status = 'completed'"
@@ -161,9 +164,47 @@ def test_extended_meta_lists_the_rollups_as_cube_does(tmp_path: Path) -> None:
         ("- name: r\n  measures: [count]\n  colour: blue\n", 'unknown property "colour"'),
         ("- name: r\n", "a rollup needs measures, dimensions, segments or a time_dimension"),
         ("- name: r\n  measures: [count]\n- name: r\n  measures: [total]\n", 'a pre-aggregation named "r"'),
-        ("- name: r\n  type: original_sql\n", "original_sql pre-aggregations are not supported by this server yet"),
-        ("- name: r\n  type: originalSql\n", "original_sql pre-aggregations are not supported"),
-        ("- name: r\n  type: rollup_lambda\n  rollups: [orders.a]\n", "rollup_lambda pre-aggregations"),
+        (
+            "- name: r\n  type: original_sql\n  partition_granularity: month\n",
+            "partition_granularity on an original_sql pre-aggregation is not supported by this server yet",
+        ),
+        ("- name: r\n  type: originalSql\n  measures: [count]\n", 'unknown property "measures"'),
+        ("- name: r\n  type: rollup_lambda\n", "a rollup_lambda needs rollups"),
+        ("- name: r\n  type: rollup_lambda\n  rollups: [orders.a]\n", 'rollups: no pre-aggregation "orders.a"'),
+        (
+            "- name: r\n  type: rollup_lambda\n  rollups: [base]\n- name: base\n  type: original_sql\n",
+            '"orders.base" is not a rollup',
+        ),
+        (
+            "- name: r\n  type: rollup_lambda\n  rollups: [batch]\n- name: batch\n  measures: [customers]\n",
+            'measure "orders.customers" of "orders.batch" is not additive',
+        ),
+        (
+            "- name: r\n  type: rollup_lambda\n  rollups: [batch]\n  union_with_source_data: true\n"
+            "- name: batch\n  measures: [count]\n  time_dimension: created_at\n  granularity: day\n",
+            '"orders.batch" has no partition_granularity',
+        ),
+        (
+            "- name: r\n  type: rollup_lambda\n  rollups: [a, b]\n"
+            "- name: a\n  measures: [count]\n  time_dimension: created_at\n  granularity: day\n"
+            "  partition_granularity: day\n"
+            "- name: b\n  measures: [count]\n  time_dimension: created_at\n  granularity: day\n"
+            "  partition_granularity: month\n",
+            "incompatible partition granularities: day can't be padded by month",
+        ),
+        (
+            "- name: r\n  type: rollup_lambda\n  rollups: [a, b]\n"
+            "- name: a\n  measures: [count]\n  time_dimension: created_at\n  granularity: day\n"
+            "  partition_granularity: month\n"
+            "- name: b\n  measures: [total]\n  time_dimension: created_at\n  granularity: day\n"
+            "  partition_granularity: day\n",
+            'the members of "orders.a" and "orders.b" do not match',
+        ),
+        (
+            "- name: r\n  type: rollup_lambda\n  rollups: [a]\n  measures: [total]\n- name: a\n  measures: [count]\n",
+            'its members do not match those of "orders.a"',
+        ),
+        ("- name: r\n  measures: [count]\n  union_with_source_data: true\n", "belongs to a rollup_lambda"),
         ("- name: r\n  type: rollupJoin\n", "rollup_join pre-aggregations"),
         ("- name: r\n  measures: [count]\n  time_dimensions: []\n", "several time dimensions (time_dimensions)"),
         ("- name: r\n  type: cubestore\n", 'unknown pre-aggregation type "cubestore"'),
@@ -176,3 +217,83 @@ def test_a_fault_is_a_model_error_naming_it(tmp_path: Path, rollups: str, messag
     assert error.file.endswith("orders.yml")
     assert error.line > 0
     assert error.member.startswith("pre-aggregation")
+
+
+def test_a_lambda_takes_its_first_rollups_members_and_may_name_another_cubes_rollups(tmp_path: Path) -> None:
+    (tmp_path / "archive.yml").write_text(
+        textwrap.dedent(
+            """
+            cubes:
+              - name: archive
+                sql_table: orders_archive
+                dimensions:
+                  - {name: id, sql: id, type: number, primary_key: true}
+                  - {name: status, sql: status, type: string}
+                  - {name: created_at, sql: created_at, type: time}
+                measures:
+                  - {name: count, type: count}
+                pre_aggregations:
+                  - name: batch
+                    measures: [count]
+                    dimensions: [status]
+                    time_dimension: created_at
+                    granularity: day
+                    partition_granularity: month
+            """
+        )
+    )
+    rollups = """
+        - name: lambda
+          type: rollupLambda
+          unionWithSourceData: true
+          rollups: [archive.batch, CUBE.recent]
+        - name: recent
+          measures: [count]
+          dimensions: [status]
+          time_dimension: created_at
+          granularity: day
+          partition_granularity: day
+        """
+
+    model = compile_rollups(tmp_path, rollups).require()
+
+    lambda_, _ = model.entities["orders"].pre_aggregations
+    assert (lambda_.type, lambda_.rollups, lambda_.union_with_source_data) == (
+        "rollupLambda",
+        ("archive.batch", "orders.recent"),
+        True,
+    )
+    assert (lambda_.measures, lambda_.dimensions, lambda_.time_dimension) == (
+        ("archive.count",),
+        ("archive.status",),
+        "archive.created_at",
+    )
+
+
+def test_union_with_source_data_needs_its_last_rollup_in_the_lambdas_cube(tmp_path: Path) -> None:
+    (tmp_path / "archive.yml").write_text(
+        textwrap.dedent(
+            """
+            cubes:
+              - name: archive
+                sql_table: orders_archive
+                dimensions:
+                  - {name: id, sql: id, type: number, primary_key: true}
+                  - {name: created_at, sql: created_at, type: time}
+                measures:
+                  - {name: count, type: count}
+                pre_aggregations:
+                  - name: batch
+                    measures: [count]
+                    time_dimension: created_at
+                    granularity: day
+                    partition_granularity: month
+            """
+        )
+    )
+
+    lambda_ = "- name: r\n  type: rollup_lambda\n  union_with_source_data: true\n  rollups: [archive.batch]\n"
+    error = error_of(tmp_path, lambda_)
+
+    assert 'enabled only for a rollup of cube orders, but "archive.batch"' in error.message
+    assert error.file.endswith("orders.yml")

@@ -17,7 +17,7 @@ import pytest
 
 from embedadmin.semantic import QueryContext, load_model, plan_queries
 from embedadmin.semantic.modeling.model import CompiledModel
-from embedadmin.semantic.sql.rollups import BuiltRollup, choose_rollup, rollup_layouts
+from embedadmin.semantic.sql.rollups import BuiltRollup, build_query, choose_rollup, rollup_layouts
 from tests.semantic.rollup_support import model_with_rollups
 
 BUILT_AT = datetime(2026, 1, 1)
@@ -267,3 +267,72 @@ def test_every_rollup_of_the_model_is_laid_out_with_its_columns(model) -> None:
     assert (main.root, main.joined, main.problem) == ("orders", {"users"}, None)
     assert layouts["orders.revenue_by_category"].multiplied == set()
     assert layouts["orders.category_counts"].multiplied == {"orders.count"}
+
+
+# -- originalSql and rollupLambda -------------------------------------------------------------------------------------
+
+LAMBDA_ROLLUPS = {
+    "orders": """
+    pre_aggregations:
+      - name: base
+        type: original_sql
+      - name: recent
+        type: rollup_lambda
+        union_with_source_data: true
+        rollups: [batch]
+      - name: batch
+        measures: [count, completed_count, total_amount]
+        dimensions: [status, users.country]
+        time_dimension: created_at
+        granularity: day
+        partition_granularity: month
+"""
+}
+LAMBDA_CASES = {
+    "a lambda answers what its rollup would": Case(
+        ("orders.recent", "orders.batch"),
+        count(dimensions=["orders.status"], timeDimensions=month(Y2024)),
+        "orders.recent",
+        how="additive",
+    ),
+    "a lambda before its rollup wins": Case(
+        ("orders.recent", "orders.batch"), {"measures": ["orders.completion_rate"]}, "orders.recent"
+    ),
+    "a policy member inside the lambda": Case(
+        ("orders.recent",), {"measures": ["sales.order_count"]}, "orders.recent", caller=REGIONAL
+    ),
+    "a lambda not served: its rollup answers": Case(("orders.batch",), count(), "orders.batch"),
+    "a grain finer than the lambda's": Case(("orders.recent",), count(timeDimensions=month(granularity="hour")), None),
+    "a measure outside the lambda": Case(("orders.recent",), {"measures": ["orders.customers"]}, None),
+    "a dimension outside the lambda": Case(("orders.recent",), count(dimensions=["orders.size"]), None),
+    "an originalSql never answers a query": Case(("orders.base",), count(dimensions=["orders.status"]), None),
+}
+
+
+@pytest.fixture(scope="module")
+def lambda_model(tmp_path_factory: pytest.TempPathFactory) -> CompiledModel:
+    path = model_with_rollups(Path(tmp_path_factory.mktemp("lambda")) / "model", rollups=LAMBDA_ROLLUPS)
+    return load_model(path, dialect="duckdb").require()
+
+
+@pytest.mark.parametrize("case", list(LAMBDA_CASES.values()), ids=list(LAMBDA_CASES))
+def test_which_lambda_answers(lambda_model, case: Case) -> None:
+    # when
+    answered_by, how = choose(lambda_model, case)
+
+    # then
+    assert answered_by == case.answers
+    if case.how is not None:
+        assert how == case.how
+
+
+def test_a_lambda_is_laid_out_as_its_rollup_and_an_original_sql_as_the_cubes_sql(lambda_model) -> None:
+    layouts = rollup_layouts(lambda_model)
+
+    recent, batch, base = layouts["orders.recent"], layouts["orders.batch"], layouts["orders.base"]
+    assert (recent.table, recent.parts, recent.problem) == ("orders__recent", ("orders.batch",), None)
+    assert recent.columns == batch.columns
+    assert batch.bounded
+    assert not base.bounded
+    assert (base.kind, base.columns, base.problem) == ("originalSql", (), None)
+    assert build_query(lambda_model, base).sql == "SELECT * FROM orders"
