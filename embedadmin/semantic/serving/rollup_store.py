@@ -159,15 +159,23 @@ def _part(alias: str, columns: Sequence[tuple[str, str, int | None]], read_as: d
 
 
 def _create_view(
-    view: str, aliases: Sequence[str], *, described: Sequence[Sequence[tuple[str, str, int | None]]] = ()
+    view: str,
+    aliases: Sequence[str],
+    columns: Sequence[str] = (),
+    *,
+    described: Sequence[Sequence[tuple[str, str, int | None]]] = (),
 ) -> str:
-    """A view over the ``rollup`` tables of ``aliases`` (a union, by position); ``described`` is each table's
+    """A view over the ``rollup`` tables of ``aliases`` (a union, by position); ``columns`` names its columns (a
+    lambda's tables are several rollups', whose column names differ); ``described`` is each table's
     :func:`_described` (a decimal column is read at the largest scale of the tables)."""
     read_as = _read_as(described)
     parts = [_part(alias, described[i] if read_as else (), read_as) for i, alias in enumerate(aliases)]
     union: exp.Expr = parts[0]
     for part in parts[1:]:
         union = exp.union(union, part, distinct=False)
+    if columns:
+        alias = exp.TableAlias(this=_identifier("parts"), columns=[_identifier(c) for c in columns])
+        union = exp.select("*").from_(exp.Subquery(this=union, alias=alias))
     return _sql(exp.Create(this=exp.Table(this=_identifier(view)), kind="VIEW", expression=union))
 
 
@@ -270,10 +278,11 @@ class StoreCatalog:
 
     deployment_id: int
     tables: tuple[tuple[str, tuple[str, ...]], ...]
+    columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  # views whose columns are named (lambdas)
 
     @property
     def key(self) -> str:
-        material = repr((self.deployment_id, self.tables)).encode()
+        material = repr((self.deployment_id, self.tables, self.columns)).encode()
         return hashlib.blake2b(material, digest_size=12).hexdigest()
 
 
@@ -284,9 +293,19 @@ class RollupSource(DuckDBSource):
         super().__init__(deployment_directory(catalog.deployment_id))
         self.catalog = catalog
         self.retired_at: float | None = None
+        self._types: dict[str, list[str]] = {}
 
     def _identity(self) -> tuple[int, ...]:
         return (0,)  # the files never change: a new catalog is a new source
+
+    def column_types(self, view: str, *, timeout_s: float) -> list[str]:
+        """The store's types of ``view``'s columns (asked once: the files never change)."""
+        found = self._types.get(view)
+        if found is None:
+            statement = exp.Describe(this=exp.select("*").from_(exp.Table(this=_identifier(view))))
+            result = self.execute(_sql(statement), [], timeout_s=timeout_s)
+            found = self._types[view] = [str(row[1]) for row in result.rows]
+        return found
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         config: dict[str, Any] = {
@@ -297,15 +316,16 @@ class RollupSource(DuckDBSource):
         directory = deployment_directory(self.catalog.deployment_id)
         try:
             connection = duckdb.connect(":memory:", config=config)
-            attached = 0
+            attached: dict[str, str] = {}  # file -> its alias (a lambda reads its rollups' files too)
+            named = dict(self.catalog.columns)
             for view, files in self.catalog.tables:
-                aliases = []
                 for file in files:
-                    aliases.append(f"p{attached}")
-                    attached += 1
-                    connection.execute(_attach(directory / file, aliases[-1]))
+                    if file not in attached:
+                        attached[file] = f"p{len(attached)}"
+                        connection.execute(_attach(directory / file, attached[file]))
+                aliases = [attached[f] for f in files]
                 described = [_described(connection, alias) for alias in aliases]
-                connection.execute(_create_view(view, aliases, described=described))
+                connection.execute(_create_view(view, aliases, named.get(view, ()), described=described))
             connection.execute("SET TimeZone = 'UTC'")
             connection.execute("SET enable_external_access = false")
             connection.execute("SET lock_configuration = true")
