@@ -111,8 +111,10 @@ def tile_queries() -> dict[str, dict[str, Any]]:
     return {report["key"]: report["query"] for report in board["reports"]}
 
 
-def model_with_rollups() -> Path:
-    target = WORK / "model"
+def model_with_rollups(target: Path | None = None) -> Path:
+    """The demo model (without its dashboards) with :data:`ROLLUPS` appended to the orders cube, written afresh to
+    ``target`` (``WORK/model`` by default; the load bench writes its own, so two benches never share one)."""
+    target = target or WORK / "model"
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(ROOT / "demo" / "model", target, ignore=shutil.ignore_patterns("dashboards"))
