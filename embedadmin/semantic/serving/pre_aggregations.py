@@ -673,7 +673,15 @@ def _partition_range(
         return None, None
     start, end = _naive(row.range_start), _naive(row.range_end)
     until = None
-    if layout.bounded:
+    later = PreAggregationPartition.objects.filter(
+        deployment_id=row.deployment_id,
+        pre_aggregation=row.pre_aggregation,
+        structure=row.structure,
+        range_start__gt=row.range_start,
+    )
+    if layout.bounded and later.exists():
+        until = end  # the build range goes on past it: the partition is built whole
+    elif layout.bounded:
         found = _build_range(served.model, layout.rollup, served.source_url)
         until = end if found is None else parse_local(format_local(min(end, found[1])))
         end = until
