@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pymysql
-from pymysql.constants import CLIENT, ER, FIELD_TYPE
+from pymysql.constants import ER, FIELD_TYPE
 from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import ErrorLevel, UnsupportedError
@@ -226,6 +226,12 @@ class MySQLSource:
         finally:
             killer.close()
 
+    def _kill_late(self, connection: _Connection) -> None:
+        try:
+            self._kill(connection)
+        except Exception:
+            logger.warning("killing a MySQL statement past its time limit failed", exc_info=True)
+
     # -- queries ------------------------------------------------------------------------------------
 
     def execute(
@@ -244,8 +250,9 @@ class MySQLSource:
             statement = f"SET STATEMENT max_statement_time={timeout_s:.3f} FOR {sql}" if connection.mariadb else sql
 
             def watchdog_kill() -> None:
+                # On a thread of its own: connecting may take seconds, and the watchdog serves every source.
                 killed_late.set()
-                self._kill(connection)
+                threading.Thread(target=self._kill_late, args=(connection,), name="mysql-kill", daemon=True).start()
 
             with connection.raw.cursor() as cursor:
                 if not connection.mariadb:
@@ -381,8 +388,7 @@ def open_source(url: str) -> MySQLSource:
         "charset": options.pop("charset", "utf8mb4"),
         "connect_timeout": _seconds(options, "connect_timeout", 10),
         "autocommit": True,
-        # One statement per call: a query cannot carry a second command.
-        "client_flag": CLIENT.MULTI_RESULTS,
+        # No CLIENT.MULTI_STATEMENTS (PyMySQL's default): one statement per call, a query cannot carry a second.
     }
     ssl = _flag(options, "ssl")
     verify_cert = _flag(options, "ssl_verify_cert")
