@@ -29,6 +29,12 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed
 
+# The warehouses' drivers (Trino, Snowflake, BigQuery, Databricks): optional for `make run`, installed for the tests of
+# their data-source modules.
+$(VENV)/.warehouses: requirements-warehouses.txt $(VENV)/.installed
+	$(PY) -m pip install -q -r requirements-warehouses.txt
+	touch $@
+
 var/secret_key:
 	mkdir -p var
 	umask 077 && $(PY) -c "import secrets; print(secrets.token_urlsafe(48))" > $@
@@ -64,7 +70,7 @@ run: demo
 
 # The SQLite pass leaves out the analyst's question suites: what they judge is the analyst over its DuckDB and
 # PostgreSQL data, which the application database does not change; they run in the PostgreSQL pass.
-test: venv
+test: venv $(VENV)/.warehouses
 	@eval "$$(bash scripts/test-services.sh)" && \
 	$(VENV)/bin/ruff check . && \
 	$(VENV)/bin/ruff format --check . && \

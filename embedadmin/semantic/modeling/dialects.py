@@ -5,9 +5,8 @@ backticks (``{CUBE}.`taxA```). This server parses member SQL into a syntax tree 
 must parse in the source's own dialect. A source is named by Cube's data source type (``CUBEJS_DB_TYPE``:
 ``bigquery``, ``mysql``...), which is also the scheme of a deployment's data source URL (``bigquery://...``).
 
-Only DuckDB and PostgreSQL are queried by this server (:data:`QUERYABLE`); a model for another source compiles
-and is validated in that source's dialect (its ``/v1/meta`` answers), and its queries are refused until a driver
-for that source exists.
+The sources this server queries are the modules of :mod:`embedadmin.semantic.sources`; a model for another source
+compiles and is validated in that source's dialect (its ``/v1/meta`` answers), and its queries are refused.
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ CUBE_DB_TYPES: dict[str, str] = {
     "dremio": "dremio",
 }
 MODEL_DIALECTS = frozenset(CUBE_DB_TYPES.values())
-QUERYABLE = frozenset({"duckdb", "postgres", "mysql", "clickhouse", "trino", "snowflake", "bigquery", "databricks"})
 DEFAULT_DIALECT = "duckdb"
 
 

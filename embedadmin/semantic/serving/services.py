@@ -36,7 +36,6 @@ from embedadmin.core.memory import ByteLRU
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.cubesql.plan import CubeSqlPlan, cubesql_plan
 from embedadmin.semantic.errors import ModelError, ModelProblem, QueryError
-from embedadmin.semantic.modeling.dialects import QUERYABLE
 from embedadmin.semantic.modeling.model import CompiledModel
 from embedadmin.semantic.modeling.registry import ModelVersion, load_model
 from embedadmin.semantic.query.normalize import CACHE_MODES, Limits
@@ -54,7 +53,7 @@ from embedadmin.semantic.sources.base import (
     DataSourceUnavailable,
     QueryResult,
 )
-from embedadmin.semantic.sources.registry import dialect_of, get_data_source
+from embedadmin.semantic.sources.registry import dialect_of, get_data_source, queried_dialects
 from embedadmin.semantic.sql.planning import LoadPlan, QueryOutcome, parse_query_param, plan_queries
 from embedadmin.semantic.sql.planning import refresh_interval as result_refresh_interval
 
@@ -88,10 +87,10 @@ class ServedModel:
         """Refuse a query for a deployment whose data source is not configured."""
         if not self.source_url:
             raise ApiError(f"Deployment {self.deployment.pk} has no data source: set one with configure_deployment")
-        if self.dialect not in QUERYABLE:
+        if self.dialect not in queried_dialects():
             raise ApiError(
                 f"Deployment {self.deployment.pk}'s data source is {self.dialect}: its model compiles and is validated "
-                "in that dialect, but this server queries only DuckDB and PostgreSQL so far"
+                "in that dialect, but this server has no driver for it (docs/data-sources.md lists those it queries)"
             )
 
     def with_model_error(self, exc: QueryError) -> QueryError:

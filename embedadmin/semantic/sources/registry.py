@@ -58,6 +58,11 @@ def queried_schemes() -> frozenset[str]:
     return frozenset(_SCHEME_MODULES)
 
 
+def queried_dialects() -> frozenset[str]:
+    """The SQL dialects of the sources this server runs queries on."""
+    return frozenset(str(_module(name).DIALECT) for name in set(_SCHEME_MODULES.values()))
+
+
 def dialect_of(url: str) -> str:
     """The SQL dialect of a data source URL; DuckDB's (the embedded default) when it names no source. A
     warehouse this server cannot query (``oracle://...``: Cube's data source types) gives its own dialect, which its

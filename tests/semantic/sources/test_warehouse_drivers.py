@@ -15,16 +15,16 @@ import threading
 from decimal import Decimal
 from typing import Any
 
+# The drivers come from requirements-warehouses.txt, which `make test` installs: a missing one fails here, loudly.
+import databricks.sql as databricks_sql
+import google.cloud.bigquery as google_bigquery
 import pytest
+import snowflake.connector as snowflake_connector
+import trino as trino_driver
 
 from embedadmin.semantic.errors import DataSourceError, QueryTimeout
 from embedadmin.semantic.sources import bigquery, databricks, snowflake, trino, warehouses
 from embedadmin.semantic.sources.base import CancelScope, DataSourceUnavailable, QueryCancelled
-
-trino_driver = pytest.importorskip("trino")
-snowflake_connector = pytest.importorskip("snowflake.connector")
-google_bigquery = pytest.importorskip("google.cloud.bigquery")
-databricks_sql = pytest.importorskip("databricks.sql")
 
 
 class Service:
