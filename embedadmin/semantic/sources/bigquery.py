@@ -133,12 +133,8 @@ class _Generator(BigQuery.Generator):  # type: ignore[misc,valid-type]
         return str(super().interval_sql(expression))
 
     def add_sql(self, expression: exp.Add) -> str:
-        steps = warehouses.interval_steps(expression)
-        if steps is not None:
-            origin, amount, unit, count = steps
-            counted = self.sql(count) if amount == 1 else f"{amount} * {self.sql(count)}"
-            return f"DATETIME_ADD({self.sql(origin)}, INTERVAL {counted} {unit})"
-        return self._calendar_step(expression, "DATETIME_ADD") or str(super().add_sql(expression))
+        step = warehouses.interval_step_sql(self, expression, "DATETIME_ADD({origin}, INTERVAL {count} {unit})")
+        return step or self._calendar_step(expression, "DATETIME_ADD") or str(super().add_sql(expression))
 
     def sub_sql(self, expression: exp.Sub) -> str:
         return self._calendar_step(expression, "DATETIME_SUB") or str(super().sub_sql(expression))

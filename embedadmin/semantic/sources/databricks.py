@@ -71,12 +71,8 @@ class _Generator(Databricks.Generator):  # type: ignore[misc,valid-type]
         return f"UNIX_MICROS({self.sql(expression, 'expression')}) / 1000000"
 
     def add_sql(self, expression: exp.Add) -> str:
-        steps = warehouses.interval_steps(expression)
-        if steps is None:
-            return str(super().add_sql(expression))
-        origin, amount, unit, count = steps
-        counted = self.sql(count) if amount == 1 else f"{amount} * {self.sql(count)}"
-        return f"TIMESTAMPADD({unit}, {counted}, {self.sql(origin)})"
+        step = warehouses.interval_step_sql(self, expression, "TIMESTAMPADD({unit}, {count}, {origin})")
+        return step or str(super().add_sql(expression))
 
 
 class DatabricksWriter(Databricks):

@@ -1,6 +1,7 @@
 """Which module serves a data source URL, and the one shared source per URL.
 
-Each source is a small module of this package (:mod:`.duckdb`, :mod:`.postgres`...) that says what it is:
+Each source is a small module of this package, named after its dialect (:mod:`.duckdb`, :mod:`.postgres`...), that
+says what it is:
 
 - ``SCHEMES``: the URL schemes it opens; ``DIALECT``: the sqlglot dialect its SQL is written in (member SQL is parsed
   in it, queries are rendered in it);
@@ -27,9 +28,7 @@ from embedadmin.semantic.errors import DataSourceError
 from embedadmin.semantic.modeling.dialects import DEFAULT_DIALECT, dialect_for
 from embedadmin.semantic.sources.base import DataSource
 
-# The source modules of this package, each imported on first use.
-MODULES = ("duckdb", "postgres", "mysql", "clickhouse", "trino", "snowflake", "bigquery", "databricks")
-
+# URL scheme -> the source module that opens it, imported on first use.
 _SCHEME_MODULES: dict[str, str] = {
     "duckdb": "duckdb",
     "postgresql": "postgres",
@@ -48,9 +47,16 @@ _SCHEME_MODULES: dict[str, str] = {
 
 @cache
 def _module(name: str) -> ModuleType:
+    """The source module ``name``, which is also the dialect it speaks (``mysql.py`` speaks ``mysql``)."""
     module = importlib.import_module(f"{__package__}.{name}")
     assert _SCHEME_MODULES.keys() >= set(module.SCHEMES), f"{name}.SCHEMES missing from _SCHEME_MODULES"
+    assert name == module.DIALECT, f"{name}.DIALECT must be {name!r}: a source module is named after its dialect"
     return module
+
+
+def _module_speaking(dialect: str) -> ModuleType | None:
+    """The source module of ``dialect``, imported on first use; None for a dialect this server does not query."""
+    return _module(dialect) if dialect in queried_dialects() else None
 
 
 def queried_schemes() -> frozenset[str]:
@@ -60,7 +66,7 @@ def queried_schemes() -> frozenset[str]:
 
 def queried_dialects() -> frozenset[str]:
     """The SQL dialects of the sources this server runs queries on."""
-    return frozenset(str(_module(name).DIALECT) for name in set(_SCHEME_MODULES.values()))
+    return frozenset(_SCHEME_MODULES.values())
 
 
 def dialect_of(url: str) -> str:
@@ -78,21 +84,16 @@ def dialect_of(url: str) -> str:
 def writer(dialect: str) -> Any:
     """What renders a query for ``dialect``: a source module's ``WRITER`` where it has one, else sqlglot's own
     dialect of that name (``Expression.sql(dialect=writer(...))`` takes either)."""
-    for name in set(_SCHEME_MODULES.values()):
-        module = _module(name)
-        if dialect == module.DIALECT and getattr(module, "WRITER", None) is not None:
-            return module.WRITER
-    return dialect
+    module = _module_speaking(dialect)
+    written = getattr(module, "WRITER", None)
+    return dialect if written is None else written
 
 
 @cache
 def approximates_count_distinct(dialect: str) -> bool:
     """Whether ``count_distinct_approx`` measures are an approximate aggregate in ``dialect`` (its source module
     sets ``APPROX_COUNT_DISTINCT``; its writer renders ``exp.ApproxDistinct``), not an exact ``COUNT(DISTINCT)``."""
-    return any(
-        dialect == _module(name).DIALECT and getattr(_module(name), "APPROX_COUNT_DISTINCT", False)
-        for name in set(_SCHEME_MODULES.values())
-    )
+    return bool(getattr(_module_speaking(dialect), "APPROX_COUNT_DISTINCT", False))
 
 
 _sources: dict[str, DataSource] = {}

@@ -87,12 +87,8 @@ class _Generator(Snowflake.Generator):  # type: ignore[misc,valid-type]
         return f"CAST(CONVERT_TIMEZONE({zone}, {instant}) AS TIMESTAMP_NTZ)"
 
     def add_sql(self, expression: exp.Add) -> str:
-        steps = warehouses.interval_steps(expression)
-        if steps is None:
-            return str(super().add_sql(expression))
-        origin, amount, unit, count = steps
-        counted = self.sql(count) if amount == 1 else f"{amount} * {self.sql(count)}"
-        return f"DATEADD({unit}, {counted}, {self.sql(origin)})"
+        step = warehouses.interval_step_sql(self, expression, "DATEADD({unit}, {count}, {origin})")
+        return step or str(super().add_sql(expression))
 
 
 class SnowflakeWriter(Snowflake):

@@ -233,6 +233,18 @@ def interval_steps(node: exp.Add) -> tuple[exp.Expr, int, str, exp.Expr] | None:
     return node.this, amount, unit.name.upper(), product.expression
 
 
+def interval_step_sql(generator: Any, node: exp.Add, template: str) -> str | None:
+    """``origin + INTERVAL 'n' UNIT * count`` written by ``template`` (``{origin}``, ``{unit}``, ``{count}``: the
+    number of units, ``n * count``), for a warehouse that adds a counted unit with a function; None for any other
+    sum."""
+    steps = interval_steps(node)
+    if steps is None:
+        return None
+    origin, amount, unit, count = steps
+    counted = generator.sql(count) if amount == 1 else f"{amount} * {generator.sql(count)}"
+    return template.format(origin=generator.sql(origin), unit=unit, count=counted)
+
+
 def parameter_number(node: exp.Parameter) -> int:
     return int(node.this.name)
 
