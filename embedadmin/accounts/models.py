@@ -111,11 +111,20 @@ class Deployment(TimestampedModel):
     # of each value, a JSON object encrypted at rest like data_source_url_encrypted (the URLs may hold passwords).
     tenant_data_source_field = models.CharField(max_length=200, blank=True, default="")
     tenant_data_sources_encrypted = models.TextField(blank=True, default="")
+    # Where its rollup pre-aggregations live (Cube's CUBEJS_PRE_AGGREGATIONS_SCHEMA): "" in the deployment's DuckDB
+    # store (files under PRE_AGGREGATIONS_DIR), else this schema of the data source itself (docs/pre-aggregations.md).
+    pre_aggregations_schema = models.CharField("pre-aggregations schema", max_length=63, blank=True, default="")
 
     class Meta:
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["account", "slug"], name="deployment_slug_unique_per_account"),
+            models.CheckConstraint(
+                condition=models.Q(pre_aggregations_schema="")
+                | models.Q(pre_aggregations_schema__regex=r"^[a-z_][a-z0-9_]{0,62}$"),
+                name="deployment_pre_aggregations_schema_identifier",
+                violation_error_message="The pre-aggregations schema is a lower-case identifier: letters, digits, _",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -69,6 +69,48 @@ LOAD_WHAT_COMPILES_HELP = (
     "false (the default): any fault in the data model refuses the whole model. true: the cubes and views that "
     "compile serve, and /v1/meta lists the others with their errors in compilerErrors"
 )
+PRE_AGGREGATION_STORAGE_HELP = (
+    "Where the deployment's rollup pre-aggregations live (Cube's CUBEJS_PRE_AGGREGATIONS_SCHEMA): store (the "
+    "default: the deployment's DuckDB store) or source, with schema, a schema of the data source itself (PostgreSQL "
+    "only; builds create it and write their tables there, queries a rollup answers then run on the source)"
+)
+
+
+def pre_aggregation_storage_schema(**options: Any) -> serializers.Serializer:
+    return inline_serializer(
+        "PreAggregationStorage",
+        {
+            "location": serializers.ChoiceField(choices=["store", "source"]),
+            "schema": serializers.CharField(
+                allow_null=True, required=False, help_text="with location source: the schema (lower-case identifier)"
+            ),
+        },
+        help_text=PRE_AGGREGATION_STORAGE_HELP,
+        **options,
+    )
+
+
+def pre_aggregation_storage_input(value: Any) -> str:
+    """``preAggregationStorage`` as sent, as the schema the service stores (``""``: the store); else 400."""
+    if not isinstance(value, dict) or set(value) - {"location", "schema"}:
+        raise BadRequest("preAggregationStorage: must be an object {location, schema}")
+    location, schema = value.get("location"), value.get("schema")
+    if location == "store":
+        if schema not in (None, ""):
+            raise BadRequest("preAggregationStorage.schema: only with location source")
+        return ""
+    if location != "source":
+        raise BadRequest("preAggregationStorage.location: must be store or source")
+    if not isinstance(schema, str) or not schema:
+        raise BadRequest("preAggregationStorage.schema: location source needs a schema name")
+    return schema
+
+
+def pre_aggregation_storage_item(deployment: Deployment) -> dict[str, Any]:
+    schema = deployment.pre_aggregations_schema
+    return {"location": "source", "schema": schema} if schema else {"location": "store", "schema": None}
+
+
 DEPLOYMENT = inline_serializer(
     "Deployment",
     {
@@ -81,6 +123,7 @@ DEPLOYMENT = inline_serializer(
         "compileContextKeys": serializers.ListField(child=serializers.CharField(), help_text=COMPILE_CONTEXT_KEYS_HELP),
         "tenantDataSources": tenant_data_sources_schema(),
         "loadWhatCompiles": serializers.BooleanField(help_text=LOAD_WHAT_COMPILES_HELP),
+        "preAggregationStorage": pre_aggregation_storage_schema(),
     },
 )
 DEPLOYMENT_CREATE = inline_serializer(
@@ -101,6 +144,7 @@ DEPLOYMENT_CHANGES = inline_serializer(
         ),
         "tenantDataSources": tenant_data_sources_schema(required=False),
         "loadWhatCompiles": serializers.BooleanField(required=False, help_text=LOAD_WHAT_COMPILES_HELP),
+        "preAggregationStorage": pre_aggregation_storage_schema(required=False),
     },
 )
 SLUG_TAKEN = error("Another deployment of the account has this slug")
@@ -117,6 +161,7 @@ def deployment_item(deployment: Deployment) -> dict[str, Any]:
         "compileContextKeys": list(deployment.compile_context_keys),
         "tenantDataSources": selectors.deployment_tenant_data_sources_shown(deployment=deployment),
         "loadWhatCompiles": deployment.load_partial_model,
+        "preAggregationStorage": pre_aggregation_storage_item(deployment),
     }
 
 
@@ -188,6 +233,7 @@ class DeploymentDetailView(PlatformView):
                 "compileContextKeys",
                 "tenantDataSources",
                 "loadWhatCompiles",
+                "preAggregationStorage",
             ),
         )
         open_to_embed = body.get("openToEmbedWithoutPolicy")
@@ -198,17 +244,20 @@ class DeploymentDetailView(PlatformView):
             raise BadRequest("loadWhatCompiles: must be true or false")
         keys = body.get("compileContextKeys")
         tenant_sources = tenant_data_sources_input(body["tenantDataSources"]) if "tenantDataSources" in body else None
+        storage = body.get("preAggregationStorage")
+        rollup_schema = pre_aggregation_storage_input(storage) if "preAggregationStorage" in body else None
         with transaction.atomic():  # all the changes, or none (a bad setting after a rename leaves the name)
             deployment = accounts.deployment_update(
                 deployment=deployment, name=body_text(body, "name"), slug=body_text(body, "slug", max_length=63)
             )
-            if any(setting is not None for setting in (open_to_embed, keys, tenant_sources, partial)):
+            if any(setting is not None for setting in (open_to_embed, keys, tenant_sources, partial, rollup_schema)):
                 deployment = accounts.deployment_configure(
                     deployment=deployment,
                     open_to_embed_without_policy=open_to_embed,
                     compile_context_keys=keys,
                     tenant_data_sources=tenant_sources,
                     load_partial_model=partial,
+                    pre_aggregations_schema=rollup_schema,
                 )
         return Response(deployment_item(deployment))
 

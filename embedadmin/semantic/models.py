@@ -1,10 +1,12 @@
-"""The pre-aggregation store's pointers and build leases: one row per partition of a deployment's rollup.
+"""The pre-aggregation pointers and build leases: one row per partition of a deployment's rollup.
 
 A partition's rows live in a DuckDB file of its own under ``PRE_AGGREGATIONS["DIR"]/<deployment>/`` (written once by
-a build, never changed: :mod:`embedadmin.semantic.serving.rollup_store`). ``table`` names the file readers use now;
-a build writes a new file and swaps ``table`` in one UPDATE, so no reader ever sees a half-built table. The build
-holds a lease (``lease_owner``, ``lease_heartbeat_at`` on the database's clock): one build at a time per partition
-across workers, and a build whose worker died is taken over once its heartbeat is stale.
+a build, never changed: :mod:`embedadmin.semantic.serving.rollup_store`), or, when the deployment keeps its rollups in
+its data source, in a table of their own in that schema (:mod:`embedadmin.semantic.serving.rollup_source`). ``table``
+names the file or table readers use now; a build writes a new one and swaps ``table`` in one UPDATE, so no reader
+ever sees a half-built table. The build holds a lease (``lease_owner``, ``lease_heartbeat_at`` on the database's
+clock): one build at a time per partition across workers, and a build whose worker died is taken over once its
+heartbeat is stale.
 """
 
 from __future__ import annotations
@@ -38,8 +40,14 @@ class PreAggregationPartition(models.Model):
     range_start = models.DateTimeField(null=True, blank=True)
     range_end = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    # The table readers use (a file of the store), "" until the first build swaps one in.
+    # The table readers use (a file of the store, or a table of ``schema`` in the data source), "" until the first
+    # build swaps one in.
     table = models.CharField(max_length=255, blank=True, default="")
+    # "" for the DuckDB store; else the data source's schema that holds ``table`` (and ``building_table``).
+    schema = models.CharField(max_length=63, blank=True, default="")
+    # The table the lease holder is writing in the data source, named before it is created: a build that dies
+    # leaves it to the one taking its lease over (dropped) or to the garbage collection.
+    building_table = models.CharField(max_length=63, blank=True, default="")
     built_at = models.DateTimeField(null=True, blank=True)
     rows = models.BigIntegerField(null=True, blank=True)
     bytes = models.BigIntegerField(null=True, blank=True)

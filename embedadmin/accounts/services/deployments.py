@@ -64,6 +64,12 @@ WAREHOUSE_SCHEMES = tuple(
     )
 )
 DATA_SOURCE_SCHEMES = QUERIED_SCHEMES + WAREHOUSE_SCHEMES
+# The data sources that can hold a deployment's rollups in a schema of their own (the others keep them in the
+# DuckDB store): semantic/serving/rollup_source.py has a writer for each.
+ROLLUP_SOURCE_SCHEMES = ("postgresql://", "postgres://")
+# A schema the rollups live in: a lower-case identifier every SQL dialect takes quoted or not, not PostgreSQL's own.
+PRE_AGGREGATIONS_SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+RESERVED_SCHEMAS = ("information_schema", "public", "mysql", "sys", "performance_schema", "system", "default")
 ENV_VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENCRYPTED_PLACEHOLDER = "[ENCRYPTED]"
 MAX_ENV_VARIABLES = 500
@@ -123,6 +129,7 @@ def deployment_configure(
     open_to_embed_without_policy: bool | None = None,
     compile_context_keys: list[str] | None = None,
     tenant_data_sources: TenantDataSources | None = None,
+    pre_aggregations_schema: str | None = None,
 ) -> Deployment:
     """Set a deployment's data model directory, data source URL, chat token authentication, whether cubes and
     views without an access policy are open to embed viewers (unsafe; docs/security.md), and its multitenancy: the
@@ -131,7 +138,9 @@ def deployment_configure(
 
     ``None`` leaves a setting as it is. The model directory must exist; the data source URL must be
     ``duckdb:///path`` or ``postgresql://...`` (or a warehouse's, :data:`WAREHOUSE_SCHEMES`, whose queries are refused
-    for now) and is stored encrypted (it may hold a password).
+    for now) and is stored encrypted (it may hold a password). ``pre_aggregations_schema``: where the rollups live,
+    ``""`` in the deployment's DuckDB store, else that schema of the data source (one of
+    :data:`ROLLUP_SOURCE_SCHEMES`), checked by :func:`pre_aggregations_schema_check`.
     """
     updates: list[str] = []
     if model_dir is not None:
@@ -165,10 +174,34 @@ def deployment_configure(
         deployment.tenant_data_source_field = checked.field
         deployment.tenant_data_sources_encrypted = tenant_data_sources_encrypt(checked)
         updates.extend(["tenant_data_source_field", "tenant_data_sources_encrypted"])
+    if pre_aggregations_schema is not None:
+        deployment.pre_aggregations_schema = pre_aggregations_schema_check(pre_aggregations_schema)
+        updates.append("pre_aggregations_schema")
+    if deployment.pre_aggregations_schema and {"pre_aggregations_schema", "data_source_url_encrypted"} & set(updates):
+        stored = deployment.data_source_url_encrypted
+        url = credentials.decrypt_secret(stored) if stored else ""
+        if not url.startswith(ROLLUP_SOURCE_SCHEMES):
+            raise BadRequest(
+                "preAggregationStorage: rollups live in the data source only for PostgreSQL ("
+                + ", ".join(ROLLUP_SOURCE_SCHEMES)
+                + "); this deployment's data source keeps them in the store"
+            )
     if updates:
         deployment.save(update_fields=[*updates, "updated_at"])
         CREDENTIALS.bump()
     return deployment
+
+
+def pre_aggregations_schema_check(value: Any) -> str:
+    """A schema for the rollups (``""``: the DuckDB store): a lower-case SQL identifier, not a system schema."""
+    if not isinstance(value, str):
+        raise BadRequest("preAggregationStorage.schema: must be a schema name")
+    if value and (not PRE_AGGREGATIONS_SCHEMA_RE.match(value) or value in RESERVED_SCHEMAS or value.startswith("pg_")):
+        raise BadRequest(
+            "preAggregationStorage.schema: a schema name of lower-case letters, digits and '_' (at most 63, not "
+            "starting with a digit or pg_, not a system schema)"
+        )
+    return value
 
 
 # --- deployments, their env variables and issued tokens (Platform API) ----------------------------------------

@@ -230,10 +230,16 @@ class DeploymentAdmin(PanelAdmin):
         "compile_context_keys_text",
         "tenant_data_source_field_text",
         "tenant_data_sources_text",
+        "pre_aggregations_schema",
         "who_can_read_what",
         "pre_aggregation_builds",
     )
-    editable_on_change = ("chat_token_auth", "open_to_embed_without_policy", "load_partial_model")
+    editable_on_change = (
+        "chat_token_auth",
+        "open_to_embed_without_policy",
+        "load_partial_model",
+        "pre_aggregations_schema",
+    )
     # Multitenancy (docs/core-data-api.md): form fields of DeploymentTenancyForm, written by the same service.
     tenancy_fields = ("compile_context_keys_text", "tenant_data_source_field_text", "tenant_data_sources_text")
     form = DeploymentTenancyForm
@@ -251,6 +257,9 @@ class DeploymentAdmin(PanelAdmin):
             "chat_token_auth": "Accept X-Service-Auth-Token (a JWT of this deployment with the chat scope).",
             "load_partial_model": "Load what compiles: the cubes and views of the data model that compile serve, "
             "the others are listed below and in /v1/meta's compilerErrors. Unchecked, any fault refuses the model.",
+            "pre_aggregations_schema": "Where the rollup pre-aggregations live. Empty: the deployment's DuckDB "
+            "store. A schema name (lower-case): built into that schema of the data source itself (PostgreSQL), "
+            "and the queries they answer run there.",
             "open_to_embed_without_policy": mark_safe(
                 '<span class="errornote">Unsafe. Embed viewers read only the cubes and views whose access policy '
                 "grants them. Checked, every cube and view without an access policy is open to every embed viewer "

@@ -56,11 +56,21 @@ from embedadmin.semantic.modeling.preaggregations import is_cron
 from embedadmin.semantic.models import PreAggregationPartition
 from embedadmin.semantic.query.dates import format_local, parse_local, start_of, unit_delta
 from embedadmin.semantic.query.normalized import NormalizedQuery
+from embedadmin.semantic.serving.rollup_source import (
+    STORE,
+    RollupHome,
+    rollup_home,
+    source_table_name,
+    source_tables,
+    source_tables_allowed,
+    table_prefix,
+)
 from embedadmin.semantic.serving.rollup_store import (
     FILE_SUFFIX,
     BuildStopped,
     RollupSource,
     StoreCatalog,
+    WrittenPartition,
     deployment_directory,
     remove_unreferenced,
     rollup_source,
@@ -72,8 +82,10 @@ from embedadmin.semantic.sql.builder import CompiledQuery
 from embedadmin.semantic.sql.expressions import Renderer
 from embedadmin.semantic.sql.planning import LoadPlan, compile_cached
 from embedadmin.semantic.sql.rollups import (
+    LAMBDA,
     ORIGINAL_SQL,
     ROLLUP_TIMEZONE,
+    STORE_DIALECT,
     BuildStatement,
     BuiltRollup,
     LambdaSource,
@@ -122,14 +134,16 @@ def _version(deployment_id: int) -> SharedVersion:
 # -- what the served model's rollups are ------------------------------------------------------------------------------
 
 
-def _source_digest(source_url: str) -> str:
-    return hashlib.sha256(source_url.encode()).hexdigest()[:16]
+def _source_digest(source_url: str, home: RollupHome = STORE) -> str:
+    material = f"{source_url}\n{home.key}" if home.key else source_url  # the store's digests are as they were
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
-def rollup_structure(model: CompiledModel, layout: RollupLayout, source_url: str) -> str:
-    """A digest of how ``layout`` is built from ``source_url``: its statement, columns, partitioning and indexes.
-    A model change that alters any of it (or another data source) makes new partitions; old ones are never read."""
-    key = _source_digest(source_url)
+def rollup_structure(model: CompiledModel, layout: RollupLayout, source_url: str, home: RollupHome = STORE) -> str:
+    """A digest of how ``layout`` is built from ``source_url`` into ``home``: its statement, columns, partitioning
+    and indexes. A model change that alters any of it (or another data source, or another home) makes new
+    partitions; old ones are never read."""
+    key = _source_digest(source_url, home)
     cache_of: dict[tuple[str, str], str] = model.caches.setdefault("rollup_structures", {})
     found = cache_of.get((layout.rollup.id, key))
     if found is None:
@@ -148,24 +162,61 @@ def rollup_structure(model: CompiledModel, layout: RollupLayout, source_url: str
                 key,
                 layout.bounded,
                 # built from originalSql tables: a new structure of one of them makes a new one of this
-                [rollup_structure(model, layouts[rid], source_url) for rid in layout.originals],
+                [rollup_structure(model, layouts[rid], source_url, home) for rid in layout.originals],
             )
         )
         found = cache_of[(layout.rollup.id, key)] = hashlib.sha256(material.encode()).hexdigest()[:16]
     return found
 
 
-def _usable(model: CompiledModel) -> dict[str, RollupLayout]:
-    """The tables the store builds for ``model`` (rollups and originalSql; a lambda reads its rollups')."""
+def home_layouts(model: CompiledModel, home: RollupHome) -> dict[str, RollupLayout]:
+    """:func:`rollup_layouts` as ``home`` can build them: in the data source, an ``originalSql`` table, a rollup
+    built from one, and a lambda unioned with the source's rows are unusable (they live in the DuckDB store only)."""
+    layouts = rollup_layouts(model)
+    if not home.in_source:
+        return layouts
+    key = f"rollup_layouts:{home.key}"
+    found = model.caches.get(key)
+    if isinstance(found, dict):
+        return found
+    placed: dict[str, RollupLayout] = {}
+    # a lambda's rollups first (a lambda is often defined before them): its problem may be theirs
+    for rid, layout in sorted(layouts.items(), key=lambda item: item[1].kind == LAMBDA):
+        problem = layout.problem
+        if problem is None and (layout.kind == ORIGINAL_SQL or layout.originals):
+            problem = (
+                "originalSql pre-aggregations, and rollups built from them, live in the DuckDB store only; this "
+                "deployment keeps its rollups in its data source"
+            )
+        elif problem is None and layout.kind == LAMBDA:
+            if layout.rollup.union_with_source_data:
+                problem = (
+                    "a rollup_lambda with union_with_source_data is served from the DuckDB store only; this "
+                    "deployment keeps its rollups in its data source"
+                )
+            else:
+                problem = next(
+                    (f"its rollup {r}: {placed[r].problem}" for r in layout.parts if placed[r].problem), None
+                )
+        placed[rid] = layout if problem == layout.problem else dataclasses.replace(layout, problem=problem)
+    placed = {rid: placed[rid] for rid in layouts}  # in definition order
+    model.caches[key] = placed
+    return placed
+
+
+def _usable(model: CompiledModel, home: RollupHome = STORE) -> dict[str, RollupLayout]:
+    """The tables ``home`` builds for ``model`` (rollups and originalSql; a lambda reads its rollups')."""
     return {
-        rid: layout for rid, layout in rollup_layouts(model).items() if layout.problem is None and layout.built_itself
+        rid: layout
+        for rid, layout in home_layouts(model, home).items()
+        if layout.problem is None and layout.built_itself
     }
 
 
-def _lambdas(model: CompiledModel) -> dict[str, RollupLayout]:
+def _lambdas(model: CompiledModel, home: RollupHome = STORE) -> dict[str, RollupLayout]:
     return {
         rid: layout
-        for rid, layout in rollup_layouts(model).items()
+        for rid, layout in home_layouts(model, home).items()
         if layout.problem is None and not layout.built_itself
     }
 
@@ -187,16 +238,17 @@ _states: ProcessMemory[StoreState] = ProcessMemory(max_entries=1_000)
 def store_state(*, deployment: Deployment, model: CompiledModel, source_url: str) -> StoreState | None:
     """The built rollups ``/v1/load`` may read for this model (None when the model has none, or rollups are
     switched off). Remembered by the process until a build swaps a partition (a shared version)."""
-    if not _settings()["ENABLED"] or not _usable(model):
+    home = rollup_home(deployment)
+    if not _settings()["ENABLED"] or not _usable(model, home):
         return None  # (a lambda reads rollups: with none to build, there is no lambda either)
     version = _version(deployment.pk).current()
-    key = (deployment.pk, model.compiler_id, _source_digest(source_url))
-    return _states.remembered(key, version, lambda: _read_state(deployment, model, source_url))
+    key = (deployment.pk, model.compiler_id, _source_digest(source_url, home))
+    return _states.remembered(key, version, lambda: _read_state(deployment, model, source_url, home))
 
 
-def _read_state(deployment: Deployment, model: CompiledModel, source_url: str) -> StoreState:
-    layouts = _usable(model)
-    structures = {rid: rollup_structure(model, layout, source_url) for rid, layout in layouts.items()}
+def _read_state(deployment: Deployment, model: CompiledModel, source_url: str, home: RollupHome) -> StoreState:
+    layouts = _usable(model, home)
+    structures = {rid: rollup_structure(model, layout, source_url, home) for rid, layout in layouts.items()}
     rows = PreAggregationPartition.objects.filter(deployment=deployment, pre_aggregation__in=list(layouts)).values_list(
         "pre_aggregation", "structure", "partition", "table", "built_at", "range_start", "range_end", "built_until"
     )
@@ -222,13 +274,16 @@ def _read_state(deployment: Deployment, model: CompiledModel, source_url: str) -
             version=hashlib.blake2b(repr(files).encode(), digest_size=8).hexdigest(),
             last_updated_at=min(p[2] for p in partitions),
             covered=covered,
+            source_tables=tuple((home.schema, f) for f in files) if home.in_source else (),
         )
         tables.append((layout.table, files))
     renamed: list[tuple[str, tuple[str, ...]]] = []
-    for rid, layout in _lambdas(model).items():
+    for rid, layout in _lambdas(model, home).items():
         found = _lambda_state(layout, layouts, built, by_rollup)
         if found is not None:
             built[rid], files = found
+            if home.in_source:
+                built[rid] = dataclasses.replace(built[rid], source_tables=tuple((home.schema, f) for f in files))
             tables.append((layout.table, files))
             renamed.append((layout.table, tuple(c.name for c in layout.columns)))
     return StoreState(built=built, catalog=StoreCatalog(deployment.pk, tuple(tables), tuple(renamed)))
@@ -382,6 +437,7 @@ def _partition_rows(
     source_url: str,
     structure: str,
     now: datetime,
+    home: RollupHome = STORE,
 ) -> list[PreAggregationPartition]:
     """The rollup's partition rows for ``structure``, made for its current build range (computed again when its
     refresh interval moves to a new bucket, or a new partition is asked for)."""
@@ -413,7 +469,7 @@ def _partition_rows(
             pre_aggregation=rollup.id,
             structure=structure,
             partition=key,
-            defaults={"range_start": start, "range_end": end},
+            defaults={"range_start": start, "range_end": end, "schema": home.schema},
         )
         existing.append(row)
     return existing
@@ -460,8 +516,9 @@ def pre_aggregations_refresh(
         return 0
     moment = now or timezone.now()
     queued = 0
+    home = rollup_home(deployment)
     # originalSql tables first: rollups are built from them
-    ordered = sorted(_usable(served.model).values(), key=lambda layout: layout.kind != ORIGINAL_SQL)
+    ordered = sorted(_usable(served.model, home).values(), key=lambda layout: layout.kind != ORIGINAL_SQL)
     for layout in ordered:
         rollup = layout.rollup
         if not rollup.scheduled_refresh:
@@ -469,8 +526,8 @@ def pre_aggregations_refresh(
         if layout.originals and not _originals_built(deployment, served.model, layout, served.source_url):
             continue  # queued once they are
         try:
-            structure = rollup_structure(served.model, layout, served.source_url)
-            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure, moment)
+            structure = rollup_structure(served.model, layout, served.source_url, home)
+            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure, moment, home)
             changed = _sql_key_changed(rollup, rows, served.source_url, moment)
         except (DataSourceError, QueryError) as exc:
             logger.warning(
@@ -608,8 +665,9 @@ def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: 
     started = time.monotonic()
     try:
         served = serve(row.deployment)
-        layout = _usable(served.model).get(row.pre_aggregation)
-        if layout is None or rollup_structure(served.model, layout, served.source_url) != row.structure:
+        home = rollup_home(row.deployment)
+        layout = _usable(served.model, home).get(row.pre_aggregation)
+        if layout is None or rollup_structure(served.model, layout, served.source_url, home) != row.structure:
             _release(partition_id, worker, status=Status.FAILED, error="The model no longer defines this rollup")
             return "obsolete"
         with _Heartbeat(partition_id, worker) as heartbeat:
@@ -618,19 +676,22 @@ def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: 
                 refresh_value = str(_scalar(served.source_url, layout.rollup.refresh_key.sql))[:255]
             date_range, built_until = _partition_range(served, layout, row)
             compiled = build_query(served.model, layout, date_range)
-            result = _run_build(served, compiled)
-            name = _file_name(layout, row)
-            directory = deployment_directory(row.deployment_id)
             column_names = {c.member: c.name for c in layout.columns}
-            written = write_partition(
-                directory=directory,
-                file_name=name,
-                # an originalSql table has the columns its cube's SQL gives
-                columns=[c.name for c in layout.columns] if layout.columns else list(result.columns),
-                result=result,
-                indexes=[(i.name, [column_names[m] for m in i.columns]) for i in layout.rollup.indexes],
-                keep_going=heartbeat.alive,
-            )
+            if row.schema:
+                written = _write_in_source(served, layout, row, worker, compiled, heartbeat.alive)
+            else:
+                result = _run_build(served, compiled)
+                name = _file_name(layout, row)
+                directory = deployment_directory(row.deployment_id)
+                written = write_partition(
+                    directory=directory,
+                    file_name=name,
+                    # an originalSql table has the columns its cube's SQL gives
+                    columns=[c.name for c in layout.columns] if layout.columns else list(result.columns),
+                    result=result,
+                    indexes=[(i.name, [column_names[m] for m in i.columns]) for i in layout.rollup.indexes],
+                    keep_going=heartbeat.alive,
+                )
         with transaction.atomic():
             swapped = _release(
                 partition_id,
@@ -644,11 +705,15 @@ def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: 
                 refresh_key_value=refresh_value,
                 built_until=_aware(built_until) if built_until is not None else None,
                 error="",
+                building_table="",
             )
             if swapped:
                 _version(row.deployment_id).bump()
         if not swapped:
-            (directory / written.file).unlink(missing_ok=True)
+            if row.schema:
+                source_tables(served.source_url).drop(row.schema, [written.file])
+            else:
+                (deployment_directory(row.deployment_id) / written.file).unlink(missing_ok=True)
             return "lost"
         return "built"
     except BuildStopped:
@@ -686,6 +751,36 @@ def _partition_range(
         until = end if found is None else parse_local(format_local(min(end, found[1])))
         end = until
     return (format_local(start), format_local(end)), until
+
+
+def _write_in_source(
+    served: Served,
+    layout: RollupLayout,
+    row: PreAggregationPartition,
+    worker: str,
+    statement: BuildStatement,
+    keep_going: Callable[[], bool],
+) -> WrittenPartition:
+    """Build the partition into a new table of the data source's rollup schema, through a connection of the
+    build's own that may write (:mod:`.rollup_source`; the query path's source stays read only). The table a dead
+    build was writing under this lease is dropped first; the new one is named on the row before it is created."""
+    tables = source_tables(served.source_url)
+    if row.building_table:  # the lease was taken over (or released by a failure): that table is nobody's
+        tables.drop(row.schema, [row.building_table])
+    name = source_table_name(row.deployment_id, layout.table, row.partition, row.structure, uuid.uuid4().hex)
+    if not PreAggregationPartition.objects.filter(pk=row.pk, lease_owner=worker).update(building_table=name):
+        raise BuildStopped()
+    column_names = {c.member: c.name for c in layout.columns}
+    return tables.write(
+        schema=row.schema,
+        table=name,
+        sql=statement.sql,
+        params=statement.params,
+        columns=[c.name for c in layout.columns],
+        indexes=[[column_names[m] for m in i.columns] for i in layout.rollup.indexes],
+        timeout_s=_settings()["BUILD_TIMEOUT_SECONDS"],
+        keep_going=keep_going,
+    )
 
 
 def _run_build(served: Served, statement: BuildStatement) -> QueryResult:
@@ -744,20 +839,21 @@ def pre_aggregations_rebuild(
     served = serve(deployment)
     if not served.source_url:
         raise ApiError(f"Deployment {deployment.pk} has no data source: set one with configure_deployment")
-    layouts = _usable(served.model)
+    home = rollup_home(deployment)
+    layouts = _usable(served.model, home)
     if pre_aggregation is not None:
         if pre_aggregation not in rollup_layouts(served.model):
             raise NotFound(f"Pre-aggregation {pre_aggregation!r} not found in the deployment's model")
-        asked = rollup_layouts(served.model)[pre_aggregation]
+        asked = home_layouts(served.model, home)[pre_aggregation]
         if asked.problem is not None:
             raise ApiError(f"Pre-aggregation {pre_aggregation!r} cannot be built: {asked.problem}")
         layouts = {rid: layouts[rid] for rid in asked.parts or (pre_aggregation,)}  # a lambda: its rollups
     now = timezone.now()
     queued = 0
     for layout in layouts.values():
-        structure = rollup_structure(served.model, layout, served.source_url)
+        structure = rollup_structure(served.model, layout, served.source_url, home)
         try:
-            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure, now)
+            rows = _partition_rows(deployment, served.model, layout, served.source_url, structure, now, home)
         except DataSourceError as exc:
             raise ApiError(f"Pre-aggregation {layout.rollup.id}: {exc}") from None
         PreAggregationPartition.objects.filter(pk__in=[r.pk for r in rows]).update(rebuild_requested_at=now)
@@ -769,33 +865,53 @@ def pre_aggregations_rebuild(
 
 
 def pre_aggregations_collect_garbage(*, deployment: Deployment, serve: Serve) -> int:
-    """Drop partitions of structures the model no longer builds (after the file grace period) and delete the store
-    files no partition points to; returns how many files were deleted."""
+    """Drop partitions of structures the model no longer builds (after the file grace period), with their tables
+    in the data source, and remove what no partition points to: the store's files, and the tables of the data
+    source's rollup schema (marked when first found, dropped once the grace period has passed since). Returns how
+    many files and tables were removed."""
     grace = timedelta(seconds=_settings()["FILE_GRACE_SECONDS"])
+    home = rollup_home(deployment)
+    tables = None  # the writer of the data source's rollup tables, when it can hold them
     try:
         served = serve(deployment)
         current = {
-            (rid, rollup_structure(served.model, layout, served.source_url))
-            for rid, layout in _usable(served.model).items()
+            (rid, rollup_structure(served.model, layout, served.source_url, home))
+            for rid, layout in _usable(served.model, home).items()
         }
+        if served.source_url and source_tables_allowed(served.source_url):
+            tables = source_tables(served.source_url)
     except (ApiError, ModelError):
         current = None
     if current is not None:
         old = timezone.now() - grace
-        stale = [
-            pk
-            for pk, rid, structure in PreAggregationPartition.objects.filter(
-                deployment=deployment, updated_at__lt=old
-            ).values_list("pk", "pre_aggregation", "structure")
-            if (rid, structure) not in current
-        ]
+        stale = []
+        for pk, rid, structure, schema, table, building in PreAggregationPartition.objects.filter(
+            deployment=deployment, updated_at__lt=old
+        ).values_list("pk", "pre_aggregation", "structure", "schema", "table", "building_table"):
+            if (rid, structure) in current:
+                continue
+            if schema and tables is not None:
+                try:
+                    tables.drop(schema, [t for t in (table, building) if t])
+                except DataSourceError as exc:
+                    logger.warning("rollup tables of deployment %s not dropped: %s", deployment.pk, exc)
+                    continue  # kept: dropped on a later pass
+            stale.append(pk)
         if stale:
             PreAggregationPartition.objects.filter(pk__in=stale).delete()
             _version(deployment.pk).bump()
-    referenced = set(
-        PreAggregationPartition.objects.filter(deployment=deployment).exclude(table="").values_list("table", flat=True)
-    )
-    return remove_unreferenced(deployment_directory(deployment.pk), referenced, older_than_s=grace.total_seconds())
+    rows = PreAggregationPartition.objects.filter(deployment=deployment)
+    referenced = set(rows.filter(schema="").exclude(table="").values_list("table", flat=True))
+    removed = remove_unreferenced(deployment_directory(deployment.pk), referenced, older_than_s=grace.total_seconds())
+    if home.in_source and tables is not None:
+        live = Q(lease_heartbeat_at__gte=Now() - timedelta(seconds=_settings()["LEASE_STALE_SECONDS"]))
+        mine = rows.filter(schema=home.schema)
+        in_use = set(mine.exclude(table="").values_list("table", flat=True))
+        in_use |= set(mine.filter(live).exclude(lease_owner="").values_list("building_table", flat=True))
+        removed += tables.unreferenced(
+            home.schema, table_prefix(deployment.pk), in_use, older_than_s=grace.total_seconds()
+        )
+    return removed
 
 
 # -- what is shown ----------------------------------------------------------------------------------------------------
@@ -852,11 +968,12 @@ def pre_aggregations_status(*, deployment: Deployment, serve: Serve) -> list[Rol
     for row in PreAggregationPartition.objects.filter(deployment=deployment):
         rows_by_rollup.setdefault((row.pre_aggregation, row.structure), []).append(row)
     statuses = []
-    for rid, layout in rollup_layouts(served.model).items():
+    home = rollup_home(deployment)
+    for rid, layout in home_layouts(served.model, home).items():
         partitions: list[PartitionStatus] = []
         tables: list[str] = []
         if layout.problem is None and served.source_url:
-            structure = rollup_structure(served.model, layout, served.source_url)
+            structure = rollup_structure(served.model, layout, served.source_url, home)
             for row in sorted(rows_by_rollup.get((rid, structure), []), key=lambda r: r.partition):
                 tables.append(row.table)
                 partitions.append(
@@ -895,15 +1012,25 @@ def plan_on_rollups(*, served: Served, ctx: QueryContext, plan: LoadPlan) -> Loa
     state = store_state(deployment=served.deployment, model=served.model, source_url=served.source_url)
     if state is None or not state.built:
         return plan
+    in_source = rollup_home(served.deployment).in_source
     queries = []
     for compiled in plan.queries:
-        choice = choose_rollup(served.model, compiled, ctx, state.built, source_dialect=served.dialect)
+        choice = choose_rollup(
+            served.model,
+            compiled,
+            ctx,
+            state.built,
+            source_dialect=served.dialect,
+            rollup_dialect=served.dialect if in_source else STORE_DIALECT,
+        )
         rewritten = None
         if choice is not None:
             rewritten = rewrite(served.model, compiled, choice, _compile_on_rollup)
         if rewritten is not None:
-            rewritten.hints["preAggregation"]["catalog"] = state.catalog
-            rewritten.hints["preAggregation"]["sourceUrl"] = served.source_url
+            used = rewritten.hints["preAggregation"]
+            used["catalog"] = state.catalog
+            used["sourceUrl"] = served.source_url
+            used["location"] = "source" if in_source else "store"
         queries.append(rewritten or compiled)
     return dataclasses.replace(plan, queries=tuple(queries))
 
@@ -921,6 +1048,9 @@ def rollup_read(compiled: CompiledQuery) -> tuple[DataSource, str] | None:
         return None
     catalog: StoreCatalog = used["catalog"]
     name = f"pre-aggregations:{catalog.deployment_id}:{used['preAggregationId']}:{used['version']}"
+    if used.get("location") == "source":
+        # Rollups kept in the data source are read there, through its read-only source, as any query is.
+        return get_data_source(used["sourceUrl"]), name
     store = rollup_source(catalog)
     fresh: LambdaSource | None = used.get("lambda")
     if fresh is None:

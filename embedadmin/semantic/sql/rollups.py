@@ -32,8 +32,10 @@ into the statement on the store by :func:`lambda_rows_sql`).
 
 Not matched (the source answers): ungrouped queries, rolling-window measures, ``measureFilter`` filters, a time zone
 other than the rollup's (UTC), custom granularities, a join tree other than the rollup's (a view rooted elsewhere), a
-row policy that denies the caller, and, for a data source other than DuckDB, a calculated measure that divides (its
-arithmetic would run in DuckDB's dialect, not the source's).
+row policy that denies the caller, and, when the rollups live in the DuckDB store and the data source is not DuckDB,
+a calculated measure that divides (its arithmetic would run in DuckDB's dialect, not the source's). Rollups kept in
+the data source itself are read there, in its dialect (:func:`rollup_model` over their tables), so that restriction
+does not apply to them.
 """
 
 from __future__ import annotations
@@ -502,6 +504,9 @@ class BuiltRollup:
     covered: tuple[datetime, datetime] | None = None
     parts: tuple[tuple[str, str, datetime], ...] = ()
     source_after: datetime | None = None
+    # Rollups kept in the data source (a deployment's pre-aggregations schema): the (schema, table) of each partition
+    # read, in order; empty for the DuckDB store, whose views name the rollup itself.
+    source_tables: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -673,8 +678,10 @@ def choose_rollup(
     built: Mapping[str, BuiltRollup],
     *,
     source_dialect: str,
+    rollup_dialect: str = STORE_DIALECT,
 ) -> RollupChoice | None:
-    """The first built rollup that can answer ``compiled``'s query for ``ctx`` (Cube's order), or None."""
+    """The first built rollup that can answer ``compiled``'s query for ``ctx`` (Cube's order), or None.
+    ``rollup_dialect``: where the rollups are read, the store's DuckDB or the data source's own dialect."""
     query = compiled.query
     if query.ungrouped or query.timezone != ROLLUP_TIMEZONE or not built:
         return None
@@ -682,7 +689,7 @@ def choose_rollup(
     facts = _facts(model, compiled, ctx, restrictions)
     if facts is None:
         return None
-    if source_dialect != STORE_DIALECT and _divides(model, query):
+    if source_dialect != rollup_dialect and _divides(model, query):
         return None
     layouts = rollup_layouts(model)
     cubes = [compiled.hints.get("root"), *compiled.hints.get("joins", ())]
@@ -748,9 +755,25 @@ class RollupModel:
     time: str | None = None
 
 
-def rollup_model(model: CompiledModel, layout: RollupLayout, *, with_source: bool = False) -> RollupModel:
+def rollup_model(
+    model: CompiledModel,
+    layout: RollupLayout,
+    *,
+    with_source: bool = False,
+    source_tables: tuple[tuple[str, str], ...] = (),
+) -> RollupModel:
     """``layout``'s table as a model (kept with ``model``): what a rewritten query is compiled against. With
-    ``with_source`` (a lambda unioned with source data), its table is the lambda's tables and :data:`LAMBDA_ROWS`."""
+    ``with_source`` (a lambda unioned with source data), its table is the lambda's tables and :data:`LAMBDA_ROWS`.
+    With ``source_tables`` (rollups kept in the data source), it reads those tables, a UNION ALL of them, in the
+    data source's dialect; only the latest set is kept per rollup (a rebuild makes a new one)."""
+    if source_tables:
+        kept: dict[str, tuple[tuple[tuple[str, str], ...], RollupModel]] = model.caches.setdefault(
+            "rollup_source_models", {}
+        )
+        latest = kept.get(layout.rollup.id)
+        if latest is None or latest[0] != source_tables:
+            latest = kept[layout.rollup.id] = (source_tables, _rollup_model(model, layout, False, source_tables))
+        return latest[1]
     cache: dict[tuple[str, bool], RollupModel] = model.caches.setdefault("rollup_models", {})
     found = cache.get((layout.rollup.id, with_source))
     if found is None:
@@ -758,7 +781,20 @@ def rollup_model(model: CompiledModel, layout: RollupLayout, *, with_source: boo
     return found
 
 
-def _rollup_model(model: CompiledModel, layout: RollupLayout, with_source: bool) -> RollupModel:
+def _source_union(tables: tuple[tuple[str, str], ...], columns: Sequence[str]) -> exp.Expr:
+    """``SELECT * FROM s.t1 UNION ALL SELECT * FROM s.t2 ...`` with the columns named (a lambda's tables are several
+    rollups', whose column names differ): the partitions of a rollup kept in the data source, read as one table."""
+    parts = [exp.select("*").from_(exp.Table(this=quoted(table), db=quoted(schema))) for schema, table in tables]
+    union: exp.Expr = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    alias = exp.TableAlias(this=quoted("parts"), columns=[quoted(c) for c in columns])
+    return exp.select("*").from_(exp.Subquery(this=union, alias=alias))
+
+
+def _rollup_model(
+    model: CompiledModel, layout: RollupLayout, with_source: bool, source_tables: tuple[tuple[str, str], ...] = ()
+) -> RollupModel:
     table = layout.table
     measures: dict[str, Measure] = {}
     dimensions: dict[str, Dimension] = {}
@@ -810,13 +846,19 @@ def _rollup_model(model: CompiledModel, layout: RollupLayout, with_source: bool)
             distinct=False,
         )
         entity = dataclasses.replace(entity, table=None, sql=_snippet(union, LAMBDA_ROWS))
+    if len(source_tables) == 1 and layout.kind != LAMBDA:
+        schema, only = source_tables[0]
+        entity = dataclasses.replace(entity, table=exp.Table(this=quoted(only), db=quoted(schema)))
+    elif source_tables:
+        read = _source_union(source_tables, [c.name for c in layout.columns])
+        entity = dataclasses.replace(entity, table=None, sql=_snippet(read, table))
     members: dict[str, Member] = {}
     for section in (measures, dimensions, segments):
         for name, member in section.items():
             members[f"{table}.{name}"] = member
     compiled = CompiledModel(
         compiler_id=f"{model.compiler_id}:{layout.rollup.id}",
-        dialect=STORE_DIALECT,
+        dialect=model.dialect if source_tables else STORE_DIALECT,
         entities={table: entity},
         members=members,
         joins={table: {}},
@@ -878,7 +920,8 @@ def rewrite(
     needs has no counterpart in the rollup's model."""
     query = compiled.query
     source = _lambda_source(model, choice, query)
-    target = rollup_model(model, choice.layout, with_source=source is not None)
+    tables = choice.built.source_tables
+    target = rollup_model(model, choice.layout, with_source=source is not None, source_tables=tables)
 
     def name(member: str) -> str:
         found = target.names.get(origin(model, model.members[member]).full_name)
@@ -934,7 +977,8 @@ def rewrite(
     used: dict[str, Any] = {
         "preAggregationId": choice.layout.rollup.id,
         "table": choice.layout.table,
-        "targetTableName": f"{choice.built.table}_{choice.built.version}",
+        # In the data source: its newest partition's table, as the source names it (the statement reads them all).
+        "targetTableName": ".".join(tables[-1]) if tables else f"{choice.built.table}_{choice.built.version}",
         "version": choice.built.version,
         "lastUpdatedAt": choice.built.last_updated_at,
         "type": choice.layout.rollup.type,

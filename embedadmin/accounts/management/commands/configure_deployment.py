@@ -16,7 +16,8 @@ from embedadmin.core.errors import ApiError
 class Command(BaseCommand):
     help = (
         "Set a deployment's data model directory, data source URL, chat token authentication, whether it loads "
-        "what compiles of its model, and its multitenancy settings (docs/core-data-api.md)."
+        "what compiles of its model, its multitenancy settings (docs/core-data-api.md) and where its rollups live "
+        "(--pre-aggregations-schema, docs/pre-aggregations.md)."
     )
 
     def add_arguments(self, parser) -> None:
@@ -46,6 +47,11 @@ class Command(BaseCommand):
             metavar="VALUE=URL",
             help="the data source of the tenants whose field has VALUE (repeat for each value; with --tenant-field)",
         )
+        parser.add_argument(
+            "--pre-aggregations-schema",
+            metavar="SCHEMA",
+            help="keep the rollups in this schema of the data source (PostgreSQL); '' for the DuckDB store",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **options) -> None:
@@ -65,6 +71,7 @@ class Command(BaseCommand):
                 load_partial_model=None if partial is None else partial == "on",
                 compile_context_keys=None if keys is None else [key.strip() for key in keys.split(",") if key.strip()],
                 tenant_data_sources=tenant_sources,
+                pre_aggregations_schema=options["pre_aggregations_schema"],
             )
         except ApiError as exc:
             raise fail(exc) from None
@@ -78,6 +85,11 @@ class Command(BaseCommand):
                 "loadWhatCompiles": deployment.load_partial_model,
                 "compileContextKeys": list(deployment.compile_context_keys),
                 "tenantDataSources": deployment_tenant_data_sources_shown(deployment=deployment),
+                "preAggregationStorage": (
+                    {"location": "source", "schema": deployment.pre_aggregations_schema}
+                    if deployment.pre_aggregations_schema
+                    else {"location": "store", "schema": None}
+                ),
             },
             as_json=options["json"],
         )

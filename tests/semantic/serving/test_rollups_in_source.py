@@ -1,0 +1,596 @@
+"""Rollups kept in the data source itself (a deployment's pre-aggregations schema), on real PostgreSQL: built into new
+tables of that schema through a build connection of their own, swapped by the pointer row, answering ``/v1/load`` on
+the source exactly as the source does, a killed build's table dropped by the build taking its lease over, replaced
+tables collected, the query path never writing and the build never using the query path's read-only source.
+"""
+
+# ruff: noqa: F811  (fixtures imported from other test modules are redefined as test arguments, as pytest wants)
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from django.core.management import call_command
+
+from embedadmin.accounts.services import TenantDataSources, deployment_configure
+from embedadmin.audit.models import AuditEntry
+from embedadmin.semantic.models import PreAggregationPartition
+from embedadmin.semantic.serving import rollup_source
+from embedadmin.semantic.serving.pre_aggregations import (
+    pre_aggregation_partition_build,
+    pre_aggregations_collect_garbage,
+    pre_aggregations_status,
+)
+from embedadmin.semantic.sources.postgres import PostgresSource
+from embedadmin.semantic.tasks import serve
+from tests.asgi_server import database_url_for_subprocess
+from tests.schemas import qualified_model
+from tests.semantic.http_support import (  # noqa: F401
+    DEMO_MODEL,
+    CoreApi,
+    core,
+    demo_duckdb,
+    fresh_semantic_state,
+)
+from tests.semantic.rollup_support import build_rollups, model_with_rollups
+from tests.semantic.serving.test_pre_aggregations import (
+    ANSWERED_BY,
+    STATUS_ONLY,
+    keys_of,
+    load,
+    same_rows,
+    store,  # noqa: F401
+    used,
+)
+from tests.semantic.sql.test_cross_database import CASES, _api_value, _value, postgres_demo  # noqa: F401
+from tests.waiting import wait_until
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def rollup_schema(postgres_demo) -> Any:
+    """A fresh schema name for this test's rollups, dropped afterwards."""
+    url, _ = postgres_demo
+    schema = f"rollups_{uuid.uuid4().hex[:8]}"
+    yield schema
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def rollups_in_source(core: CoreApi, tmp_path: Path, postgres_demo, schema: str, rollups: dict[str, str] | None = None):
+    """The deployment on the PostgreSQL copy of the demo data, its rollups kept in ``schema`` of it."""
+    url, data_schema = postgres_demo
+    plain = qualified_model(DEMO_MODEL, tmp_path / "plain", data_schema)
+    model = model_with_rollups(tmp_path / "model", source=plain, rollups=rollups)
+    deployment_configure(
+        deployment=core.cast.deployment, model_dir=str(model), data_source_url=url, pre_aggregations_schema=schema
+    )
+    core.cast.deployment.refresh_from_db()
+    return url
+
+
+def tables_in(url: str, schema: str) -> set[str]:
+    with psycopg.connect(url) as connection:
+        rows = connection.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind = 'r'",
+            [schema],
+        ).fetchall()
+    return {name for (name,) in rows}
+
+
+def pg_rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, options="-c TimeZone=UTC") as connection:
+        return connection.execute(sql).fetchall()
+
+
+def test_every_oracle_query_shape_answers_from_rollups_in_the_source_as_the_source_does(
+    core, store, settings, tmp_path, postgres_demo, rollup_schema
+):
+    # given: the demo model with rollups on PostgreSQL, kept in a schema of the source, built
+    url = rollups_in_source(core, tmp_path, postgres_demo, rollup_schema)
+    outcomes = build_rollups(core.cast.deployment)
+    assert outcomes
+    assert set(outcomes.values()) == {"built"}
+    rows = PreAggregationPartition.objects.filter(deployment=core.cast.deployment)
+    assert {r.schema for r in rows} == {rollup_schema}
+    assert {r.table for r in rows} <= tables_in(url, rollup_schema)
+    assert not list(Path(store).glob("**/*.duckdb"))  # nothing in the DuckDB store
+
+    for name, case in CASES.items():
+        token = core.token(**case.claims) if case.claims else core.token()
+
+        # when: asked with the rollups, then of the data source alone
+        from_rollups = load(core, case.query, token)
+        settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "ENABLED": False}
+        from_source = load(core, case.query, token)
+        settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "ENABLED": True}
+
+        # then: the same rows, from the rollup's table in the source's schema
+        assert used(from_rollups) == ANSWERED_BY[name], name
+        assert used(from_source) is None
+        assert same_rows(from_rollups["data"], from_source["data"]), name
+        assert from_rollups["annotation"] == from_source["annotation"]
+        if ANSWERED_BY[name] is not None:
+            (entry,) = from_rollups["usedPreAggregations"].values()
+            assert entry["targetTableName"].startswith(f"{rollup_schema}.r{core.cast.deployment.pk}_"), name
+        got = [tuple(_api_value(row[k]) for k in keys_of(case.query)) for row in from_rollups["data"]]
+        expected = [tuple(_value(v) for v in row) for row in pg_rows(url, case.sql.format(t=f'"{postgres_demo[1]}".'))]
+        assert got == expected, name
+
+
+def test_a_calculated_measure_that_divides_runs_in_the_sources_dialect(
+    core, store, settings, tmp_path, postgres_demo, rollup_schema
+):
+    # given: completion_rate = 1.0 * completed_count / NULLIF(count, 0) in a rollup kept in the source
+    rates = {
+        "orders": """
+    pre_aggregations:
+      - name: rates
+        measures: [count, completed_count, completion_rate]
+        dimensions: [status]
+"""
+    }
+    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema, rollups=rates)
+    build_rollups(core.cast.deployment)
+    query = {
+        "measures": ["orders.completion_rate", "orders.count"],
+        "dimensions": ["orders.status"],
+        "order": {"orders.status": "asc"},
+    }
+
+    # when
+    from_rollup = load(core, query, core.token())
+    settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "ENABLED": False}
+    from_source = load(core, query, core.token())
+
+    # then: answered from the rollup (in the store it is not: DuckDB's arithmetic), equal to the source's
+    assert used(from_rollup) == "orders.rates"
+    assert from_rollup["data"] == from_source["data"]
+
+
+def test_the_sql_endpoint_shows_the_statement_on_the_sources_tables(
+    core, store, tmp_path, postgres_demo, rollup_schema
+):
+    # given
+    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema)
+    build_rollups(core.cast.deployment)
+    (row,) = PreAggregationPartition.objects.filter(pre_aggregation="orders.main")
+
+    # when
+    body = core.post("sql", {"query": {"measures": ["orders.count"], "dimensions": ["orders.status"]}}).json()["sql"]
+
+    # then: PostgreSQL's SQL on the partition's table in the schema
+    assert f'FROM "{rollup_schema}"."{row.table}" AS "orders__main"' in body["sql"][0]
+    assert 'COALESCE(SUM("orders__main"."orders__count"), 0)' in body["sql"][0]
+    (described,) = body["preAggregations"]
+    assert described["preAggregationId"] == "orders.main"
+    assert described["targetTableName"] == f"{rollup_schema}.{row.table}"
+    assert described["external"] is False  # Cube's word for "in the source database"
+
+
+def test_a_partitioned_rollup_is_read_as_a_union_of_its_tables(core, store, tmp_path, postgres_demo, rollup_schema):
+    # given
+    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema)
+    build_rollups(core.cast.deployment)
+    partitions = PreAggregationPartition.objects.filter(pre_aggregation="orders.revenue_by_category")
+    query = {"measures": ["sales.revenue"], "dimensions": ["sales.product_category"]}
+
+    # when
+    body = core.post("sql", {"query": query}).json()["sql"]
+
+    # then
+    assert sorted(p.partition for p in partitions) == ["2023", "2024", "2025"]
+    assert body["sql"][0].count("UNION ALL") == 2
+    for partition in partitions:
+        assert f'"{rollup_schema}"."{partition.table}"' in body["sql"][0]
+
+
+class Recorded:
+    """The statements the query path's PostgreSQL source ran, and the build connections opened."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.queries: list[str] = []
+        self.build_connections = 0
+        execute = PostgresSource.execute
+        connect = rollup_source.PostgresRollupWriter._connect
+
+        def recording_execute(source, sql, params, **kwargs):
+            self.queries.append(sql)
+            return execute(source, sql, params, **kwargs)
+
+        def recording_connect(writer):
+            self.build_connections += 1
+            return connect(writer)
+
+        monkeypatch.setattr(PostgresSource, "execute", recording_execute)
+        monkeypatch.setattr(rollup_source.PostgresRollupWriter, "_connect", recording_connect)
+
+
+def test_builds_write_through_their_own_connection_and_queries_never_write(
+    core, store, tmp_path, postgres_demo, rollup_schema, monkeypatch
+):
+    # given
+    url = rollups_in_source(core, tmp_path, postgres_demo, rollup_schema, rollups=STATUS_ONLY)
+    recorded = Recorded(monkeypatch)
+
+    # when: the rollup is built
+    build_rollups(core.cast.deployment)
+
+    # then: its table was written through the build's connection; nothing went through the query path's source
+    assert recorded.build_connections >= 1
+    assert not [q for q in recorded.queries if q.lstrip().upper().startswith(("CREATE", "INSERT", "DROP"))]
+
+    # when: a viewer's query is answered from the rollup
+    recorded.queries.clear()
+    opened = recorded.build_connections
+    body = load(core, {"measures": ["orders.count"], "dimensions": ["orders.status"]}, core.token())
+
+    # then: through the query path's read-only source, reading the table; no build connection opened
+    assert used(body) == "orders.status_only"
+    assert recorded.build_connections == opened
+    assert any(rollup_schema in q for q in recorded.queries)
+    # and that source's transactions are read only: a write through it is refused by PostgreSQL
+    (row,) = PreAggregationPartition.objects.filter(deployment=core.cast.deployment)
+    from embedadmin.semantic.sources.registry import get_data_source
+
+    with pytest.raises(Exception, match="read-only transaction"):
+        get_data_source(url).execute(f'DELETE FROM "{rollup_schema}"."{row.table}"', [], timeout_s=5)
+
+
+def _completed(core: CoreApi) -> tuple[int, str | None, str | None]:
+    body = load(
+        core,
+        {
+            "measures": ["orders.count"],
+            "filters": [{"member": "orders.status", "operator": "equals", "values": ["completed"]}],
+        },
+        core.token(),
+    )
+    entries = body.get("usedPreAggregations") or {}
+    table = next(iter(entries.values()))["targetTableName"] if entries else None
+    return int(body["data"][0]["orders.count"]), used(body), table
+
+
+def _add_completed_orders(url: str, schema: str, how_many: int) -> None:
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            f'INSERT INTO "{schema}".orders (id, user_id, status, amount, item_count, created_at, completed_at) '
+            "SELECT id + 1000000, user_id, 'completed', amount, item_count, created_at, completed_at "
+            f'FROM "{schema}".orders ORDER BY id LIMIT %s',
+            [how_many],
+        )
+
+
+def _remove_added_orders(url: str, schema: str) -> None:
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f'DELETE FROM "{schema}".orders WHERE id >= 1000000')
+
+
+def test_a_reader_during_a_rebuild_sees_the_old_table_until_the_new_one_is_swapped_in(
+    core, store, tmp_path, postgres_demo, rollup_schema, monkeypatch
+):
+    # given: a built rollup, then 25 more completed orders in the source
+    url, data_schema = postgres_demo
+    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema, rollups=STATUS_ONLY)
+    build_rollups(core.cast.deployment)
+    before, answered_by, old_table = _completed(core)
+    assert answered_by == "orders.status_only"
+    _add_completed_orders(url, data_schema, 25)
+    try:
+        # and a rebuild held after its rows are inserted, before its transaction commits
+        inserted, release = threading.Event(), threading.Event()
+        write = rollup_source.PostgresRollupWriter.write
+
+        def held_write(writer, **kwargs):
+            keep_going = kwargs.pop("keep_going")
+
+            def wait_then_go() -> bool:
+                inserted.set()
+                assert release.wait(60)
+                return keep_going()
+
+            return write(writer, keep_going=wait_then_go, **kwargs)
+
+        monkeypatch.setattr(rollup_source.PostgresRollupWriter, "write", held_write)
+        (row,) = PreAggregationPartition.objects.filter(deployment=core.cast.deployment)
+        outcome: list[str] = []
+        builder = threading.Thread(
+            target=lambda: outcome.append(pre_aggregation_partition_build(partition_id=row.pk, serve=serve))
+        )
+        builder.start()
+        try:
+            assert inserted.wait(60)
+
+            # when: a reader reads meanwhile
+            during = _completed(core)
+            row.refresh_from_db()
+            building = row.building_table
+
+            # then: the old table, whole; the new one is not even visible outside its transaction
+            assert during == (before, "orders.status_only", old_table)
+            assert building
+            assert building not in tables_in(url, rollup_schema)
+        finally:
+            release.set()
+            builder.join(60)
+
+        # when the build commits and swaps, the reader reads the new table, with the new orders
+        assert outcome == ["built"]
+        after = _completed(core)
+        assert after[:2] == (before + 25, "orders.status_only")
+        assert after[2] == f"{rollup_schema}.{building}"
+        assert building in tables_in(url, rollup_schema)
+    finally:
+        _remove_added_orders(url, data_schema)
+
+
+KILLED_BUILD = """
+import sys, time
+import django
+django.setup()
+from embedadmin.semantic.serving import pre_aggregations, rollup_source
+from embedadmin.semantic.tasks import serve
+
+write = rollup_source.PostgresRollupWriter.write
+
+def written_then_stuck(writer, **kwargs):
+    done = write(writer, **kwargs)  # the table is committed, complete
+    print("written", done.file, flush=True)
+    time.sleep(3600)  # killed here, before the swap, its lease held
+
+rollup_source.PostgresRollupWriter.write = written_then_stuck
+pre_aggregations.pre_aggregation_partition_build(partition_id=int(sys.argv[1]), serve=serve, worker="doomed")
+"""
+
+
+def test_a_killed_builds_table_is_dropped_by_the_build_taking_its_lease_over_and_replaced_tables_are_collected(
+    core, store, settings, tmp_path, postgres_demo, rollup_schema
+):
+    # given: a built rollup in the source
+    settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "LEASE_STALE_SECONDS": 2.0, "FILE_GRACE_SECONDS": 0}
+    url, _ = postgres_demo
+    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema, rollups=STATUS_ONLY)
+    build_rollups(core.cast.deployment)
+    (partition,) = PreAggregationPartition.objects.filter(deployment=core.cast.deployment)
+    old_table = partition.table
+    before = _completed(core)
+
+    # when: a worker process commits its new table and is killed before swapping it in
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_BUILD, str(partition.pk)],
+        cwd=REPO,
+        env={
+            "DATABASE_URL": database_url_for_subprocess(),
+            "EMBEDADMIN_ALLOW_DEV_SECRET": "true",
+            "DJANGO_SETTINGS_MODULE": "embedadmin.settings",
+            "EMBEDADMIN_VAR_DIR": str(tmp_path / "var"),
+            "PRE_AGGREGATIONS_DIR": str(store),
+            "REDIS_URL": "",
+            "PATH": "/usr/bin:/bin",
+        },
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().split()
+        assert line[0] == "written"
+        orphan = line[1]
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+    # then: the orphan exists, named on the row under the dead worker's lease; readers read the old table
+    partition.refresh_from_db()
+    assert (partition.lease_owner, partition.table, partition.building_table) == ("doomed", old_table, orphan)
+    assert orphan in tables_in(url, rollup_schema)
+    assert _completed(core) == before
+
+    # when: the lease goes stale, the next build takes it over
+    outcomes: list[str] = []
+    wait_until(
+        lambda: (
+            outcomes.append(pre_aggregation_partition_build(partition_id=partition.pk, serve=serve, worker="heir"))
+            or outcomes[-1] != "busy"
+        ),
+        "the stale lease taken over",
+        timeout=30,
+        every=0.2,
+    )
+
+    # then: the orphan is dropped, the new table swapped in
+    assert outcomes[-1] == "built"
+    partition.refresh_from_db()
+    assert (partition.status, partition.lease_owner, partition.building_table) == ("built", "", "")
+    assert orphan not in tables_in(url, rollup_schema)
+    assert partition.table not in (old_table, orphan)
+    assert _completed(core)[2] == f"{rollup_schema}.{partition.table}"
+
+    # when: the garbage collection runs twice (the first marks the replaced table, the next drops it)
+    pre_aggregations_collect_garbage(deployment=core.cast.deployment, serve=serve)
+    assert old_table in tables_in(url, rollup_schema)
+    dropped = pre_aggregations_collect_garbage(deployment=core.cast.deployment, serve=serve)
+
+    # then: only the current table is left
+    assert dropped == 1
+    assert tables_in(url, rollup_schema) == {partition.table}
+
+
+def test_a_tenant_with_its_own_data_source_never_reads_rollups_built_from_another(
+    core, store, tmp_path, postgres_demo, rollup_schema
+):
+    # given: rollups built in the deployment's source, and tenant a on another source (its own URL)
+    url = rollups_in_source(core, tmp_path, postgres_demo, rollup_schema, rollups=STATUS_ONLY)
+    build_rollups(core.cast.deployment)
+    query = {"measures": ["orders.count"], "dimensions": ["orders.status"]}
+    admin = load(core, query, core.token())
+    assert used(admin) == "orders.status_only"
+    own = f"{url}{'&' if '?' in url else '?'}application_name=tenant_a"
+    deployment_configure(deployment=core.cast.deployment, tenant_data_sources=TenantDataSources("tenant", {"a": own}))
+
+    # when
+    body = load(core, query, core.token(tenant="a"))
+
+    # then: its own source answers
+    assert used(body) is None
+    assert body["data"] == admin["data"]
+
+
+def test_original_sql_and_lambdas_with_source_rows_are_unusable_in_the_source_with_the_reason(
+    core, store, tmp_path, postgres_demo, rollup_schema
+):
+    # given
+    rollups = {
+        "orders": """
+    pre_aggregations:
+      - name: recent
+        type: rollup_lambda
+        union_with_source_data: true
+        rollups: [batch]
+      - name: batch
+        measures: [count]
+        dimensions: [status]
+        time_dimension: created_at
+        granularity: day
+        partition_granularity: year
+      - name: base
+        type: original_sql
+"""
+    }
+    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema, rollups=rollups)
+
+    # when
+    statuses = {s.rollup.id: s for s in pre_aggregations_status(deployment=core.cast.deployment, serve=serve)}
+
+    # then
+    assert statuses["orders.recent"].status == "unusable"
+    assert "union_with_source_data" in (statuses["orders.recent"].problem or "")
+    assert statuses["orders.base"].status == "unusable"
+    assert "DuckDB store only" in (statuses["orders.base"].problem or "")
+    assert statuses["orders.batch"].problem is None
+
+
+# -- the setting ------------------------------------------------------------------------------------------------------
+
+
+def test_the_setting_is_answered_patched_and_audited_through_the_platform_api(core, postgres_demo):
+    url, _ = postgres_demo
+    deployment_configure(deployment=core.cast.deployment, data_source_url=url)
+    path = f"/api/v1/deployments/{core.cast.deployment.pk}"
+    headers = core.cast.platform_headers
+
+    before = core.client.get(path, **headers).json()
+    moved = core.client.patch_json(
+        path, {"preAggregationStorage": {"location": "source", "schema": "rollups"}}, **headers
+    )
+    back = core.client.patch_json(path, {"preAggregationStorage": {"location": "store"}}, **headers)
+
+    assert before["preAggregationStorage"] == {"location": "store", "schema": None}
+    assert moved.status_code == 200
+    assert moved.json()["preAggregationStorage"] == {"location": "source", "schema": "rollups"}
+    assert back.json()["preAggregationStorage"] == {"location": "store", "schema": None}
+    entry = AuditEntry.objects.filter(resource_type="deployment", resource_id=str(core.cast.deployment.pk)).latest("id")
+    assert entry.details["fields"] == ["preAggregationStorage"]
+
+
+@pytest.mark.parametrize(
+    ("storage", "error"),
+    [
+        ({"location": "source", "schema": "Rollups"}, "preAggregationStorage.schema: a schema name"),
+        ({"location": "source", "schema": "pg_rollups"}, "preAggregationStorage.schema: a schema name"),
+        ({"location": "source", "schema": "1rollups"}, "preAggregationStorage.schema: a schema name"),
+        ({"location": "source", "schema": 'x"; DROP TABLE orders; --'}, "preAggregationStorage.schema: a schema name"),
+        ({"location": "source", "schema": "public"}, "preAggregationStorage.schema: a schema name"),
+        ({"location": "source", "schema": "r" * 64}, "preAggregationStorage.schema: a schema name"),
+        ({"location": "source", "schema": 5}, "preAggregationStorage.schema: location source needs a schema name"),
+        ({"location": "source"}, "preAggregationStorage.schema: location source needs a schema name"),
+        ({"location": "store", "schema": "rollups"}, "preAggregationStorage.schema: only with location source"),
+        ({"location": "elsewhere"}, "preAggregationStorage.location: must be store or source"),
+        ("source", "preAggregationStorage: must be an object {location, schema}"),
+        ({"location": "source", "schema": "ok", "extra": 1}, "preAggregationStorage: must be an object"),
+    ],
+)
+def test_a_bad_setting_is_refused_and_changes_nothing(core, postgres_demo, storage, error):
+    url, _ = postgres_demo
+    deployment_configure(deployment=core.cast.deployment, data_source_url=url)
+    path = f"/api/v1/deployments/{core.cast.deployment.pk}"
+
+    response = core.client.patch_json(
+        path, {"name": "renamed", "preAggregationStorage": storage}, **core.cast.platform_headers
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(error)
+    core.cast.deployment.refresh_from_db()
+    assert core.cast.deployment.pre_aggregations_schema == ""
+    assert core.cast.deployment.name != "renamed"
+
+
+def test_a_source_that_cannot_hold_rollups_is_refused(core):
+    # given: the deployment's DuckDB data source (the core fixture's)
+    path = f"/api/v1/deployments/{core.cast.deployment.pk}"
+
+    # when
+    response = core.client.patch_json(
+        path, {"preAggregationStorage": {"location": "source", "schema": "rollups"}}, **core.cast.platform_headers
+    )
+
+    # then
+    assert response.status_code == 400
+    assert "only for PostgreSQL" in response.json()["error"]
+    core.cast.deployment.refresh_from_db()
+    assert core.cast.deployment.pre_aggregations_schema == ""
+
+
+def test_configure_deployment_sets_the_schema(core, postgres_demo):
+    url, _ = postgres_demo
+    out = io.StringIO()
+
+    call_command(
+        "configure_deployment",
+        str(core.cast.deployment.pk),
+        "--data-source",
+        url,
+        "--pre-aggregations-schema",
+        "rollups",
+        "--json",
+        stdout=out,
+    )
+
+    core.cast.deployment.refresh_from_db()
+    assert core.cast.deployment.pre_aggregations_schema == "rollups"
+    assert json.loads(out.getvalue())["preAggregationStorage"] == {"location": "source", "schema": "rollups"}
+
+
+def test_the_schema_is_part_of_the_rollups_structure(core, store, tmp_path, postgres_demo, rollup_schema):
+    # given: rollups built in one schema
+    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema, rollups=STATUS_ONLY)
+    build_rollups(core.cast.deployment)
+    first = set(PreAggregationPartition.objects.values_list("structure", flat=True))
+
+    # when: the deployment moves them back to the store
+    deployment_configure(deployment=core.cast.deployment, pre_aggregations_schema="")
+    core.cast.deployment.refresh_from_db()
+    body = load(core, {"measures": ["orders.count"], "dimensions": ["orders.status"]}, core.token())
+
+    # then: nothing built for the store yet: the source answers, until the store's partitions are built
+    assert used(body) is None
+    build_rollups(core.cast.deployment)
+    assert set(PreAggregationPartition.objects.values_list("structure", flat=True)) - first
+    assert used(load(core, {"measures": ["orders.count"], "dimensions": ["orders.status"]}, core.token()))
