@@ -30,43 +30,13 @@ from embedadmin.accounts.services.tenancy import (
 )
 from embedadmin.accounts.services.validation import full_clean_or_400
 from embedadmin.core import credentials
+from embedadmin.core import data_source_kinds as kinds
 from embedadmin.core.errors import BadRequest, Conflict
 from embedadmin.core.rows import create_unique
 
-# duckdb and postgresql are queried; a warehouse named by Cube's data source type is accepted so that its model
-# compiles and is validated in its SQL dialect (semantic/modeling/dialects.py), its queries refused until it has a
-# driver.
-QUERIED_SCHEMES = (
-    "duckdb://",
-    "postgresql://",
-    "postgres://",
-    "mysql://",
-    "mariadb://",
-    "clickhouse://",
-    "clickhouses://",
-    "chdb://",
-    "trino://",
-    "snowflake://",
-    "bigquery://",
-    "databricks://",
-)
-WAREHOUSE_SCHEMES = tuple(
-    f"{name}://"
-    for name in (
-        "redshift",
-        "presto",
-        "athena",
-        "mssql",
-        "oracle",
-        "sqlite",
-        "mongobi",
-        "materialize",
-    )
-)
-DATA_SOURCE_SCHEMES = QUERIED_SCHEMES + WAREHOUSE_SCHEMES
-# The data sources that can hold a deployment's rollups in a schema of their own (the others keep them in the
-# DuckDB store): semantic/serving/rollup_source.py has a writer for each.
-ROLLUP_SOURCE_SCHEMES = ("postgresql://", "postgres://")
+# The URL schemes a deployment's data source may have: a source this server queries, or another of Cube's data source
+# types, whose model compiles and is validated in its dialect while its queries are refused (core/data_source_kinds).
+DATA_SOURCE_SCHEMES = tuple(sorted(f"{scheme}://" for scheme in {*kinds.QUERIED_SCHEMES, *kinds.CUBE_DB_TYPES}))
 # A schema the rollups live in: a lower-case identifier every SQL dialect takes quoted or not, not PostgreSQL's own.
 PRE_AGGREGATIONS_SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 RESERVED_SCHEMAS = ("information_schema", "public", "mysql", "sys", "performance_schema", "system", "default")
@@ -136,11 +106,12 @@ def deployment_configure(
     security-context fields that select a compiled model and the field that selects a data source
     (:mod:`.tenancy`).
 
-    ``None`` leaves a setting as it is. The model directory must exist; the data source URL must be
-    ``duckdb:///path`` or ``postgresql://...`` (or a warehouse's, :data:`WAREHOUSE_SCHEMES`, whose queries are refused
-    for now) and is stored encrypted (it may hold a password). ``pre_aggregations_schema``: where the rollups live,
-    ``""`` in the deployment's DuckDB store, else that schema of the data source (one of
-    :data:`ROLLUP_SOURCE_SCHEMES`), checked by :func:`pre_aggregations_schema_check`.
+    ``None`` leaves a setting as it is. The model directory must exist; the data source URL must name a source this
+    server queries (``duckdb:///path``, ``postgresql://...``...) or another of Cube's data source types, whose queries
+    are refused (:data:`DATA_SOURCE_SCHEMES`), and is stored encrypted (it may hold a password).
+    ``pre_aggregations_schema``: where the rollups live, ``""`` in the deployment's DuckDB store, else that schema of
+    the data source (one that can hold them, ``core.data_source_kinds.holds_rollups``), checked by
+    :func:`pre_aggregations_schema_check`.
     """
     updates: list[str] = []
     if model_dir is not None:
@@ -150,10 +121,11 @@ def deployment_configure(
         deployment.model_dir = str(path)
         updates.append("model_dir")
     if data_source_url is not None:
-        if not data_source_url.startswith(DATA_SOURCE_SCHEMES):
+        if not kinds.url_accepted(data_source_url):
             raise BadRequest(
-                "data source URL must start with duckdb:/// or postgresql:// (or name a warehouse whose model is "
-                "validated but not queried yet: " + ", ".join(WAREHOUSE_SCHEMES) + ")"
+                "data source URL must start with duckdb:/// or postgresql:// or name another source by its type: "
+                + ", ".join(DATA_SOURCE_SCHEMES)
+                + " (docs/data-sources.md)"
             )
         deployment.data_source_url_encrypted = credentials.encrypt_secret(data_source_url)
         updates.append("data_source_url_encrypted")
@@ -180,10 +152,10 @@ def deployment_configure(
     if deployment.pre_aggregations_schema and {"pre_aggregations_schema", "data_source_url_encrypted"} & set(updates):
         stored = deployment.data_source_url_encrypted
         url = credentials.decrypt_secret(stored) if stored else ""
-        if not url.startswith(ROLLUP_SOURCE_SCHEMES):
+        if not kinds.holds_rollups(url):
             raise BadRequest(
                 "preAggregationStorage: rollups live in the data source only for PostgreSQL ("
-                + ", ".join(ROLLUP_SOURCE_SCHEMES)
+                + ", ".join(kinds.schemes_speaking(kinds.ROLLUP_HOME_DIALECTS))
                 + "); this deployment's data source keeps them in the store"
             )
     if updates:

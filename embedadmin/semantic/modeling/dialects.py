@@ -11,33 +11,8 @@ compiles and is validated in that source's dialect (its ``/v1/meta`` answers), a
 
 from __future__ import annotations
 
-# Cube's data source types -> the sqlglot dialect their SQL is written in.
-CUBE_DB_TYPES: dict[str, str] = {
-    "duckdb": "duckdb",
-    "postgres": "postgres",
-    "postgresql": "postgres",
-    "questdb": "postgres",
-    "crate": "postgres",
-    "materialize": "materialize",
-    "risingwave": "risingwave",
-    "redshift": "redshift",
-    "mysql": "mysql",
-    "mongobi": "mysql",  # MongoDB's BI connector speaks MySQL
-    "bigquery": "bigquery",
-    "snowflake": "snowflake",
-    "trino": "trino",
-    "presto": "presto",
-    "athena": "athena",
-    "clickhouse": "clickhouse",
-    "databricks-jdbc": "databricks",
-    "databricks": "databricks",
-    "mssql": "tsql",
-    "oracle": "oracle",
-    "sqlite": "sqlite",
-    "hive": "hive",
-    "druid": "druid",
-    "dremio": "dremio",
-}
+from embedadmin.core.data_source_kinds import CUBE_DB_TYPES
+
 MODEL_DIALECTS = frozenset(CUBE_DB_TYPES.values())
 DEFAULT_DIALECT = "duckdb"
 

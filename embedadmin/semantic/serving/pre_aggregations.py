@@ -46,6 +46,7 @@ from django.utils import timezone
 from sqlglot import exp
 
 from embedadmin.accounts.models import Deployment
+from embedadmin.core.data_source_kinds import holds_rollups
 from embedadmin.core.errors import ApiError, NotFound
 from embedadmin.core.versions import ProcessMemory, SharedVersion
 from embedadmin.semantic.context import QueryContext
@@ -62,7 +63,6 @@ from embedadmin.semantic.serving.rollup_source import (
     rollup_home,
     source_table_name,
     source_tables,
-    source_tables_allowed,
     table_prefix,
 )
 from embedadmin.semantic.serving.rollup_store import (
@@ -878,7 +878,7 @@ def pre_aggregations_collect_garbage(*, deployment: Deployment, serve: Serve) ->
             (rid, rollup_structure(served.model, layout, served.source_url, home))
             for rid, layout in _usable(served.model, home).items()
         }
-        if served.source_url and source_tables_allowed(served.source_url):
+        if served.source_url and holds_rollups(served.source_url):
             tables = source_tables(served.source_url)
     except (ApiError, ModelError):
         current = None

@@ -35,6 +35,7 @@ import psycopg
 from sqlglot import exp
 
 from embedadmin.accounts.models import Deployment
+from embedadmin.core.data_source_kinds import QUERIED_SCHEMES, holds_rollups
 from embedadmin.semantic.errors import DataSourceError, QueryTimeout
 from embedadmin.semantic.serving.rollup_store import BuildStopped, WrittenPartition
 from embedadmin.semantic.sources.base import DataSourceUnavailable
@@ -304,9 +305,8 @@ class PostgresRollupWriter:
         return dropped
 
 
-# Data source URL scheme -> its rollup writer (accounts.services.ROLLUP_SOURCE_SCHEMES lists the same schemes).
+# The dialect of a source that can hold rollups (core.data_source_kinds.ROLLUP_HOME_DIALECTS) -> its rollup writer.
 WRITERS: dict[str, Callable[[str], SourceTables]] = {
-    "postgresql": PostgresRollupWriter,
     "postgres": PostgresRollupWriter,
 }
 
@@ -315,15 +315,10 @@ def source_tables(url: str) -> SourceTables:
     """The writer of rollup tables for a data source URL; :class:`DataSourceError` for a source that cannot hold
     them (its deployment keeps its rollups in the store)."""
     scheme = urlsplit(url).scheme.lower()
-    found = WRITERS.get(scheme)
+    found = WRITERS.get(QUERIED_SCHEMES.get(scheme, "")) if holds_rollups(url) else None
     if found is None:
         raise DataSourceError(
             f"rollups cannot live in a {scheme or 'duckdb'} data source: only PostgreSQL holds them in a schema of "
             "its own (set the deployment's pre-aggregation storage to the store)"
         )
     return found(url)
-
-
-def source_tables_allowed(url: str) -> bool:
-    """Whether a data source URL can hold rollup tables (:data:`WRITERS`)."""
-    return urlsplit(url).scheme.lower() in WRITERS

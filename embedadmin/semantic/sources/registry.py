@@ -24,25 +24,13 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
+from embedadmin.core.data_source_kinds import QUERIED_SCHEMES
 from embedadmin.semantic.errors import DataSourceError
 from embedadmin.semantic.modeling.dialects import DEFAULT_DIALECT, dialect_for
 from embedadmin.semantic.sources.base import DataSource
 
-# URL scheme -> the source module that opens it, imported on first use.
-_SCHEME_MODULES: dict[str, str] = {
-    "duckdb": "duckdb",
-    "postgresql": "postgres",
-    "postgres": "postgres",
-    "mysql": "mysql",
-    "mariadb": "mysql",
-    "clickhouse": "clickhouse",
-    "clickhouses": "clickhouse",
-    "chdb": "clickhouse",
-    "trino": "trino",
-    "snowflake": "snowflake",
-    "bigquery": "bigquery",
-    "databricks": "databricks",
-}
+# URL scheme -> the source module that opens it (named after its dialect), imported on first use.
+_SCHEME_MODULES = QUERIED_SCHEMES
 
 
 @cache

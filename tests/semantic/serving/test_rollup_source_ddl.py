@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from embedadmin.accounts.services import ROLLUP_SOURCE_SCHEMES
+from embedadmin.core.data_source_kinds import ROLLUP_HOME_DIALECTS
 from embedadmin.semantic.errors import DataSourceError
 from embedadmin.semantic.serving.rollup_source import WRITERS, Ddl, source_table_name, source_tables
 
@@ -71,6 +71,6 @@ def test_table_names_fit_in_63_characters_and_stay_distinct():
 
 
 def test_only_the_sources_that_can_hold_rollups_have_a_writer():
-    assert {f"{scheme}://" for scheme in WRITERS} == set(ROLLUP_SOURCE_SCHEMES)
+    assert set(WRITERS) == ROLLUP_HOME_DIALECTS
     with pytest.raises(DataSourceError, match="rollups cannot live in a mysql data source"):
         source_tables("mysql://u@h/db")

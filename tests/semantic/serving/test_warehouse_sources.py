@@ -131,5 +131,8 @@ def test_the_sql_of_a_query_is_written_in_the_warehouse_dialect(bigquery: CoreAp
 
 
 def test_an_unknown_scheme_is_refused_when_configured(acme) -> None:
-    with pytest.raises(BadRequest, match="data source URL must start with duckdb:/// or postgresql://"):
+    with pytest.raises(
+        BadRequest,
+        match="data source URL must start with duckdb:/// or postgresql:// or name another source",
+    ):
         deployment_configure(deployment=acme.deployment, data_source_url="cobol://mainframe")
