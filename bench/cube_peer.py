@@ -182,11 +182,13 @@ def copy_duckdb_for_cube(source: Path, target: Path, *, storage_version: str) ->
 def render_model(source: Path, target: Path) -> None:
     """Copy a model directory to ``target`` with its templated YAML files rendered by embedadmin's renderer.
 
-    Hidden files and the ``.jinja``/``.py`` files templates import are left out: Cube would try to compile them.
+    Hidden files, the ``.jinja``/``.py`` files templates import and the model's ``dashboards/`` folder (embedadmin's
+    dashboards as code, whose flow-style ``}}`` Cube reads as Jinja) are left out: Cube would try to compile them.
     """
 
-    def ignore(_directory: str, names: list[str]) -> set[str]:
-        return {name for name in names if name.startswith(".") or name.endswith(RENDER_ONLY_SUFFIXES)}
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        left_out = {name for name in names if name.startswith(".") or name.endswith(RENDER_ONLY_SUFFIXES)}
+        return left_out | ({"dashboards"} & set(names) if Path(directory) == source else set())
 
     shutil.copytree(source, target, ignore=ignore)
     templated = [
