@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 from sqlglot import exp
@@ -39,6 +39,7 @@ from embedadmin.core.data_source_kinds import QUERIED_SCHEMES, holds_rollups
 from embedadmin.semantic.errors import DataSourceError, QueryTimeout
 from embedadmin.semantic.serving.rollup_store import BuildStopped, WrittenPartition
 from embedadmin.semantic.sources.base import DataSourceUnavailable
+from embedadmin.semantic.sources.postgres import libpq_conninfo
 from embedadmin.semantic.sources.registry import writer
 
 logger = logging.getLogger(__name__)
@@ -167,13 +168,6 @@ class SourceTables(Protocol):
     def unreferenced(self, schema: str, prefix: str, referenced: set[str], *, older_than_s: float) -> int: ...
 
 
-def _conninfo(url: str) -> str:
-    """The libpq connection string of a ``postgresql:`` data source URL, without the query pool's own options."""
-    parts = urlsplit(url)
-    options = {k: v for k, v in parse_qsl(parts.query) if k not in ("pool_min_size", "pool_max_size", "pool_timeout")}
-    return urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(options), ""))
-
-
 class PostgresRollupWriter:
     """Writes rollup tables into a schema of a PostgreSQL data source, through a connection opened for the build
     (autocommit off where it writes: one transaction per table), never one of the query path's read-only pool."""
@@ -182,7 +176,7 @@ class PostgresRollupWriter:
     ddl = Ddl("postgres")
 
     def __init__(self, url: str) -> None:
-        self._conninfo = _conninfo(url)
+        self._conninfo, _pool = libpq_conninfo(url)
 
     def _connect(self) -> psycopg.Connection[Any]:
         try:

@@ -117,23 +117,30 @@ class PostgresSource:
         self._pool.close()
 
 
-def open_source(url: str) -> PostgresSource:
-    """The source a ``postgresql:`` URL names."""
+POOL_OPTIONS = ("pool_min_size", "pool_max_size", "pool_timeout")
+
+
+def libpq_conninfo(url: str) -> tuple[str, dict[str, str]]:
+    """A ``postgresql:`` URL as libpq's connection string, and the pool's own options (:data:`POOL_OPTIONS`) it
+    carried, which libpq does not know."""
     parts = urlsplit(url)
     options = dict(parse_qsl(parts.query))
+    pool = {name: options.pop(name) for name in POOL_OPTIONS if name in options}
+    return urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(options), "")), pool
+
+
+def open_source(url: str) -> PostgresSource:
+    """The source a ``postgresql:`` URL names."""
+    conninfo, options = libpq_conninfo(url)
     try:
-        min_size = int(options.pop("pool_min_size", "1"))
-        max_size = int(options.pop("pool_max_size", "10"))
+        min_size = int(options.get("pool_min_size", "1"))
+        max_size = int(options.get("pool_max_size", "10"))
     except ValueError:
         raise DataSourceError("pool_min_size and pool_max_size must be integers") from None
     try:
-        pool_timeout_s = float(options.pop("pool_timeout", "10"))
+        pool_timeout_s = float(options.get("pool_timeout", "10"))
     except ValueError:
         raise DataSourceError("pool_timeout must be a number of seconds") from None
     if not 0 <= min_size <= max_size or max_size < 1:
         raise DataSourceError("Pool sizes must satisfy 0 <= pool_min_size <= pool_max_size, pool_max_size >= 1")
-    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(options), ""))
     return PostgresSource(conninfo, min_size=min_size, max_size=max_size, pool_timeout_s=pool_timeout_s)
-
-
-# URL scheme -> how to open it, and the SQL dialect it speaks.
