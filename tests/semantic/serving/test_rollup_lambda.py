@@ -335,3 +335,41 @@ def test_a_rollup_using_original_sql_is_built_from_it_in_the_store(core, store, 
     # then
     assert sum(int(row["orders.count"]) for row in stale["data"]) == 2_000
     assert sum(int(row["orders.count"]) for row in fresh["data"]) == 2_000 + len(ADDED)
+
+
+def test_a_regional_viewer_reads_only_their_countrys_rows_from_the_rollup_and_from_the_fresh_source_rows(
+    core, store, settings, source, tmp_path
+):
+    # given: the lambda built, then orders added (all by the first user, who lives in the United States)
+    deployment_configure(
+        deployment=core.cast.deployment, model_dir=str(source.model(tmp_path, LAMBDA)), data_source_url=source.url
+    )
+    assert set(build_rollups(core.cast.deployment).values()) == {"built"}
+    query = {
+        "measures": ["sales.order_count"],
+        "dimensions": ["sales.status"],
+        "timeDimensions": [{"dimension": "sales.created_at", "dateRange": ["2025-01-01", "2026-12-31"]}],
+    }
+
+    def counted(country: str) -> tuple[int, dict[str, Any]]:
+        token = core.token(groups=["regional"], userAttributes={"country": country})
+        from_rollups = core.load(query, token=token, cache="no-cache")
+        settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "ENABLED": False}
+        from_source = core.load(query, token=token, cache="no-cache")
+        settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "ENABLED": True}
+        assert same_rows(from_rollups["data"], from_source["data"]), country
+        return sum(int(row["sales.order_count"]) for row in from_rollups["data"]), from_rollups
+
+    before = {country: counted(country)[0] for country in ("France", "United States")}
+
+    # when
+    source.add_orders(ADDED)
+    after = {country: counted(country) for country in ("France", "United States")}
+
+    # then: each viewer's answer comes from the lambda and equals the source's under their policy; the new rows
+    # reach only the viewer of their country
+    for country, (_total, answer) in after.items():
+        (entry,) = answer["usedPreAggregations"].values()
+        assert entry["rollupLambdaId"] == "orders.recent", country
+    assert after["France"][0] == before["France"]
+    assert after["United States"][0] == before["United States"] + len(ADDED)
