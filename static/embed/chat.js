@@ -127,10 +127,11 @@
 
       var body = { input: question, messageId: Date.now() + "-message" };
       if (chatId) body.chatId = chatId;
-      // What the viewer is looking at (a dashboard and its filters) and the locale the page formats in: the server
-      // writes the answer's numbers and dates in it, as the tiles read them (docs/chat-api.md).
+      // What the viewer is looking at (a dashboard and its filters) and the locale the page formats in, as a plain
+      // language tag: the server writes the answer's numbers and dates in it, as the tiles read them
+      // (docs/chat-api.md).
       var context = Object.assign({}, (options.context && options.context()) || {});
-      context.locale = formatter().locale;
+      context.locale = K.languageTag(formatter().locale);
       body.context = context;
 
       var texts = {}; // message id -> text so far

@@ -345,11 +345,24 @@
   // Formatting: numbers per member format, dates in the viewer's time zone
   // ---------------------------------------------------------------------------------------------
 
+  /** ``locale`` in its canonical form (``DE-de`` -> ``de-DE``) when Intl formats numbers in it, else null. */
   function usableLocale(locale) {
     try {
-      return Intl.NumberFormat.supportedLocalesOf([locale]).length ? locale : null;
+      return Intl.NumberFormat.supportedLocalesOf([locale]).length ? Intl.getCanonicalLocales(locale)[0] : null;
     } catch (ignored) {
       return null;
+    }
+  }
+
+  /** A usable locale's language, script, region and variants, without its extensions and private use
+   * (``de-DE-u-nu-latn`` -> ``de-DE``): the tag the server formats an answer's values in (docs/chat-api.md). */
+  function languageTag(locale) {
+    try {
+      var tag = new Intl.Locale(locale);
+      // A tag of many variants is cut to its language, script and region (the server reads 35 characters at most).
+      return tag.baseName.length <= 35 ? tag.baseName : [tag.language, tag.script, tag.region].filter(Boolean).join("-");
+    } catch (ignored) {
+      return "en-US";
     }
   }
 
@@ -768,6 +781,7 @@
     sleep: sleep,
     Formatter: Formatter,
     usableLocale: usableLocale,
+    languageTag: languageTag,
     usableTimezone: usableTimezone,
     applyTheme: applyTheme,
     setScheme: setScheme,

@@ -217,6 +217,21 @@ def test_a_list_answer_reads_its_numbers_as_the_tiles_in_the_viewers_locale(page
     assert months.locator(".chat-answer ul > li").first.inner_text() == f"{label}: {amount}"
 
 
+@pytest.mark.parametrize("tag", ["de-DE-u-nu-latn", "de-DE-x-host", "DE-de"])
+def test_a_host_locale_with_extensions_still_lets_the_viewer_ask(page, embed: Embed, django_db_blocker, tag):
+    """A host may set any locale Chromium takes, extensions and private use included: the chat asks in its language,
+    script and region (what the server reads a number's format by), and the answer comes, in German."""
+    frame = open_host(page, embed, "anna")
+    wait_until(lambda: frame.locator("#embed-root").evaluate("() => window.embedDashboard.loaded()"), "the tiles")
+    page.evaluate("tag => window.embedHost.act('cube:action:set-locale', {locale: tag})", tag)
+    open_chat(frame)
+
+    turn = ask(page, frame, django_db_blocker, "Revenue by city")
+
+    items = turn.locator(".chat-answer ul > li").all_inner_texts()
+    assert items and all(re.fullmatch(r"[\d.]+,\d\d\u00a0\$", item.split(": ", 1)[1]) for item in items), items
+
+
 def tile_boxes(frame) -> dict[str, Any]:
     """Each tile's box and whether its title is cut short."""
     return frame.locator("#embed-root").evaluate(
