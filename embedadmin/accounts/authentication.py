@@ -7,6 +7,8 @@ by the permission classes below and by the views (403).
 
 from __future__ import annotations
 
+from typing import ClassVar, Generic, TypeVar
+
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated
 from rest_framework.permissions import BasePermission
@@ -28,6 +30,8 @@ from embedadmin.core.edge.authorization import (
     missing_message,
     presented_credential,
 )
+
+Caller = TypeVar("Caller", ApiKeyCaller, PlatformCaller)
 
 
 def _presented(request: Request, accept: tuple[Scheme, ...]) -> Presented:
@@ -55,42 +59,45 @@ class PlatformRequest(Request):
     user: PlatformCaller  # type: ignore[assignment]
 
 
-class ApiKeyAuthentication(BaseAuthentication):
+class _SchemeAuthentication(BaseAuthentication, Generic[Caller]):
+    """Authenticates the credential of one scheme (:attr:`accepted`) by :meth:`lookup`: 401 with :attr:`refused`
+    when no caller has it (unknown or revoked)."""
+
+    accepted: ClassVar[Scheme]
+    refused: ClassVar[str]
+
+    @staticmethod
+    def lookup(plaintext: str) -> Caller | None:
+        raise NotImplementedError
+
+    def authenticate(self, request: Request) -> tuple[Caller, None]:
+        return self.caller(_presented(request, (self.accepted,))), None
+
+    @classmethod
+    def caller(cls, presented: Presented) -> Caller:
+        caller = cls.lookup(presented.value)
+        if caller is None:
+            raise AuthenticationFailed(cls.refused)
+        return caller
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.accepted.name
+
+
+class ApiKeyAuthentication(_SchemeAuthentication[ApiKeyCaller]):
     """Authenticates an account API key; ``request.user`` becomes an :class:`ApiKeyCaller`."""
 
-    scheme = API_KEY.name
-
-    def authenticate(self, request: Request) -> tuple[ApiKeyCaller, None]:
-        return self.caller(_presented(request, (API_KEY,))), None
-
-    @staticmethod
-    def caller(presented: Presented) -> ApiKeyCaller:
-        caller = api_key_authenticate(presented.value)
-        if caller is None:
-            raise AuthenticationFailed("Invalid or revoked API key")
-        return caller
-
-    def authenticate_header(self, request: Request) -> str:
-        return self.scheme
+    accepted = API_KEY
+    refused = "Invalid or revoked API key"
+    lookup = staticmethod(api_key_authenticate)
 
 
-class PlatformTokenAuthentication(BaseAuthentication):
+class PlatformTokenAuthentication(_SchemeAuthentication[PlatformCaller]):
     """Authenticates a platform token; ``request.user`` becomes a :class:`PlatformCaller`."""
 
-    scheme = PLATFORM_TOKEN.name
-
-    def authenticate(self, request: Request) -> tuple[PlatformCaller, None]:
-        return self.caller(_presented(request, (PLATFORM_TOKEN,))), None
-
-    @staticmethod
-    def caller(presented: Presented) -> PlatformCaller:
-        caller = platform_token_authenticate(presented.value)
-        if caller is None:
-            raise AuthenticationFailed("Invalid or revoked token")
-        return caller
-
-    def authenticate_header(self, request: Request) -> str:
-        return self.scheme
+    accepted = PLATFORM_TOKEN
+    refused = "Invalid or revoked token"
+    lookup = staticmethod(platform_token_authenticate)
 
 
 class ApiKeyOrBearerAuthentication(BaseAuthentication):

@@ -9,7 +9,7 @@ transaction: all its operations or none.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from django.db import transaction
@@ -23,7 +23,9 @@ from scim2_models import (
     Context,
     Error,
     PatchOp,
+    ResourceType,
     ResponseParameters,
+    Schema,
     SCIMException,
     SearchRequest,
 )
@@ -663,56 +665,70 @@ class ServiceProviderConfigView(ScimView):
         return scim_response(_with_meta(data, "ServiceProviderConfig", f"{self.base()}/ServiceProviderConfig"))
 
 
-class ResourceTypeListView(ScimView):
+# A discovery endpoint that lists a catalog (RFC 7644 4: /ResourceTypes, /Schemas): every entry with its meta, or one
+# entry by its id (a SCIM 404 for any other). A comment, not a docstring: the OpenAPI document describes these
+# operations with ScimView's.
+class _DiscoveryCatalogView(ScimView):
+    resource_type: ClassVar[str]  # the entries' meta.resourceType
+    endpoint: ClassVar[str]  # the path of the catalog under the SCIM root
+    noun: ClassVar[str]  # an entry, in the 404's message
+
+    def entries(self) -> Sequence[ResourceType | Schema]:
+        raise NotImplementedError
+
     def items(self) -> list[dict[str, Any]]:
         return [
             _with_meta(
-                rt.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE),
-                "ResourceType",
-                f"{self.base()}/ResourceTypes/{rt.id}",
+                entry.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE),
+                self.resource_type,
+                f"{self.base()}/{self.endpoint}/{entry.id}",
             )
-            for rt in self.service.resource_types
+            for entry in self.entries()
         ]
+
+    def catalog_answer(self) -> Response:
+        items = self.items()
+        return scim_response(_list_response(items, len(items), 1))
+
+    def entry_answer(self, entry_id: str) -> Response:
+        for item in self.items():
+            if item["id"] == entry_id:
+                return scim_response(item)
+        return scim_error(404, f"{self.noun} {entry_id} not found")
+
+
+class ResourceTypeListView(_DiscoveryCatalogView):
+    resource_type, endpoint, noun = "ResourceType", "ResourceTypes", "Resource type"
+
+    def entries(self) -> list[ResourceType]:
+        return self.service.resource_types
 
     @extend_schema(operation_id="ResourceTypes_list", responses=_ok(_scim_list(SCIM_RESOURCE)))
     def get(self, request: Request) -> Response:
-        items = self.items()
-        return scim_response(_list_response(items, len(items), 1))
+        return self.catalog_answer()
 
 
 class ResourceTypeDetailView(ResourceTypeListView):
     @extend_schema(responses={**_ok(SCIM_RESOURCE), 404: error("No resource type with this id")})
     def get(self, request: Request, type_id: str) -> Response:  # type: ignore[override]
-        for item in self.items():
-            if item["id"] == type_id:
-                return scim_response(item)
-        return scim_error(404, f"Resource type {type_id} not found")
+        return self.entry_answer(type_id)
 
 
-class SchemaListView(ScimView):
-    def items(self) -> list[dict[str, Any]]:
-        return [
-            _with_meta(
-                schema.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE),
-                "Schema",
-                f"{self.base()}/Schemas/{schema.id}",
-            )
-            for schema in self.service.schemas
-        ]
+class SchemaListView(_DiscoveryCatalogView):
+    resource_type, endpoint, noun = "Schema", "Schemas", "Schema"
+
+    def entries(self) -> list[Schema]:
+        return self.service.schemas
 
     @extend_schema(operation_id="Schemas_list", responses=_ok(_scim_list(SCIM_RESOURCE)))
     def get(self, request: Request) -> Response:
-        items = self.items()
-        return scim_response(_list_response(items, len(items), 1))
+        return self.catalog_answer()
 
 
 class SchemaDetailView(SchemaListView):
     @extend_schema(responses={**_ok(SCIM_RESOURCE), 404: error("No schema with this id")})
     def get(self, request: Request, schema_id: str) -> Response:  # type: ignore[override]
-        for item in self.items():
-            if item["id"] == schema_id:
-                return scim_response(item)
-        return scim_error(404, f"Schema {schema_id} not found")
+        return self.entry_answer(schema_id)
 
 
 class RootSearchView(ScimView):
