@@ -1,4 +1,5 @@
-"""Shared output for the bootstrap commands: one JSON object with --json, readable lines otherwise."""
+"""What the operators' commands share: their output (one JSON object with --json, readable lines otherwise), the
+account ``--account`` names, and an :class:`ApiError` as a :class:`CommandError`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from embedadmin.accounts.models import Account
 from embedadmin.accounts.services import CreatedAccount
 from embedadmin.core.errors import ApiError
 
@@ -34,3 +36,11 @@ def created_account_payload(created: CreatedAccount) -> dict:
 
 def fail(exc: ApiError) -> CommandError:
     return CommandError(exc.message)
+
+
+def account_named(name: str) -> Account:
+    """The account whose accountName is ``name`` (a command's ``--account``); a :class:`CommandError` otherwise."""
+    account = Account.objects.filter(name=name).first()
+    if account is None:
+        raise CommandError(f"Account {name!r} not found")
+    return account

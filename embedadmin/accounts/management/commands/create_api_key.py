@@ -3,8 +3,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from embedadmin.accounts import services
-from embedadmin.accounts.management.commands._output import emit, fail
-from embedadmin.accounts.models import Account, AccountMembership
+from embedadmin.accounts.management.commands._output import account_named, emit, fail
+from embedadmin.accounts.models import AccountMembership
 from embedadmin.core.errors import ApiError
 
 
@@ -20,9 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **options) -> None:
-        account = Account.objects.filter(name=options["account"]).first()
-        if account is None:
-            raise CommandError(f"Account {options['account']!r} not found")
+        account = account_named(options["account"])
         owner = None
         if options["personal"]:
             memberships = AccountMembership.objects.filter(account=account).select_related("user")

@@ -6,7 +6,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from embedadmin.accounts.models import Account, Deployment
+from embedadmin.accounts.management.commands._output import account_named
+from embedadmin.accounts.models import Deployment
 from embedadmin.chat import services
 from embedadmin.chat.models import Agent
 from embedadmin.chat.selectors import chat_api_url
@@ -28,9 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **options) -> None:
-        account = Account.objects.filter(name=options["account"]).first()
-        if account is None:
-            raise CommandError(f"Account {options['account']!r} not found")
+        account = account_named(options["account"])
         deployments = Deployment.objects.filter(account=account).order_by("pk")
         if options["deployment"] is not None:
             deployments = deployments.filter(pk=options["deployment"])

@@ -4,7 +4,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from embedadmin.accounts.models import Account
+from embedadmin.accounts.management.commands._output import account_named
 from embedadmin.chat import services
 from embedadmin.chat.models import Agent
 from embedadmin.chat.selectors import chat_api_url
@@ -19,9 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options) -> None:
-        account = Account.objects.filter(name=options["account"]).first()
-        if account is None:
-            raise CommandError(f"Account {options['account']!r} not found")
+        account = account_named(options["account"])
         agent = Agent.objects.filter(account=account).order_by("id").first()
         if agent is None:
             deployment = account.deployments.order_by("id").first()
