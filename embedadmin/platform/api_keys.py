@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -18,7 +18,7 @@ from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest
 from embedadmin.core.pagination import paginate
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, page_of
+from embedadmin.platform.openapi import created_with_secret, error, page_of, page_operation
 from embedadmin.platform.platform_view import BODY_INVALID, PlatformView, body_text
 
 API_KEY_FIELDS: dict[str, serializers.Field] = {
@@ -56,11 +56,7 @@ class ApiKeyListView(PlatformView):
 
     audit_resource = "api_key"
 
-    @extend_schema(
-        operation_id="api_keys_list",
-        parameters=PAGE_PARAMETERS,
-        responses={200: page_of("ApiKeyPage", API_KEY), 400: INVALID},
-    )
+    @page_operation(page_of("ApiKeyPage", API_KEY), operation_id="api_keys_list")
     def get(self, request: PlatformRequest) -> Response:
         page = paginate(selectors.api_keys_of(account=request.user.account), params=request.query_params)
         return Response(page.as_dict(api_key_item))
@@ -76,12 +72,7 @@ class ApiKeyListView(PlatformView):
             },
         ),
         responses={
-            201: OpenApiResponse(
-                inline_serializer(
-                    "ApiKeyCreated", {**API_KEY_FIELDS, "key": serializers.CharField(help_text="Shown this once")}
-                ),
-                description="Created: the key is in this answer only",
-            ),
+            201: created_with_secret("ApiKeyCreated", API_KEY_FIELDS, "key"),
             400: BODY_INVALID,
             404: error("No such owner or deployment in the caller's account"),
         },

@@ -30,7 +30,7 @@ from embedadmin.directory.contracts import (
     attribute_definition_item,
 )
 from embedadmin.directory.models import AttributeDefinition
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, list_of, page_of
+from embedadmin.platform.openapi import INVALID, error, list_of, page_of, page_operation
 from embedadmin.platform.platform_view import PlatformView
 
 ATTRIBUTE_DEFINITION = inline_serializer(
@@ -61,17 +61,14 @@ class UserAttributeListView(PlatformView):
 
     audit_resource = "user_attribute"
 
-    @extend_schema(
+    @page_operation(
+        page_of("UserAttributePage", ATTRIBUTE_DEFINITION, data=True, count=True),
         operation_id="user_attributes_list",
-        parameters=[
+        filters=[
             OpenApiParameter("name", str, description="Definitions whose name contains this text"),
             OpenApiParameter("type", str, enum=AttributeDefinition.Type.values),
-            *PAGE_PARAMETERS,
         ],
-        responses={
-            200: page_of("UserAttributePage", ATTRIBUTE_DEFINITION, data=True, count=True),
-            400: error("An unknown type, or an invalid page parameter"),
-        },
+        errors={400: error("An unknown type, or an invalid page parameter")},
     )
     def get(self, request: PlatformRequest) -> Response:
         params = request.query_params

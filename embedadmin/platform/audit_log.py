@@ -21,7 +21,7 @@ from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import has_lone_surrogate
 from embedadmin.core.pagination import paginate
-from embedadmin.platform.openapi import PAGE_PARAMETERS, error, page_of
+from embedadmin.platform.openapi import error, page_of, page_operation
 from embedadmin.platform.platform_view import PlatformView
 
 MAX_USAGE_DAYS = 366
@@ -146,19 +146,16 @@ _FILTERS = [
     OpenApiParameter("resourceType", str),
     OpenApiParameter("resourceId", str),
     OpenApiParameter("via", str, enum=["platform_api", "build_api", "scim", "embed_api", "panel"]),
-    *PAGE_PARAMETERS,
 ]
 
 
 class AuditLogView(PlatformView):
     """``GET /api/v1/audit-log``: who changed what in the account, newest first."""
 
-    @extend_schema(
-        parameters=_FILTERS,
-        responses={
-            200: page_of("AuditEntryPage", AUDIT_ENTRY),
-            400: error("A filter that is not valid, from not before to, or an invalid page parameter"),
-        },
+    @page_operation(
+        page_of("AuditEntryPage", AUDIT_ENTRY),
+        filters=_FILTERS,
+        errors={400: error("A filter that is not valid, from not before to, or an invalid page parameter")},
     )
     def get(self, request: PlatformRequest) -> Response:
         params = request.query_params

@@ -36,7 +36,7 @@ from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.parsers import JSONBodyParser
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of
+from embedadmin.platform.openapi import error, many, page_of, page_operation
 from embedadmin.platform.platform_view import DEPLOYMENT_NOT_FOUND, IN_MEMORY_PAGE, PlatformView, page_of_list
 from embedadmin.semantic.errors import ModelError, ModelProblem
 from embedadmin.semantic.modeling.compiler import compile_model
@@ -250,14 +250,10 @@ MODEL_FILE = inline_serializer("ModelFile", dict(MODEL_FILE_FIELDS))
 class ModelFileListView(PlatformView):
     """``GET /build/api/v1/deployments/{id}/files``: the deployment's model files (YAML and Jinja), by path."""
 
-    @extend_schema(
+    @page_operation(
+        page_of("ModelFilePage", MODEL_FILE, **IN_MEMORY_PAGE),
         operation_id="build_api_v1_deployments_files_list",
-        parameters=PAGE_PARAMETERS,
-        responses={
-            200: page_of("ModelFilePage", MODEL_FILE, **IN_MEMORY_PAGE),
-            400: INVALID,
-            404: DEPLOYMENT_NOT_FOUND,
-        },
+        errors={404: DEPLOYMENT_NOT_FOUND},
     )
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)

@@ -28,7 +28,7 @@ from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest
 from embedadmin.core.pagination import paginate
 from embedadmin.platform import data_model
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, page_of
+from embedadmin.platform.openapi import error, page_of, page_operation
 from embedadmin.platform.platform_view import BODY_INVALID, DEPLOYMENT_NOT_FOUND, PlatformView, body_int, body_text
 from embedadmin.semantic.serving.auth import API_SCOPES_CLAIM
 
@@ -178,11 +178,7 @@ def tenant_data_sources_input(value: Any) -> accounts.TenantDataSources:
 
 
 class DeploymentListView(PlatformView):
-    @extend_schema(
-        operation_id="deployments_list",
-        parameters=PAGE_PARAMETERS,
-        responses={200: page_of("DeploymentSummaryPage", DEPLOYMENT_SUMMARY), 400: INVALID},
-    )
+    @page_operation(page_of("DeploymentSummaryPage", DEPLOYMENT_SUMMARY), operation_id="deployments_list")
     def get(self, request: PlatformRequest) -> Response:
         deployments = selectors.deployments_of(account=request.user.account)
         page = paginate(deployments, params=request.query_params)

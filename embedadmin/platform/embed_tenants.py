@@ -35,7 +35,7 @@ from embedadmin.directory.contracts import attribute_definition_item
 from embedadmin.directory.models import EmbedTenant, ExternalUser, Group
 from embedadmin.embedding.serializers import UserProfileSerializer
 from embedadmin.platform.attributes import ATTRIBUTE_DEFINITION
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of, whole
+from embedadmin.platform.openapi import INVALID, error, many, page_of, page_operation, whole
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -146,13 +146,10 @@ GROUP_NOT_FOUND = error("No such embed tenant, or no group with this id in it")
 
 
 class EmbedTenantListView(EmbedTenantView):
-    @extend_schema(
+    @page_operation(
+        page_of("EmbedTenantPage", EMBED_TENANT),
         operation_id="embed_tenants_list",
-        parameters=[
-            OpenApiParameter("search", str, description="Tenants whose name contains this text"),
-            *PAGE_PARAMETERS,
-        ],
-        responses={200: page_of("EmbedTenantPage", EMBED_TENANT), 400: INVALID},
+        filters=[OpenApiParameter("search", str, description="Tenants whose name contains this text")],
     )
     def get(self, request: Request) -> Response:
         search = request.query_params.get("search", "").strip()
@@ -193,14 +190,10 @@ class GroupUpdateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 class EmbedTenantGroupListView(EmbedTenantView):
     audit_resource = "embed_tenant_group"
 
-    @extend_schema(
+    @page_operation(
+        OpenApiResponse(page_of("EmbedTenantGroupPage", EMBED_GROUP), description="Newest first"),
         operation_id="embed_tenants_groups_list",
-        parameters=PAGE_PARAMETERS,
-        responses={
-            200: OpenApiResponse(page_of("EmbedTenantGroupPage", EMBED_GROUP), description="Newest first"),
-            400: INVALID,
-            404: TENANT_NOT_FOUND,
-        },
+        errors={404: TENANT_NOT_FOUND},
     )
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
@@ -305,11 +298,7 @@ class EmbedTenantGroupUsersView(EmbedTenantView):
     audit_verbs = {"POST": "add", "DELETE": "remove"}
     audit_id_kwarg = "group_id"
 
-    @extend_schema(
-        operation_id="embed_tenants_groups_users_list",
-        parameters=PAGE_PARAMETERS,
-        responses={200: EMBED_USER_PAGE, 400: INVALID, 404: GROUP_NOT_FOUND},
-    )
+    @page_operation(EMBED_USER_PAGE, operation_id="embed_tenants_groups_users_list", errors={404: GROUP_NOT_FOUND})
     def get(self, request: Request, tenant_name: str, group_id: int) -> Response:
         group = self.group(request, tenant_name, group_id)
         members = directory_selectors.group_external_members(group=group)
@@ -436,11 +425,7 @@ class EmbedTenantUsersView(EmbedTenantView):
     audit_verbs = {"POST": "provision"}
     audit_atomic = False  # each user commits on its own, with its entry (audit_record below)
 
-    @extend_schema(
-        operation_id="embed_tenants_users_list",
-        parameters=PAGE_PARAMETERS,
-        responses={200: EMBED_USER_PAGE, 400: INVALID, 404: TENANT_NOT_FOUND},
-    )
+    @page_operation(EMBED_USER_PAGE, operation_id="embed_tenants_users_list", errors={404: TENANT_NOT_FOUND})
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         users = directory_selectors.embed_tenant_users(account=self.account(request), embed_tenant=tenant)
@@ -509,10 +494,7 @@ def _first_error(errors: Any, prefix: str = "") -> str:
 
 
 class EmbedTenantAttributeListView(EmbedTenantView):
-    @extend_schema(
-        parameters=PAGE_PARAMETERS,
-        responses={200: page_of("EmbedTenantAttributePage", ATTRIBUTE_DEFINITION), 400: INVALID, 404: TENANT_NOT_FOUND},
-    )
+    @page_operation(page_of("EmbedTenantAttributePage", ATTRIBUTE_DEFINITION), errors={404: TENANT_NOT_FOUND})
     def get(self, request: Request, tenant_name: str) -> Response:
         tenant = self.tenant(request, tenant_name)
         definitions = directory_selectors.attribute_definitions_of(account=self.account(request), embed_tenant=tenant)

@@ -15,7 +15,7 @@ from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.accounts.models import Deployment
 from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.errors import BadRequest
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, many, page_of, whole
+from embedadmin.platform.openapi import PAGE_PARAMETERS, many, page_of, page_operation, whole
 from embedadmin.platform.platform_view import (
     BODY_INVALID,
     DEPLOYMENT_NOT_FOUND,
@@ -72,7 +72,7 @@ class EnvVariablesView(PlatformView):
 
         return Response(page_of_list(rows, params=request.query_params, key=lambda r: r.name, serialize=item))
 
-    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: ENV_VARIABLES, 400: INVALID, 404: DEPLOYMENT_NOT_FOUND})
+    @page_operation(ENV_VARIABLES, errors={404: DEPLOYMENT_NOT_FOUND})
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
         return self._list(request, self.deployment(request, deployment_id))
 

@@ -21,7 +21,7 @@ from embedadmin.core.edge.times import iso_time
 from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.pagination import paginate
 from embedadmin.platform.deployments import deployment_token_issue
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, many, page_of
+from embedadmin.platform.openapi import error, many, page_of, page_operation
 from embedadmin.platform.platform_view import (
     BODY_INVALID,
     DEPLOYMENT_NOT_FOUND,
@@ -76,16 +76,10 @@ class EnvironmentListView(PlatformView):
     """``GET /api/v1/deployments/{id}/environments``: this install runs one environment per deployment,
     ``production``, whose REST credentials are the deployment's Core Data API URL."""
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("type", str, enum=["production", "staging", "development"]),
-            *PAGE_PARAMETERS,
-        ],
-        responses={
-            200: page_of("EnvironmentPage", ENVIRONMENT, **IN_MEMORY_PAGE, pagination=_PAGINATION),
-            400: INVALID,
-            404: DEPLOYMENT_NOT_FOUND,
-        },
+    @page_operation(
+        page_of("EnvironmentPage", ENVIRONMENT, **IN_MEMORY_PAGE, pagination=_PAGINATION),
+        filters=[OpenApiParameter("type", str, enum=["production", "staging", "development"])],
+        errors={404: DEPLOYMENT_NOT_FOUND},
     )
     def get(self, request: PlatformRequest, deployment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)
@@ -149,16 +143,12 @@ class EnvironmentTokensView(PlatformView):
 
     kind = IssuedToken.Kind.ENVIRONMENT
 
-    @extend_schema(
-        parameters=PAGE_PARAMETERS,
-        responses={
-            200: OpenApiResponse(
-                page_of("IssuedTokenPage", ISSUED_TOKEN, data=True, pagination=_PAGINATION),
-                description="The unexpired tokens issued, newest first",
-            ),
-            400: INVALID,
-            404: ENVIRONMENT_NOT_FOUND,
-        },
+    @page_operation(
+        OpenApiResponse(
+            page_of("IssuedTokenPage", ISSUED_TOKEN, data=True, pagination=_PAGINATION),
+            description="The unexpired tokens issued, newest first",
+        ),
+        errors={404: ENVIRONMENT_NOT_FOUND},
     )
     def get(self, request: PlatformRequest, deployment_id: str, environment_id: str) -> Response:
         deployment = self.deployment(request, deployment_id)

@@ -2,9 +2,7 @@
 ``GET|PUT|DELETE .../folders/{folderId}`` and ``GET .../folders/{folderId}/ancestors``; and :func:`named_folder`,
 the folder a body names, which workbooks and reports read too.
 
-Thin adapters: each view resolves the caller's deployment (another account's is 404), checks the body with its
-own serializer (unknown fields, wrong JSON types: 400), calls one service or selector of ``embedadmin.dashboards``
-and shapes Cube's camelCase answer.
+Thin adapters over ``embedadmin.dashboards``, as :mod:`embedadmin.platform.platform_view` describes.
 """
 
 from __future__ import annotations
@@ -18,18 +16,18 @@ from rest_framework.response import Response
 from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.accounts.models import Deployment
 from embedadmin.core.edge.times import iso_time
-from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictCharField, StrictIntegerField
 from embedadmin.dashboards import selectors
 from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Folder
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, list_of, page_of
+from embedadmin.platform.openapi import INVALID, error, list_of, page_of, page_operation
 from embedadmin.platform.platform_view import (
     DEPLOYMENT_NOT_FOUND,
     ID_FILTER,
     PlatformView,
     id_param,
     list_answer,
+    named_row,
     validated_body,
 )
 
@@ -62,12 +60,10 @@ def folder_item(folder: Folder) -> dict[str, Any]:
 
 
 def named_folder(deployment: Deployment, folder_id: int | None, field: str = "folderId") -> Folder | None:
-    if folder_id is None:
-        return None
-    try:
-        return selectors.folder_of(deployment=deployment, folder_id=folder_id)
-    except NotFound:
-        raise BadRequest(f"{field}: folder {folder_id} not found in this deployment") from None
+    def lookup(row_id: int) -> Folder:
+        return selectors.folder_of(deployment=deployment, folder_id=row_id)
+
+    return named_row(lookup, folder_id, field=field, noun="folder")
 
 
 class FolderCreateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
@@ -84,14 +80,13 @@ class FolderUpdateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
 class FolderListView(PlatformView):
     audit_resource = "folder"
 
-    @extend_schema(
+    @page_operation(
+        page_of("FolderPage", FOLDER, data=True, count=True),
         operation_id="deployments_folders_list",
-        parameters=[
-            OpenApiParameter("parentId", ID_FILTER, description="Sub-folders of this folder; root folders if left out"),
-            *PAGE_PARAMETERS,
+        filters=[
+            OpenApiParameter("parentId", ID_FILTER, description="Sub-folders of this folder; root folders if left out")
         ],
-        responses={
-            200: page_of("FolderPage", FOLDER, data=True, count=True),
+        errors={
             400: error("Invalid parameter, or parentId is not a folder of the deployment"),
             404: DEPLOYMENT_NOT_FOUND,
         },

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -145,6 +145,34 @@ PAGE_PARAMETERS = [
     ),
     OpenApiParameter("after", str, description="The `endCursor` of the previous page"),
 ]
+
+
+def page_operation(
+    page: serializers.BaseSerializer[Any] | OpenApiResponse,
+    *,
+    operation_id: str | None = None,
+    filters: Sequence[OpenApiParameter] = (),
+    errors: Mapping[int, OpenApiResponse] | None = None,
+) -> Any:
+    """The ``@extend_schema`` of a GET that answers one page of a list: its ``filters`` then :data:`PAGE_PARAMETERS`;
+    ``page`` (a :func:`page_of` shape), a 400 for an invalid parameter, and its other ``errors`` (a 400 of its own
+    replaces the default)."""
+    return extend_schema(
+        operation_id=operation_id,
+        parameters=[*filters, *PAGE_PARAMETERS],
+        responses={200: page, 400: INVALID, **(errors or {})},
+    )
+
+
+def created_with_secret(name: str, fields: Mapping[str, serializers.Field], secret: str) -> OpenApiResponse:
+    """The 201 of a credential's creation: the credential (``fields``) and its plaintext ``secret``, which no other
+    answer gives (only a digest is stored)."""
+    return OpenApiResponse(
+        inline_serializer(name, {**fields, secret: serializers.CharField(help_text="Shown this once")}),
+        description=f"Created: the {secret} is in this answer only",
+    )
+
+
 PAGE_INFO = inline_serializer(
     "PageInfo",
     {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -17,7 +17,7 @@ from embedadmin.accounts.models import PlatformToken
 from embedadmin.core.edge.bodies import json_object_body
 from embedadmin.core.edge.times import iso_time
 from embedadmin.core.pagination import paginate
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, page_of
+from embedadmin.platform.openapi import created_with_secret, error, page_of, page_operation
 from embedadmin.platform.platform_view import BODY_INVALID, PlatformView, body_text
 
 PLATFORM_TOKEN_FIELDS: dict[str, serializers.Field] = {
@@ -46,11 +46,7 @@ class PlatformTokenListView(PlatformView):
 
     audit_resource = "platform_token"
 
-    @extend_schema(
-        operation_id="platform_tokens_list",
-        parameters=PAGE_PARAMETERS,
-        responses={200: page_of("PlatformTokenPage", PLATFORM_TOKEN), 400: INVALID},
-    )
+    @page_operation(page_of("PlatformTokenPage", PLATFORM_TOKEN), operation_id="platform_tokens_list")
     def get(self, request: PlatformRequest) -> Response:
         page = paginate(selectors.platform_tokens_of(account=request.user.account), params=request.query_params)
         return Response(page.as_dict(platform_token_item))
@@ -60,13 +56,7 @@ class PlatformTokenListView(PlatformView):
             "PlatformTokenCreate", {"name": serializers.CharField(required=False, max_length=200)}
         ),
         responses={
-            201: OpenApiResponse(
-                inline_serializer(
-                    "PlatformTokenCreated",
-                    {**PLATFORM_TOKEN_FIELDS, "token": serializers.CharField(help_text="Shown this once")},
-                ),
-                description="Created: the token is in this answer only",
-            ),
+            201: created_with_secret("PlatformTokenCreated", PLATFORM_TOKEN_FIELDS, "token"),
             400: BODY_INVALID,
         },
     )

@@ -2,12 +2,16 @@
 the caller's deployment or 404), the answers several resources give (:data:`DEPLOYMENT_NOT_FOUND`,
 :data:`BODY_INVALID`), and the helpers they read bodies and query parameters and answer lists with. It serves no
 route of its own; the resources' modules beside it import it, never the other way round.
+
+The views are thin adapters: each resolves the caller's deployment (another account's is 404), checks the body with
+its own serializer (unknown fields, wrong JSON types: 400), calls one service or selector and shapes Cube's camelCase
+answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db.models import QuerySet
 from rest_framework import serializers
@@ -17,7 +21,7 @@ from embedadmin.accounts.authentication import IsPlatformCaller, PlatformRequest
 from embedadmin.accounts.models import Deployment
 from embedadmin.audit.audited_views import AuditedView
 from embedadmin.core.edge.ids import row_id
-from embedadmin.core.errors import BadRequest
+from embedadmin.core.errors import BadRequest, NotFound
 from embedadmin.core.pagination import decode_cursor, encode_cursor, paginate, parse_first
 from embedadmin.platform.openapi import error
 
@@ -40,6 +44,21 @@ BODY_INVALID = error("Not a JSON object, an unknown field, a NUL character or an
 IN_MEMORY_PAGE = {"data": True}
 # The schema of a query parameter naming a row by its id (read by :func:`id_param`).
 ID_FILTER = {"type": "integer", "minimum": 1}
+
+
+Row = TypeVar("Row")
+
+
+def named_row(lookup: Callable[[int], Row], row_id: int | None, *, field: str, noun: str) -> Row | None:
+    """The row that the body's ``field`` names by id, found by ``lookup`` (a selector scoped to the deployment), or
+    None when it names none; a 400 naming the field when the deployment has no such row (the path is right, the body
+    is not)."""
+    if row_id is None:
+        return None
+    try:
+        return lookup(row_id)
+    except NotFound:
+        raise BadRequest(f"{field}: {noun} {row_id} not found in this deployment") from None
 
 
 def body_int(body: Mapping[str, Any], name: str, low: int, high: int, default: int) -> int:

@@ -1,9 +1,7 @@
 """Platform API v1, a deployment's reports (reference 2.2): ``GET|POST /api/v1/deployments/{id}/reports``,
 ``GET|PUT|DELETE .../reports/{reportId}`` and ``PUT .../reports/by-public-id/{publicId}`` (an upsert).
 
-Thin adapters: each view resolves the caller's deployment (another account's is 404), checks the body with its
-own serializer (unknown fields, wrong JSON types: 400), calls one service or selector of ``embedadmin.dashboards``
-and shapes Cube's camelCase answer.
+Thin adapters over ``embedadmin.dashboards``, as :mod:`embedadmin.platform.platform_view` describes.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from rest_framework.response import Response
 from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.accounts.models import Deployment
 from embedadmin.core.edge.times import iso_time
-from embedadmin.core.errors import BadRequest, NotFound
+from embedadmin.core.errors import BadRequest
 from embedadmin.core.fields import (
     JsonObjectField,
     JsonValueField,
@@ -30,13 +28,14 @@ from embedadmin.dashboards import selectors
 from embedadmin.dashboards import services as dashboards
 from embedadmin.dashboards.models import Report, Workbook
 from embedadmin.platform.folders import named_folder
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, page_of
+from embedadmin.platform.openapi import error, page_of, page_operation
 from embedadmin.platform.platform_view import (
     DEPLOYMENT_NOT_FOUND,
     ID_FILTER,
     PlatformView,
     id_param,
     list_answer,
+    named_row,
     validated_body,
 )
 
@@ -87,12 +86,10 @@ def report_item(report: Report) -> dict[str, Any]:
 
 
 def _workbook(deployment: Deployment, workbook_id: int | None) -> Workbook | None:
-    if workbook_id is None:
-        return None
-    try:
-        return selectors.workbook_of(deployment=deployment, workbook_id=workbook_id)
-    except NotFound:
-        raise BadRequest(f"workbookId: workbook {workbook_id} not found in this deployment") from None
+    def lookup(row_id: int) -> Workbook:
+        return selectors.workbook_of(deployment=deployment, workbook_id=row_id)
+
+    return named_row(lookup, workbook_id, field="workbookId", noun="workbook")
 
 
 class ReportSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
@@ -134,15 +131,15 @@ def _report_fields(deployment: Deployment, data: Mapping[str, Any]) -> dict[str,
 class ReportListView(PlatformView):
     audit_resource = "report"
 
-    @extend_schema(
+    @page_operation(
+        page_of("ReportPage", REPORT, data=True, count=True),
         operation_id="deployments_reports_list",
-        parameters=[
+        filters=[
             OpenApiParameter("workbookId", ID_FILTER, description="Reports of this workbook"),
             OpenApiParameter("folderId", ID_FILTER, description="Reports of this folder"),
             OpenApiParameter("search", str, description="Reports whose name or title contains this text"),
-            *PAGE_PARAMETERS,
         ],
-        responses={200: page_of("ReportPage", REPORT, data=True, count=True), 400: INVALID, 404: DEPLOYMENT_NOT_FOUND},
+        errors={404: DEPLOYMENT_NOT_FOUND},
     )
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)

@@ -15,7 +15,7 @@ from embedadmin.accounts.authentication import PlatformRequest
 from embedadmin.core.fields import RejectUnknownFieldsMixin, StrictBooleanField, StrictCharField, StrictEmailField
 from embedadmin.core.pagination import paginate
 from embedadmin.embedding import internal_users as user_lifecycle
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, page_of
+from embedadmin.platform.openapi import INVALID, error, page_of, page_operation
 from embedadmin.platform.platform_view import PlatformView
 
 
@@ -59,11 +59,7 @@ def internal_user_item(user) -> dict[str, Any]:
 class UserListView(PlatformView):
     audit_resource = "user"
 
-    @extend_schema(
-        operation_id="users_list",
-        parameters=PAGE_PARAMETERS,
-        responses={200: page_of("InternalUserPage", INTERNAL_USER), 400: INVALID},
-    )
+    @page_operation(page_of("InternalUserPage", INTERNAL_USER), operation_id="users_list")
     def get(self, request: PlatformRequest) -> Response:
         users = accounts_selectors.internal_users_of(account=request.user.account)
         page = paginate(users, params=request.query_params)

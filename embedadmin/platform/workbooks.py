@@ -3,9 +3,7 @@
 .../workbooks/{workbookId}``, and a workbook's dashboard draft (``PUT .../dashboard``), publishing (``POST
 .../publish``) and embed access (``GET|PUT .../embed-access``).
 
-Thin adapters: each view resolves the caller's deployment (another account's is 404), checks the body with its
-own serializer (unknown fields, wrong JSON types: 400), calls one service or selector of ``embedadmin.dashboards``
-and shapes Cube's camelCase answer.
+Thin adapters over ``embedadmin.dashboards``, as :mod:`embedadmin.platform.platform_view` describes.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ from embedadmin.dashboards.models import Workbook
 from embedadmin.dashboards.selectors import EmbedAccessState, PublishedDashboard
 from embedadmin.platform.embed_dashboards import DASHBOARD, dashboard_answer, dashboard_item
 from embedadmin.platform.folders import named_folder
-from embedadmin.platform.openapi import INVALID, PAGE_PARAMETERS, error, nullable, page_of
+from embedadmin.platform.openapi import INVALID, error, nullable, page_of, page_operation
 from embedadmin.platform.platform_view import DEPLOYMENT_NOT_FOUND, ID_FILTER, PlatformView, id_param, validated_body
 
 WORKBOOK = inline_serializer(
@@ -158,21 +156,17 @@ def _workbook_changes(deployment: Deployment, data: Mapping[str, Any]) -> dict[s
 class WorkbookListView(PlatformView):
     audit_resource = "workbook"
 
-    @extend_schema(
+    @page_operation(
+        page_of("WorkbookPage", WORKBOOK, data=True, count=True),
         operation_id="deployments_workbooks_list",
-        parameters=[
+        filters=[
             OpenApiParameter(
                 "folderId",
                 {"oneOf": [ID_FILTER, {"type": "string", "enum": ["null"]}]},
                 description="Workbooks of this folder; `null` for those at the root; every workbook when left out",
-            ),
-            *PAGE_PARAMETERS,
+            )
         ],
-        responses={
-            200: page_of("WorkbookPage", WORKBOOK, data=True, count=True),
-            400: INVALID,
-            404: DEPLOYMENT_NOT_FOUND,
-        },
+        errors={404: DEPLOYMENT_NOT_FOUND},
     )
     def get(self, request: PlatformRequest, deployment_id: int) -> Response:
         deployment = self.deployment(request, deployment_id)
