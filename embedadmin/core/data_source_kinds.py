@@ -8,7 +8,8 @@ rollups may live) both read, written once here.
 - :data:`QUERIED_SCHEMES`: the schemes this server runs queries on, and their dialect; the source module of
   ``embedadmin/semantic/sources/`` is named after the dialect (``docs/data-sources.md``).
 - :data:`ROLLUP_HOME_DIALECTS`: the dialects whose source can hold a deployment's rollups in a schema of its own
-  (``semantic/serving/rollup_source.py`` has a writer for each); the others keep them in the DuckDB store.
+  (a database on MySQL and ClickHouse, a dataset on BigQuery; ``semantic/serving/rollup_writers/`` has a writer
+  module for each, named after the dialect); the others keep them in the DuckDB store.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ QUERIED_SCHEMES: dict[str, str] = {
     "databricks": "databricks",
 }
 
-ROLLUP_HOME_DIALECTS = frozenset({"postgres"})
+ROLLUP_HOME_DIALECTS = frozenset({"postgres", "mysql", "clickhouse", "trino", "snowflake", "bigquery", "databricks"})
 
 
 def scheme_of(url: str) -> str:

@@ -154,7 +154,8 @@ def deployment_configure(
         url = credentials.decrypt_secret(stored) if stored else ""
         if not kinds.holds_rollups(url):
             raise BadRequest(
-                "preAggregationStorage: rollups live in the data source only for PostgreSQL ("
+                "preAggregationStorage: rollups live in the data source only for PostgreSQL, MySQL/MariaDB and "
+                "ClickHouse (the schema is a database there), Trino, Snowflake, BigQuery (a dataset) and Databricks ("
                 + ", ".join(kinds.schemes_speaking(kinds.ROLLUP_HOME_DIALECTS))
                 + "); this deployment's data source keeps them in the store"
             )

@@ -7,7 +7,9 @@ API and the panel show (:func:`pre_aggregations_status`), and the files no parti
 A build reads the rollup's rows from the deployment's data source
 (:mod:`embedadmin.semantic.sources`: DuckDB or PostgreSQL, through
 the statement :func:`embedadmin.semantic.sql.rollups.build_query` compiles), writes them to a new file of the store
-(:mod:`.rollup_store`), then swaps the partition's ``table`` to it in one conditional UPDATE: a reader sees the old
+(:mod:`.rollup_store`), or, for a deployment that keeps its rollups in its data source, has the source write them to
+a new table of its rollup schema (:mod:`.rollup_source`, :mod:`.rollup_writers`: PostgreSQL, MySQL, ClickHouse and
+the warehouses), then swaps the partition's ``table`` to it in one conditional UPDATE: a reader sees the old
 table or the new one, never a part of one. One build at a time per partition, across workers: a build claims the
 partition's lease (``lease_owner``) by a conditional UPDATE and renews ``lease_heartbeat_at`` (the database's clock)
 from a thread; another claims it only once the heartbeat is older than ``LEASE_STALE_SECONDS`` (its worker died). A
@@ -57,14 +59,7 @@ from embedadmin.semantic.modeling.preaggregations import is_cron
 from embedadmin.semantic.models import PreAggregationPartition
 from embedadmin.semantic.query.dates import format_local, parse_local, start_of, unit_delta
 from embedadmin.semantic.query.normalized import NormalizedQuery
-from embedadmin.semantic.serving.rollup_source import (
-    STORE,
-    RollupHome,
-    rollup_home,
-    source_table_name,
-    source_tables,
-    table_prefix,
-)
+from embedadmin.semantic.serving.rollup_source import STORE, RollupHome, rollup_home, source_table_name, table_prefix
 from embedadmin.semantic.serving.rollup_store import (
     FILE_SUFFIX,
     BuildStopped,
@@ -76,6 +71,7 @@ from embedadmin.semantic.serving.rollup_store import (
     rollup_source,
     write_partition,
 )
+from embedadmin.semantic.serving.rollup_writers import source_tables
 from embedadmin.semantic.sources.base import CancelScope, DataSource, QueryResult
 from embedadmin.semantic.sources.registry import get_data_source, writer
 from embedadmin.semantic.sql.builder import CompiledQuery
@@ -105,6 +101,9 @@ PARTITION_FORMATS = {"hour": "%Y%m%d%H", "day": "%Y%m%d", "week": "%Y%m%d", "mon
 MAX_PARTITIONS = 5_000
 MIN_RETRY_SECONDS = 60.0
 CRON_CHECK_SECONDS = 60.0
+# The sources whose rollups are built into the DuckDB store (those with a rollup home of their own, see
+# core.data_source_kinds.ROLLUP_HOME_DIALECTS, may keep them there instead).
+STORE_SOURCE_DIALECTS = frozenset({"duckdb", "postgres"})
 
 
 class Served(Protocol):
@@ -512,11 +511,11 @@ def pre_aggregations_refresh(
         served = serve(deployment)
     except (ApiError, ModelError):
         return 0
-    if not served.source_url or served.dialect not in ("duckdb", "postgres"):
+    home = rollup_home(deployment)
+    if not _builds_for(served, home):
         return 0
     moment = now or timezone.now()
     queued = 0
-    home = rollup_home(deployment)
     # originalSql tables first: rollups are built from them
     ordered = sorted(_usable(served.model, home).values(), key=lambda layout: layout.kind != ORIGINAL_SQL)
     for layout in ordered:
@@ -539,6 +538,17 @@ def pre_aggregations_refresh(
                 transaction.on_commit(functools.partial(enqueue, row.pk))
                 queued += 1
     return queued
+
+
+def _builds_for(served: Served, home: RollupHome) -> bool:
+    """Whether the deployment's rollups are built: into the DuckDB store from a DuckDB or PostgreSQL source
+    (:data:`STORE_SOURCE_DIALECTS`), or into a schema of a source that holds them itself
+    (:func:`~embedadmin.core.data_source_kinds.holds_rollups`)."""
+    if not served.source_url:
+        return False
+    if home.in_source:
+        return holds_rollups(served.source_url)
+    return served.dialect in STORE_SOURCE_DIALECTS
 
 
 def _sql_key_changed(

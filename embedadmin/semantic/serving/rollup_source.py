@@ -2,49 +2,53 @@
 ``CUBEJS_PRE_AGGREGATIONS_SCHEMA``), beside the DuckDB store of :mod:`.rollup_store`.
 
 A deployment whose ``pre_aggregations_schema`` is set (:class:`RollupHome`) has each built partition as a table of
-that schema of its data source, named ``r<deployment>_<cube>__<rollup>_<partition>_<structure>_<build>`` (63
-characters at most, unique per build). A build writes a new table through a connection of its own that may write
-(:class:`PostgresRollupWriter`, never the query path's pool, whose transactions are read only), in one transaction:
-the table is created, filled from the rollup's build statement and indexed, then committed, complete; only then does
-the partition's pointer row swap to it (:mod:`.pre_aggregations`). A reader sees the old table or the new one: a
-table no row names is never read. The garbage collection drops the tables no row names any more: a replaced table,
-or one a killed build committed but never swapped in, marked first (a comment with the time it was found
-unreferenced) and dropped once the grace period has passed since; a build taking a dead build's lease over drops the
-table that build was writing at once.
+that schema of its data source (a database on MySQL and ClickHouse, a dataset on BigQuery), named
+``r<deployment>_<cube>__<rollup>_<partition>_<structure>_<build>`` (:data:`MAX_IDENTIFIER` characters at most, unique
+per build). A build writes a new table through a connection of its own that may write (the writer of the source's
+dialect, :mod:`.rollup_writers`; never the query path's pool, whose transactions are read only); only once the table
+is complete does the partition's pointer row swap to it (:mod:`.pre_aggregations`). A reader sees the old table or
+the new one: a table no row names is never read. PostgreSQL writes the table in one transaction; where DDL is not
+transactional (MySQL, ClickHouse, the warehouses) the table is created from the build statement in one
+``CREATE TABLE ... AS SELECT`` and a build that fails or is stopped drops what it wrote (:func:`written_whole`).
+
+The garbage collection drops the tables no row names any more: a replaced table, or one a killed build wrote but never
+swapped in, marked first (a table comment with the time it was found unreferenced) and dropped once the grace period
+has passed since (:func:`collect_unreferenced`); a build taking a dead build's lease over drops the table that build
+was writing at once.
 
 Queries a rollup answers run on the data source, through its ordinary read-only source, rendered in its dialect
 (:func:`embedadmin.semantic.sql.rollups.rollup_model` over these tables). Why the build writes with the same URL on a
 connection of its own: ADR 0018.
 
-The DDL is rendered with sqlglot in the source's dialect (:func:`ddl`), so the statements a warehouse would run are
-the same function's output; only PostgreSQL has a writer that runs them (:data:`WRITERS`).
+What is common to every dialect lives here: the statements rendered with sqlglot in the source's dialect
+(:class:`Ddl`), what a writer does (:class:`SourceTables`), the build of a table where DDL is not transactional
+(:class:`StatementWriter`) and the mark-then-drop collection. What differs (the driver, the session, sizes, the
+comment statement, indexes) is in each dialect's module of :mod:`.rollup_writers`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
-import psycopg
 from sqlglot import exp
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.core.data_source_kinds import QUERIED_SCHEMES, holds_rollups
-from embedadmin.semantic.errors import DataSourceError, QueryTimeout
+from embedadmin.semantic.errors import DataSourceError
 from embedadmin.semantic.serving.rollup_store import BuildStopped, WrittenPartition
-from embedadmin.semantic.sources.base import DataSourceUnavailable
-from embedadmin.semantic.sources.postgres import libpq_conninfo
 from embedadmin.semantic.sources.registry import writer
 
 logger = logging.getLogger(__name__)
 
-MAX_IDENTIFIER = 63  # PostgreSQL's (and the shortest of the warehouses' that hold rollups)
+# The longest table name a build makes: PostgreSQL's limit, the shortest of the sources that hold rollups (MySQL 64,
+# ClickHouse and the warehouses more: each writer module says its own, MAX_IDENTIFIER).
+MAX_IDENTIFIER = 63
 UNREFERENCED = "embedadmin rollup unreferenced since "
 _BUILT_AT = re.compile(re.escape(UNREFERENCED) + r"(\d+)")
 
@@ -96,6 +100,10 @@ def _table(schema: str, table: str) -> exp.Table:
     return exp.Table(this=exp.to_identifier(table, quoted=True), db=exp.to_identifier(schema, quoted=True))
 
 
+def _identifier(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
 @dataclass(frozen=True)
 class Ddl:
     """The statements that build and drop a rollup table in a source's dialect."""
@@ -106,42 +114,57 @@ class Ddl:
         return tree.sql(dialect=writer(self.dialect))
 
     def create_schema(self, schema: str) -> str:
-        schema_name = exp.Table(this=exp.to_identifier(schema, quoted=True))
+        """``CREATE SCHEMA IF NOT EXISTS`` (ClickHouse: ``CREATE DATABASE``; MySQL's schema is a database too)."""
+        schema_name = exp.Table(this=_identifier(schema))
         return self.render(exp.Create(this=schema_name, kind="SCHEMA", exists=True))
 
     def create_table(self, schema: str, table: str, columns: Sequence[str], types: Sequence[str]) -> str:
         """``CREATE TABLE`` with ``types`` as the source spelled them (PostgreSQL's ``format_type``: exact)."""
-        definitions = ", ".join(
-            f"{self.render(exp.to_identifier(name, quoted=True))} {kind}"
-            for name, kind in zip(columns, types, strict=True)
-        )
-        return f"CREATE TABLE {self.render(_table(schema, table))} ({definitions})"
+        definitions = ", ".join(f"{self.identifier(name)} {kind}" for name, kind in zip(columns, types, strict=True))
+        return f"CREATE TABLE {self.table(schema, table)} ({definitions})"
+
+    def table(self, schema: str, table: str) -> str:
+        """``schema.table``, quoted."""
+        return self.render(_table(schema, table))
+
+    def identifier(self, name: str) -> str:
+        return self.render(_identifier(name))
+
+    def literal(self, text: str) -> str:
+        """A string literal (a table comment)."""
+        return self.render(exp.Literal.string(text))
 
     def insert_select(self, schema: str, table: str, build_sql: str) -> str:
         """``INSERT INTO schema.table SELECT * FROM (<build statement>) AS b``: the build statement as it is
         rendered (its parameters stay bound)."""
-        into = self.render(_table(schema, table))
+        into = self.table(schema, table)
         return f"INSERT INTO {into} SELECT * FROM ({build_sql}) AS {self._alias()}"  # noqa: S608 (compiled, quoted)
 
-    def create_table_as(self, schema: str, table: str, build_sql: str) -> str:
-        """``CREATE TABLE schema.table AS SELECT * FROM (<build statement>) AS b`` (warehouses, whose drivers bind
-        parameters into any statement)."""
-        into = self.render(_table(schema, table))
-        return f"CREATE TABLE {into} AS SELECT * FROM ({build_sql}) AS {self._alias()}"  # noqa: S608 (compiled, quoted)
+    def create_table_as(
+        self, schema: str, table: str, build_sql: str, columns: Sequence[str], *, options: str = ""
+    ) -> str:
+        """``CREATE TABLE schema.table [options] AS SELECT b.c1, ... FROM (<build statement>) AS b``: the table is
+        the build statement's rows, its columns typed by the source, named and ordered as the rollup's (a build
+        statement whose columns are named otherwise fails here, never fills the wrong column). The sources whose DDL
+        is not transactional; their drivers bind the build statement's parameters inside it."""
+        into = self.table(schema, table)
+        listed = ", ".join(self.render(exp.column(_identifier(c), table=_identifier("b"))) for c in columns)
+        tail = f" {options}" if options else ""
+        return f"CREATE TABLE {into}{tail} AS SELECT {listed} FROM ({build_sql}) AS {self._alias()}"  # noqa: S608
 
     def described(self, build_sql: str) -> str:
         """The build statement's columns without its rows (``LIMIT 0``)."""
         return f"SELECT * FROM ({build_sql}) AS {self._alias()} LIMIT 0"  # noqa: S608 (a compiled build statement)
 
     def create_index(self, schema: str, table: str, columns: Sequence[str]) -> str:
-        listed = ", ".join(self.render(exp.to_identifier(c, quoted=True)) for c in columns)
-        return f"CREATE INDEX ON {self.render(_table(schema, table))} ({listed})"
+        listed = ", ".join(self.identifier(c) for c in columns)
+        return f"CREATE INDEX ON {self.table(schema, table)} ({listed})"
 
     def drop_table(self, schema: str, table: str) -> str:
         return self.render(exp.Drop(tables=[_table(schema, table)], kind="TABLE", exists=True))
 
     def _alias(self) -> str:
-        return self.render(exp.to_identifier("b", quoted=True))
+        return self.identifier("b")
 
 
 # -- writing tables -------------------------------------------------------------------------------------------------
@@ -168,28 +191,81 @@ class SourceTables(Protocol):
     def unreferenced(self, schema: str, prefix: str, referenced: set[str], *, older_than_s: float) -> int: ...
 
 
-class PostgresRollupWriter:
-    """Writes rollup tables into a schema of a PostgreSQL data source, through a connection opened for the build
-    (autocommit off where it writes: one transaction per table), never one of the query path's read-only pool."""
+def unreferenced_note(now: int) -> str:
+    """The comment that marks a table found unreferenced at ``now`` (seconds since 1970)."""
+    return f"{UNREFERENCED}{now}"
 
-    dialect = "postgres"
-    ddl = Ddl("postgres")
 
-    def __init__(self, url: str) -> None:
-        self._conninfo, _pool = libpq_conninfo(url)
+def collect_unreferenced(
+    found: Iterable[tuple[str, str | None]],
+    referenced: set[str],
+    *,
+    older_than_s: float,
+    mark: Callable[[str, str], object],
+    drop: Callable[[str], object],
+) -> int:
+    """The garbage collection of one schema: of the tables ``found`` (name, comment), those ``referenced`` does not
+    hold are marked (``mark(name, note)``) when found for the first time, and dropped (``drop(name)``) once
+    ``older_than_s`` has passed since they were marked. Returns how many were dropped."""
+    now = int(time.time())
+    dropped = 0
+    for name, comment in found:
+        if name in referenced:
+            continue
+        since = _BUILT_AT.search(comment or "")  # BigQuery gives its description as a quoted literal
+        if since is None:
+            mark(name, unreferenced_note(now))
+        elif now - int(since.group(1)) >= older_than_s:
+            drop(name)
+            dropped += 1
+    return dropped
 
-    def _connect(self) -> psycopg.Connection[Any]:
-        try:
-            return psycopg.connect(
-                self._conninfo,
-                autocommit=True,
-                cursor_factory=psycopg.RawCursor,
-                options="-c TimeZone=UTC",
-                connect_timeout=10,
-            )
-        except psycopg.OperationalError as exc:
-            logger.warning("PostgreSQL data source unavailable for a rollup build: %s", exc)
-            raise DataSourceUnavailable("Data source is unavailable") from None
+
+class Session(Protocol):
+    """A build's connection to a source whose DDL is not transactional, as :class:`StatementWriter` uses it."""
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run one statement (its parameters bound by the driver): the columns and rows it answers."""
+        ...
+
+
+class StatementWriter:
+    """A writer for a source whose DDL is not transactional (MySQL, ClickHouse, the warehouses): the table is
+    created from the build statement by one ``CREATE TABLE ... AS SELECT`` through a connection of the build's own,
+    and dropped again when anything after fails or the build is stopped (:func:`written_whole`). A dialect's module
+    says how to open that connection (:meth:`session`), what the table's definition adds (:meth:`table_options`,
+    :meth:`index_statements`), how big the table is (:meth:`measured`), which tables a schema holds with their
+    comments (:meth:`listed`) and how a comment is set (:meth:`comment_statement`)."""
+
+    ddl: Ddl
+    KIND = "data source"
+
+    def session(self, timeout_s: float) -> contextlib.AbstractContextManager[Session]:
+        raise NotImplementedError
+
+    def ensure_schema(self, session: Session, schema: str) -> None:
+        session.run(self.ddl.create_schema(schema))
+
+    def table_options(self, indexes: Sequence[Sequence[str]]) -> str:
+        """What ``CREATE TABLE`` says between the table's name and ``AS`` (ClickHouse's engine)."""
+        return ""
+
+    def index_statements(self, session: Session, schema: str, table: str, indexes: Sequence[Sequence[str]]) -> None:
+        """Index the written table (a source without indexes ignores ``indexes``: its docs say so)."""
+
+    def measured(self, session: Session, schema: str, table: str, answer: list[tuple[Any, ...]]) -> tuple[int, int]:
+        """The table's rows and bytes (``answer``: what ``CREATE TABLE ... AS SELECT`` answered)."""
+        raise NotImplementedError
+
+    def listed(self, session: Session, schema: str) -> list[tuple[str, str | None]]:
+        """Every table of ``schema`` with its comment."""
+        raise NotImplementedError
+
+    def comment_statement(self, schema: str, table: str, text: str) -> str:
+        return f"COMMENT ON TABLE {self.ddl.table(schema, table)} IS {self.ddl.literal(text)}"
+
+    def drop_statement(self, schema: str, table: str) -> str:
+        return self.ddl.drop_table(schema, table)
 
     def write(
         self,
@@ -203,116 +279,73 @@ class PostgresRollupWriter:
         timeout_s: float,
         keep_going: Callable[[], bool],
     ) -> WrittenPartition:
-        """Create ``schema.table`` (``columns``, typed as the build statement's), fill it from ``sql`` and index it
-        in one transaction: it exists complete or not at all. ``keep_going()`` False before the commit rolls it
-        back (:class:`BuildStopped`)."""
-        ddl = self.ddl
-        committed = False
-        try:
-            with self._connect() as connection:
-                found = connection.execute("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]).fetchone()
-                if found is None:
-                    connection.execute(ddl.create_schema(schema))
-                with connection.transaction(), connection.cursor() as cursor:
-                    cursor.execute(f"SET LOCAL statement_timeout = {max(1, round(timeout_s * 1000))}")
-                    cursor.execute(ddl.described(sql), list(params))
-                    result = cursor.pgresult
-                    assert result is not None
-                    if result.nfields != len(columns):
-                        raise DataSourceError("the build statement's columns do not match the rollup's")
-                    oids = [result.ftype(i) for i in range(result.nfields)]
-                    mods = [result.fmod(i) for i in range(result.nfields)]
-                    cursor.execute(
-                        "SELECT format_type(t, m) FROM unnest($1::oid[], $2::int[]) WITH ORDINALITY AS c(t, m, n) "
-                        "ORDER BY n",
-                        [oids, mods],
-                    )
-                    types = [row[0] for row in cursor.fetchall()]
-                    cursor.execute(ddl.create_table(schema, table, columns, types))
-                    cursor.execute(ddl.insert_select(schema, table, sql), list(params))
-                    rows = max(cursor.rowcount, 0)
-                    for indexed in indexes:
-                        cursor.execute(ddl.create_index(schema, table, indexed))
-                    cursor.execute(f"ANALYZE {ddl.render(_table(schema, table))}")
-                    if not keep_going():
-                        raise BuildStopped()
-                committed = True
-                size = connection.execute(
-                    "SELECT pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = "
-                    "c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
-                    [schema, table],
-                ).fetchone()
-        except BuildStopped:
-            if committed:
-                self.drop(schema, [table])
-            raise
-        except psycopg.errors.QueryCanceled:
-            raise QueryTimeout(timeout_s) from None
-        except psycopg.OperationalError as exc:
-            logger.warning("PostgreSQL data source failed during a rollup build: %s", exc)
-            raise DataSourceUnavailable("Data source is unavailable") from None
-        except psycopg.Error as exc:
-            primary = exc.diag.message_primary if exc.diag else None
-            raise DataSourceError(primary or "Rollup build failed") from None
-        return WrittenPartition(file=table, rows=rows, bytes=int(size[0]) if size else 0)
+        """Create ``schema.table`` as the rows of ``sql`` (its columns named ``columns``) and index it; on any failure,
+        or ``keep_going()`` False once written (:class:`BuildStopped`), the table is dropped."""
+        with self.session(timeout_s) as session:
+            self.ensure_schema(session, schema)
+
+            def create() -> tuple[int, int]:
+                options = self.table_options(indexes)
+                _, answer = session.run(self.ddl.create_table_as(schema, table, sql, columns, options=options), params)
+                self.index_statements(session, schema, table, indexes)
+                return self.measured(session, schema, table, answer)
+
+            rows, size = written_whole(create, lambda: session.run(self.drop_statement(schema, table)), keep_going)
+        return WrittenPartition(file=table, rows=rows, bytes=size)
 
     def drop(self, schema: str, tables: Sequence[str]) -> None:
-        """Drop ``tables`` of ``schema`` that exist (waiting at most 5 s for the queries reading one)."""
+        """Drop ``tables`` of ``schema`` that exist."""
         if not tables:
             return
-        try:
-            with self._connect() as connection:
-                connection.execute("SET lock_timeout = '5s'")
-                for table in tables:
-                    connection.execute(self.ddl.drop_table(schema, table))
-        except psycopg.Error as exc:
-            primary = exc.diag.message_primary if getattr(exc, "diag", None) else None
-            raise DataSourceError(primary or "Dropping a rollup table failed") from None
+        with self.session(60.0) as session:
+            for table in tables:
+                session.run(self.drop_statement(schema, table))
 
     def unreferenced(self, schema: str, prefix: str, referenced: set[str], *, older_than_s: float) -> int:
-        """Drop the tables of ``schema`` named with ``prefix`` that ``referenced`` does not hold and that were found
-        unreferenced at least ``older_than_s`` ago; mark those found for the first time. Returns how many dropped."""
-        pattern = prefix.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%") + "%"
-        now = int(time.time())
-        dropped = 0
+        """Mark, then drop after ``older_than_s``, the tables of ``schema`` named with ``prefix`` that ``referenced``
+        does not hold (:func:`collect_unreferenced`). Returns how many dropped; a failure is logged and retried at
+        the next collection."""
         try:
-            with self._connect() as connection:
-                found = connection.execute(
-                    "SELECT c.relname, obj_description(c.oid, 'pg_class') FROM pg_class c JOIN pg_namespace n ON "
-                    "n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname LIKE $2",
-                    [schema, pattern],
-                ).fetchall()
-                connection.execute("SET lock_timeout = '5s'")
-                for name, comment in found:
-                    if name in referenced:
-                        continue
-                    since = _BUILT_AT.match(comment or "")
-                    qualified = self.ddl.render(_table(schema, name))
-                    if since is None:
-                        note = exp.Literal.string(f"{UNREFERENCED}{now}").sql(dialect="postgres")
-                        connection.execute(f"COMMENT ON TABLE {qualified} IS {note}")
-                    elif now - int(since.group(1)) >= older_than_s:
-                        connection.execute(self.ddl.drop_table(schema, name))
-                        dropped += 1
-        except psycopg.Error as exc:
-            logger.warning("rollup tables of schema %s not collected: %s", schema, exc)
-        return dropped
+            with self.session(60.0) as session:
+                found = [(name, comment) for name, comment in self.listed(session, schema) if name.startswith(prefix)]
+                return collect_unreferenced(
+                    found,
+                    referenced,
+                    older_than_s=older_than_s,
+                    mark=lambda name, note: session.run(self.comment_statement(schema, name, note)),
+                    drop=lambda name: session.run(self.drop_statement(schema, name)),
+                )
+        except DataSourceError as exc:
+            logger.warning("rollup tables of %s schema %s not collected: %s", self.KIND, schema, exc)
+            return 0
 
 
-# The dialect of a source that can hold rollups (core.data_source_kinds.ROLLUP_HOME_DIALECTS) -> its rollup writer.
-WRITERS: dict[str, Callable[[str], SourceTables]] = {
-    "postgres": PostgresRollupWriter,
-}
+def written_whole(
+    create: Callable[[], tuple[int, int]], drop: Callable[[], object], keep_going: Callable[[], bool]
+) -> tuple[int, int]:
+    """``create()`` a table (its rows and bytes) where DDL is not transactional: if it fails, or ``keep_going()``
+    says the build lost its lease (:class:`BuildStopped`), ``drop()`` removes what it wrote before the error goes on
+    (a dropping that fails is logged: the garbage collection removes the table later, as no row names it)."""
+    if not keep_going():
+        raise BuildStopped()
+    try:
+        written = create()
+        if not keep_going():
+            raise BuildStopped()
+    except BaseException:
+        try:
+            drop()
+        except Exception:
+            logger.warning("a failed rollup build's table was not dropped", exc_info=True)
+        raise
+    return written
 
 
-def source_tables(url: str) -> SourceTables:
-    """The writer of rollup tables for a data source URL; :class:`DataSourceError` for a source that cannot hold
-    them (its deployment keeps its rollups in the store)."""
-    scheme = urlsplit(url).scheme.lower()
-    found = WRITERS.get(QUERIED_SCHEMES.get(scheme, "")) if holds_rollups(url) else None
-    if found is None:
-        raise DataSourceError(
-            f"rollups cannot live in a {scheme or 'duckdb'} data source: only PostgreSQL holds them in a schema of "
-            "its own (set the deployment's pre-aggregation storage to the store)"
-        )
-    return found(url)
+@contextlib.contextmanager
+def closing_session(session: Any) -> Iterator[Any]:
+    """``session`` for the block, closed after it (quietly: a connection that broke is gone anyway)."""
+    try:
+        yield session
+    finally:
+        with contextlib.suppress(Exception):
+            session.close()

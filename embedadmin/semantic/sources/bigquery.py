@@ -168,23 +168,33 @@ class BigQueryWriter(BigQuery):
 WRITER = BigQueryWriter
 
 
-class BigQuerySource:
-    """A BigQuery project; one client (thread-safe), one query job per statement."""
+class BigQuerySource(warehouses.DriverSource):
+    """A BigQuery project; one client (thread-safe), one query job per statement. Its connect arguments are the
+    settings of :func:`settings_for` (the client's arguments, the default dataset, the job limits)."""
 
     dialect = DIALECT
+    KIND = "BigQuery"
 
     def __init__(self, settings: dict[str, Any], driver: Any) -> None:
+        super().__init__(settings, driver)
         self._settings = settings
-        self._driver = driver
         self._client: Any = None
+
+    def connect(self, **changes: Any) -> Any:
+        """A new client of the project."""
+        try:
+            return self._driver.Client(**{**self._settings["client"], **changes})
+        except Exception as exc:  # no credentials found, an unreadable key
+            logger.warning("BigQuery data source unavailable: %s", type(exc).__name__)
+            raise DataSourceUnavailable("Data source is unavailable: its credentials cannot be used") from None
+
+    @property
+    def request_timeout(self) -> float:
+        return float(self._settings["request_timeout"])
 
     def _get_client(self) -> Any:
         if self._client is None:
-            try:
-                self._client = self._driver.Client(**self._settings["client"])
-            except Exception as exc:  # no credentials found, an unreadable key
-                logger.warning("BigQuery data source unavailable: %s", type(exc).__name__)
-                raise DataSourceUnavailable("Data source is unavailable: its credentials cannot be used") from None
+            self._client = self.connect()
         return self._client
 
     def job_config(self, params: Sequence[Any], timeout_s: float) -> Any:
@@ -214,7 +224,7 @@ class BigQuerySource:
         try:
             job = client.query(sql, job_config=self.job_config(params, timeout_s), timeout=request_timeout)
         except Exception as exc:
-            raise _error(exc, timeout_s) from None
+            raise error_for(exc, timeout_s) from None
         try:
             with warehouses.stoppable(timeout_s, cancel, job.cancel) as stops:
                 try:
@@ -223,7 +233,7 @@ class BigQuerySource:
                     schema = list(result.schema or [])
                     rows = [tuple(row.values()) for row in result]
                 except Exception as exc:
-                    raise stops.error(timeout_s) or _error(exc, timeout_s) from None
+                    raise stops.error(timeout_s) or error_for(exc, timeout_s) from None
         except QueryCancelled:
             job.cancel()  # a scope cancelled before the job was submitted
             raise
@@ -238,7 +248,7 @@ class BigQuerySource:
             self._client.close()
 
 
-def _error(exc: Exception, timeout_s: float) -> DataSourceError:
+def error_for(exc: Exception, timeout_s: float) -> DataSourceError:
     """The error a caller sees: BigQuery's reason for a refused statement (never the request URL or a key)."""
     from concurrent.futures import TimeoutError as WaitTimeout
 

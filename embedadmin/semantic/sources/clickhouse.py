@@ -410,7 +410,9 @@ class ClickHouseSource:
         return client
 
     @contextlib.contextmanager
-    def _client(self) -> Iterator[Any]:
+    def client(self) -> Iterator[Any]:
+        """A clickhouse-connect client of this source's pool for the block (the settings of what it runs are the
+        caller's: the query path sends :data:`QUERY_SETTINGS` with each query)."""
         if not self._slots.acquire(timeout=self._pool_timeout_s):
             raise DataSourceUnavailable("Data source is busy: no connection became free in time")
         client = None
@@ -456,7 +458,6 @@ class ClickHouseSource:
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
     ) -> QueryResult:
         from clickhouse_connect.driver.exceptions import Error as ClickHouseError
-        from clickhouse_connect.driver.exceptions import OperationalError
 
         text, values = bind(sql, params)
         token = uuid.uuid4().hex
@@ -472,26 +473,20 @@ class ClickHouseSource:
             timed_out.set()
             self._kill(token)
 
-        with self._client() as client:
+        with self.client() as client:
             alarm = watchdog.call_later(timeout_s + _KILL_GRACE_S, on_deadline)
             cancelled = threading.Event()
             try:
                 with cancellable(cancel, lambda: self._kill(token)) as cancelled:
                     result = client.query(text, parameters=values or None, settings=query_settings)
             except ClickHouseError as exc:
-                code = _code(exc)
-                if code == _TIMEOUT_EXCEEDED or timed_out.is_set():
+                if timed_out.is_set():
                     raise QueryTimeout(timeout_s) from None
-                if code == _QUERY_WAS_CANCELLED or cancelled.is_set():
-                    if cancelled.is_set():
-                        raise QueryCancelled() from None
-                    raise DataSourceError("Query was stopped on the server") from None
-                if code == _READONLY:
+                if cancelled.is_set():
+                    raise QueryCancelled() from None
+                if _code(exc) == _READONLY:
                     raise DataSourceError("Data source is read-only: the query tried to change it") from None
-                if code in _UNAVAILABLE_CODES or (isinstance(exc, OperationalError) and code is None):
-                    logger.warning("ClickHouse data source unavailable: %s", exc)
-                    raise DataSourceUnavailable("Data source is unavailable") from None
-                raise DataSourceError(_error_text(str(exc))) from None
+                raise error_for(exc, timeout_s) from None
             finally:
                 watchdog.cancel(alarm)
         return QueryResult(
@@ -515,6 +510,22 @@ class ClickHouseSource:
         for client in clients:
             with contextlib.suppress(Exception):
                 client.close()
+
+
+def error_for(exc: Exception, timeout_s: float) -> DataSourceError:
+    """What a caller sees of a failed statement: a timeout, a statement stopped on the server, an outage, or what the
+    server refused (its message, without the SQL it quotes)."""
+    from clickhouse_connect.driver.exceptions import OperationalError
+
+    code = _code(exc)
+    if code == _TIMEOUT_EXCEEDED:
+        return QueryTimeout(timeout_s)
+    if code == _QUERY_WAS_CANCELLED:
+        return DataSourceError("Query was stopped on the server")
+    if code in _UNAVAILABLE_CODES or (isinstance(exc, OperationalError) and code is None):
+        logger.warning("ClickHouse data source unavailable: %s", exc)
+        return DataSourceUnavailable("Data source is unavailable")
+    return DataSourceError(_error_text(str(exc)))
 
 
 def _code(exc: BaseException) -> int | None:

@@ -84,22 +84,14 @@ class DatabricksWriter(Databricks):
 WRITER = DatabricksWriter
 
 
-class DatabricksSource:
+class DatabricksSource(warehouses.SessionSource):
     """A Databricks SQL warehouse; sessions kept idle between statements."""
 
     dialect = DIALECT
+    KIND = "Databricks"
 
-    def __init__(self, connect_args: dict[str, Any], driver: Any) -> None:
-        self._connect_args = connect_args
-        self._driver = driver
-        self._connections = warehouses.IdleConnections(self._connect)
-
-    def _connect(self) -> Any:
-        try:
-            return self._driver.connect(**self._connect_args)
-        except self._driver.exc.Error as exc:
-            logger.warning("Databricks data source unavailable: %s", type(exc).__name__)
-            raise DataSourceUnavailable("Data source is unavailable") from None
+    def driver_errors(self) -> Any:
+        return self._driver.exc.Error
 
     def execute(
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
@@ -128,7 +120,7 @@ class DatabricksSource:
                 finally:
                     cursor.close()
             except errors.Error as exc:
-                mapped = _error(exc, timeout_s)
+                mapped = error_for(exc, timeout_s)
                 lease.kept_on_error = not isinstance(mapped, DataSourceUnavailable)
                 raise mapped from None
         return QueryResult(
@@ -137,11 +129,8 @@ class DatabricksSource:
             rows=rows,
         )
 
-    def close(self) -> None:
-        self._connections.close()
 
-
-def _error(exc: Exception, timeout_s: float) -> DataSourceError:
+def error_for(exc: Exception, timeout_s: float) -> DataSourceError:
     """The error a caller sees: the warehouse's message for a refused statement (never the host or token)."""
     message = str(getattr(exc, "message", None) or "").strip()
     if "TIMEOUT" in message.upper() and "STATEMENT" in message.upper():

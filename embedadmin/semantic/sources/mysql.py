@@ -160,21 +160,8 @@ class MySQLSource:
     # -- connections --------------------------------------------------------------------------------
 
     def _connect(self) -> _Connection:
-        raw = pymysql.connect(**self._connect_kwargs)
-        try:
-            with raw.cursor() as cursor:
-                cursor.execute("SET time_zone = '+00:00'")
-                # Every transaction of the session is READ ONLY, including the one after a statement that commits
-                # implicitly (DDL ends a START TRANSACTION READ ONLY before it runs; this default still refuses it).
-                cursor.execute("SET SESSION TRANSACTION READ ONLY")
-                cursor.execute(f"SET SESSION sql_mode = '{_SQL_MODE}'")
-                # Quotients (AVG, /) keep 16 more digits than their operands, not 4: PostgreSQL's precision.
-                cursor.execute("SET SESSION div_precision_increment = 16")
-            mariadb = "mariadb" in raw.get_server_info().lower()
-        except BaseException:
-            raw.close()
-            raise
-        return _Connection(raw, mariadb)
+        raw = session(self._connect_kwargs, read_only=True)
+        return _Connection(raw, is_mariadb(raw))
 
     def _checkout(self) -> _Connection:
         if not self._slots.acquire(timeout=self._pool_timeout_s):
@@ -218,19 +205,10 @@ class MySQLSource:
             self._zones.add(zone)
 
     def _kill(self, connection: _Connection) -> None:
-        """Stop the statement ``connection`` runs, from a connection of its own."""
-        killer = pymysql.connect(**{**self._connect_kwargs, "connect_timeout": 5, "read_timeout": 5})
-        try:
-            with killer.cursor() as cursor:
-                cursor.execute(f"KILL QUERY {int(connection.thread_id)}")
-        finally:
-            killer.close()
+        kill_query(self._connect_kwargs, connection.thread_id)
 
     def _kill_late(self, connection: _Connection) -> None:
-        try:
-            self._kill(connection)
-        except Exception:
-            logger.warning("killing a MySQL statement past its time limit failed", exc_info=True)
+        kill_late(self._connect_kwargs, connection.thread_id)
 
     # -- queries ------------------------------------------------------------------------------------
 
@@ -282,13 +260,11 @@ class MySQLSource:
                 raise QueryTimeout(timeout_s) from None
             if cancelled.is_set():
                 raise QueryCancelled() from None
-            if code in _UNAVAILABLE_CODES or isinstance(exc, pymysql.err.InterfaceError):
-                logger.warning("MySQL data source unavailable: %s", exc)
-                raise DataSourceUnavailable("Data source is unavailable") from None
-            # A statement the server refused: its connection stays good (the transaction is rolled back).
-            reuse = _rolled_back(connection)
-            message = exc.args[1] if len(exc.args) > 1 else str(exc)
-            raise DataSourceError(str(message) or "Query failed") from None
+            failure = error_for(exc, timeout_s)
+            if not isinstance(failure, DataSourceUnavailable):
+                # A statement the server refused: its connection stays good (the transaction is rolled back).
+                reuse = _rolled_back(connection)
+            raise failure from None
         finally:
             self._checkin(connection, reuse=reuse)
         return QueryResult(
@@ -361,8 +337,70 @@ def _seconds(options: dict[str, str], name: str, default: float) -> float:
     return value
 
 
+def session(connect_kwargs: dict[str, Any], *, read_only: bool) -> pymysql.connections.Connection:
+    """A new connection in the session every statement of this server runs in: UTC, a fixed ``sql_mode``,
+    PostgreSQL's precision of quotients; ``read_only``: every transaction of it READ ONLY (the query path's).
+    A rollup build's connection is the same session, able to write (``serving/rollup_writers/mysql.py``)."""
+    raw = pymysql.connect(**connect_kwargs)
+    try:
+        with raw.cursor() as cursor:
+            cursor.execute("SET time_zone = '+00:00'")
+            if read_only:
+                # Every transaction of the session is READ ONLY, including the one after a statement that commits
+                # implicitly (DDL ends a START TRANSACTION READ ONLY before it runs; this default still refuses it).
+                cursor.execute("SET SESSION TRANSACTION READ ONLY")
+            cursor.execute(f"SET SESSION sql_mode = '{_SQL_MODE}'")
+            # Quotients (AVG, /) keep 16 more digits than their operands, not 4: PostgreSQL's precision.
+            cursor.execute("SET SESSION div_precision_increment = 16")
+    except BaseException:
+        raw.close()
+        raise
+    return raw
+
+
+def is_mariadb(raw: pymysql.connections.Connection) -> bool:
+    return "mariadb" in raw.get_server_info().lower()
+
+
+def kill_query(connect_kwargs: dict[str, Any], thread_id: int) -> None:
+    """Stop the statement the connection ``thread_id`` runs, from a connection of its own."""
+    killer = pymysql.connect(**{**connect_kwargs, "connect_timeout": 5, "read_timeout": 5})
+    try:
+        with killer.cursor() as cursor:
+            cursor.execute(f"KILL QUERY {int(thread_id)}")
+    finally:
+        killer.close()
+
+
+def kill_late(connect_kwargs: dict[str, Any], thread_id: int) -> None:
+    """:func:`kill_query` for a statement past its time limit (from the watchdog: a failure is logged)."""
+    try:
+        kill_query(connect_kwargs, thread_id)
+    except Exception:
+        logger.warning("killing a MySQL statement past its time limit failed", exc_info=True)
+
+
+def error_for(exc: pymysql.Error, timeout_s: float) -> DataSourceError:
+    """What a caller sees of a failed statement that was not cancelled: a timeout, an outage, or the server's
+    message for a statement it refused."""
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+    if code in _TIMEOUT_CODES:
+        return QueryTimeout(timeout_s)
+    if code in _UNAVAILABLE_CODES or isinstance(exc, pymysql.err.InterfaceError):
+        logger.warning("MySQL data source unavailable: %s", exc)
+        return DataSourceUnavailable("Data source is unavailable")
+    message = exc.args[1] if len(exc.args) > 1 else str(exc)
+    return DataSourceError(str(message) or "Query failed")
+
+
 def open_source(url: str) -> MySQLSource:
     """The source a ``mysql:`` or ``mariadb:`` URL names."""
+    kwargs, max_size, pool_timeout_s = connect_arguments(url)
+    return MySQLSource(kwargs, max_size=max_size, pool_timeout_s=pool_timeout_s)
+
+
+def connect_arguments(url: str) -> tuple[dict[str, Any], int, float]:
+    """PyMySQL's ``connect`` arguments for a ``mysql:`` or ``mariadb:`` URL, the pool's size and its wait."""
     parts = urlsplit(url)
     options = dict(parse_qsl(parts.query))
     unknown = sorted(set(options) - _URL_OPTIONS)
@@ -404,7 +442,7 @@ def open_source(url: str) -> MySQLSource:
             kwargs["ssl_ca"] = files["ssl_ca"]
         kwargs["ssl_verify_cert"] = True if verify_cert is None else verify_cert
         kwargs["ssl_verify_identity"] = True if verify_identity is None else verify_identity
-    return MySQLSource(kwargs, max_size=max_size, pool_timeout_s=pool_timeout_s)
+    return kwargs, max_size, pool_timeout_s
 
 
 # -- the SQL writer ------------------------------------------------------------------------------------

@@ -100,23 +100,14 @@ class SnowflakeWriter(Snowflake):
 WRITER = SnowflakeWriter
 
 
-class SnowflakeSource:
+class SnowflakeSource(warehouses.SessionSource):
     """A Snowflake account; sessions kept idle between statements."""
 
     dialect = DIALECT
+    KIND = "Snowflake"
 
-    def __init__(self, connect_args: dict[str, Any], driver: Any) -> None:
-        self._connect_args = connect_args
-        self._driver = driver
-        self._connections = warehouses.IdleConnections(self._connect)
-
-    def _connect(self) -> Any:
-        try:
-            return self._driver.connect(**self._connect_args)
-        except self._driver.errors.Error as exc:
-            # Wrong credentials, an unknown account, no network: the same query is expected to work later.
-            logger.warning("Snowflake data source unavailable: %s", _errno(exc))
-            raise DataSourceUnavailable("Data source is unavailable") from None
+    def driver_errors(self) -> Any:
+        return self._driver.errors.Error
 
     def execute(
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
@@ -148,10 +139,10 @@ class SnowflakeSource:
                         stopped = stops.error(timeout_s)
                         if stopped is not None or getattr(exc, "errno", None) in (_TIMED_OUT, _CANCELLED):
                             lease.kept_on_error = True
-                            raise stopped or _error(exc, timeout_s) from None
+                            raise stopped or error_for(exc, timeout_s) from None
                         raise
             except errors.Error as exc:
-                mapped = _error(exc, timeout_s)
+                mapped = error_for(exc, timeout_s)
                 lease.kept_on_error = not isinstance(mapped, DataSourceUnavailable)
                 raise mapped from None
         return QueryResult(
@@ -160,9 +151,6 @@ class SnowflakeSource:
             types=[value_type(_type_name(self._driver, column[1]), column[5]) for column in description],
             rows=rows,
         )
-
-    def close(self) -> None:
-        self._connections.close()
 
 
 def _type_name(driver: Any, type_code: Any) -> str:
@@ -175,7 +163,7 @@ def _errno(exc: Exception) -> int:
     return errno if isinstance(errno, int) else -1
 
 
-def _error(exc: Exception, timeout_s: float) -> DataSourceError:
+def error_for(exc: Exception, timeout_s: float) -> DataSourceError:
     """The error a caller sees: Snowflake's own message for a refused statement (it names no credential)."""
     errno = _errno(exc)
     if errno == _TIMED_OUT:

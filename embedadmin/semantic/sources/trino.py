@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlsplit
 from sqlglot import exp
 from sqlglot.dialects.trino import Trino
 
-from embedadmin.semantic.errors import DataSourceError
+from embedadmin.semantic.errors import DataSourceError, QueryTimeout
 from embedadmin.semantic.sources import warehouses
 from embedadmin.semantic.sources.base import CancelScope, DataSourceUnavailable, QueryResult
 
@@ -105,37 +105,39 @@ class TrinoWriter(Trino):
 WRITER = TrinoWriter
 
 
-class TrinoSource:
+class TrinoSource(warehouses.DriverSource):
     """A Trino cluster; one HTTP connection per statement (the driver's connections are cheap)."""
 
     dialect = DIALECT
+    KIND = "Trino"
 
-    def __init__(self, connect_args: dict[str, Any], driver: Any) -> None:
-        self._connect_args = connect_args
-        self._driver = driver
+    def connect(self, **changes: Any) -> Any:
+        return warehouses.connected(
+            self._driver.dbapi.connect, {**self._connect_args, **changes}, self.driver_errors(), self.KIND
+        )
+
+    def driver_errors(self) -> Any:
+        return self._driver.exceptions.TrinoConnectionError
+
+    def session_properties(self, timeout_s: float) -> dict[str, Any]:
+        """The session properties of a statement: the URL's, and its time limit (``query_max_run_time``)."""
+        seconds = max(1, int(-(-timeout_s // 1)))
+        return {**self._connect_args.get("session_properties", {}), "query_max_run_time": f"{seconds}s"}
 
     def execute(
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
     ) -> QueryResult:
-        exceptions = self._driver.exceptions
-        seconds = max(1, int(-(-timeout_s // 1)))
-        args = dict(self._connect_args)
-        args["session_properties"] = {**args.get("session_properties", {}), "query_max_run_time": f"{seconds}s"}
-        try:
-            connection = self._driver.dbapi.connect(**args)
-            cursor = connection.cursor()
-            with warehouses.stoppable(timeout_s, cancel, cursor.cancel) as stops:
-                try:
-                    cursor.execute(sql, list(params) or None)
-                    rows = [tuple(row) for row in cursor.fetchall()]
-                    description = cursor.description or []
-                except Exception as exc:
-                    raise stops.error(timeout_s) or _error(exc, exceptions, timeout_s) from None
-                finally:
-                    connection.close()
-        except exceptions.TrinoConnectionError as exc:
-            logger.warning("Trino data source unavailable: %s", type(exc).__name__)
-            raise DataSourceUnavailable("Data source is unavailable") from None
+        connection = self.connect(session_properties=self.session_properties(timeout_s))
+        cursor = connection.cursor()
+        with warehouses.stoppable(timeout_s, cancel, cursor.cancel) as stops:
+            try:
+                cursor.execute(sql, list(params) or None)
+                rows = [tuple(row) for row in cursor.fetchall()]
+                description = cursor.description or []
+            except Exception as exc:
+                raise stops.error(timeout_s) or error_for(exc, self._driver.exceptions, timeout_s) from None
+            finally:
+                connection.close()
         return QueryResult(
             columns=[column[0] for column in description],
             types=[value_type(str(column[1])) for column in description],
@@ -146,11 +148,9 @@ class TrinoSource:
         return None
 
 
-def _error(exc: Exception, exceptions: Any, timeout_s: float) -> DataSourceError:
+def error_for(exc: Exception, exceptions: Any, timeout_s: float) -> DataSourceError:
     """The error a caller sees for a failed Trino statement (the cluster's message for a refused query, never
     the URL or credentials)."""
-    from embedadmin.semantic.errors import QueryTimeout
-
     if isinstance(exc, exceptions.TrinoQueryError):
         if exc.error_name == "EXCEEDED_TIME_LIMIT":
             return QueryTimeout(timeout_s)

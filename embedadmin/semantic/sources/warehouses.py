@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, unquote
 from sqlglot import exp
 
 from embedadmin.semantic.errors import DataSourceError, QueryTimeout
-from embedadmin.semantic.sources.base import QueryCancelled, cancellable, watchdog
+from embedadmin.semantic.sources.base import DataSourceUnavailable, QueryCancelled, cancellable, watchdog
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +130,51 @@ def _stop_quietly(stop: Callable[[], None]) -> None:
         stop()
     except Exception:
         logger.warning("stopping a warehouse statement failed", exc_info=True)
+
+
+def connected(connect: Callable[..., Any], args: Mapping[str, Any], errors: Any, kind: str) -> Any:
+    """``connect(**args)``: a warehouse connection (or client); the driver's ``errors`` (wrong credentials, an
+    unknown account, no network) as :class:`DataSourceUnavailable`, the same statement expected to work later."""
+    try:
+        return connect(**args)
+    except errors as exc:
+        logger.warning("%s data source unavailable: %s %s", kind, type(exc).__name__, getattr(exc, "errno", ""))
+        raise DataSourceUnavailable("Data source is unavailable") from None
+
+
+class DriverSource:
+    """A warehouse reached through its official driver: the driver module and the arguments of its ``connect``.
+    ``KIND`` names the warehouse in messages and logs. The rollup writers of ``serving/rollup_writers/`` open
+    connections of their own through :meth:`connect`, never one the query path keeps."""
+
+    KIND = "warehouse"
+
+    def __init__(self, connect_args: dict[str, Any], driver: Any) -> None:
+        self._connect_args = connect_args
+        self._driver = driver
+
+    @property
+    def driver(self) -> Any:
+        return self._driver
+
+    def connect(self, **changes: Any) -> Any:
+        """A new connection of the driver's ``connect`` (``changes``: arguments that differ from the URL's)."""
+        return connected(self._driver.connect, {**self._connect_args, **changes}, self.driver_errors(), self.KIND)
+
+    def driver_errors(self) -> Any:
+        """The driver's base exception class (PEP 249's ``Error``)."""
+        return self._driver.Error
+
+
+class SessionSource(DriverSource):
+    """A warehouse whose sessions take a login round trip to open: a few are kept idle between statements."""
+
+    def __init__(self, connect_args: dict[str, Any], driver: Any) -> None:
+        super().__init__(connect_args, driver)
+        self._connections = IdleConnections(self.connect)
+
+    def close(self) -> None:
+        self._connections.close()
 
 
 class IdleConnections:

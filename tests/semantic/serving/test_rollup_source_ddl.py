@@ -1,5 +1,5 @@
 """The statements a rollup build in a data source runs, rendered by each dialect's writer, and the names its tables
-get: what PostgreSQL runs, and what the warehouses (which keep their rollups in the store) would."""
+get, within every source's limit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sqlglot
 
 from embedadmin.core.data_source_kinds import ROLLUP_HOME_DIALECTS
 from embedadmin.semantic.errors import DataSourceError
-from embedadmin.semantic.serving.rollup_source import WRITERS, Ddl, source_table_name, source_tables
+from embedadmin.semantic.serving.rollup_source import MAX_IDENTIFIER, Ddl, source_table_name
+from embedadmin.semantic.serving.rollup_writers import source_tables, writer_module
 
 BUILD = "SELECT status, COUNT(*) FROM orders GROUP BY 1"
 EXPECTED = {
@@ -37,8 +38,9 @@ def test_each_dialect_renders_the_build_and_drop_statements(dialect):
 
     assert ddl.create_schema("rollups") == schema_sql
     assert ddl.drop_table("rollups", "r1_t") == drop_sql
-    created = ddl.create_table_as("rollups", "r1_t", BUILD)
-    assert created.startswith(f"CREATE TABLE {table} AS SELECT * FROM ({BUILD}) AS ")
+    created = ddl.create_table_as("rollups", "r1_t", BUILD, ["status", "n"])
+    b, status, n = (ddl.identifier(name) for name in ("b", "status", "n"))
+    assert created == f"CREATE TABLE {table} AS SELECT {b}.{status}, {b}.{n} FROM ({BUILD}) AS {b}"
     # each statement parses back in its dialect
     for statement in (schema_sql, drop_sql, created, ddl.insert_select("rollups", "r1_t", BUILD)):
         assert sqlglot.parse_one(statement, read=dialect) is not None
@@ -70,7 +72,12 @@ def test_table_names_fit_in_63_characters_and_stay_distinct():
     assert long_a.startswith("r1234567_")
 
 
-def test_only_the_sources_that_can_hold_rollups_have_a_writer():
-    assert set(WRITERS) == ROLLUP_HOME_DIALECTS
-    with pytest.raises(DataSourceError, match="rollups cannot live in a mysql data source"):
-        source_tables("mysql://u@h/db")
+def test_every_source_that_can_hold_rollups_has_a_writer_whose_names_fit():
+    for dialect in ROLLUP_HOME_DIALECTS:
+        module = writer_module(dialect)
+        assert callable(module.open_writer), dialect
+        assert MAX_IDENTIFIER <= module.MAX_IDENTIFIER, dialect
+    with pytest.raises(DataSourceError, match="rollups cannot live in a duckdb data source"):
+        source_tables("duckdb:///var/demo.duckdb")
+    with pytest.raises(DataSourceError, match="rollups cannot live in a oracle data source"):
+        source_tables("oracle://scott@db/orcl")

@@ -1,7 +1,9 @@
-"""Rollups kept in the data source itself (a deployment's pre-aggregations schema), on real PostgreSQL: built into new
-tables of that schema through a build connection of their own, swapped by the pointer row, answering ``/v1/load`` on
-the source exactly as the source does, a killed build's table dropped by the build taking its lease over, replaced
-tables collected, the query path never writing and the build never using the query path's read-only source.
+"""Rollups kept in the data source itself (a deployment's pre-aggregations schema), on real PostgreSQL, MariaDB and
+ClickHouse (chDB; a database is the schema on the last two): built into new tables of that schema through a build
+connection of their own, swapped by the pointer row, answering ``/v1/load`` on the source exactly as the source does,
+a stopped or failed build leaving no table, a stalled or killed build's table dropped by the build taking its lease
+over, replaced tables marked then collected, the query path never writing and the build never using the query
+path's read-only source. The warehouses' writers: ``test_rollup_writers_warehouses.py``.
 """
 
 # ruff: noqa: F811  (fixtures imported from other test modules are redefined as test arguments, as pytest wants)
@@ -25,13 +27,17 @@ from django.core.management import call_command
 
 from embedadmin.accounts.services import TenantDataSources, deployment_configure
 from embedadmin.audit.models import AuditEntry
+from embedadmin.semantic.errors import DataSourceError
 from embedadmin.semantic.models import PreAggregationPartition
-from embedadmin.semantic.serving import rollup_source
+from embedadmin.semantic.serving import pre_aggregations
 from embedadmin.semantic.serving.pre_aggregations import (
     pre_aggregation_partition_build,
     pre_aggregations_collect_garbage,
     pre_aggregations_status,
 )
+from embedadmin.semantic.serving.rollup_store import BuildStopped
+from embedadmin.semantic.serving.rollup_writers import postgres as postgres_writer
+from embedadmin.semantic.serving.rollup_writers import source_tables
 from embedadmin.semantic.sources.postgres import PostgresSource
 from embedadmin.semantic.tasks import serve
 from tests.asgi_server import database_url_for_subprocess
@@ -43,6 +49,7 @@ from tests.semantic.http_support import (  # noqa: F401
     demo_duckdb,
     fresh_semantic_state,
 )
+from tests.semantic.rollup_homes import HOMES, Home, mysql_demo, new_home  # noqa: F401
 from tests.semantic.rollup_support import build_rollups, model_with_rollups
 from tests.semantic.serving.test_pre_aggregations import (
     ANSWERED_BY,
@@ -53,6 +60,7 @@ from tests.semantic.serving.test_pre_aggregations import (
     store,  # noqa: F401
     used,
 )
+from tests.semantic.sql.test_clickhouse_queries import clickhouse_demo  # noqa: F401
 from tests.semantic.sql.test_cross_database import CASES, _api_value, _value, postgres_demo  # noqa: F401
 from tests.waiting import wait_until
 
@@ -70,16 +78,32 @@ def rollup_schema(postgres_demo) -> Any:
         admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+@pytest.fixture(params=HOMES)
+def home(request, postgres_demo) -> Any:
+    """A data source that holds rollups, with the demo dataset and a fresh rollup schema (dropped afterwards)."""
+    found = new_home(request.param, request)
+    yield found
+    found.drop_schema()
+
+
 def rollups_in_source(core: CoreApi, tmp_path: Path, postgres_demo, schema: str, rollups: dict[str, str] | None = None):
     """The deployment on the PostgreSQL copy of the demo data, its rollups kept in ``schema`` of it."""
     url, data_schema = postgres_demo
-    plain = qualified_model(DEMO_MODEL, tmp_path / "plain", data_schema)
+    return rollups_in(core, tmp_path, Home("postgres", url, data_schema, schema), rollups)
+
+
+def rollups_in(core: CoreApi, tmp_path: Path, home: Home, rollups: dict[str, str] | None = None) -> str:
+    """The deployment on ``home``'s demo data, its rollups kept in ``home``'s rollup schema."""
+    plain = qualified_model(DEMO_MODEL, tmp_path / "plain", home.data_schema)
     model = model_with_rollups(tmp_path / "model", source=plain, rollups=rollups)
     deployment_configure(
-        deployment=core.cast.deployment, model_dir=str(model), data_source_url=url, pre_aggregations_schema=schema
+        deployment=core.cast.deployment,
+        model_dir=str(model),
+        data_source_url=home.url,
+        pre_aggregations_schema=home.schema,
     )
     core.cast.deployment.refresh_from_db()
-    return url
+    return home.url
 
 
 def tables_in(url: str, schema: str) -> set[str]:
@@ -92,22 +116,25 @@ def tables_in(url: str, schema: str) -> set[str]:
     return {name for (name,) in rows}
 
 
-def pg_rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+def pg_rows(postgres_demo: tuple[str, str], case: Any) -> list[tuple[Any, ...]]:
+    """A case's hand-written SQL on the PostgreSQL copy of the demo data (every home holds the same rows)."""
+    url, schema = postgres_demo
     with psycopg.connect(url, options="-c TimeZone=UTC") as connection:
-        return connection.execute(sql).fetchall()
+        return connection.execute(case.sql.format(t=f'"{schema}".')).fetchall()
 
 
 def test_every_oracle_query_shape_answers_from_rollups_in_the_source_as_the_source_does(
-    core, store, settings, tmp_path, postgres_demo, rollup_schema
+    core, store, settings, tmp_path, postgres_demo, home
 ):
-    # given: the demo model with rollups on PostgreSQL, kept in a schema of the source, built
-    url = rollups_in_source(core, tmp_path, postgres_demo, rollup_schema)
+    # given: the demo model with rollups, kept in a schema of the source, built
+    rollups_in(core, tmp_path, home)
     outcomes = build_rollups(core.cast.deployment)
     assert outcomes
     assert set(outcomes.values()) == {"built"}
     rows = PreAggregationPartition.objects.filter(deployment=core.cast.deployment)
-    assert {r.schema for r in rows} == {rollup_schema}
-    assert {r.table for r in rows} <= tables_in(url, rollup_schema)
+    assert {r.schema for r in rows} == {home.schema}
+    assert {r.table for r in rows} <= home.tables()
+    assert all(r.rows and r.rows > 0 and r.bytes and r.bytes > 0 for r in rows)
     assert not list(Path(store).glob("**/*.duckdb"))  # nothing in the DuckDB store
 
     for name, case in CASES.items():
@@ -119,22 +146,20 @@ def test_every_oracle_query_shape_answers_from_rollups_in_the_source_as_the_sour
         from_source = load(core, case.query, token)
         settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "ENABLED": True}
 
-        # then: the same rows, from the rollup's table in the source's schema
+        # then: the same rows, from the rollup's table in the source's schema; as PostgreSQL's hand-written SQL
         assert used(from_rollups) == ANSWERED_BY[name], name
         assert used(from_source) is None
         assert same_rows(from_rollups["data"], from_source["data"]), name
         assert from_rollups["annotation"] == from_source["annotation"]
         if ANSWERED_BY[name] is not None:
             (entry,) = from_rollups["usedPreAggregations"].values()
-            assert entry["targetTableName"].startswith(f"{rollup_schema}.r{core.cast.deployment.pk}_"), name
+            assert entry["targetTableName"].startswith(f"{home.schema}.r{core.cast.deployment.pk}_"), name
         got = [tuple(_api_value(row[k]) for k in keys_of(case.query)) for row in from_rollups["data"]]
-        expected = [tuple(_value(v) for v in row) for row in pg_rows(url, case.sql.format(t=f'"{postgres_demo[1]}".'))]
+        expected = [tuple(_value(v) for v in row) for row in pg_rows(postgres_demo, case)]
         assert got == expected, name
 
 
-def test_a_calculated_measure_that_divides_runs_in_the_sources_dialect(
-    core, store, settings, tmp_path, postgres_demo, rollup_schema
-):
+def test_a_calculated_measure_that_divides_runs_in_the_sources_dialect(core, store, settings, tmp_path, home):
     # given: completion_rate = 1.0 * completed_count / NULLIF(count, 0) in a rollup kept in the source
     rates = {
         "orders": """
@@ -144,7 +169,7 @@ def test_a_calculated_measure_that_divides_runs_in_the_sources_dialect(
         dimensions: [status]
 """
     }
-    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema, rollups=rates)
+    rollups_in(core, tmp_path, home, rollups=rates)
     build_rollups(core.cast.deployment)
     query = {
         "measures": ["orders.completion_rate", "orders.count"],
@@ -162,29 +187,28 @@ def test_a_calculated_measure_that_divides_runs_in_the_sources_dialect(
     assert from_rollup["data"] == from_source["data"]
 
 
-def test_the_sql_endpoint_shows_the_statement_on_the_sources_tables(
-    core, store, tmp_path, postgres_demo, rollup_schema
-):
+def test_the_sql_endpoint_shows_the_statement_on_the_sources_tables(core, store, tmp_path, home):
     # given
-    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema)
+    rollups_in(core, tmp_path, home)
     build_rollups(core.cast.deployment)
     (row,) = PreAggregationPartition.objects.filter(pre_aggregation="orders.main")
 
     # when
     body = core.post("sql", {"query": {"measures": ["orders.count"], "dimensions": ["orders.status"]}}).json()["sql"]
 
-    # then: PostgreSQL's SQL on the partition's table in the schema
-    assert f'FROM "{rollup_schema}"."{row.table}" AS "orders__main"' in body["sql"][0]
-    assert 'COALESCE(SUM("orders__main"."orders__count"), 0)' in body["sql"][0]
+    # then: the source's SQL on the partition's table in the schema
+    ddl = home.ddl
+    assert f"FROM {ddl.table(home.schema, row.table)} AS {ddl.identifier('orders__main')}" in body["sql"][0]
+    assert f"SUM({ddl.identifier('orders__main')}.{ddl.identifier('orders__count')})" in body["sql"][0]
     (described,) = body["preAggregations"]
     assert described["preAggregationId"] == "orders.main"
-    assert described["targetTableName"] == f"{rollup_schema}.{row.table}"
+    assert described["targetTableName"] == f"{home.schema}.{row.table}"
     assert described["external"] is False  # Cube's word for "in the source database"
 
 
-def test_a_partitioned_rollup_is_read_as_a_union_of_its_tables(core, store, tmp_path, postgres_demo, rollup_schema):
+def test_a_partitioned_rollup_is_read_as_a_union_of_its_tables(core, store, tmp_path, home):
     # given
-    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema)
+    rollups_in(core, tmp_path, home)
     build_rollups(core.cast.deployment)
     partitions = PreAggregationPartition.objects.filter(pre_aggregation="orders.revenue_by_category")
     query = {"measures": ["sales.revenue"], "dimensions": ["sales.product_category"]}
@@ -196,7 +220,7 @@ def test_a_partitioned_rollup_is_read_as_a_union_of_its_tables(core, store, tmp_
     assert sorted(p.partition for p in partitions) == ["2023", "2024", "2025"]
     assert body["sql"][0].count("UNION ALL") == 2
     for partition in partitions:
-        assert f'"{rollup_schema}"."{partition.table}"' in body["sql"][0]
+        assert home.ddl.table(home.schema, partition.table) in body["sql"][0]
 
 
 class Recorded:
@@ -206,7 +230,7 @@ class Recorded:
         self.queries: list[str] = []
         self.build_connections = 0
         execute = PostgresSource.execute
-        connect = rollup_source.PostgresRollupWriter._connect
+        connect = postgres_writer.PostgresRollupWriter._connect
 
         def recording_execute(source, sql, params, **kwargs):
             self.queries.append(sql)
@@ -217,7 +241,7 @@ class Recorded:
             return connect(writer)
 
         monkeypatch.setattr(PostgresSource, "execute", recording_execute)
-        monkeypatch.setattr(rollup_source.PostgresRollupWriter, "_connect", recording_connect)
+        monkeypatch.setattr(postgres_writer.PostgresRollupWriter, "_connect", recording_connect)
 
 
 def test_builds_write_through_their_own_connection_and_queries_never_write(
@@ -265,47 +289,40 @@ def _completed(core: CoreApi) -> tuple[int, str | None, str | None]:
     return int(body["data"][0]["orders.count"]), used(body), table
 
 
-def _add_completed_orders(url: str, schema: str, how_many: int) -> None:
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(
-            f'INSERT INTO "{schema}".orders (id, user_id, status, amount, item_count, created_at, completed_at) '
-            "SELECT id + 1000000, user_id, 'completed', amount, item_count, created_at, completed_at "
-            f'FROM "{schema}".orders ORDER BY id LIMIT %s',
-            [how_many],
-        )
-
-
-def _remove_added_orders(url: str, schema: str) -> None:
-    with psycopg.connect(url, autocommit=True) as connection:
-        connection.execute(f'DELETE FROM "{schema}".orders WHERE id >= 1000000')
+def writer_class(home: Home) -> type:
+    """The class of ``home``'s rollup writer (what a test holds or stops mid-build)."""
+    return type(source_tables(home.url))
 
 
 def test_a_reader_during_a_rebuild_sees_the_old_table_until_the_new_one_is_swapped_in(
-    core, store, tmp_path, postgres_demo, rollup_schema, monkeypatch
+    core, store, tmp_path, home, monkeypatch
 ):
     # given: a built rollup, then 25 more completed orders in the source
-    url, data_schema = postgres_demo
-    rollups_in_source(core, tmp_path, postgres_demo, rollup_schema, rollups=STATUS_ONLY)
+    rollups_in(core, tmp_path, home, rollups=STATUS_ONLY)
     build_rollups(core.cast.deployment)
     before, answered_by, old_table = _completed(core)
     assert answered_by == "orders.status_only"
-    _add_completed_orders(url, data_schema, 25)
+    home.add_completed_orders(25)
     try:
-        # and a rebuild held after its rows are inserted, before its transaction commits
+        # and a rebuild held once its rows are written (PostgreSQL: before its transaction commits)
         inserted, release = threading.Event(), threading.Event()
-        write = rollup_source.PostgresRollupWriter.write
+        kind = writer_class(home)
+        write = kind.write
 
         def held_write(writer, **kwargs):
             keep_going = kwargs.pop("keep_going")
+            calls: list[int] = []
 
             def wait_then_go() -> bool:
-                inserted.set()
-                assert release.wait(60)
+                calls.append(1)
+                if len(calls) == (1 if home.kind == "postgres" else 2):  # the check after the table is written
+                    inserted.set()
+                    assert release.wait(60)
                 return keep_going()
 
             return write(writer, keep_going=wait_then_go, **kwargs)
 
-        monkeypatch.setattr(rollup_source.PostgresRollupWriter, "write", held_write)
+        monkeypatch.setattr(kind, "write", held_write)
         (row,) = PreAggregationPartition.objects.filter(deployment=core.cast.deployment)
         outcome: list[str] = []
         builder = threading.Thread(
@@ -320,39 +337,149 @@ def test_a_reader_during_a_rebuild_sees_the_old_table_until_the_new_one_is_swapp
             row.refresh_from_db()
             building = row.building_table
 
-            # then: the old table, whole; the new one is not even visible outside its transaction
+            # then: the old table, whole; the new one is named by no row a reader reads (on PostgreSQL not even
+            # visible outside its transaction)
             assert during == (before, "orders.status_only", old_table)
             assert building
-            assert building not in tables_in(url, rollup_schema)
+            assert (building in home.tables()) is (home.kind != "postgres")
         finally:
             release.set()
             builder.join(60)
 
-        # when the build commits and swaps, the reader reads the new table, with the new orders
+        # when the build swaps, the reader reads the new table, with the new orders
         assert outcome == ["built"]
         after = _completed(core)
         assert after[:2] == (before + 25, "orders.status_only")
-        assert after[2] == f"{rollup_schema}.{building}"
-        assert building in tables_in(url, rollup_schema)
+        assert after[2] == f"{home.schema}.{building}"
+        assert building in home.tables()
     finally:
-        _remove_added_orders(url, data_schema)
+        home.remove_added_orders()
+
+
+@pytest.mark.parametrize("stop", ["stopped", "failed"])
+def test_a_stopped_or_failed_build_leaves_no_table(core, store, tmp_path, home, stop):
+    # given: the writer of the home, a build statement of the source's dialect
+    writer = source_tables(home.url)
+    table = f"r{core.cast.deployment.pk}_scratch_{stop}"
+    answers = iter([True] * (0 if home.kind == "postgres" else 1) + [False])
+    arguments = {
+        "schema": home.schema,
+        "table": table,
+        "sql": f"SELECT status AS orders__status, COUNT(*) AS orders__count FROM {home.orders()} GROUP BY status",
+        "params": [],
+        "columns": ["orders__status", "orders__count"],
+        "timeout_s": 30,
+    }
+
+    # when: the lease is lost once the table is written (PostgreSQL: before it commits), or an index cannot be made
+    if stop == "stopped":
+        with pytest.raises(BuildStopped):
+            writer.write(**arguments, indexes=[], keep_going=lambda: next(answers))
+    else:
+        with pytest.raises(DataSourceError):
+            writer.write(**arguments, indexes=[["no_such_column"]], keep_going=lambda: True)
+
+    # then: nothing of it is left in the schema
+    assert table not in home.tables()
+
+
+def test_a_stalled_builds_table_is_dropped_by_the_build_taking_its_lease_over_and_replaced_tables_are_collected(
+    core, store, settings, tmp_path, home, monkeypatch
+):
+    # given: a built rollup in the source
+    settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "LEASE_STALE_SECONDS": 2.0, "FILE_GRACE_SECONDS": 0}
+    rollups_in(core, tmp_path, home, rollups=STATUS_ONLY)
+    build_rollups(core.cast.deployment)
+    (partition,) = PreAggregationPartition.objects.filter(deployment=core.cast.deployment)
+    old_table = partition.table
+    before = _completed(core)
+
+    # and a worker that writes its new table, then stalls before swapping it in, its heartbeat stopped
+    heartbeat = pre_aggregations._Heartbeat._run
+    monkeypatch.setattr(
+        pre_aggregations._Heartbeat, "_run", lambda beat: None if beat.worker == "doomed" else heartbeat(beat)
+    )
+    kind = writer_class(home)
+    write = kind.write
+    written, release = threading.Event(), threading.Event()
+
+    def written_then_stalled(writer, **kwargs):
+        done = write(writer, **kwargs)
+        if threading.current_thread().name == "doomed":
+            written.set()
+            assert release.wait(60)
+        return done
+
+    monkeypatch.setattr(kind, "write", written_then_stalled)
+    doomed: list[str] = []
+    stalled = threading.Thread(
+        target=lambda: doomed.append(
+            pre_aggregation_partition_build(partition_id=partition.pk, serve=serve, worker="doomed")
+        ),
+        name="doomed",
+    )
+    stalled.start()
+    try:
+        assert written.wait(60)
+
+        # then: the orphan exists, named on the row under the stalled worker's lease; readers read the old table
+        partition.refresh_from_db()
+        orphan = partition.building_table
+        assert (partition.lease_owner, partition.table) == ("doomed", old_table)
+        assert orphan in home.tables()
+        assert _completed(core) == before
+
+        # when: the lease goes stale, the next build takes it over
+        outcomes: list[str] = []
+        wait_until(
+            lambda: (
+                outcomes.append(pre_aggregation_partition_build(partition_id=partition.pk, serve=serve, worker="heir"))
+                or outcomes[-1] != "busy"
+            ),
+            "the stale lease taken over",
+            timeout=30,
+            every=0.2,
+        )
+    finally:
+        release.set()
+        stalled.join(60)
+
+    # then: the orphan is dropped, the new table swapped in; the stalled worker's late swap is refused
+    assert outcomes[-1] == "built"
+    assert doomed == ["lost"]
+    partition.refresh_from_db()
+    assert (partition.status, partition.lease_owner, partition.building_table) == ("built", "", "")
+    assert orphan not in home.tables()
+    assert partition.table not in (old_table, orphan)
+    assert _completed(core)[2] == f"{home.schema}.{partition.table}"
+
+    # when: the garbage collection runs twice (the first marks the replaced table, the next drops it)
+    assert pre_aggregations_collect_garbage(deployment=core.cast.deployment, serve=serve) == 0
+    assert old_table in home.tables()
+    assert home.comment(old_table).startswith("embedadmin rollup unreferenced since ")
+    dropped = pre_aggregations_collect_garbage(deployment=core.cast.deployment, serve=serve)
+
+    # then: only the current table is left
+    assert dropped == 1
+    assert home.tables() == {partition.table}
 
 
 KILLED_BUILD = """
 import sys, time
 import django
 django.setup()
-from embedadmin.semantic.serving import pre_aggregations, rollup_source
+from embedadmin.semantic.serving import pre_aggregations
+from embedadmin.semantic.serving.rollup_writers import postgres
 from embedadmin.semantic.tasks import serve
 
-write = rollup_source.PostgresRollupWriter.write
+write = postgres.PostgresRollupWriter.write
 
 def written_then_stuck(writer, **kwargs):
     done = write(writer, **kwargs)  # the table is committed, complete
     print("written", done.file, flush=True)
     time.sleep(3600)  # killed here, before the swap, its lease held
 
-rollup_source.PostgresRollupWriter.write = written_then_stuck
+postgres.PostgresRollupWriter.write = written_then_stuck
 pre_aggregations.pre_aggregation_partition_build(partition_id=int(sys.argv[1]), serve=serve, worker="doomed")
 """
 
@@ -542,8 +669,11 @@ def test_a_bad_setting_is_refused_and_changes_nothing(core, postgres_demo, stora
     assert core.cast.deployment.name != "renamed"
 
 
-def test_a_source_that_cannot_hold_rollups_is_refused(core):
-    # given: the deployment's DuckDB data source (the core fixture's)
+@pytest.mark.parametrize("url", [None, "oracle://scott@db.example/orcl", "duckdb:///var/demo.duckdb"])
+def test_a_source_that_cannot_hold_rollups_is_refused(core, url):
+    # given: the deployment's DuckDB data source (the core fixture's), or a source with no rollup writer
+    if url is not None:
+        deployment_configure(deployment=core.cast.deployment, data_source_url=url)
     path = f"/api/v1/deployments/{core.cast.deployment.pk}"
 
     # when
@@ -553,9 +683,41 @@ def test_a_source_that_cannot_hold_rollups_is_refused(core):
 
     # then
     assert response.status_code == 400
-    assert "only for PostgreSQL" in response.json()["error"]
+    error = response.json()["error"]
+    assert error.startswith("preAggregationStorage: rollups live in the data source only for PostgreSQL, MySQL/MariaDB")
+    for scheme in ("postgresql://", "mysql://", "clickhouse://", "chdb://", "bigquery://"):
+        assert f"{scheme}," in error, scheme
     core.cast.deployment.refresh_from_db()
     assert core.cast.deployment.pre_aggregations_schema == ""
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://reader@db.example/shop",
+        "mariadb://reader@db.example/shop",
+        "clickhouse://reader@ch.example:8123/shop",
+        "chdb:///var/shop",
+        "trino://etl@trino.example/hive/shop",
+        "snowflake://analyst:pw@myorg-acct/SHOP/PUBLIC",
+        "bigquery://my-project/shop",
+        "databricks://token:t@host/main?http_path=/sql/1.0/warehouses/a",
+    ],
+)
+def test_mysql_clickhouse_and_the_warehouses_may_hold_rollups(core, url):
+    # given: the deployment on that source
+    deployment_configure(deployment=core.cast.deployment, data_source_url=url)
+
+    # when
+    response = core.client.patch_json(
+        f"/api/v1/deployments/{core.cast.deployment.pk}",
+        {"preAggregationStorage": {"location": "source", "schema": "rollups"}},
+        **core.cast.platform_headers,
+    )
+
+    # then
+    assert response.status_code == 200, response.content
+    assert response.json()["preAggregationStorage"] == {"location": "source", "schema": "rollups"}
 
 
 def test_configure_deployment_sets_the_schema(core, postgres_demo):

@@ -1,0 +1,72 @@
+"""What the warehouses' rollup writers (:mod:`.trino`, :mod:`.snowflake`, :mod:`.bigquery`, :mod:`.databricks`)
+share: a build's connection through the warehouse's DB-API driver, opened by the data source module
+(``sources/<warehouse>.py``: its URL, connect arguments and error mapping) for the build alone.
+
+No warehouse runs here: these writers are tested by their drivers' ``connect`` replaced with a recorder, the
+statements they send snapshot-checked and parsed back by sqlglot in their dialect
+(``tests/semantic/serving/test_rollup_writers_warehouses.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from embedadmin.semantic.errors import DataSourceError
+
+
+class DriverSession:
+    """A build's connection to a warehouse: one cursor per statement, parameters bound by the driver (``bind``
+    turns them into what its ``execute`` takes), the driver's ``errors`` mapped by the source module (``mapped``)."""
+
+    def __init__(
+        self,
+        connection: Any,
+        *,
+        errors: Any,
+        mapped: Callable[[Exception], DataSourceError],
+        bind: Callable[[Sequence[Any]], Any],
+    ) -> None:
+        self._connection = connection
+        self._errors = errors
+        self._mapped = mapped
+        self._bind = bind
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+        cursor = self._connection.cursor()
+        try:
+            cursor.execute(sql, self._bind(params))
+            description = cursor.description or []
+            rows = [tuple(row) for row in cursor.fetchall()] if description else []
+        except self._errors as exc:
+            raise self._mapped(exc) from None
+        finally:
+            with contextlib.suppress(Exception):
+                cursor.close()
+        return [column[0] for column in description], rows
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+def positional(params: Sequence[Any]) -> list[Any] | None:
+    """Parameters bound by position (``?``, ``:1``...); None for none (the drivers then leave the text as it is)."""
+    return list(params) or None
+
+
+def named(params: Sequence[Any]) -> dict[str, Any] | None:
+    """Parameters bound by name ``p1``, ``p2``... (``:p1``); None for none."""
+    return {f"p{index}": value for index, value in enumerate(params, start=1)} or None
+
+
+def column(columns: list[str], rows: list[tuple[Any, ...]], name: str) -> Any:
+    """The value of the column ``name`` (case-insensitive) in the first row; None when there is none."""
+    lowered = [c.lower() for c in columns]
+    if not rows or name.lower() not in lowered:
+        return None
+    return rows[0][lowered.index(name.lower())]
+
+
+def whole_number(value: Any) -> int:
+    return int(value) if value is not None else 0
