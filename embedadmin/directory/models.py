@@ -148,34 +148,37 @@ class AttributeDefinition(TimestampedModel):
         return f"{self.name}: {self.type}"
 
 
-class AttributeValue(models.Model):
-    """The value of one attribute for one external user, stored as JSON of the definition's type."""
+class TypedAttributeValue(models.Model):
+    """A user's value of one attribute definition, stored as JSON of the definition's type (checked by
+    ``directory.values.value_matches_type`` before it is written)."""
+
+    value = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["user_id", "definition_id"]
+
+    def __str__(self) -> str:
+        return f"{self.definition_id}={self.value!r}"  # type: ignore[attr-defined]
+
+
+class AttributeValue(TypedAttributeValue):
+    """The value of one attribute for one external user."""
 
     user = models.ForeignKey(ExternalUser, on_delete=models.CASCADE, related_name="attribute_values")
     definition = models.ForeignKey(AttributeDefinition, on_delete=models.CASCADE, related_name="values")
-    value = models.JSONField()
-    updated_at = models.DateTimeField(auto_now=True)
 
-    class Meta:
-        ordering = ["user_id", "definition_id"]
+    class Meta(TypedAttributeValue.Meta):
         constraints = [models.UniqueConstraint(fields=["user", "definition"], name="attribute_value_unique")]
 
-    def __str__(self) -> str:
-        return f"{self.definition_id}={self.value!r}"
 
-
-class InternalAttributeValue(models.Model):
+class InternalAttributeValue(TypedAttributeValue):
     """The value of one tenant-wide attribute for one internal user (written through SCIM's
-    ``urn:cube:params:1.0:UserAttribute``), stored as JSON of the definition's type like :class:`AttributeValue`."""
+    ``urn:cube:params:1.0:UserAttribute``)."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="attribute_values")
     definition = models.ForeignKey(AttributeDefinition, on_delete=models.CASCADE, related_name="internal_values")
-    value = models.JSONField()
-    updated_at = models.DateTimeField(auto_now=True)
 
-    class Meta:
-        ordering = ["user_id", "definition_id"]
+    class Meta(TypedAttributeValue.Meta):
         constraints = [models.UniqueConstraint(fields=["user", "definition"], name="internal_attribute_value_unique")]
-
-    def __str__(self) -> str:
-        return f"{self.definition_id}={self.value!r}"
