@@ -133,6 +133,19 @@ class OriginsField(forms.Field):
         return self.to_python(initial) != self.to_python(data)
 
 
+# The settings an embedded dashboard or chat falls back on when its session or URL does not say.
+EMBEDDING_DEFAULTS = (
+    "embed_allowed_origins",
+    "show_dashboard_chat",
+    "allow_ai",
+    "allow_export",
+    "embed_locale",
+    "embed_timezone",
+    "restrict_data_download",
+    "embed_theme",
+)
+
+
 class TenantSettingsForm(forms.ModelForm):
     """An account's settings. Each changed value is checked by the rule ``tenant_settings_update`` applies
     (``accounts.services.TENANT_SETTING_FIELDS``), so a bad value is an error next to its field; the write
@@ -147,19 +160,7 @@ class TenantSettingsForm(forms.ModelForm):
 
     class Meta:
         model = TenantSettings
-        fields = (
-            "use_creator_mode",
-            "show_dashboard_chat",
-            "allow_ai",
-            "allow_export",
-            "embed_locale",
-            "embed_timezone",
-            "restrict_data_download",
-            "embed_allowed_origins",
-            "embed_theme",
-            "max_external_users",
-            "max_non_ephemeral_chat_users",
-        )
+        fields = ("use_creator_mode", *EMBEDDING_DEFAULTS, "max_external_users", "max_non_ephemeral_chat_users")
         labels = {"embed_locale": "Embed locale", "embed_timezone": "Embed time zone", "allow_ai": "Allow AI"}
         help_texts = {
             "show_dashboard_chat": "Default of a session's showDashboardChat: the chat panel on embedded dashboards.",

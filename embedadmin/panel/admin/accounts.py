@@ -36,6 +36,7 @@ from embedadmin.embedding import internal_users
 from embedadmin.panel import tenancy
 from embedadmin.panel.admin.access import access_page_url, access_urls
 from embedadmin.panel.forms import (
+    EMBEDDING_DEFAULTS,
     TENANT_SETTING_API_NAMES,
     AccountAddForm,
     ApiKeyAddForm,
@@ -98,16 +99,7 @@ class TenantSettingsInline(PanelStackedInline):
         (
             "Embedding defaults",
             {
-                "fields": (
-                    "embed_allowed_origins",
-                    "show_dashboard_chat",
-                    "allow_ai",
-                    "allow_export",
-                    "embed_locale",
-                    "embed_timezone",
-                    "restrict_data_download",
-                    "embed_theme",
-                ),
+                "fields": EMBEDDING_DEFAULTS,
                 "description": "What an embedded dashboard or chat uses when its session or URL does not say.",
             },
         ),
@@ -443,6 +435,16 @@ class CredentialAdmin(PanelAdmin):
     actions = ("revoke_selected",)
     list_select_related = ("account",)
     kind_tag = ""  # the credential's leading tag, as minted
+    secret_label = ""  # what the add page calls the secret it shows once
+    send_as = ""  # the Authorization header that carries it
+
+    def created(self, credential: ApiKey | PlatformToken, plaintext: str) -> Created:
+        """The add page's answer: the credential's secret, shown this once, and how to send it."""
+        return Created(
+            credential,
+            secrets=((self.secret_label, plaintext),),
+            notes=(SHOWN_ONCE_NOTE, f"Only its SHA-256 digest is stored. Send it as: {self.send_as}"),
+        )
 
     def revoke_credential(self, credential: Any) -> None:
         raise NotImplementedError
@@ -469,6 +471,8 @@ class CredentialAdmin(PanelAdmin):
 @admin.register(ApiKey, site=panel_site)
 class ApiKeyAdmin(CredentialAdmin):
     kind_tag = accounts.API_KEY_KIND
+    secret_label = "API key"
+    send_as = "Authorization: Api-Key <key>"
     form = ApiKeyAddForm
     list_display = ("masked", "name", "kind", "account", "owner", "scope", "created_at", "status")
     search_fields = ("name", "prefix", "owner__username")
@@ -493,11 +497,7 @@ class ApiKeyAdmin(CredentialAdmin):
             personal_owner=data["owner"],
             deployment_ids=[d.pk for d in data["deployments"]],
         )
-        return Created(
-            key,
-            secrets=(("API key", plaintext),),
-            notes=(SHOWN_ONCE_NOTE, "Only its SHA-256 digest is stored. Send it as: Authorization: Api-Key <key>"),
-        )
+        return self.created(key, plaintext)
 
     def revoke_credential(self, credential: ApiKey) -> None:
         accounts.api_key_revoke(key=credential)
@@ -510,6 +510,8 @@ class ApiKeyAdmin(CredentialAdmin):
 @admin.register(PlatformToken, site=panel_site)
 class PlatformTokenAdmin(CredentialAdmin):
     kind_tag = accounts.PLATFORM_TOKEN_KIND
+    secret_label = "Platform token"
+    send_as = "Authorization: Bearer <token>"
     list_display = ("masked", "name", "account", "created_at", "status")
     search_fields = ("name", "prefix")
     list_filter = (RevokedFilter, "account", "created_at")
@@ -526,11 +528,7 @@ class PlatformTokenAdmin(CredentialAdmin):
         plaintext, token = accounts.platform_token_create(
             account=form.cleaned_data["account"], name=form.cleaned_data["name"]
         )
-        return Created(
-            token,
-            secrets=(("Platform token", plaintext),),
-            notes=(SHOWN_ONCE_NOTE, "Only its SHA-256 digest is stored. Send it as: Authorization: Bearer <token>"),
-        )
+        return self.created(token, plaintext)
 
     def revoke_credential(self, credential: PlatformToken) -> None:
         accounts.platform_token_revoke(token=credential)

@@ -135,22 +135,7 @@ class WorkbookAdmin(DashboardEditorPages, DashboardLinks, PanelAdmin):
     list_filter = ("deployment", DashboardStatusFilter, "account")
     list_select_related = ("account", "deployment", "dashboard", "folder")
     search_fields = ("name", "slug", "dashboard__public_id")
-    fields = (
-        "name",
-        "slug",
-        "account",
-        "deployment",
-        "folder",
-        "dashboard_link",
-        "dashboard_status",
-        "version",
-        "allow_embed",
-        "embed_link",
-        "published_versions",
-        "draft",
-        "created_at",
-        "updated_at",
-    )
+    # The dashboard's state, shown below the workbook's own fields; publishing and the editor change it.
     readonly_fields = (
         "dashboard_link",
         "dashboard_status",
@@ -160,6 +145,7 @@ class WorkbookAdmin(DashboardEditorPages, DashboardLinks, PanelAdmin):
         "published_versions",
         "draft",
     )
+    fields = ("name", "slug", "account", "deployment", "folder", *readonly_fields, "created_at", "updated_at")
     inlines = (ReportInline, EmbedAccessInline)
     actions = ("publish_dashboards", "allow_embedding", "disallow_embedding")
     change_form_template = "panel/workbook_change_form.html"
