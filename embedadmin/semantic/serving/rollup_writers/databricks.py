@@ -9,11 +9,17 @@ uses the files' statistics). Marked by ``COMMENT ON TABLE``, listed from ``infor
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
-from embedadmin.semantic.serving.rollup_source import Ddl, StatementWriter, closing_session
-from embedadmin.semantic.serving.rollup_writers.warehouses import DriverSession, column, named, whole_number
+from embedadmin.semantic.serving.rollup_source import Ddl, StatementWriter
+from embedadmin.semantic.serving.rollup_writers.warehouses import (
+    DriverSession,
+    column,
+    driver_session,
+    named,
+    timeout_seconds,
+    whole_number,
+)
 from embedadmin.semantic.sources import databricks
 
 MAX_IDENTIFIER = 255
@@ -27,17 +33,14 @@ class DatabricksRollupWriter(StatementWriter):
     def __init__(self, url: str) -> None:
         self._source = databricks.open_source(url)
 
-    @contextlib.contextmanager
-    def session(self, timeout_s: float) -> Iterator[DriverSession]:
-        session = DriverSession(
+    def session(self, timeout_s: float) -> contextlib.AbstractContextManager[DriverSession]:
+        return driver_session(
             self._source.connect(),
             errors=self._source.driver_errors(),
             mapped=lambda exc: databricks.error_for(exc, timeout_s),
             bind=named,
+            first=f"SET STATEMENT_TIMEOUT = {timeout_seconds(timeout_s)}",
         )
-        with closing_session(session):
-            session.run(f"SET STATEMENT_TIMEOUT = {max(1, int(-(-timeout_s // 1)))}")
-            yield session
 
     def measured(self, session: Any, schema: str, table: str, answer: list[tuple[Any, ...]]) -> tuple[int, int]:
         rows = whole_number(answer[0][-1]) if answer and answer[0] else 0

@@ -9,12 +9,17 @@ from ``information_schema.tables`` (``row_count``, ``bytes``). No indexes: Snowf
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from embedadmin.semantic.errors import DataSourceError
-from embedadmin.semantic.serving.rollup_source import Ddl, StatementWriter, closing_session
-from embedadmin.semantic.serving.rollup_writers.warehouses import DriverSession, positional, whole_number
+from embedadmin.semantic.serving.rollup_source import Ddl, StatementWriter
+from embedadmin.semantic.serving.rollup_writers.warehouses import (
+    DriverSession,
+    driver_session,
+    positional,
+    timeout_seconds,
+    whole_number,
+)
 from embedadmin.semantic.sources import snowflake
 
 MAX_IDENTIFIER = 255
@@ -30,17 +35,14 @@ class SnowflakeRollupWriter(StatementWriter):
         if not self._source._connect_args.get("database"):
             raise DataSourceError("Snowflake URL names no database: rollups live in a schema of the URL's database")
 
-    @contextlib.contextmanager
-    def session(self, timeout_s: float) -> Iterator[DriverSession]:
-        session = DriverSession(
+    def session(self, timeout_s: float) -> contextlib.AbstractContextManager[DriverSession]:
+        return driver_session(
             self._source.connect(),
             errors=self._source.driver_errors(),
             mapped=lambda exc: snowflake.error_for(exc, timeout_s),
             bind=positional,
+            first=f"ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = {timeout_seconds(timeout_s)}",
         )
-        with closing_session(session):
-            session.run(f"ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = {max(1, int(-(-timeout_s // 1)))}")
-            yield session
 
     def measured(self, session: Any, schema: str, table: str, answer: list[tuple[Any, ...]]) -> tuple[int, int]:
         _, found = session.run(

@@ -9,12 +9,16 @@ columns' ``data_size``, 0 where the connector gives none). No indexes: Trino's c
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from embedadmin.semantic.errors import DataSourceError
-from embedadmin.semantic.serving.rollup_source import Ddl, StatementWriter, closing_session
-from embedadmin.semantic.serving.rollup_writers.warehouses import DriverSession, positional, whole_number
+from embedadmin.semantic.serving.rollup_source import Ddl, StatementWriter
+from embedadmin.semantic.serving.rollup_writers.warehouses import (
+    DriverSession,
+    driver_session,
+    positional,
+    whole_number,
+)
 from embedadmin.semantic.sources import trino
 
 MAX_IDENTIFIER = 128  # the Hive metastore's, the shortest of the common connectors'
@@ -31,19 +35,15 @@ class TrinoRollupWriter(StatementWriter):
         if not self._catalog:
             raise DataSourceError("Trino URL names no catalog: rollups live in a schema of the URL's catalog")
 
-    @contextlib.contextmanager
-    def session(self, timeout_s: float) -> Iterator[DriverSession]:
+    def session(self, timeout_s: float) -> contextlib.AbstractContextManager[DriverSession]:
         source = self._source
-        connection = source.connect(session_properties=source.session_properties(timeout_s))
         exceptions = source.driver.exceptions
-        session = DriverSession(
-            connection,
+        return driver_session(
+            source.connect(session_properties=source.session_properties(timeout_s)),
             errors=Exception,
             mapped=lambda exc: trino.error_for(exc, exceptions, timeout_s),
             bind=positional,
         )
-        with closing_session(session):
-            yield session
 
     def measured(self, session: Any, schema: str, table: str, answer: list[tuple[Any, ...]]) -> tuple[int, int]:
         rows = whole_number(answer[0][0]) if answer and answer[0] else 0

@@ -10,10 +10,11 @@ statements they send snapshot-checked and parsed back by sqlglot in their dialec
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from embedadmin.semantic.errors import DataSourceError
+from embedadmin.semantic.serving.rollup_source import closing_session
 
 
 class DriverSession:
@@ -48,6 +49,29 @@ class DriverSession:
 
     def close(self) -> None:
         self._connection.close()
+
+
+@contextlib.contextmanager
+def driver_session(
+    connection: Any,
+    *,
+    errors: Any,
+    mapped: Callable[[Exception], DataSourceError],
+    bind: Callable[[Sequence[Any]], Any],
+    first: str = "",
+) -> Iterator[DriverSession]:
+    """A :class:`DriverSession` on ``connection`` for the block, closed after it; ``first``: a statement that sets the
+    session up (its time limit) before any other."""
+    session = DriverSession(connection, errors=errors, mapped=mapped, bind=bind)
+    with closing_session(session):
+        if first:
+            session.run(first)
+        yield session
+
+
+def timeout_seconds(timeout_s: float) -> int:
+    """A time limit in whole seconds, rounded up, at least 1 (what the warehouses' settings take)."""
+    return max(1, int(-(-timeout_s // 1)))
 
 
 def positional(params: Sequence[Any]) -> list[Any] | None:
