@@ -170,7 +170,7 @@ def compile_model(
             continue
     left_out.settle(cubes, compiled, views)
     left_out.dependents(compiled)
-    joins = {name: {j.target: j for j in cube.joins} for name, cube in compiled.items()}
+    joins = _join_graph(compiled)
     for location, member_name, message in join_problems(compiled, joins):
         problems.add(location, member_name, message)
     for name, raw in cubes.items():
@@ -181,7 +181,7 @@ def compile_model(
         problems.add(location, member_name, message)
     if left_out.settle(cubes, compiled, views):
         left_out.dependents(compiled)
-        joins = {name: {j.target: j for j in cube.joins} for name, cube in compiled.items()}
+        joins = _join_graph(compiled)
     own_members = _view_members(scope_members, scope_grains, dialect, problems)
     for name, definition in views.items():
         if name in left_out.names or left_out.view_uses_left_out(name, definition):
@@ -209,6 +209,11 @@ def compile_model(
         connected_components=connected_components(entities, joins),
         compiler_errors=tuple(left_out.errors),
     )
+
+
+def _join_graph(compiled: Mapping[str, Entity]) -> dict[str, dict[str, Join]]:
+    """The joins the compiled cubes declare, by the declaring cube and then the joined one."""
+    return {name: {join.target: join for join in entity.joins} for name, entity in compiled.items()}
 
 
 _WHAT = re.compile(r"^\S+ (?:of (?:cube|view) )?([A-Za-z_][A-Za-z0-9_]*)")
@@ -371,6 +376,26 @@ def _inherit(child: Definition, parent: Definition, *, skip: tuple[str, ...]) ->
             child.data[key] = value
 
 
+def _extended(
+    definition: Definition, kind: str, chain: tuple[str, ...], *, kin: Mapping[str, Any], others: Mapping[str, Any]
+) -> str | None:
+    """The name ``definition``'s ``extends`` gives, when it names one of ``kin`` (its own kind) outside ``chain``
+    (the definitions extending down to it); None when it extends nothing, and None with the problem recorded when
+    it names one of ``others`` (a cube extends cubes only, a view views only), nothing known, or a circle."""
+    parent = definition.get("extends")
+    if parent is None:
+        return None
+    parent = str(parent).strip("{} ")
+    if parent not in kin:
+        message = f"a {kind} can only extend a {kind}" if parent in others else f'extends unknown {kind} "{parent}"'
+        definition.error(message, "extends")
+    elif parent in chain:
+        definition.error(f'circular extends through "{parent}"', "extends")
+    else:
+        return parent
+    return None
+
+
 def _resolve_view_extends(views: dict[str, Definition], cubes: dict[str, RawCube]) -> None:
     """A view extending a view: the parent's cubes, folders and policies, then its own; the rest inherited."""
     done: set[str] = set()
@@ -380,16 +405,8 @@ def _resolve_view_extends(views: dict[str, Definition], cubes: dict[str, RawCube
             return
         done.add(name)
         definition = views[name]
-        parent = definition.get("extends")
-        if parent is None:
-            return
-        parent = str(parent).strip("{} ")
-        if parent not in views:
-            message = "a view can only extend a view" if parent in cubes else f'extends unknown view "{parent}"'
-            definition.error(message, "extends")
-        elif parent in chain:
-            definition.error(f'circular extends through "{parent}"', "extends")
-        else:
+        parent = _extended(definition, "view", chain, kin=views, others=cubes)
+        if parent is not None:
             resolve(parent, (*chain, name))
             _inherit(definition, views[parent], skip=("name", "extends"))
 
@@ -407,18 +424,11 @@ def _resolve_extends(cubes: dict[str, RawCube], views: Mapping[str, Definition])
         raw = cubes[name]
         definition = raw.definition
         items: dict[str, list[tuple[Any, str]]] = {section: [] for section in _SECTIONS}
-        parent = definition.get("extends")
+        parent = _extended(definition, "cube", chain, kin=cubes, others=views)
         if parent is not None:
-            parent = str(parent).strip("{} ")
-            if parent not in cubes:
-                message = "a cube can only extend a cube" if parent in views else f'extends unknown cube "{parent}"'
-                definition.error(message, "extends")
-            elif parent in chain:
-                definition.error(f'circular extends through "{parent}"', "extends")
-            else:
-                inherited = resolve(parent, (*chain, name))
-                items = {section: list(values) for section, values in inherited.items()}
-                _inherit(definition, cubes[parent].definition, skip=(*_SECTIONS, "name", "extends"))
+            inherited = resolve(parent, (*chain, name))
+            items = {section: list(values) for section, values in inherited.items()}
+            _inherit(definition, cubes[parent].definition, skip=(*_SECTIONS, "name", "extends"))
         for section in _SECTIONS:
             own = definition.sequence(section) if isinstance(definition.get(section, []), list) else []
             own_names = {item.get("name") for item in own if isinstance(item, dict)}

@@ -8,7 +8,7 @@ are both *entities*; a view's members are compiled into the same :class:`Measure
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 from sqlglot import exp
@@ -32,8 +32,9 @@ MEASURE_TYPES = (
     "boolean",
 )
 DIMENSION_TYPES = ("string", "number", "time", "boolean", "geo")
-# Filter operators Cube 1.7 accepts (``query.js``), in its order.
-FILTER_OPERATORS = (
+# The operators that test a string (``equals`` and ``notEquals`` test any type) and those that test a time, in
+# Cube's order.
+_STRING_TESTS = (
     "equals",
     "notEquals",
     "contains",
@@ -42,6 +43,19 @@ FILTER_OPERATORS = (
     "notStartsWith",
     "endsWith",
     "notEndsWith",
+)
+_DATE_TESTS = (
+    "inDateRange",
+    "notInDateRange",
+    "onTheDate",
+    "beforeDate",
+    "beforeOrOnDate",
+    "afterDate",
+    "afterOrOnDate",
+)
+# Filter operators Cube 1.7 accepts (``query.js``), in its order.
+FILTER_OPERATORS = (
+    *_STRING_TESTS,
     "in",
     "notIn",
     "gt",
@@ -50,47 +64,18 @@ FILTER_OPERATORS = (
     "lte",
     "set",
     "notSet",
-    "inDateRange",
-    "notInDateRange",
-    "onTheDate",
-    "beforeDate",
-    "beforeOrOnDate",
-    "afterDate",
-    "afterOrOnDate",
+    *_DATE_TESTS,
     "measureFilter",
 )
 VALUELESS_OPERATORS = frozenset({"set", "notSet", "measureFilter"})
-DATE_OPERATORS = frozenset(
-    {"inDateRange", "notInDateRange", "onTheDate", "beforeDate", "beforeOrOnDate", "afterDate", "afterOrOnDate"}
-)
+DATE_OPERATORS = frozenset(_DATE_TESTS)
 # The filter operators that make sense for a member, by its value type (``value_type``), in the order a person
 # picks from: the panel's report builder offers these, and a dashboard's FILTER control may use no other.
 OPERATORS_BY_TYPE: dict[str, tuple[str, ...]] = {
-    "string": (
-        "equals",
-        "notEquals",
-        "contains",
-        "notContains",
-        "startsWith",
-        "notStartsWith",
-        "endsWith",
-        "notEndsWith",
-        "set",
-        "notSet",
-    ),
+    "string": (*_STRING_TESTS, "set", "notSet"),
     "number": ("equals", "notEquals", "gt", "gte", "lt", "lte", "set", "notSet"),
     "boolean": ("equals", "notEquals", "set", "notSet"),
-    "time": (
-        "inDateRange",
-        "notInDateRange",
-        "onTheDate",
-        "beforeDate",
-        "beforeOrOnDate",
-        "afterDate",
-        "afterOrOnDate",
-        "set",
-        "notSet",
-    ),
+    "time": (*_DATE_TESTS, "set", "notSet"),
 }
 # Measures whose value survives a fan-out join unchanged (duplicates do not alter them).
 FANOUT_SAFE_MEASURE_TYPES = frozenset({"count_distinct", "count_distinct_approx", "min", "max"})
@@ -269,9 +254,25 @@ class MemberDisplay:
 
 
 @dataclass(frozen=True, slots=True)
-class Measure:
+class _MemberFields:
+    """What every member has: its ``name`` in its cube or view (``entity``), where it is written, and in a view the
+    cube member it stands for (``alias_member``) with the joins from the view's root cube to that member's cube
+    (``join_path``). The fields after ``name`` and ``entity`` are keyword-only; each kind adds its own."""
+
     name: str
     entity: str
+    _: KW_ONLY
+    location: SourceLocation | None = None
+    alias_member: str | None = None
+    join_path: tuple[str, ...] = ()
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.entity}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Measure(_MemberFields):
     type: str
     sql: SqlSnippet | None
     display: MemberDisplay
@@ -280,21 +281,12 @@ class Measure:
     format: Any = None
     currency: str | None = None
     rolling_window: RollingWindow | None = None
-    location: SourceLocation | None = None
-    alias_member: str | None = None
-    join_path: tuple[str, ...] = ()
     kind: MemberKind = "measure"
     multi_stage: MultiStage | None = None
 
-    @property
-    def full_name(self) -> str:
-        return f"{self.entity}.{self.name}"
-
 
 @dataclass(frozen=True, slots=True)
-class Dimension:
-    name: str
-    entity: str
+class Dimension(_MemberFields):
     type: str
     sql: SqlSnippet | None
     display: MemberDisplay
@@ -310,31 +302,15 @@ class Dimension:
     sub_query: bool = False
     propagate_filters_to_sub_query: bool = False
     suggest_filter_values: bool = True
-    location: SourceLocation | None = None
-    alias_member: str | None = None
-    join_path: tuple[str, ...] = ()
     kind: MemberKind = "dimension"
     time_shifts: tuple[TimeShift, ...] = ()  # a calendar cube's named shifts and mappings
 
-    @property
-    def full_name(self) -> str:
-        return f"{self.entity}.{self.name}"
-
 
 @dataclass(frozen=True, slots=True)
-class Segment:
-    name: str
-    entity: str
+class Segment(_MemberFields):
     sql: SqlSnippet | None
     display: MemberDisplay
-    location: SourceLocation | None = None
-    alias_member: str | None = None
-    join_path: tuple[str, ...] = ()
     kind: MemberKind = "segment"
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.entity}.{self.name}"
 
 
 Member = Measure | Dimension | Segment
@@ -428,26 +404,28 @@ class PreAggregationIndex:
     type: str = "regular"  # regular | aggregate
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PreAggregation:
     """A ``rollup`` pre-aggregation of a cube: a materialised GROUP BY of its measures, dimensions, segments and
     time dimension at ``granularity`` (members as full names, possibly of joined cubes), built into the
-    pre-aggregation store and matched against queries by :mod:`embedadmin.semantic.sql.rollups`."""
+    pre-aggregation store and matched against queries by :mod:`embedadmin.semantic.sql.rollups`. What a type
+    does not have (an ``originalSql`` one has no members; a ``rollupLambda`` no partitions, build range or
+    indexes) is left at its default."""
 
     name: str
     cube: str
-    measures: tuple[str, ...]
-    dimensions: tuple[str, ...]
-    segments: tuple[str, ...]
-    time_dimension: str | None
-    granularity: str | None
-    partition_granularity: str | None
+    measures: tuple[str, ...] = ()
+    dimensions: tuple[str, ...] = ()
+    segments: tuple[str, ...] = ()
+    time_dimension: str | None = None
+    granularity: str | None = None
+    partition_granularity: str | None = None
     refresh_key: PreAggregationRefreshKey
-    build_range_start: str | None  # SQL
-    build_range_end: str | None
-    indexes: tuple[PreAggregationIndex, ...]
+    build_range_start: str | None = None  # SQL
+    build_range_end: str | None = None
+    indexes: tuple[PreAggregationIndex, ...] = ()
     scheduled_refresh: bool
-    allow_non_strict_date_range_match: bool
+    allow_non_strict_date_range_match: bool = False
     location: SourceLocation
     type: str = "rollup"  # or "originalSql", "rollupLambda" (Cube's names)
     use_original_sql: bool = False  # a rollup built from its cubes' originalSql pre-aggregations
