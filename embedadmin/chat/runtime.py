@@ -167,7 +167,7 @@ class RunExecution:
             tool_specs=self.tools.specs(),
             call_tool=self.call_tool,
             cancel=self.cancel,
-            timezone=viewer_timezone(self.tool_context.query_context.security_context),
+            timezone=viewer_timezone(self.run.context, self.tool_context.query_context.security_context),
             locale=viewer_locale(self.run.context, self.tool_context.query_context.security_context),
             lookup_values=self.lookup_values,
             search_model=self.search_model,
@@ -275,12 +275,24 @@ class RunExecution:
         )
 
 
-def viewer_timezone(security_context: dict[str, Any] | None) -> str:
-    """The viewer's time zone: the ``timezone`` claim of their security context when it names one, else UTC."""
-    try:
-        return canonical_timezone((security_context or {}).get("timezone", "UTC"))
-    except QueryError:  # no zone, or an unknown one: dates are read in UTC
-        return "UTC"
+def viewer_timezone(context: dict[str, Any] | None, security_context: dict[str, Any] | None) -> str:
+    """The time zone the viewer's dates are read and bucketed in: the turn's ``context.timezone`` (the one the embed
+    page's tiles query in, checked when the request was read), else the ``timezone`` claim of their security
+    context, else an embed session's own (``embed.settings.timezone``), else UTC. Only ever a known zone."""
+    embed = (security_context or {}).get("embed")
+    settings = embed.get("settings") if isinstance(embed, dict) else None
+    given = (
+        (context or {}).get("timezone"),
+        (security_context or {}).get("timezone"),
+        settings.get("timezone") if isinstance(settings, dict) else None,
+    )
+    for zone in given:
+        if isinstance(zone, str):
+            try:
+                return canonical_timezone(zone)
+            except QueryError:  # an unknown zone: the next one
+                continue
+    return "UTC"
 
 
 def viewer_locale(context: dict[str, Any] | None, security_context: dict[str, Any] | None) -> str:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rest_framework import serializers
 
-from embedadmin.accounts.services import locale_check
+from embedadmin.accounts.services import locale_check, timezone_check
 from embedadmin.chat.providers.base import CONTEXT_FILTER_OPERATORS
 from embedadmin.chat.services import SessionSettingsInput, StreamRequest
 from embedadmin.core.errors import BadRequest
@@ -111,17 +112,18 @@ class DashboardContextSerializer(RejectUnknownFieldsMixin, serializers.Serialize
 
 
 class ChatContextSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
-    """What the user is looking at when they ask: a dashboard and its current filters, and the locale they read
-    numbers and dates in (all optional)."""
+    """What the user is looking at when they ask: a dashboard and its current filters, the locale they read numbers
+    and dates in, and the time zone the page queries in (all optional)."""
 
     dashboard = DashboardContextSerializer(required=False)
     locale = StrictCharField(required=False, max_length=35)
+    timezone = StrictCharField(required=False, max_length=64)
 
     def validate_locale(self, value: str) -> str:
-        try:
-            return locale_check(value)
-        except BadRequest as exc:
-            raise serializers.ValidationError(exc.message.removeprefix("locale: ")) from None
+        return _checked(locale_check, value)
+
+    def validate_timezone(self, value: str) -> str:
+        return _checked(timezone_check, value)
 
     def to_json(self, data: dict[str, Any]) -> dict[str, Any]:
         """The context as it is stored with the run: every key present, in one order, so a resend compares equal."""
@@ -133,9 +135,18 @@ class ChatContextSerializer(RejectUnknownFieldsMixin, serializers.Serializer):
                 for f in dashboard.get("filters", [])
             ]
             stored["dashboard"] = {"publicId": dashboard["publicId"], "filters": filters}
-        if data.get("locale"):
-            stored["locale"] = data["locale"]
+        for key in ("locale", "timezone"):
+            if data.get(key):
+                stored[key] = data[key]
         return stored
+
+
+def _checked(check: Callable[[Any], str], value: str) -> str:
+    """``value`` through an account setting's ``check``, its refusal as this field's error (without its name)."""
+    try:
+        return check(value)
+    except BadRequest as exc:
+        raise serializers.ValidationError(exc.message.split(": ", 1)[-1]) from None
 
 
 class StreamChatStateSerializer(RejectUnknownFieldsMixin, serializers.Serializer):

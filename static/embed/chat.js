@@ -132,6 +132,7 @@
       // (docs/chat-api.md).
       var context = Object.assign({}, (options.context && options.context()) || {});
       context.locale = K.languageTag(formatter().locale);
+      context.timezone = formatter().timezone; // the zone the tiles query in: relative dates are read in it
       body.context = context;
 
       var texts = {}; // message id -> text so far

@@ -229,7 +229,19 @@ def test_a_host_locale_with_extensions_still_lets_the_viewer_ask(page, embed: Em
     turn = ask(page, frame, django_db_blocker, "Revenue by city")
 
     items = turn.locator(".chat-answer ul > li").all_inner_texts()
-    assert items and all(re.fullmatch(r"[\d.]+,\d\d\u00a0\$", item.split(": ", 1)[1]) for item in items), items
+    assert items
+    assert all(re.fullmatch(r"[\d.]+,\d\d\u00a0\$", item.split(": ", 1)[1]) for item in items), items
+
+
+def test_the_chat_reads_dates_in_the_zone_the_host_sets_for_the_tiles(page, embed: Embed, django_db_blocker):
+    frame = open_host(page, embed, "anna")
+    wait_until(lambda: frame.locator("#embed-root").evaluate("() => window.embedDashboard.loaded()"), "the tiles")
+    page.evaluate("() => window.embedHost.act('cube:action:set-timezone', {timezone: 'Asia/Tokyo'})")
+    open_chat(frame)
+
+    turn = ask(page, frame, django_db_blocker, "Revenue by month")
+
+    assert turn.locator(".chat-answer").inner_text().rstrip().endswith("(time zone Asia/Tokyo).")
 
 
 def tile_boxes(frame) -> dict[str, Any]:
