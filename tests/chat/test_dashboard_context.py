@@ -13,7 +13,7 @@ import pytest
 from embedadmin.chat import services
 from embedadmin.chat.models import Run, Thread, ThreadEvent
 from embedadmin.chat.providers.base import ContextFilter
-from embedadmin.chat.providers.openai import SYSTEM_PROMPT, dashboard_note
+from embedadmin.chat.providers.openai import SYSTEM_PROMPT, dashboard_note, reader_note
 from embedadmin.directory.services import AttributeDefinitionInput, attribute_definition_create, group_create
 from embedadmin.embedding import services as embedding
 from embedadmin.embedding.serializers import generate_session_input
@@ -346,11 +346,13 @@ def test_the_openai_compatible_model_is_told_the_dashboard_and_its_filters(acme,
     )
     assert with_context.body["messages"] == [
         {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": reader_note("en-US", "UTC")},
         {"role": "system", "content": note},
         {"role": "user", "content": "What is revenue by month?"},
     ]
     assert without.body["messages"] == [
         {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": reader_note("en-US", "UTC")},
         {"role": "user", "content": "What is revenue by month?"},
     ]
 

@@ -84,6 +84,15 @@ def dashboard_note(dashboard: str, filters: Sequence[ContextFilter]) -> str:
     )
 
 
+def reader_note(locale: str, timezone: str) -> str:
+    """The system note that tells the model how the user reads figures and dates (their locale, a checked language
+    tag) and which time zone their dates are in (a known IANA zone), as the built-in analyst writes them."""
+    return (
+        f"The user reads numbers and dates as the {locale} locale writes them: write the figures and dates of your "
+        f"answer that way. Their time zone is {timezone}: read dates in the question (today, last month) in it."
+    )
+
+
 class ModelProviderError(ApiError):
     """The model server failed to answer; ``message`` is what the user reads on the stream's error line."""
 
@@ -295,7 +304,9 @@ class OpenAICompatibleProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[ProviderEvent]:
         """Call the model, run the tools it asks for and call it again, until it answers."""
-        notes = [dashboard_note(request.dashboard, request.context_filters)] if request.dashboard else []
+        notes = [reader_note(request.locale, request.timezone)]
+        if request.dashboard:
+            notes.append(dashboard_note(request.dashboard, request.context_filters))
         messages = [
             {"role": "system", "content": SYSTEM_PROMPT},
             *({"role": "system", "content": note} for note in notes),

@@ -15,7 +15,7 @@ import pytest
 
 from embedadmin.chat import events, services
 from embedadmin.chat.models import Run
-from embedadmin.chat.providers.openai import SYSTEM_PROMPT, sse_data
+from embedadmin.chat.providers.openai import SYSTEM_PROMPT, reader_note, sse_data
 from embedadmin.chat.runtime import agent_provider
 from embedadmin.chat.tools import SERVICE_META_PARAMETERS, SERVICE_SQL_API_PARAMETERS, ToolContext, default_tools
 from tests.chat.conftest import SESSION, Chat, LiveStream
@@ -181,7 +181,11 @@ def test_requests_carry_the_configured_model_key_tools_and_streaming_options(llm
     assert request.headers["accept"] == "text/event-stream"
     assert request.body == {
         "model": MODEL,
-        "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "Hello?"}],
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "system", "content": reader_note("en-US", "UTC")},
+            {"role": "user", "content": "Hello?"},
+        ],
         "stream": True,
         "stream_options": {"include_usage": True},
         "tools": [
@@ -297,7 +301,8 @@ def test_two_tool_calls_in_one_turn_both_run_in_order_and_both_results_go_back(l
         (f"{MESSAGE_ID}-tool-2", "serviceSqlApi", False),
         (f"{MESSAGE_ID}-tool-2", "serviceSqlApi", True),
     ]
-    assistant, meta_result, sql_result = fake.requests[1].body["messages"][2:]
+    # after the prompt, the reader note and the question
+    assistant, meta_result, sql_result = fake.requests[1].body["messages"][3:]
     assert [(call["id"], call["function"]["name"]) for call in assistant["tool_calls"]] == [
         ("call_a", "serviceMeta"),
         ("call_b", "serviceSqlApi"),
@@ -335,6 +340,7 @@ def test_the_thread_history_goes_back_to_the_model_with_the_earlier_tool_calls(l
 
     assert fake.requests[2].body["messages"] == [
         {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": reader_note("en-US", "UTC")},
         {"role": "user", "content": "How many orders?"},
         {
             "role": "assistant",
@@ -480,3 +486,15 @@ def test_server_sent_events_are_read_as_the_standard_says():
         return [data async for data in sse_data(source())]
 
     assert asyncio.run(collect()) == ["one", "two\n three", "last"]
+
+
+def test_the_model_is_told_the_readers_locale_and_time_zone(llm_chat, fake):
+    fake.script(answer("Done."))
+
+    _ask(llm_chat, "Revenue last month?", context={"locale": "de-DE", "timezone": "Europe/Berlin"})
+
+    (request,) = fake.requests
+    note = request.body["messages"][1]
+    assert note == {"role": "system", "content": reader_note("de-DE", "Europe/Berlin")}
+    assert "de-DE locale" in note["content"]
+    assert "time zone is Europe/Berlin" in note["content"]
