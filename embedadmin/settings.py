@@ -291,6 +291,7 @@ class PreAggregationSettings(TypedDict):
     BUILD_TIMEOUT_SECONDS: float
     FILE_GRACE_SECONDS: float
     REQUEUE_SECONDS: float
+    MAX_SOURCE_ROW_LIMIT: int
 
 
 # Rollup pre-aggregations (docs/pre-aggregations.md): one DuckDB file per built partition under DIR/<deployment>/.
@@ -308,6 +309,8 @@ PRE_AGGREGATIONS: PreAggregationSettings = {
     "FILE_GRACE_SECONDS": env_float("PRE_AGGREGATIONS_FILE_GRACE_SECONDS", 600.0),
     # A partition queued for a build that did not start (its task lost) is queued again after this long.
     "REQUEUE_SECONDS": env_float("PRE_AGGREGATIONS_REQUEUE_SECONDS", 300.0),
+    # The most rows a rollup_lambda's source part may give (Cube's CUBEJS_MAX_SOURCE_ROW_LIMIT); more is refused.
+    "MAX_SOURCE_ROW_LIMIT": env_int("PRE_AGGREGATIONS_MAX_SOURCE_ROW_LIMIT", 200_000, minimum=1),
 }
 
 

@@ -4,16 +4,17 @@ partitions are due by their ``refresh_key`` (:func:`pre_aggregations_refresh`), 
 API and the panel show (:func:`pre_aggregations_status`), and the files no partition points to any more
 (:func:`pre_aggregations_collect_garbage`).
 
-A build reads the rollup's rows from the deployment's data source
-(:mod:`embedadmin.semantic.sources`: DuckDB or PostgreSQL, through
-the statement :func:`embedadmin.semantic.sql.rollups.build_query` compiles), writes them to a new file of the store
-(:mod:`.rollup_store`), or, for a deployment that keeps its rollups in its data source, has the source write them to
-a new table of its rollup schema (:mod:`.rollup_source`, :mod:`.rollup_writers`: PostgreSQL, MySQL, ClickHouse and
-the warehouses), then swaps the partition's ``table`` to it in one conditional UPDATE: a reader sees the old
-table or the new one, never a part of one. One build at a time per partition, across workers: a build claims the
-partition's lease (``lease_owner``) by a conditional UPDATE and renews ``lease_heartbeat_at`` (the database's clock)
-from a thread; another claims it only once the heartbeat is older than ``LEASE_STALE_SECONDS`` (its worker died). A
-build that lost its lease stops and leaves the pointer alone: only the lease holder's swap is written.
+A build reads the rollup's rows from the deployment's data source (any source of
+:mod:`embedadmin.semantic.sources`, through the statement :func:`embedadmin.semantic.sql.rollups.build_query` compiles
+in its dialect; the source gives them as the value types of :mod:`~embedadmin.semantic.sources.base`), writes them to
+a new file of the store (:mod:`.rollup_store`), or, for a deployment that keeps its rollups in its data source, has
+the source write them to a new table of its rollup schema (:mod:`.rollup_source`, :mod:`.rollup_writers`: PostgreSQL,
+MySQL, ClickHouse and the warehouses), then swaps the partition's ``table`` to it in one conditional UPDATE: a reader
+sees the old table or the new one, never a part of one. One build at a time per partition, across workers: a build
+claims the partition's lease (``lease_owner``) by a conditional UPDATE and renews ``lease_heartbeat_at`` (the
+database's clock) from a thread; another claims it only once the heartbeat is older than ``LEASE_STALE_SECONDS`` (its
+worker died). A build that lost its lease stops (its statement on the data source is cancelled) and leaves the pointer
+alone: only the lease holder's swap is written.
 
 An ``originalSql`` table is built like a rollup, from the cube's SQL; a rollup built from it runs its build statement
 on the store. A ``rollupLambda`` has no table: :func:`_lambda_state` says which partitions of its rollups it reads and
@@ -31,12 +32,14 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
+import sqlglot
+import sqlglot.errors
 from celery.schedules import crontab
 from django.conf import settings
 from django.core.cache import cache
@@ -48,7 +51,7 @@ from django.utils import timezone
 from sqlglot import exp
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.core.data_source_kinds import holds_rollups
+from embedadmin.core.data_source_kinds import QUERIED_SCHEMES, holds_rollups, scheme_of
 from embedadmin.core.errors import ApiError, NotFound
 from embedadmin.core.versions import ProcessMemory, SharedVersion
 from embedadmin.semantic.context import QueryContext
@@ -69,11 +72,12 @@ from embedadmin.semantic.serving.rollup_store import (
     deployment_directory,
     remove_unreferenced,
     rollup_source,
+    wider_type,
     write_partition,
 )
 from embedadmin.semantic.serving.rollup_writers import source_tables
-from embedadmin.semantic.sources.base import CancelScope, DataSource, QueryResult
-from embedadmin.semantic.sources.registry import get_data_source, writer
+from embedadmin.semantic.sources.base import CancelScope, DataSource, QueryCancelled, QueryResult
+from embedadmin.semantic.sources.registry import dialect_of, get_data_source, writer
 from embedadmin.semantic.sql.builder import CompiledQuery
 from embedadmin.semantic.sql.expressions import Renderer
 from embedadmin.semantic.sql.planning import LoadPlan, compile_cached
@@ -101,9 +105,6 @@ PARTITION_FORMATS = {"hour": "%Y%m%d%H", "day": "%Y%m%d", "week": "%Y%m%d", "mon
 MAX_PARTITIONS = 5_000
 MIN_RETRY_SECONDS = 60.0
 CRON_CHECK_SECONDS = 60.0
-# The sources whose rollups are built into the DuckDB store (those with a rollup home of their own, see
-# core.data_source_kinds.ROLLUP_HOME_DIALECTS, may keep them there instead).
-STORE_SOURCE_DIALECTS = frozenset({"duckdb", "postgres"})
 
 
 class Served(Protocol):
@@ -368,8 +369,17 @@ def _every_seconds(rollup: PreAggregation) -> float:
     return float(max(interval.months * 30 * 86400 + interval.seconds, 1))
 
 
-def _scalar(source_url: str, sql: str, params: Iterable[Any] = ()) -> Any:
-    result = get_data_source(source_url).execute(sql, list(params), timeout_s=_settings()["BUILD_TIMEOUT_SECONDS"])
+def _scalar(source_url: str, sql: str) -> Any:
+    """The first value a model's SQL (a ``refresh_key`` or a build range bound) answers on the data source. The SQL
+    is read in the source's dialect and written by its writer, as the model's member SQL is: a source's driver may
+    need it so (PyMySQL formats every statement, so MySQL's ``DATE_FORMAT(x, '%Y')`` is sent as ``'%%Y'``)."""
+    dialect = dialect_of(source_url)
+    try:
+        statement = sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.SqlglotError as exc:
+        raise DataSourceError(f"the pre-aggregation's SQL cannot be read as {dialect} SQL: {exc}") from None
+    written = statement.sql(dialect=writer(dialect))
+    result = get_data_source(source_url).execute(written, [], timeout_s=_settings()["BUILD_TIMEOUT_SECONDS"])
     return result.rows[0][0] if result.rows and result.rows[0] else None
 
 
@@ -541,14 +551,14 @@ def pre_aggregations_refresh(
 
 
 def _builds_for(served: Served, home: RollupHome) -> bool:
-    """Whether the deployment's rollups are built: into the DuckDB store from a DuckDB or PostgreSQL source
-    (:data:`STORE_SOURCE_DIALECTS`), or into a schema of a source that holds them itself
-    (:func:`~embedadmin.core.data_source_kinds.holds_rollups`)."""
-    if not served.source_url:
+    """Whether the deployment's rollups are built: into the DuckDB store from any source this server queries
+    (:data:`~embedadmin.core.data_source_kinds.QUERIED_SCHEMES`: the source gives the build's rows as value types,
+    which the store maps to its columns), or into a schema of a source that holds them itself
+    (:func:`~embedadmin.core.data_source_kinds.holds_rollups`). A Cube data source type this server does not query
+    (``oracle://``) has none built: its queries are refused anyway."""
+    if not served.source_url or scheme_of(served.source_url) not in QUERIED_SCHEMES:
         return False
-    if home.in_source:
-        return holds_rollups(served.source_url)
-    return served.dialect in STORE_SOURCE_DIALECTS
+    return not home.in_source or holds_rollups(served.source_url)
 
 
 def _sql_key_changed(
@@ -604,11 +614,14 @@ def _mark_queued(row: PreAggregationPartition, now: datetime) -> bool:
 
 
 class _Heartbeat:
-    """Renews a build's lease from a thread of its own; ``alive()`` turns False once the lease is lost."""
+    """Renews a build's lease from a thread of its own; ``alive()`` turns False once the lease is lost, and the
+    statements run under ``scope`` are cancelled then (a build statement on the data source stops at once, not when
+    it ends)."""
 
     def __init__(self, partition_id: int, worker: str) -> None:
         self.partition_id = partition_id
         self.worker = worker
+        self.scope = CancelScope()
         self._stop = threading.Event()
         self._lost = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pre-aggregation-lease", daemon=True)
@@ -632,6 +645,7 @@ class _Heartbeat:
                 )
                 if not renewed:
                     self._lost.set()
+                    self.scope.cancel()
                     return
         finally:
             db_connection.close()
@@ -690,7 +704,12 @@ def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: 
             if row.schema:
                 written = _write_in_source(served, layout, row, worker, compiled, heartbeat.alive)
             else:
-                result = _run_build(served, compiled)
+                try:
+                    result = _run_build(served, compiled, heartbeat.scope)
+                except QueryCancelled:
+                    if not heartbeat.alive():
+                        raise BuildStopped() from None  # the lease was taken over: its statement was stopped
+                    raise
                 name = _file_name(layout, row)
                 directory = deployment_directory(row.deployment_id)
                 written = write_partition(
@@ -793,12 +812,14 @@ def _write_in_source(
     )
 
 
-def _run_build(served: Served, statement: BuildStatement) -> QueryResult:
+def _run_build(served: Served, statement: BuildStatement, cancel: CancelScope) -> QueryResult:
     """The build statement's rows: from the data source, or, for a rollup built from originalSql pre-aggregations,
-    from their tables in the store (each must be built for the structure the model has now)."""
+    from their tables in the store (each must be built for the structure the model has now); stopped by ``cancel``
+    (the build's lease lost) or by ``BUILD_TIMEOUT_SECONDS``."""
     timeout = _settings()["BUILD_TIMEOUT_SECONDS"]
     if not statement.reads:
-        return get_data_source(served.source_url).execute(statement.sql, statement.params, timeout_s=timeout)
+        source = get_data_source(served.source_url)
+        return source.execute(statement.sql, statement.params, timeout_s=timeout, cancel=cancel)
     layouts = rollup_layouts(served.model)
     tables = []
     for rid, table in statement.reads:
@@ -813,7 +834,7 @@ def _run_build(served: Served, statement: BuildStatement) -> QueryResult:
         tables.append((table, files))
     store = RollupSource(StoreCatalog(served.deployment.pk, tuple(tables)))
     try:
-        return store.execute(statement.sql, statement.params, timeout_s=timeout)
+        return store.execute(statement.sql, statement.params, timeout_s=timeout, cancel=cancel)
     finally:
         store.close()
 
@@ -1035,7 +1056,13 @@ def plan_on_rollups(*, served: Served, ctx: QueryContext, plan: LoadPlan) -> Loa
         )
         rewritten = None
         if choice is not None:
-            rewritten = rewrite(served.model, compiled, choice, _compile_on_rollup)
+            rewritten = rewrite(
+                served.model,
+                compiled,
+                choice,
+                _compile_on_rollup,
+                source_row_limit=_settings()["MAX_SOURCE_ROW_LIMIT"],
+            )
         if rewritten is not None:
             used = rewritten.hints["preAggregation"]
             used["catalog"] = state.catalog
@@ -1065,22 +1092,28 @@ def rollup_read(compiled: CompiledQuery) -> tuple[DataSource, str] | None:
     fresh: LambdaSource | None = used.get("lambda")
     if fresh is None:
         return store, name
-    return LambdaRead(store, used["sourceUrl"], used["table"], fresh), name
+    return LambdaRead(store, used["sourceUrl"], used["table"], fresh, used["preAggregationId"]), name
 
 
 class LambdaRead:
     """A lambda's answer as one data source: its source part runs on the data source (its last rollup's build
     statement after where the rollup's tables end), then the statement on the store re-aggregates the lambda's
-    tables with those rows, passed as list parameters cast to the store's column types. The result cache keeps
-    the answer as it keeps a source's (the cube's refresh interval)."""
+    tables with those rows, passed as list parameters cast to the store's column types (a decimal column at the
+    larger scale of the tables' and the rows'). The result cache keeps the answer as it keeps a source's (the cube's
+    refresh interval).
+
+    The source part gives at most ``MAX_SOURCE_ROW_LIMIT`` rows (Cube's ``CUBEJS_MAX_SOURCE_ROW_LIMIT``, 200000); a
+    part with more is refused with Cube's message (a 400: the query's date range or the rollup's build range is the
+    fix), never answered from the rows that fit."""
 
     dialect = "duckdb"
 
-    def __init__(self, store: RollupSource, source_url: str, view: str, fresh: LambdaSource) -> None:
+    def __init__(self, store: RollupSource, source_url: str, view: str, fresh: LambdaSource, lambda_id: str) -> None:
         self.store = store
         self.source_url = source_url
         self.view = view
         self.fresh = fresh
+        self.lambda_id = lambda_id
 
     def execute(
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
@@ -1089,12 +1122,18 @@ class LambdaRead:
         rows = get_data_source(self.source_url).execute(
             self.fresh.sql, self.fresh.params, timeout_s=timeout_s, cancel=cancel
         )
+        if len(rows.rows) > self.fresh.row_limit:
+            raise QueryError(
+                f"The maximum number of source rows {self.fresh.row_limit} was reached for {self.lambda_id}: "
+                "narrow the query's date range, or build the lambda's rollups further"
+            )
         if len(rows.columns) != len(self.fresh.columns):
             raise DataSourceError("the lambda's source rows do not match its tables' columns")
         left = max(timeout_s - (time.monotonic() - started), 1.0)
-        types = self.store.column_types(self.view, timeout_s=left)
+        stored = self.store.column_types(self.view, timeout_s=left)
+        by_column = [list(values) for values in zip(*rows.rows, strict=True)] if rows.rows else [[] for _ in stored]
+        types = [wider_type(*column) for column in zip(stored, rows.types, by_column, strict=True)]
         statement = lambda_rows_sql(sql, self.fresh.columns, types, len(params) + 1)
-        by_column = [list(values) for values in zip(*rows.rows, strict=True)] if rows.rows else [[] for _ in types]
         return self.store.execute(statement, [*params, *by_column], timeout_s=left, cancel=cancel)
 
     def close(self) -> None:

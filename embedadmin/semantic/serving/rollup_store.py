@@ -201,6 +201,17 @@ def column_type(value_type: str, values: Sequence[Any]) -> str:
     return found
 
 
+def wider_type(stored: str, value_type: str, values: Sequence[Any]) -> str:
+    """The type a column of the store (``stored``) reads ``values`` of ``value_type`` as, beside its own: a decimal
+    column at the larger scale of the two (a lambda's source rows may carry more digits than a partition whose
+    values happened to need fewer), any other its own."""
+    if value_type != "decimal" or not stored.upper().startswith("DECIMAL"):
+        return stored
+    scale = int(stored.rstrip(")").rpartition(",")[2] or 0) if "," in stored else 0
+    theirs = int(column_type(value_type, values).rstrip(")").rpartition(",")[2])
+    return stored if theirs <= scale else f"DECIMAL({MAX_DECIMAL_PRECISION}, {theirs})"
+
+
 @dataclass(frozen=True)
 class WrittenPartition:
     file: str

@@ -479,6 +479,14 @@ class ClickHouseSource:
             try:
                 with cancellable(cancel, lambda: self._kill(token)) as cancelled:
                     result = client.query(text, parameters=values or None, settings=query_settings)
+                    columns = [(n, t.name) for n, t in zip(result.column_names, result.column_types, strict=True)]
+                    if not columns:
+                        # chDB gives a result without rows no columns: the statement's are asked for (a rollup's
+                        # empty partition, a lambda's source part with no rows still need their names and types).
+                        described = client.query(
+                            f"DESCRIBE TABLE ({text})", parameters=values or None, settings=query_settings
+                        )
+                        columns = [(str(row[0]), str(row[1])) for row in described.result_rows]
             except ClickHouseError as exc:
                 if timed_out.is_set():
                     raise QueryTimeout(timeout_s) from None
@@ -490,8 +498,8 @@ class ClickHouseSource:
             finally:
                 watchdog.cancel(alarm)
         return QueryResult(
-            columns=list(result.column_names),
-            types=[value_type(column.name) for column in result.column_types],
+            columns=[name for name, _ in columns],
+            types=[value_type(kind) for _, kind in columns],
             rows=[tuple(_plain(value) for value in row) for row in result.result_rows],
         )
 

@@ -913,13 +913,16 @@ def rewrite(
     compiled: CompiledQuery,
     choice: RollupChoice,
     compile_rewritten: Callable[[CompiledModel, NormalizedQuery], CompiledQuery],
+    *,
+    source_row_limit: int = MAX_BIGINT,
 ) -> CompiledQuery | None:
     """``compiled`` answered from ``choice``'s rollup: its query with every member named by the rollup's model and
     the caller's row filters added, compiled by ``compile_rewritten`` (the planner's cached compile); the result
     reads as ``compiled`` does (its query, row keys and types; hints naming the rollup). None when a member the query
-    needs has no counterpart in the rollup's model."""
+    needs has no counterpart in the rollup's model. ``source_row_limit``: the most rows a lambda's source part may
+    give (:class:`LambdaSource`)."""
     query = compiled.query
-    source = _lambda_source(model, choice, query)
+    source = _lambda_source(model, choice, query, source_row_limit)
     tables = choice.built.source_tables
     target = rollup_model(model, choice.layout, with_source=source is not None, source_tables=tables)
 
@@ -1011,15 +1014,20 @@ def rewrite(
 class LambdaSource:
     """A lambda's fresh rows: its last rollup's build statement on the data source, for the time after
     ``after`` (where its tables end), the query's row filters pushed down; read into the store's statement in place of
-    :data:`LAMBDA_ROWS`, as columns in the lambda table's order."""
+    :data:`LAMBDA_ROWS`, as columns in the lambda table's order. ``row_limit``: the most rows it may give (Cube's
+    ``CUBEJS_MAX_SOURCE_ROW_LIMIT``); the statement asks for one more, so that its reader can tell a part cut short
+    from a whole one and refuse the first."""
 
     sql: str
     params: tuple[Any, ...]
     after: datetime
     columns: tuple[str, ...]
+    row_limit: int = MAX_BIGINT
 
 
-def _lambda_source(model: CompiledModel, choice: RollupChoice, query: NormalizedQuery) -> LambdaSource | None:
+def _lambda_source(
+    model: CompiledModel, choice: RollupChoice, query: NormalizedQuery, row_limit: int = MAX_BIGINT
+) -> LambdaSource | None:
     """The source part of a lambda answer, or None (not a lambda with source data, or every date range of the query
     on its time dimension ends within what its tables hold: the source cannot add a row)."""
     layout, after = choice.layout, choice.built.source_after
@@ -1038,9 +1046,9 @@ def _lambda_source(model: CompiledModel, choice: RollupChoice, query: Normalized
     pushed = [f for f in (_pushed(model, node, same) for node in choice.filters) if f is not None]
     assert layout.rollup.time_dimension is not None
     bound = FilterCondition(same[layout.rollup.time_dimension], "afterDate", (format_local(after),))
-    statement = dataclasses.replace(last.build, filters=(*pushed, bound))
+    statement = dataclasses.replace(last.build, filters=(*pushed, bound), limit=min(row_limit + 1, MAX_BIGINT))
     compiled = compile_query(unrestricted(model), statement, QueryContext())
-    return LambdaSource(compiled.sql, compiled.params, after, tuple(c.name for c in layout.columns))
+    return LambdaSource(compiled.sql, compiled.params, after, tuple(c.name for c in layout.columns), row_limit)
 
 
 def _pushed(model: CompiledModel, node: FilterNode, same: Mapping[str, str]) -> FilterNode | None:

@@ -119,7 +119,7 @@ def keys_of(query: dict[str, Any]) -> list[str]:
     return keys + query.get("measures", [])
 
 
-@pytest.mark.parametrize("database", ["duckdb", "postgres"])
+@pytest.mark.parametrize("database", ["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_every_oracle_query_shape_answers_as_the_data_source_does(database, core, store, settings, tmp_path, request):
     # given: the demo model with rollups, on DuckDB or on a PostgreSQL copy of the same data, rollups built
     if database == "postgres":

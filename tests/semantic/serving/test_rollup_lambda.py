@@ -197,7 +197,7 @@ class Source:
                 pg.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
 
 
-@pytest.fixture(params=["duckdb", "postgres"])
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
 def source(request, demo_duckdb, tmp_path, django_db_blocker) -> Iterator[Source]:
     with django_db_blocker.unblock():
         made = Source(request.param, demo_duckdb, tmp_path)
