@@ -93,36 +93,25 @@ class DatabricksSource(warehouses.SessionSource):
     def driver_errors(self) -> Any:
         return self._driver.exc.Error
 
+    def error_for(self, exc: Exception, timeout_s: float) -> DataSourceError:
+        return error_for(exc, timeout_s)
+
     def execute(
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
     ) -> QueryResult:
-        errors = self._driver.exc
-        seconds = max(1, int(-(-timeout_s // 1)))
-        with self._connections.connection() as lease:
+        session = self.statement_session(timeout_s, "SET STATEMENT_TIMEOUT = {seconds}")
+        with session as (lease, cursor), warehouses.stoppable(timeout_s, cancel, cursor.cancel) as stops:
             try:
-                cursor = lease.connection.cursor()
-                try:
-                    if lease.settings.get("timeout") != seconds:
-                        cursor.execute(f"SET STATEMENT_TIMEOUT = {seconds}")
-                        lease.settings["timeout"] = seconds
-                    with warehouses.stoppable(timeout_s, cancel, cursor.cancel) as stops:
-                        try:
-                            named = {f"p{i}": value for i, value in enumerate(params, start=1)}
-                            cursor.execute(sql, named or None)
-                            rows = [tuple(row) for row in cursor.fetchall()]
-                            description = cursor.description or []
-                        except errors.Error:
-                            stopped = stops.error(timeout_s)
-                            if stopped is not None:
-                                lease.kept_on_error = True
-                                raise stopped from None
-                            raise
-                finally:
-                    cursor.close()
-            except errors.Error as exc:
-                mapped = error_for(exc, timeout_s)
-                lease.kept_on_error = not isinstance(mapped, DataSourceUnavailable)
-                raise mapped from None
+                named = {f"p{i}": value for i, value in enumerate(params, start=1)}
+                cursor.execute(sql, named or None)
+                rows = [tuple(row) for row in cursor.fetchall()]
+                description = cursor.description or []
+            except self._driver.exc.Error:
+                stopped = stops.error(timeout_s)
+                if stopped is not None:
+                    lease.kept_on_error = True
+                    raise stopped from None
+                raise
         return QueryResult(
             columns=[column[0] for column in description],
             types=[value_type(str(column[1])) for column in description],

@@ -109,42 +109,34 @@ class SnowflakeSource(warehouses.SessionSource):
     def driver_errors(self) -> Any:
         return self._driver.errors.Error
 
+    def error_for(self, exc: Exception, timeout_s: float) -> DataSourceError:
+        return error_for(exc, timeout_s)
+
     def execute(
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
     ) -> QueryResult:
-        errors = self._driver.errors
-        seconds = max(1, int(-(-timeout_s // 1)))
-        with self._connections.connection() as lease:
-            connection = lease.connection
+        set_timeout = "ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = {seconds}"
+        with self.statement_session(timeout_s, set_timeout) as (lease, cursor):
             query: dict[str, str | None] = {"id": None}
 
             def stop() -> None:
                 if query["id"] is not None:
-                    connection.cursor().abort_query(query["id"])
+                    lease.connection.cursor().abort_query(query["id"])
 
-            try:
-                cursor = connection.cursor()
-                if lease.settings.get("timeout") != seconds:
-                    cursor.execute(f"ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = {seconds}")
-                    lease.settings["timeout"] = seconds
-                with warehouses.stoppable(timeout_s, cancel, stop) as stops:
-                    try:
-                        query["id"] = cursor.execute_async(sql, list(params))["queryId"]
-                        if stops.cancelled.is_set() or stops.timed_out.is_set():  # stopped before the id was known
-                            stop()
-                        cursor.get_results_from_sfqid(query["id"])
-                        rows = [tuple(row) for row in cursor.fetchall()]
-                        description = cursor.description or []
-                    except errors.Error as exc:
-                        stopped = stops.error(timeout_s)
-                        if stopped is not None or getattr(exc, "errno", None) in (_TIMED_OUT, _CANCELLED):
-                            lease.kept_on_error = True
-                            raise stopped or error_for(exc, timeout_s) from None
-                        raise
-            except errors.Error as exc:
-                mapped = error_for(exc, timeout_s)
-                lease.kept_on_error = not isinstance(mapped, DataSourceUnavailable)
-                raise mapped from None
+            with warehouses.stoppable(timeout_s, cancel, stop) as stops:
+                try:
+                    query["id"] = cursor.execute_async(sql, list(params))["queryId"]
+                    if stops.cancelled.is_set() or stops.timed_out.is_set():  # stopped before the id was known
+                        stop()
+                    cursor.get_results_from_sfqid(query["id"])
+                    rows = [tuple(row) for row in cursor.fetchall()]
+                    description = cursor.description or []
+                except self._driver.errors.Error as exc:
+                    stopped = stops.error(timeout_s)
+                    if stopped is not None or getattr(exc, "errno", None) in (_TIMED_OUT, _CANCELLED):
+                        lease.kept_on_error = True
+                        raise stopped or error_for(exc, timeout_s) from None
+                    raise
         return QueryResult(
             # PEP 249 description items: (name, type_code, display_size, internal_size, precision, scale, null_ok)
             columns=[column[0] for column in description],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -175,6 +176,31 @@ class SessionSource(DriverSource):
 
     def close(self) -> None:
         self._connections.close()
+
+    def error_for(self, exc: Exception, timeout_s: float) -> DataSourceError:
+        """The error a caller sees for the driver's ``exc`` (the warehouse's message for a refused statement)."""
+        raise NotImplementedError
+
+    @contextmanager
+    def statement_session(self, timeout_s: float, set_timeout: str) -> Iterator[tuple[Lease, Any]]:
+        """A kept session for one statement and a cursor on it, its statement time limit set to ``timeout_s`` (whole
+        seconds, by ``set_timeout`` with ``{seconds}``) when the session holds another. A driver error becomes the
+        caller's (:meth:`error_for`); the session is kept when the warehouse only refused the statement."""
+        seconds = max(1, math.ceil(timeout_s))
+        with self._connections.connection() as lease:
+            try:
+                cursor = lease.connection.cursor()
+                try:
+                    if lease.settings.get("timeout") != seconds:
+                        cursor.execute(set_timeout.format(seconds=seconds))
+                        lease.settings["timeout"] = seconds
+                    yield lease, cursor
+                finally:
+                    cursor.close()
+            except self.driver_errors() as exc:
+                mapped = self.error_for(exc, timeout_s)
+                lease.kept_on_error = not isinstance(mapped, DataSourceUnavailable)
+                raise mapped from None
 
 
 class IdleConnections:
