@@ -71,8 +71,9 @@ LOAD_WHAT_COMPILES_HELP = (
 )
 PRE_AGGREGATION_STORAGE_HELP = (
     "Where the deployment's rollup pre-aggregations live (Cube's CUBEJS_PRE_AGGREGATIONS_SCHEMA): store (the "
-    "default: the deployment's DuckDB store) or source, with schema, a schema of the data source itself (PostgreSQL "
-    "only; builds create it and write their tables there, queries a rollup answers then run on the source)"
+    "default: the deployment's DuckDB store) or source, with schema, a schema of the data source itself (PostgreSQL, "
+    "MySQL/MariaDB and ClickHouse, where it is a database, Trino, Snowflake, Databricks, BigQuery, where it is a "
+    "dataset; builds create it and write their tables there, queries a rollup answers then run on the source)"
 )
 
 

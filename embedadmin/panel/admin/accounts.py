@@ -250,8 +250,9 @@ class DeploymentAdmin(PanelAdmin):
             "load_partial_model": "Load what compiles: the cubes and views of the data model that compile serve, "
             "the others are listed below and in /v1/meta's compilerErrors. Unchecked, any fault refuses the model.",
             "pre_aggregations_schema": "Where the rollup pre-aggregations live. Empty: the deployment's DuckDB "
-            "store. A schema name (lower-case): built into that schema of the data source itself (PostgreSQL), "
-            "and the queries they answer run there.",
+            "store. A schema name (lower-case): built into that schema of the data source itself (PostgreSQL, "
+            "Snowflake, Trino, Databricks; a database on MySQL and ClickHouse, a dataset on BigQuery), and the "
+            "queries they answer run there.",
             "open_to_embed_without_policy": mark_safe(
                 '<span class="errornote">Unsafe. Embed viewers read only the cubes and views whose access policy '
                 "grants them. Checked, every cube and view without an access policy is open to every embed viewer "

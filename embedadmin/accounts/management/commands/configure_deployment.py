@@ -50,7 +50,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--pre-aggregations-schema",
             metavar="SCHEMA",
-            help="keep the rollups in this schema of the data source (PostgreSQL); '' for the DuckDB store",
+            help="keep the rollups in this schema of the data source (a database on MySQL and ClickHouse, a dataset "
+            "on BigQuery); '' for the DuckDB store",
         )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
