@@ -103,3 +103,41 @@ def build_rollups(deployment: Deployment) -> dict[str, Any]:
     }
     assert not failed, failed
     return outcomes
+
+
+# Two count_distinct_approx measures of orders (one filtered), in the sales view too, and a day rollup of them.
+APPROX_MEASURES = """
+      - name: approx_customers
+        sql: user_id
+        type: count_distinct_approx
+
+      - name: approx_completed_customers
+        sql: user_id
+        type: count_distinct_approx
+        filters:
+          - sql: "{CUBE}.status = 'completed'"
+"""
+APPROX_ROLLUPS = {
+    "orders": """
+    pre_aggregations:
+      - name: approx_daily
+        measures: [approx_customers, approx_completed_customers, count]
+        dimensions: [status, users.country]
+        time_dimension: created_at
+        granularity: day
+"""
+}
+
+
+def with_approx_measures(model: Path) -> Path:
+    """The model at ``model`` (a copy of the demo model) with :data:`APPROX_MEASURES` in orders and the sales view."""
+    orders = model / "cubes" / "orders.yml"
+    text = orders.read_text()
+    assert text.count("\n    measures:\n") == 1
+    orders.write_text(text.replace("\n    measures:\n", "\n    measures:\n" + APPROX_MEASURES.lstrip("\n") + "\n", 1))
+    sales = model / "views" / "sales.yml"
+    text = sales.read_text()
+    included = "\n          - average_order_value\n          - customers\n"  # the view's orders members
+    assert text.count(included) == 1
+    sales.write_text(text.replace(included, included + "          - approx_customers\n", 1))
+    return model

@@ -147,7 +147,7 @@ def rollup_structure(model: CompiledModel, layout: RollupLayout, source_url: str
     cache_of: dict[tuple[str, str], str] = model.caches.setdefault("rollup_structures", {})
     found = cache_of.get((layout.rollup.id, key))
     if found is None:
-        compiled = build_query(model, layout)
+        compiled = build_query(model, layout, in_source=home.in_source)
         rollup = layout.rollup
         layouts = rollup_layouts(model)
         material = repr(
@@ -699,7 +699,7 @@ def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: 
             if layout.rollup.refresh_key.sql is not None:
                 refresh_value = str(_scalar(served.source_url, layout.rollup.refresh_key.sql))[:255]
             date_range, built_until = _partition_range(served, layout, row)
-            compiled = build_query(served.model, layout, date_range)
+            compiled = build_query(served.model, layout, date_range, in_source=home.in_source)
             column_names = {c.member: c.name for c in layout.columns}
             if row.schema:
                 written = _write_in_source(served, layout, row, worker, compiled, heartbeat.alive)

@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 
 DIALECT = "clickhouse"
 SCHEMES = ("clickhouse", "clickhouses", "chdb")
+# count_distinct_approx measures are uniq(x), ClickHouse's approximate count (Cube's countDistinctApprox there)
+APPROX_COUNT_DISTINCT = True
 _URL_OPTIONS = frozenset({"pool_max_size", "pool_timeout", "connect_timeout", "verify"})
 
 # The settings of every query (the timeout and the cancel token are added per query).

@@ -11,18 +11,25 @@ cubes in the query's join tree, root first, in definition order; the first that 
 are computed on cube members (a view member stands for the cube member it includes), and a caller's row policy counts
 as the query's filters: its members must be in the rollup, or the rollup is not used for that caller.
 
-- *Leaf-additive* path, when every leaf measure is ``count``, ``sum``, ``min`` or ``max`` and none is multiplied by a
-  join of the query: the leaves are stored in the rollup and not multiplied by the rollup's own joins; every
-  dimension, segment and filter member (policy filters included) is a rollup dimension; each time dimension is the
-  rollup's, at a granularity the rollup's rolls up into (``day`` into ``week``, ``month``...; not ``week`` into
-  ``month``) after lowering it to what the date range is aligned to (a range from the 15th at noon needs an ``hour``
-  rollup), unless the rollup allows non-strict date range matches. Measures are re-aggregated: ``count`` and ``sum``
-  as sums, ``min``/``max`` as themselves.
-- *Exact* path, otherwise (``avg``, ``count_distinct``, ``count_distinct_approx`` — DuckDB exposes no mergeable
-  sketch, so approximate counts are matched exactly too — and multiplied measures): the query's grouping is the
-  rollup's: every time dimension has the rollup's granularity, and the dimensions (filter members included) equal
-  the rollup's, or every filter is a single-value ``equals`` and those members with the dimensions equal them. Each
-  group of the answer is then one row of the rollup, read as it is.
+- *Leaf-additive* path, when every leaf measure is ``count``, ``sum``, ``min`` or ``max`` (or
+  ``count_distinct_approx`` where the rollup keeps it as a sketch, below) and none is multiplied by a join of the
+  query: the leaves are stored in the rollup and not multiplied by the rollup's own joins; every dimension, segment
+  and filter member (policy filters included) is a rollup dimension; each time dimension is the rollup's, at a
+  granularity the rollup's rolls up into (``day`` into ``week``, ``month``...; not ``week`` into ``month``) after
+  lowering it to what the date range is aligned to (a range from the 15th at noon needs an ``hour`` rollup), unless
+  the rollup allows non-strict date range matches. Measures are re-aggregated: ``count`` and ``sum`` as sums,
+  ``min``/``max`` as themselves, sketches merged and estimated.
+- *Exact* path, otherwise (``avg``, ``count_distinct``, ``count_distinct_approx`` kept as a count, and multiplied
+  measures): the query's grouping is the rollup's: every time dimension has the rollup's granularity, and the
+  dimensions (filter members included) equal the rollup's, or every filter is a single-value ``equals`` and those
+  members with the dimensions equal them. Each group of the answer is then one row of the rollup, read as it is.
+
+**Sketches.** Rollups kept in a data source whose dialect has a mergeable distinct-count sketch (ClickHouse, Trino,
+Snowflake, BigQuery, Databricks: :mod:`.sketches`) store each ``count_distinct_approx`` leaf as that sketch (built from
+a model where the measure is the sketch's state aggregate: :func:`build_query` with ``in_source``), so it merges at
+any coarser grouping or grain, as Cube's HyperLogLog measures do in Cube Store; read, it is merged and estimated
+(:func:`rollup_model`). Elsewhere the rollup holds the count itself, matched exactly: the DuckDB store (DuckDB's
+approximate count keeps no state a table can hold), PostgreSQL and MySQL (no sketch without extensions).
 
 An ``originalSql`` pre-aggregation (the cube's SQL as a table) never answers a query; a rollup with
 ``use_original_sql_pre_aggregations`` is built from those tables in the store (:func:`build_query`). A
@@ -82,7 +89,8 @@ from embedadmin.semantic.query.normalized import (
 from embedadmin.semantic.sources.registry import writer
 from embedadmin.semantic.sql.builder import CompiledQuery, compile_query
 from embedadmin.semantic.sql.columns import column_alias, filter_leaves
-from embedadmin.semantic.sql.expressions import Renderer, is_composite, quoted
+from embedadmin.semantic.sql.expressions import Renderer, all_of, is_composite, quoted, wrap
+from embedadmin.semantic.sql.sketches import Sketch, sketch_of
 
 STORE_DIALECT = "duckdb"
 ORIGINAL_SQL = "originalSql"
@@ -91,6 +99,8 @@ LAMBDA = "rollupLambda"
 LAMBDA_ROWS = "lambda_source_rows"
 ROLLUP_TIMEZONE = "UTC"
 ADDITIVE = frozenset({"count", "sum", "min", "max"})
+# Where a rollup keeps count_distinct_approx measures as sketches (sql/sketches.py), those merge as well.
+MERGEABLE = ADDITIVE | {"count_distinct_approx"}
 COUNTING = frozenset({"count", "count_distinct", "count_distinct_approx"})
 # Granularities a bucket of each one is made of, itself first (Cube's standardGranularitiesParents).
 HIERARCHY = {
@@ -441,9 +451,15 @@ class BuildStatement:
 
 
 def build_query(
-    model: CompiledModel, layout: RollupLayout, date_range: tuple[str, str] | None = None
+    model: CompiledModel,
+    layout: RollupLayout,
+    date_range: tuple[str, str] | None = None,
+    *,
+    in_source: bool = False,
 ) -> BuildStatement:
-    """The statement that builds ``layout``'s table (one partition when ``date_range`` is given: UTC local times)."""
+    """The statement that builds ``layout``'s table (one partition when ``date_range`` is given: UTC local times).
+    ``in_source``: the table is kept in the data source, whose dialect's sketch (if any) each ``count_distinct_approx``
+    measure is stored as (:func:`sketched`)."""
     if layout.kind == ORIGINAL_SQL:
         renderer = Renderer(unrestricted(model), ROLLUP_TIMEZONE, None)
         statement = renderer.cube_source_query(layout.rollup.cube)
@@ -459,8 +475,67 @@ def build_query(
         reads = tuple((rid, table_name(rollup_layouts(model)[rid].rollup)) for rid in layout.originals)
         compiled = compile_query(_on_originals(model, reads), query, QueryContext())
         return BuildStatement(compiled.sql, compiled.params, reads)
-    compiled = compile_query(unrestricted(model), query, QueryContext())
+    sketch = sketched(model.dialect) if in_source else None
+    built_from = unrestricted(model) if sketch is None else _sketching(model, sketch)
+    compiled = compile_query(built_from, query, QueryContext())
     return BuildStatement(compiled.sql, compiled.params)
+
+
+def sketched(rollup_dialect: str) -> Sketch | None:
+    """The sketch rollups read in ``rollup_dialect`` keep ``count_distinct_approx`` measures as (the data source's
+    where it holds the rollups and has one); None where they keep the count itself (the DuckDB store, PostgreSQL,
+    MySQL)."""
+    return None if rollup_dialect == STORE_DIALECT else sketch_of(rollup_dialect)
+
+
+def _sketching(model: CompiledModel, sketch: Sketch) -> CompiledModel:
+    """The unrestricted model with each ``count_distinct_approx`` measure a ``number`` measure whose SQL is the sketch
+    of its values (its filters as a ``CASE``): what a rollup kept as sketches is built from. Kept with the model."""
+    key = f"rollup_sketching:{sketch.dialect}"
+    found = model.caches.get(key)
+    if isinstance(found, CompiledModel):
+        return found
+    base = unrestricted(model)
+    entities = {
+        name: dataclasses.replace(
+            entity,
+            measures={
+                n: _sketch_measure(m, sketch) if m.type == "count_distinct_approx" and m.sql is not None else m
+                for n, m in entity.measures.items()
+            },
+        )
+        for name, entity in base.entities.items()
+    }
+    members: dict[str, Member] = {}
+    for entity in entities.values():
+        for section in (entity.measures, entity.dimensions, entity.segments):
+            for member in section.values():
+                members[member.full_name] = member
+    built = dataclasses.replace(base, entities=entities, members=members, caches={})
+    model.caches[key] = built
+    return built
+
+
+def _sketch_measure(measure: Measure, sketch: Sketch) -> Measure:
+    """``measure`` (a ``count_distinct_approx``) as a ``number`` measure: the sketch state of its SQL, counting only
+    the rows its filters keep. Each snippet's placeholders are renamed apart, as they become one snippet."""
+    assert measure.sql is not None
+    refs: dict[str, Any] = {}
+    trees = []
+    for index, snippet in enumerate((measure.sql, *measure.filters)):
+        renamed = {placeholder: f"{placeholder}_s{index}" for placeholder in snippet.refs}
+        tree = snippet.tree.copy()
+        for identifier in tree.find_all(exp.Identifier):
+            if identifier.name in renamed:
+                identifier.set("this", renamed[identifier.name])
+        refs.update({renamed[p]: reference for p, reference in snippet.refs.items()})
+        trees.append(tree)
+    value, conditions = trees[0], [wrap(t) for t in trees[1:]]
+    if conditions:
+        value = exp.Case().when(all_of(*conditions), value)
+    tree = sketch.state(value)
+    snippet = SqlSnippet(text=tree.sql(dialect=sketch.dialect), tree=tree, refs=refs, location=measure.sql.location)
+    return dataclasses.replace(measure, type="number", sql=snippet, filters=())
 
 
 def _on_originals(model: CompiledModel, reads: tuple[tuple[str, str], ...]) -> CompiledModel:
@@ -527,7 +602,11 @@ class _Facts:
 
 
 def _facts(
-    model: CompiledModel, compiled: CompiledQuery, ctx: QueryContext, restrictions: list[FilterNode]
+    model: CompiledModel,
+    compiled: CompiledQuery,
+    ctx: QueryContext,
+    restrictions: list[FilterNode],
+    mergeable: frozenset[str] = ADDITIVE,
 ) -> _Facts | None:
     query = compiled.query
     filters = (*query.filters, *restrictions)
@@ -568,7 +647,7 @@ def _facts(
         grouping=frozenset((*dimensions, *segments, *filter_members)),
         time_dimensions=tuple(sorted(time_dimensions, key=lambda t: (t[0], t[1] or ""))),
         filters=filters,
-        leaf_additive=all(m.type in ADDITIVE for m in leaves.values()),
+        leaf_additive=all(m.type in mergeable for m in leaves.values()),
         additive=all(isinstance(m, Measure) and m.type in ADDITIVE for m in measures),
         multiplied=any(name.split(".")[0] in multiplied for name in leaves),
         single_equals=_single_equals(filters, [*dimensions, *segments], model),
@@ -686,7 +765,8 @@ def choose_rollup(
     if query.ungrouped or query.timezone != ROLLUP_TIMEZONE or not built:
         return None
     restrictions = caller_restrictions(model, query, ctx)
-    facts = _facts(model, compiled, ctx, restrictions)
+    mergeable = MERGEABLE if sketched(rollup_dialect) is not None else ADDITIVE
+    facts = _facts(model, compiled, ctx, restrictions, mergeable)
     if facts is None:
         return None
     if source_dialect != rollup_dialect and _divides(model, query):
@@ -734,9 +814,11 @@ _REAGGREGATE: dict[str, Callable[[exp.Expr], exp.Expr]] = {
 }
 
 
-def _leaf_value(kind: str | None, column: exp.Expr) -> exp.Expr:
+def _leaf_value(kind: str | None, column: exp.Expr, sketch: Sketch | None = None) -> exp.Expr:
     if kind in _REAGGREGATE:
         return _REAGGREGATE[kind](column)
+    if kind == "count_distinct_approx" and sketch is not None:  # the column holds sketches: merged, estimated
+        return exp.Coalesce(this=sketch.estimate(column), expressions=[exp.Literal.number(0)])
     # A non-additive leaf is read only where each group of the answer is one row of the rollup.
     value: exp.Expr = exp.Max(this=column)
     if kind in COUNTING:
@@ -796,6 +878,7 @@ def _rollup_model(
     model: CompiledModel, layout: RollupLayout, with_source: bool, source_tables: tuple[tuple[str, str], ...] = ()
 ) -> RollupModel:
     table = layout.table
+    sketch = sketched(model.dialect) if source_tables else None
     measures: dict[str, Measure] = {}
     dimensions: dict[str, Dimension] = {}
     segments: dict[str, Segment] = {}
@@ -818,7 +901,7 @@ def _rollup_model(
         else:
             assert isinstance(source, Measure)
             kind = source.type if source.type in ("string", "time", "boolean") else "number"
-            value = _snippet(_leaf_value(column.measure_type, reference), column.name)
+            value = _snippet(_leaf_value(column.measure_type, reference, sketch), column.name)
             measures[column.name] = Measure(column.name, table, kind, value, _display(column.name))
     taken = {column.name for column in layout.columns}
     for name in sorted(layout.listed - set(layout.leaves)):

@@ -336,3 +336,88 @@ def test_a_lambda_is_laid_out_as_its_rollup_and_an_original_sql_as_the_cubes_sql
     assert not base.bounded
     assert (base.kind, base.columns, base.problem) == ("originalSql", (), None)
     assert build_query(lambda_model, base).sql == "SELECT * FROM orders"
+
+
+# -- count_distinct_approx: sketches where the rollups live in a source that has them ----------------------------------
+
+APPROX = {"measures": ["orders.approx_customers", "orders.approx_completed_customers"]}
+APPROX_CASES = {
+    # (query, answered where sketches merge, how there; answered where the count itself is stored)
+    "at the rollup's grouping": (
+        {**APPROX, "dimensions": ["orders.status", "users.country"], "timeDimensions": month(granularity="day")},
+        "additive",
+        True,
+    ),
+    "a coarser grouping": ({**APPROX, "dimensions": ["orders.status"]}, "additive", False),
+    "no dimension at all": (APPROX, "additive", False),
+    "a time grain coarser than the rollup's": (
+        {**APPROX, "timeDimensions": month(Y2024, granularity="month")},
+        "additive",
+        False,
+    ),
+    "with an additive measure beside": (
+        {"measures": ["orders.approx_customers", "orders.count"], "dimensions": ["users.country"]},
+        "additive",
+        False,
+    ),
+    "a finer grain is never answered": (
+        {**APPROX, "timeDimensions": month(granularity="hour")},
+        None,
+        False,
+    ),
+    "a dimension outside the rollup is never answered": ({**APPROX, "dimensions": ["orders.size"]}, None, False),
+}
+
+
+@pytest.fixture(scope="module")
+def approx_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CompiledModel]:
+    """The demo model with count_distinct_approx measures and a day rollup of them, per dialect."""
+    from tests.semantic.rollup_support import APPROX_ROLLUPS, with_approx_measures
+
+    root = Path(tmp_path_factory.mktemp("approx")) / "model"
+    path = with_approx_measures(model_with_rollups(root, rollups=APPROX_ROLLUPS))
+    dialects = ("duckdb", "postgres", "mysql", "clickhouse", "trino", "snowflake", "bigquery", "databricks")
+    return {d: load_model(path, dialect=d, check_interval=0).require() for d in dialects}
+
+
+def choose_approx(model: CompiledModel, query: dict[str, Any], rollup_dialect: str) -> tuple[str | None, str | None]:
+    built = {"orders.approx_daily": BuiltRollup(table="t", version="1", last_updated_at=BUILT_AT)}
+    ctx = QueryContext(security_context=ADMIN, groups=["admin"])
+    (compiled,) = plan_queries(model, query, ctx).queries
+    choice = choose_rollup(model, compiled, ctx, built, source_dialect=model.dialect, rollup_dialect=rollup_dialect)
+    return (choice.layout.rollup.id, choice.how) if choice else (None, None)
+
+
+@pytest.mark.parametrize("case", list(APPROX_CASES), ids=list(APPROX_CASES))
+@pytest.mark.parametrize(
+    ("dialect", "home", "sketches"),
+    [
+        ("clickhouse", "source", True),
+        ("trino", "source", True),
+        ("snowflake", "source", True),
+        ("bigquery", "source", True),
+        ("databricks", "source", True),
+        ("postgres", "source", False),
+        ("mysql", "source", False),
+        ("duckdb", "store", False),
+        ("postgres", "store", False),
+        ("clickhouse", "store", False),
+    ],
+)
+def test_count_distinct_approx_merges_where_the_rollups_home_keeps_sketches(
+    approx_models, case: str, dialect: str, home: str, sketches: bool
+) -> None:
+    # given: a query of count_distinct_approx measures, the rollup kept in the source or in the DuckDB store
+    query, how_merged, at_rollup_grouping = APPROX_CASES[case]
+    rollup_dialect = dialect if home == "source" else "duckdb"
+
+    # when
+    answered_by, how = choose_approx(approx_models[dialect], query, rollup_dialect)
+
+    # then: sketches merge at any coarser grouping or grain; a stored count answers only its own grouping
+    if sketches:
+        assert (answered_by, how) == (("orders.approx_daily", how_merged) if how_merged else (None, None))
+    elif at_rollup_grouping:
+        assert (answered_by, how) == ("orders.approx_daily", "exact")
+    else:
+        assert answered_by is None

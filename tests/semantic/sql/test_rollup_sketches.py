@@ -1,0 +1,147 @@
+"""``count_distinct_approx`` measures of rollups kept in a warehouse, as SQL: each is built as the warehouse's sketch
+(``sql/sketches.py``) and a query grouping coarser than the rollup merges the sketches and estimates the count. No
+warehouse runs here: the build statement, the table the writer creates from it and the query on the rollup's table
+are compared with snapshots and parsed back by sqlglot in each dialect. ClickHouse's run on chDB:
+``tests/semantic/serving/test_rollup_sketches.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import sqlglot
+
+from embedadmin.semantic import QueryContext, load_model, plan_queries
+from embedadmin.semantic.modeling.model import CompiledModel
+from embedadmin.semantic.serving.rollup_source import Ddl
+from embedadmin.semantic.sql.builder import compile_query
+from embedadmin.semantic.sql.rollups import BuiltRollup, build_query, choose_rollup, rewrite, rollup_layouts
+from tests.semantic.rollup_support import model_with_rollups, with_approx_measures
+
+ROLLUPS = {
+    "orders": """
+    pre_aggregations:
+      - name: approx_by_status
+        measures: [approx_customers, approx_completed_customers]
+        dimensions: [status, users.country]
+"""
+}
+COARSER = {
+    "measures": ["orders.approx_customers", "orders.approx_completed_customers"],
+    "dimensions": ["users.country"],
+    "order": {"users.country": "asc"},
+}
+ADMIN = QueryContext(security_context={"groups": ["admin"]}, groups=["admin"])
+COLUMNS = ["orders__status", "users__country", "orders__approx_customers", "orders__approx_completed_customers"]
+COMPLETED = "CASE WHEN ({q}orders{q}.status = 'completed') THEN {q}orders{q}.user_id END"
+FROM = "FROM orders AS {q}orders{q} LEFT JOIN users AS {q}users{q} ON {q}orders{q}.user_id = {q}users{q}.id"
+# The sketch of each measure as the build writes it: (of orders.user_id, of the filtered one).
+STATES = {
+    "clickhouse": ('uniqState("orders".user_id)', f"uniqState({COMPLETED})"),
+    "trino": (
+        'CAST(APPROX_SET("orders".user_id) AS VARBINARY)',
+        f"CAST(APPROX_SET({COMPLETED}) AS VARBINARY)",
+    ),
+    "snowflake": ('HLL_ACCUMULATE("orders".user_id)', f"HLL_ACCUMULATE({COMPLETED})"),
+    "bigquery": ("HLL_COUNT.INIT(`orders`.user_id)", f"HLL_COUNT.INIT({COMPLETED})"),
+    "databricks": ("HLL_SKETCH_AGG(`orders`.user_id)", f"HLL_SKETCH_AGG({COMPLETED})"),
+}
+# The merge and estimate of a sketch column ({c}) on the rollup's table.
+ESTIMATES = {
+    "clickhouse": "COALESCE(uniqMerge({c}), 0)",
+    "trino": "COALESCE(CARDINALITY(MERGE(CAST({c} AS HYPERLOGLOG))), 0)",
+    "snowflake": "COALESCE(HLL_ESTIMATE(HLL_COMBINE({c})), 0)",
+    "bigquery": "COALESCE(HLL_COUNT.MERGE({c}), 0)",
+    "databricks": "COALESCE(HLL_SKETCH_ESTIMATE(HLL_UNION_AGG({c})), 0)",
+}
+# How each writes the order the query leaves NULLs to (its own default, or the one PostgreSQL's answers have).
+ORDER_TAIL = {
+    "clickhouse": "ORDER BY 1 ASC",
+    "trino": "ORDER BY 1 ASC",
+    "snowflake": "ORDER BY 1 ASC",
+    "bigquery": "ORDER BY 1 ASC NULLS LAST",
+    "databricks": "ORDER BY 1 ASC NULLS LAST",
+}
+DIALECTS = list(STATES)
+
+
+def quote(dialect: str) -> str:
+    return "`" if dialect in ("bigquery", "databricks") else '"'
+
+
+def expected_build(dialect: str) -> str:
+    q = quote(dialect)
+    state, completed = (s.format(q=q) for s in STATES[dialect])
+    return (
+        f"SELECT {q}orders{q}.status AS {q}orders__status{q}, {q}users{q}.country AS {q}users__country{q}, "
+        f"{state} AS {q}orders__approx_customers{q}, {completed} AS {q}orders__approx_completed_customers{q} "
+        f"{FROM.format(q=q)} GROUP BY 1, 2 LIMIT 9223372036854775807"
+    )
+
+
+def expected_read(dialect: str) -> str:
+    q = quote(dialect)
+    table = f"{q}orders__approx_by_status{q}"
+
+    def estimate(column: str) -> str:
+        return ESTIMATES[dialect].format(c=f"{table}.{q}{column}{q}")
+
+    prefix = f"{q}orders__approx_by_status__"
+    return (
+        f"SELECT {table}.{q}users__country{q} AS {prefix}users__country{q}, "
+        f"{estimate('orders__approx_customers')} AS {prefix}orders__approx_customers{q}, "
+        f"{estimate('orders__approx_completed_customers')} AS {prefix}orders__approx_completed_customers{q} "
+        f"FROM {q}rollups{q}.{q}r1_t{q} AS {table} GROUP BY 1 {ORDER_TAIL[dialect]} LIMIT 10000"
+    )
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return with_approx_measures(model_with_rollups(tmp_path_factory.mktemp("sketches") / "model", rollups=ROLLUPS))
+
+
+def model_in(model_path: Path, dialect: str) -> CompiledModel:
+    return load_model(model_path, dialect=dialect, check_interval=0).require()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_the_build_stores_each_approximate_count_as_the_warehouses_sketch(model_path, dialect: str) -> None:
+    # given
+    model = model_in(model_path, dialect)
+    layout = rollup_layouts(model)["orders.approx_by_status"]
+
+    # when: built for the data source's schema, then as the DuckDB store would have it
+    in_source = build_query(model, layout, in_source=True)
+    in_store = build_query(model, layout)
+
+    # then: the sketch aggregate in the source; the approximate count itself for the store
+    assert (in_source.sql, in_source.params) == (expected_build(dialect), ())
+    assert len(sqlglot.parse(in_source.sql, read=dialect)) == 1
+    created = Ddl(dialect).create_table_as("rollups", "r1_t", in_source.sql, COLUMNS)
+    assert len(sqlglot.parse(created, read=dialect)) == 1
+    assert STATES[dialect][0].format(q=quote(dialect)) not in in_store.sql
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_coarser_query_merges_the_sketches_and_estimates(model_path, dialect: str) -> None:
+    # given: the rollup kept in the warehouse's schema "rollups"
+    model = model_in(model_path, dialect)
+    built = {
+        "orders.approx_by_status": BuiltRollup(
+            table="t", version="1", last_updated_at=datetime(2026, 1, 1), source_tables=(("rollups", "r1_t"),)
+        )
+    }
+    (compiled,) = plan_queries(model, COARSER, ADMIN).queries
+
+    # when
+    choice = choose_rollup(model, compiled, ADMIN, built, source_dialect=dialect, rollup_dialect=dialect)
+    assert choice is not None
+    on_rollup = rewrite(model, compiled, choice, lambda m, q: compile_query(m, q, QueryContext()))
+
+    # then: merged and estimated per country, in the warehouse's dialect
+    assert choice.how == "additive"
+    assert on_rollup is not None
+    assert on_rollup.sql == expected_read(dialect)
+    assert len(sqlglot.parse(on_rollup.sql, read=dialect)) == 1
