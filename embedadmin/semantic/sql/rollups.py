@@ -249,14 +249,19 @@ def unrestricted(model: CompiledModel) -> CompiledModel:
     if isinstance(found, CompiledModel):
         return found
     entities = {name: dataclasses.replace(entity, access_policies=None) for name, entity in model.entities.items()}
+    built = _remodelled(model, entities)
+    model.caches["rollup_build_model"] = built
+    return built
+
+
+def _remodelled(model: CompiledModel, entities: dict[str, Entity], **changes: Any) -> CompiledModel:
+    """``model`` with ``entities`` (and ``changes``), its members read from them, its caches empty."""
     members: dict[str, Member] = {}
     for entity in entities.values():
         for section in (entity.measures, entity.dimensions, entity.segments):
             for member in section.values():
                 members[member.full_name] = member
-    built = dataclasses.replace(model, entities=entities, members=members, caches={})
-    model.caches["rollup_build_model"] = built
-    return built
+    return dataclasses.replace(model, entities=entities, members=members, caches={}, **changes)
 
 
 def rollup_layouts(model: CompiledModel) -> dict[str, RollupLayout]:
@@ -506,12 +511,7 @@ def _sketching(model: CompiledModel, sketch: Sketch) -> CompiledModel:
         )
         for name, entity in base.entities.items()
     }
-    members: dict[str, Member] = {}
-    for entity in entities.values():
-        for section in (entity.measures, entity.dimensions, entity.segments):
-            for member in section.values():
-                members[member.full_name] = member
-    built = dataclasses.replace(base, entities=entities, members=members, caches={})
+    built = _remodelled(base, entities)
     model.caches[key] = built
     return built
 
@@ -552,12 +552,7 @@ def _on_originals(model: CompiledModel, reads: tuple[tuple[str, str], ...]) -> C
         else entity
         for name, entity in base.entities.items()
     }
-    members: dict[str, Member] = {}
-    for entity in entities.values():
-        for section in (entity.measures, entity.dimensions, entity.segments):
-            for member in section.values():
-                members[member.full_name] = member
-    built = dataclasses.replace(base, dialect=STORE_DIALECT, entities=entities, members=members, caches={})
+    built = _remodelled(base, entities, dialect=STORE_DIALECT)
     model.caches[key] = built
     return built
 
