@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 DEFAULT_LIMIT = 10_000
+# A limit that means every row (a rollup's build, a lambda's source part): written as no LIMIT at all, which every
+# dialect reads the same way (a LIMIT of 2^63 - 1 is not accepted everywhere).
+EVERY_ROW = 2**63 - 1
 MAX_LIMIT = 50_000
 
 

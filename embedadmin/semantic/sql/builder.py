@@ -34,7 +34,13 @@ from embedadmin.semantic.modeling.joins import JoinHint, JoinTree, build_join_tr
 from embedadmin.semantic.modeling.model import FANOUT_SAFE_MEASURE_TYPES, CompiledModel, Dimension, Measure, Member
 from embedadmin.semantic.modeling.model import value_type as member_value_type
 from embedadmin.semantic.query.access import row_restriction
-from embedadmin.semantic.query.normalized import FilterCondition, FilterNode, NormalizedQuery, TimeDimensionSpec
+from embedadmin.semantic.query.normalized import (
+    EVERY_ROW,
+    FilterCondition,
+    FilterNode,
+    NormalizedQuery,
+    TimeDimensionSpec,
+)
 from embedadmin.semantic.sources.registry import writer
 from embedadmin.semantic.sql.columns import ResultColumn, SelectItem, column_alias, filter_leaves, query_leaves
 from embedadmin.semantic.sql.context import ContextValues
@@ -241,7 +247,7 @@ class _Builder(StagedStatements, GroupStatements):
                 counted.subquery("original_query", copy=False)
             )
             total_sql = total.sql(dialect=writer(self.model.dialect), copy=False)
-        if query.limit is not None:
+        if query.limit is not None and query.limit < EVERY_ROW:
             statement.limit(query.limit, copy=False)
         if query.offset:
             statement.offset(query.offset, copy=False)

@@ -55,7 +55,6 @@ from typing import Any
 
 from sqlglot import exp
 
-from embedadmin.core.fields import MAX_BIGINT
 from embedadmin.semantic.context import QueryContext
 from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.modeling.dependencies import cubes_read_through_view, member_snippets
@@ -78,6 +77,7 @@ from embedadmin.semantic.modeling.references import PREDEFINED_GRANULARITIES
 from embedadmin.semantic.query.access import row_restriction
 from embedadmin.semantic.query.dates import format_local, parse_local
 from embedadmin.semantic.query.normalized import (
+    EVERY_ROW,
     Contradiction,
     FilterCondition,
     FilterGroup,
@@ -381,7 +381,7 @@ def _rollup_layout(model: CompiledModel, rollup: PreAggregation) -> RollupLayout
         measures=tuple(leaves),
         dimensions=(*rollup.dimensions, *rollup.segments),
         time_dimensions=time_dimensions,
-        limit=MAX_BIGINT,  # every row
+        limit=EVERY_ROW,
         timezone=ROLLUP_TIMEZONE,
         join_hints=((rollup.cube,),),  # rooted at the rollup's cube, as Cube builds it
     )
@@ -992,7 +992,7 @@ def rewrite(
     choice: RollupChoice,
     compile_rewritten: Callable[[CompiledModel, NormalizedQuery], CompiledQuery],
     *,
-    source_row_limit: int = MAX_BIGINT,
+    source_row_limit: int = EVERY_ROW,
 ) -> CompiledQuery | None:
     """``compiled`` answered from ``choice``'s rollup: its query with every member named by the rollup's model and
     the caller's row filters added, compiled by ``compile_rewritten`` (the planner's cached compile); the result
@@ -1100,11 +1100,11 @@ class LambdaSource:
     params: tuple[Any, ...]
     after: datetime
     columns: tuple[str, ...]
-    row_limit: int = MAX_BIGINT
+    row_limit: int = EVERY_ROW
 
 
 def _lambda_source(
-    model: CompiledModel, choice: RollupChoice, query: NormalizedQuery, row_limit: int = MAX_BIGINT
+    model: CompiledModel, choice: RollupChoice, query: NormalizedQuery, row_limit: int = EVERY_ROW
 ) -> LambdaSource | None:
     """The source part of a lambda answer, or None (not a lambda with source data, or every date range of the query
     on its time dimension ends within what its tables hold: the source cannot add a row)."""
@@ -1124,7 +1124,7 @@ def _lambda_source(
     pushed = [f for f in (_pushed(model, node, same) for node in choice.filters) if f is not None]
     assert layout.rollup.time_dimension is not None
     bound = FilterCondition(same[layout.rollup.time_dimension], "afterDate", (format_local(after),))
-    statement = dataclasses.replace(last.build, filters=(*pushed, bound), limit=min(row_limit + 1, MAX_BIGINT))
+    statement = dataclasses.replace(last.build, filters=(*pushed, bound), limit=min(row_limit + 1, EVERY_ROW))
     compiled = compile_query(unrestricted(model), statement, QueryContext())
     return LambdaSource(compiled.sql, compiled.params, after, tuple(c.name for c in layout.columns), row_limit)
 

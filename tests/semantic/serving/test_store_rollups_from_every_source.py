@@ -394,16 +394,16 @@ cubes:
 WAREHOUSE_BUILDS = {
     "bigquery": "SELECT `orders`.status AS `orders__status`, DATETIME_TRUNC(DATETIME(CAST(`orders`.created_at AS "
     "TIMESTAMP), 'UTC'), DAY) AS `orders__created_at_day`, COUNT(`orders`.id) AS `orders__count` FROM shop.orders "
-    "AS `orders` GROUP BY 1, 2 LIMIT 9223372036854775807",
+    "AS `orders` GROUP BY 1, 2",
     "databricks": "SELECT `orders`.status AS `orders__status`, DATE_TRUNC('DAY', FROM_UTC_TIMESTAMP(CAST("
     "`orders`.created_at AS TIMESTAMP), 'UTC')) AS `orders__created_at_day`, COUNT(`orders`.id) AS `orders__count` "
-    "FROM shop.orders AS `orders` GROUP BY 1, 2 LIMIT 9223372036854775807",
+    "FROM shop.orders AS `orders` GROUP BY 1, 2",
     "snowflake": "SELECT \"orders\".status AS \"orders__status\", DATE_TRUNC('DAY', CAST(CONVERT_TIMEZONE('UTC', "
     'CAST("orders".created_at AS TIMESTAMP_TZ)) AS TIMESTAMP_NTZ)) AS "orders__created_at_day", COUNT("orders".id) '
-    'AS "orders__count" FROM shop.orders AS "orders" GROUP BY 1, 2 LIMIT 9223372036854775807',
+    'AS "orders__count" FROM shop.orders AS "orders" GROUP BY 1, 2',
     "trino": 'SELECT "orders".status AS "orders__status", DATE_TRUNC(\'DAY\', CAST(CAST("orders".created_at AS '
     'TIMESTAMP WITH TIME ZONE) AT TIME ZONE \'UTC\' AS TIMESTAMP)) AS "orders__created_at_day", COUNT("orders".id) '
-    'AS "orders__count" FROM shop.orders AS "orders" GROUP BY 1, 2 LIMIT 9223372036854775807',
+    'AS "orders__count" FROM shop.orders AS "orders" GROUP BY 1, 2',
 }
 DAY = datetime(2025, 1, 2)
 # Each driver's description of the build's three columns (status, day, count) and the rows it answers.
