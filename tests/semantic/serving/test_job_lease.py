@@ -203,9 +203,9 @@ def test_a_job_whose_owner_stops_renewing_is_taken_over(backend):
     try:
         with pytest.raises(ContinueWait):
             dead.load(key=KEY, run=hung, refresh_every_s=60, wait_s=0.05, job_timeout_s=30)
-        started = time.monotonic()
+        # The hung job never ends: an answer within the wait (5 s, far short of the job's 30 s) can only come from
+        # taking the job over once its lease lapsed.
         answer = alive.load(key=KEY, run=query, refresh_every_s=60, wait_s=5, job_timeout_s=30)
-        took = time.monotonic() - started
     finally:
         hung.gate.set()
         dead.shutdown()
@@ -213,20 +213,20 @@ def test_a_job_whose_owner_stops_renewing_is_taken_over(backend):
 
     assert answer.result == rows(9)
     assert query.calls == 1
-    assert took < 0.6 + 0.3
 
 
 @pytest.mark.parametrize("mode", [CacheMode.MUST_REVALIDATE, CacheMode.NO_CACHE])
 def test_a_renewed_job_outlives_its_lease_and_keeps_one_run(backend, mode):
-    """A job running for five lease periods is still the only run: waiters on another runner attach to it."""
-    owner = QueryRunner(cache=backend, workers=1, lease_s=0.4, renew_s=0.1)
-    other = QueryRunner(cache=backend, workers=2, lease_s=0.4, renew_s=0.1)
+    """A job running for three lease periods is still the only run: waiters on another runner attach to it. The
+    lease is renewed ten times within it, so a busy machine's stalls (a few hundred ms) do not let it lapse."""
+    owner = QueryRunner(cache=backend, workers=1, lease_s=1.0, renew_s=0.1)
+    other = QueryRunner(cache=backend, workers=2, lease_s=1.0, renew_s=0.1)
     slow, never = Query(gated=True, value=4), Query(value=-1)
     try:
         with pytest.raises(ContinueWait):
             owner.load(key=KEY, run=slow, refresh_every_s=60, wait_s=0.05, job_timeout_s=30, mode=mode)
         with pytest.raises(ContinueWait):
-            other.load(key=KEY, run=never, refresh_every_s=60, wait_s=2.0, job_timeout_s=30, mode=mode)
+            other.load(key=KEY, run=never, refresh_every_s=60, wait_s=3.0, job_timeout_s=30, mode=mode)
         threading.Timer(0.3, slow.gate.set).start()
         answer = other.load(key=KEY, run=never, refresh_every_s=60, wait_s=5, job_timeout_s=30, mode=mode)
     finally:
