@@ -6,7 +6,8 @@ MySQL's DDL is not transactional: a table is ``CREATE TABLE ... AS SELECT`` of t
 server), then indexed (``CREATE INDEX`` per ``indexes`` entry; text columns by their first 191 characters, which
 InnoDB's key length takes in utf8mb4), analysed, and measured (``information_schema.tables``: data and index
 length; rows as the statement answered); a build that fails or is stopped drops it. The connection is the query
-path's session (UTC, its ``sql_mode``, its precision of quotients) but not read only, opened for the build. Its time
+path's session (UTC, its ``sql_mode``, its precision of quotients) but not read only, opened for the build, and reading
+at READ COMMITTED (no lock on the source rows the build reads). Its time
 limit: MariaDB's ``max_statement_time`` for the session, and on MySQL (whose ``max_execution_time`` limits SELECT
 only) ``KILL QUERY`` from the watchdog at the limit. Marked by ``ALTER TABLE ... COMMENT``.
 """
@@ -42,6 +43,10 @@ class MySQLSession:
             raise mysql.error_for(exc, timeout_s) from None
         self.mariadb = mysql.is_mariadb(self._raw)
         self._thread_id = self._raw.thread_id()
+        # READ COMMITTED: the build's CREATE TABLE ... AS SELECT reads the source as a consistent read, taking no lock
+        # on the rows it scans (under InnoDB's REPEATABLE READ it would hold them against the application's writes
+        # until the build ends).
+        self.run("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         if self.mariadb:
             self.run(f"SET SESSION max_statement_time = {timeout_s:.3f}")
 
