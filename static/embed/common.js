@@ -354,22 +354,22 @@
     }
   }
 
-  /** A usable locale's language, script, region and variants, without its extensions and private use
-   * (``de-DE-u-nu-latn`` -> ``de-DE``): the tag the server formats an answer's values in (docs/chat-api.md). */
+  /** A usable locale's language, script and region, without its variants, extensions and private use
+   * (``de-DE-u-nu-latn`` -> ``de-DE``, ``en-US-posix`` -> ``en-US``): the tag the server formats an answer's values in
+   * (docs/chat-api.md). */
   function languageTag(locale) {
     try {
       var tag = new Intl.Locale(locale);
-      // A tag of many variants is cut to its language, script and region (the server reads 35 characters at most).
-      return tag.baseName.length <= 35 ? tag.baseName : [tag.language, tag.script, tag.region].filter(Boolean).join("-");
+      return [tag.language, tag.script, tag.region].filter(Boolean).join("-");
     } catch (ignored) {
       return "en-US";
     }
   }
 
+  /** ``timezone`` as its canonical IANA name (``europe/paris`` -> ``Europe/Paris``) when Intl knows it, else null. */
   function usableTimezone(timezone) {
     try {
-      new Intl.DateTimeFormat("en-US", { timeZone: timezone });
-      return timezone;
+      return new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone;
     } catch (ignored) {
       return null;
     }

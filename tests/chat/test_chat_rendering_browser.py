@@ -217,7 +217,7 @@ def test_a_list_answer_reads_its_numbers_as_the_tiles_in_the_viewers_locale(page
     assert months.locator(".chat-answer ul > li").first.inner_text() == f"{label}: {amount}"
 
 
-@pytest.mark.parametrize("tag", ["de-DE-u-nu-latn", "de-DE-x-host", "DE-de"])
+@pytest.mark.parametrize("tag", ["de-DE-u-nu-latn", "de-DE-x-host", "DE-de", "de-DE-1996"])
 def test_a_host_locale_with_extensions_still_lets_the_viewer_ask(page, embed: Embed, django_db_blocker, tag):
     """A host may set any locale Chromium takes, extensions and private use included: the chat asks in its language,
     script and region (what the server reads a number's format by), and the answer comes, in German."""
@@ -233,15 +233,20 @@ def test_a_host_locale_with_extensions_still_lets_the_viewer_ask(page, embed: Em
     assert all(re.fullmatch(r"[\d.]+,\d\d\u00a0\$", item.split(": ", 1)[1]) for item in items), items
 
 
-def test_the_chat_reads_dates_in_the_zone_the_host_sets_for_the_tiles(page, embed: Embed, django_db_blocker):
+@pytest.mark.parametrize(("zone", "named"), [("Asia/Tokyo", "Asia/Tokyo"), ("asia/tokyo", "Asia/Tokyo")])
+def test_the_chat_reads_dates_in_the_zone_the_host_sets_for_the_tiles(
+    page, embed: Embed, django_db_blocker, zone, named
+):
+    """Any spelling of a zone Chromium takes (it reads names without regard to case) reaches the server by its
+    canonical IANA name."""
     frame = open_host(page, embed, "anna")
     wait_until(lambda: frame.locator("#embed-root").evaluate("() => window.embedDashboard.loaded()"), "the tiles")
-    page.evaluate("() => window.embedHost.act('cube:action:set-timezone', {timezone: 'Asia/Tokyo'})")
+    page.evaluate("zone => window.embedHost.act('cube:action:set-timezone', {timezone: zone})", zone)
     open_chat(frame)
 
     turn = ask(page, frame, django_db_blocker, "Revenue by month")
 
-    assert turn.locator(".chat-answer").inner_text().rstrip().endswith("(time zone Asia/Tokyo).")
+    assert turn.locator(".chat-answer").inner_text().rstrip().endswith(f"(time zone {named}).")
 
 
 def tile_boxes(frame) -> dict[str, Any]:
