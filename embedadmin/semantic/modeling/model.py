@@ -283,6 +283,9 @@ class Measure(_MemberFields):
     rolling_window: RollingWindow | None = None
     kind: MemberKind = "measure"
     multi_stage: MultiStage | None = None
+    # A calculated measure whose aggregate rows duplicated by a fan-out join do not change, as a FANOUT_SAFE type's:
+    # a rollup's distinct-count sketch (semantic/sql/rollups.py). The model's own measures never set it.
+    fanout_safe: bool = False
 
 
 @dataclass(frozen=True, slots=True)

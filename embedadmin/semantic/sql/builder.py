@@ -321,7 +321,8 @@ class _Builder(StagedStatements, GroupStatements):
                 continue
             cube = leaf.entity
             group = ""
-            if not self.ungrouped and cube in tree.multiplied and leaf.type not in FANOUT_SAFE_MEASURE_TYPES:
+            fanout_safe = leaf.type in FANOUT_SAFE_MEASURE_TYPES or leaf.fanout_safe
+            if not self.ungrouped and cube in tree.multiplied and not fanout_safe:
                 keys = self.model.entities[cube].primary_keys
                 plain_count = leaf.type == "count" and leaf.sql is None and len(keys) == 1
                 group = "" if plain_count else cube

@@ -495,7 +495,11 @@ def sketched(rollup_dialect: str) -> Sketch | None:
 
 def _sketching(model: CompiledModel, sketch: Sketch) -> CompiledModel:
     """The unrestricted model with each ``count_distinct_approx`` measure a ``number`` measure whose SQL is the sketch
-    of its values (its filters as a ``CASE``): what a rollup kept as sketches is built from. Kept with the model."""
+    of its values (its filters as a ``CASE``): what a rollup kept as sketches is built from. Kept with the model.
+
+    The sketch stays fan-out safe (``Measure.fanout_safe``), as ``count_distinct_approx`` is: rows a join of the rollup
+    duplicates add no distinct value, so it is aggregated over the joined rows like any measure of an unmultiplied
+    cube, and its SQL and filters may read the joined cubes."""
     key = f"rollup_sketching:{sketch.dialect}"
     found = model.caches.get(key)
     if isinstance(found, CompiledModel):
@@ -505,7 +509,7 @@ def _sketching(model: CompiledModel, sketch: Sketch) -> CompiledModel:
         name: dataclasses.replace(
             entity,
             measures={
-                n: _sketch_measure(m, sketch) if m.type == "count_distinct_approx" and m.sql is not None else m
+                n: _sketch_measure(base, m, sketch) if m.type == "count_distinct_approx" and m.sql is not None else m
                 for n, m in entity.measures.items()
             },
         )
@@ -516,9 +520,11 @@ def _sketching(model: CompiledModel, sketch: Sketch) -> CompiledModel:
     return built
 
 
-def _sketch_measure(measure: Measure, sketch: Sketch) -> Measure:
-    """``measure`` (a ``count_distinct_approx``) as a ``number`` measure: the sketch state of its SQL, counting only
-    the rows its filters keep. Each snippet's placeholders are renamed apart, as they become one snippet."""
+def _sketch_measure(model: CompiledModel, measure: Measure, sketch: Sketch) -> Measure:
+    """``measure`` (a ``count_distinct_approx``) as a fan-out-safe ``number`` measure: the sketch state of its SQL,
+    counting only the rows its filters keep. Each snippet's placeholders are renamed apart, as they become one snippet.
+    Its values' type is the dimension's where the SQL is a reference to one (the sketch casts a type it does not take
+    to text)."""
     assert measure.sql is not None
     refs: dict[str, Any] = {}
     trees = []
@@ -533,9 +539,22 @@ def _sketch_measure(measure: Measure, sketch: Sketch) -> Measure:
     value, conditions = trees[0], [wrap(t) for t in trees[1:]]
     if conditions:
         value = exp.Case().when(all_of(*conditions), value)
-    tree = sketch.state(value)
+    tree = sketch.state(value, _dimension_type(model, measure.sql))
     snippet = SqlSnippet(text=tree.sql(dialect=sketch.dialect), tree=tree, refs=refs, location=measure.sql.location)
-    return dataclasses.replace(measure, type="number", sql=snippet, filters=())
+    return dataclasses.replace(measure, type="number", sql=snippet, filters=(), fanout_safe=True)
+
+
+def _dimension_type(model: CompiledModel, snippet: SqlSnippet) -> str | None:
+    """The type of the dimension ``snippet`` is a reference to (``{status}``, ``{users.country}``); None for other
+    SQL, whose type is not known."""
+    tree = snippet.tree
+    if not isinstance(tree, exp.Column) or tree.table:
+        return None
+    reference = snippet.refs.get(tree.name)
+    if not isinstance(reference, MemberReference) or reference.kind != "dimension" or reference.granularity:
+        return None
+    dimension = model.entities[reference.cube].dimensions.get(reference.member)
+    return None if dimension is None else dimension.type
 
 
 def _on_originals(model: CompiledModel, reads: tuple[tuple[str, str], ...]) -> CompiledModel:

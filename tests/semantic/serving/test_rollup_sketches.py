@@ -23,6 +23,7 @@ from tests.semantic.rollup_support import APPROX_ROLLUPS, build_rollups, model_w
 from tests.semantic.serving.test_pre_aggregations import load, store, used  # noqa: F401
 from tests.semantic.sql.test_clickhouse_queries import clickhouse_demo  # noqa: F401
 from tests.semantic.sql.test_cross_database import postgres_demo  # noqa: F401
+from tests.semantic.sql.test_rollup_sketches import MULTIPLIED_ROLLUPS, with_german_customers
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -59,11 +60,16 @@ AT_ROLLUP_GROUPING = {
 }
 
 
-def approx_rollups_in(core: CoreApi, tmp_path: Path, home: Home) -> None:
-    """The deployment on ``home``'s demo data with the count_distinct_approx measures and their day rollup, kept in
-    ``home``'s rollup schema, built."""
+def approx_rollups_in(
+    core: CoreApi, tmp_path: Path, home: Home, rollups: dict[str, str] = APPROX_ROLLUPS, *, german: bool = False
+) -> None:
+    """The deployment on ``home``'s demo data with the count_distinct_approx measures (``german``: and one filtered on
+    users, :func:`with_german_customers`) and ``rollups`` (their day rollup), kept in ``home``'s rollup schema,
+    built."""
     plain = qualified_model(DEMO_MODEL, tmp_path / "plain", home.data_schema)
-    model = with_approx_measures(model_with_rollups(tmp_path / "model", source=plain, rollups=APPROX_ROLLUPS))
+    model = with_approx_measures(model_with_rollups(tmp_path / "model", source=plain, rollups=rollups))
+    if german:
+        with_german_customers(model)
     deployment_configure(
         deployment=core.cast.deployment,
         model_dir=str(model),
@@ -135,6 +141,29 @@ def test_a_viewers_row_policy_applies_to_merged_sketches(core, store, settings, 
     assert from_rollup["data"] != everyone["data"]
     french = {r["sales.status"]: r["sales.approx_customers"] for r in from_rollup["data"]}
     assert all(int(french[r["sales.status"]]) < int(r["sales.approx_customers"]) for r in everyone["data"])
+
+
+def test_sketches_of_a_cube_the_rollups_joins_multiply(core, store, settings, tmp_path, clickhouse_home):
+    # given: a rollup by product category (orders multiplied by line_items), one sketch filtered on users, built
+    approx_rollups_in(core, tmp_path, clickhouse_home, MULTIPLIED_ROLLUPS, german=True)
+    query = {
+        "measures": ["orders.approx_customers", "orders.approx_german_customers"],
+        "dimensions": ["products.category"],
+        "order": {"products.category": "asc"},
+    }
+
+    # when
+    from_rollup, from_source = with_and_without_rollups(core, settings, query, core.token())
+    other = load(core, {"measures": ["users.count"]}, core.token())
+
+    # then: the rollup answers as the source does; the deployment's other queries answer too
+    assert used(from_rollup) == "orders.approx_by_category"
+    assert from_rollup["data"] == from_source["data"]
+    assert any(int(r["orders.approx_german_customers"]) > 0 for r in from_rollup["data"])
+    assert all(
+        int(r["orders.approx_german_customers"]) < int(r["orders.approx_customers"]) for r in from_rollup["data"]
+    )
+    assert int(other["data"][0]["users.count"]) > 0
 
 
 @pytest.mark.parametrize("kind", ["postgres", "mariadb"])

@@ -35,19 +35,20 @@ COARSER = {
 }
 ADMIN = QueryContext(security_context={"groups": ["admin"]}, groups=["admin"])
 COLUMNS = ["orders__status", "users__country", "orders__approx_customers", "orders__approx_completed_customers"]
+USER_ID = "{q}orders{q}.user_id"
 COMPLETED = "CASE WHEN ({q}orders{q}.status = 'completed') THEN {q}orders{q}.user_id END"
 FROM = "FROM orders AS {q}orders{q} LEFT JOIN users AS {q}users{q} ON {q}orders{q}.user_id = {q}users{q}.id"
-# The sketch of each measure as the build writes it: (of orders.user_id, of the filtered one).
+# The sketch state as the build writes it, of a value ({v}).
 STATES = {
-    "clickhouse": ('uniqState("orders".user_id)', f"uniqState({COMPLETED})"),
-    "trino": (
-        'CAST(APPROX_SET("orders".user_id) AS VARBINARY)',
-        f"CAST(APPROX_SET({COMPLETED}) AS VARBINARY)",
-    ),
-    "snowflake": ('HLL_ACCUMULATE("orders".user_id)', f"HLL_ACCUMULATE({COMPLETED})"),
-    "bigquery": ("HLL_COUNT.INIT(`orders`.user_id)", f"HLL_COUNT.INIT({COMPLETED})"),
-    "databricks": ("HLL_SKETCH_AGG(`orders`.user_id)", f"HLL_SKETCH_AGG({COMPLETED})"),
+    "clickhouse": "uniqState({v})",
+    "trino": "CAST(APPROX_SET({v}) AS VARBINARY)",
+    "snowflake": "HLL_ACCUMULATE({v})",
+    "bigquery": "HLL_COUNT.INIT({v})",
+    "databricks": "HLL_SKETCH_AGG({v})",
 }
+# The value types each state takes as they are; others, and SQL that is no dimension (orders.user_id), cast to text.
+TAKES = {"trino": {"string", "number"}, "bigquery": {"string"}, "databricks": {"string"}}
+TEXT = {"trino": "VARCHAR", "bigquery": "STRING", "databricks": "STRING"}
 # The merge and estimate of a sketch column ({c}) on the rollup's table.
 ESTIMATES = {
     "clickhouse": "COALESCE(uniqMerge({c}), 0)",
@@ -65,18 +66,58 @@ ORDER_TAIL = {
     "databricks": "ORDER BY 1 ASC NULLS LAST",
 }
 DIALECTS = list(STATES)
+# A rollup of orders by product category: its join to line_items multiplies orders, and one of its approximate counts
+# is filtered on another cube (users).
+MULTIPLIED_ROLLUPS = {
+    "orders": """
+    pre_aggregations:
+      - name: approx_by_category
+        measures: [approx_customers, approx_german_customers]
+        dimensions: [products.category]
+      - name: approx_typed
+        measures: [approx_statuses, approx_amounts, approx_days]
+        dimensions: [users.country]
+"""
+}
+GERMAN_CUSTOMERS = """
+      - name: approx_german_customers
+        sql: user_id
+        type: count_distinct_approx
+        filters:
+          - sql: "{users.country} = 'Germany'"
+
+      - name: approx_statuses
+        sql: "{status}"
+        type: count_distinct_approx
+
+      - name: approx_amounts
+        sql: "{amount}"
+        type: count_distinct_approx
+
+      - name: approx_days
+        sql: "{created_at}"
+        type: count_distinct_approx
+"""
 
 
 def quote(dialect: str) -> str:
     return "`" if dialect in ("bigquery", "databricks") else '"'
 
 
+def state(dialect: str, value: str, value_type: str | None = None) -> str:
+    """The sketch state of ``value`` (SQL, {q} for the quote), of ``value_type`` (None: not known)."""
+    value = value.format(q=quote(dialect))
+    if dialect in TAKES and value_type not in TAKES[dialect]:
+        value = f"CAST({value} AS {TEXT[dialect]})"
+    return STATES[dialect].format(v=value)
+
+
 def expected_build(dialect: str) -> str:
     q = quote(dialect)
-    state, completed = (s.format(q=q) for s in STATES[dialect])
     return (
         f"SELECT {q}orders{q}.status AS {q}orders__status{q}, {q}users{q}.country AS {q}users__country{q}, "
-        f"{state} AS {q}orders__approx_customers{q}, {completed} AS {q}orders__approx_completed_customers{q} "
+        f"{state(dialect, USER_ID)} AS {q}orders__approx_customers{q}, "
+        f"{state(dialect, COMPLETED)} AS {q}orders__approx_completed_customers{q} "
         f"{FROM.format(q=q)} GROUP BY 1, 2"
     )
 
@@ -102,6 +143,22 @@ def model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return with_approx_measures(model_with_rollups(tmp_path_factory.mktemp("sketches") / "model", rollups=ROLLUPS))
 
 
+@pytest.fixture(scope="module")
+def multiplied_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return with_german_customers(
+        with_approx_measures(model_with_rollups(tmp_path_factory.mktemp("m") / "model", rollups=MULTIPLIED_ROLLUPS))
+    )
+
+
+def with_german_customers(model: Path) -> Path:
+    """The model at ``model`` (with :func:`with_approx_measures`) with an approximate count filtered on users and
+    approximate counts of a string, a number and a time dimension."""
+    orders = model / "cubes" / "orders.yml"
+    text = orders.read_text()
+    orders.write_text(text.replace("\n    measures:\n", "\n    measures:\n" + GERMAN_CUSTOMERS.lstrip("\n") + "\n", 1))
+    return model
+
+
 def model_in(model_path: Path, dialect: str) -> CompiledModel:
     return load_model(model_path, dialect=dialect, check_interval=0).require()
 
@@ -121,7 +178,7 @@ def test_the_build_stores_each_approximate_count_as_the_warehouses_sketch(model_
     assert len(sqlglot.parse(in_source.sql, read=dialect)) == 1
     created = Ddl(dialect).create_table_as("rollups", "r1_t", in_source.sql, COLUMNS)
     assert len(sqlglot.parse(created, read=dialect)) == 1
-    assert STATES[dialect][0].format(q=quote(dialect)) not in in_store.sql
+    assert state(dialect, USER_ID) not in in_store.sql
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -145,3 +202,47 @@ def test_a_coarser_query_merges_the_sketches_and_estimates(model_path, dialect: 
     assert on_rollup is not None
     assert on_rollup.sql == expected_read(dialect)
     assert len(sqlglot.parse(on_rollup.sql, read=dialect)) == 1
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_sketch_of_a_cube_the_rollups_joins_multiply_is_built_over_the_joins(multiplied_path, dialect: str) -> None:
+    # given: orders multiplied by line_items in the rollup, a sketch filtered on users
+    model = model_in(multiplied_path, dialect)
+    layout = rollup_layouts(model)["orders.approx_by_category"]
+    assert layout.problem is None
+
+    # when
+    built = build_query(model, layout, in_source=True)
+
+    # then: the sketches are aggregated over the joined rows as they are (duplicated orders add no distinct value),
+    # in one grouping by category, the filter reading the joined users
+    q = quote(dialect)
+    german = "CASE WHEN ({q}users{q}.country = 'Germany') THEN {q}orders{q}.user_id END"
+    assert built.sql.startswith(
+        f"SELECT {q}products{q}.category AS {q}products__category{q}, "
+        f"{state(dialect, USER_ID)} AS {q}orders__approx_customers{q}, "
+        f"{state(dialect, german)} AS {q}orders__approx_german_customers{q} FROM orders AS {q}orders{q} "
+    ), built.sql
+    assert built.sql.endswith(" GROUP BY 1"), built.sql
+    assert "keys" not in built.sql
+    assert len(sqlglot.parse(built.sql, read=dialect)) == 1
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_sketch_takes_a_value_of_a_type_it_does_not_take_as_text(multiplied_path, dialect: str) -> None:
+    # given: approximate counts of a string (status), a number (amount) and a time (created_at) dimension
+    model = model_in(multiplied_path, dialect)
+    layout = rollup_layouts(model)["orders.approx_typed"]
+
+    # when
+    built = build_query(model, layout, in_source=True)
+
+    # then: each cast to text where the warehouse's sketch does not take its type (dates, timestamps, decimals)
+    q = quote(dialect)
+    assert built.sql.startswith(
+        f"SELECT {q}users{q}.country AS {q}users__country{q}, "
+        f"{state(dialect, '{q}orders{q}.status', 'string')} AS {q}orders__approx_statuses{q}, "
+        f"{state(dialect, '{q}orders{q}.amount', 'number')} AS {q}orders__approx_amounts{q}, "
+        f"{state(dialect, '{q}orders{q}.created_at', 'time')} AS {q}orders__approx_days{q} FROM "
+    ), built.sql
+    assert len(sqlglot.parse(built.sql, read=dialect)) == 1
