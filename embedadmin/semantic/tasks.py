@@ -38,13 +38,22 @@ def refresh_pre_aggregations() -> int:
     queued = 0
     deployments = Deployment.objects.exclude(model_dir="").exclude(data_source_url_encrypted="").order_by("pk")
     for deployment in deployments:
+        # One deployment's failure (its model, its data source, a rollup home whose writer cannot be opened, a
+        # fault of ours) is logged with its id; the deployments after it are refreshed and collected all the same.
         try:
             queued += pre_aggregations.pre_aggregations_refresh(
                 deployment=deployment, serve=serve, enqueue=enqueue_build
             )
-            pre_aggregations.pre_aggregations_collect_garbage(deployment=deployment, serve=serve)
         except (ApiError, ModelError) as exc:
             logger.warning("pre-aggregations of deployment %s not refreshed: %s", deployment.pk, exc)
+        except Exception:
+            logger.exception("pre-aggregations of deployment %s not refreshed", deployment.pk)
+        try:
+            pre_aggregations.pre_aggregations_collect_garbage(deployment=deployment, serve=serve)
+        except (ApiError, ModelError) as exc:
+            logger.warning("pre-aggregations of deployment %s not collected: %s", deployment.pk, exc)
+        except Exception:
+            logger.exception("pre-aggregations of deployment %s not collected", deployment.pk)
     return queued
 
 

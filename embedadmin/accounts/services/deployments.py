@@ -7,6 +7,7 @@ import datetime
 import os
 import re
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -159,10 +160,26 @@ def deployment_configure(
                 + ", ".join(kinds.schemes_speaking(kinds.ROLLUP_HOME_DIALECTS))
                 + "); this deployment's data source keeps them in the store"
             )
+        for check in _rollup_home_checks:
+            problem = check(url)
+            if problem:
+                raise BadRequest(f"preAggregationStorage: {problem}")
     if updates:
         deployment.save(update_fields=[*updates, "updated_at"])
         CREDENTIALS.bump()
     return deployment
+
+
+# Why a data source of a kind that holds rollups cannot hold them (a Trino URL naming no catalog, a warehouse's driver
+# not installed): the semantic app registers its rollup writers' check when it is ready (accounts is below semantic).
+_rollup_home_checks: list[Callable[[str], str | None]] = []
+
+
+def rollup_home_check_register(check: Callable[[str], str | None]) -> None:
+    """Have :func:`deployment_configure` ask ``check(url)`` (a problem, or None) whenever a deployment's rollups are
+    set to live in its data source, or that source changes while they do: a problem is a 400 that changes nothing."""
+    if check not in _rollup_home_checks:
+        _rollup_home_checks.append(check)
 
 
 def pre_aggregations_schema_check(value: Any) -> str:

@@ -638,15 +638,30 @@ class _Heartbeat:
         self._thread.join()
 
     def _run(self) -> None:
+        """Renew every ``HEARTBEAT_SECONDS``. A renewal that fails (the application database is unreachable, the
+        connection broke) is logged and tried again on a new connection; once no renewal has succeeded for
+        ``LEASE_STALE_SECONDS`` the lease counts as lost (another worker may take it over by then), as when the
+        lease is taken over: the build stops."""
+        last_renewed = time.monotonic()
         try:
             while not self._stop.wait(_settings()["HEARTBEAT_SECONDS"]):
-                renewed = PreAggregationPartition.objects.filter(pk=self.partition_id, lease_owner=self.worker).update(
-                    lease_heartbeat_at=Now()
-                )
+                try:
+                    renewed = PreAggregationPartition.objects.filter(
+                        pk=self.partition_id, lease_owner=self.worker
+                    ).update(lease_heartbeat_at=Now())
+                except Exception:
+                    logger.warning(
+                        "the lease of pre-aggregation partition %s not renewed", self.partition_id, exc_info=True
+                    )
+                    db_connection.close()  # the next renewal opens a new connection
+                    if time.monotonic() - last_renewed < _settings()["LEASE_STALE_SECONDS"]:
+                        continue
+                    renewed = 0
                 if not renewed:
                     self._lost.set()
                     self.scope.cancel()
                     return
+                last_renewed = time.monotonic()
         finally:
             db_connection.close()
 
@@ -911,7 +926,10 @@ def pre_aggregations_collect_garbage(*, deployment: Deployment, serve: Serve) ->
         }
         if served.source_url and holds_rollups(served.source_url):
             tables = source_tables(served.source_url)
-    except (ApiError, ModelError):
+    except (ApiError, ModelError, DataSourceError) as exc:
+        # without the model, or the writer of the rollup schema, nothing there is known unused: the store's files
+        # are still collected
+        logger.warning("pre-aggregations of deployment %s not collected in its data source: %s", deployment.pk, exc)
         current = None
     if current is not None:
         old = timezone.now() - grace
@@ -932,13 +950,20 @@ def pre_aggregations_collect_garbage(*, deployment: Deployment, serve: Serve) ->
             PreAggregationPartition.objects.filter(pk__in=stale).delete()
             _version(deployment.pk).bump()
     rows = PreAggregationPartition.objects.filter(deployment=deployment)
-    referenced = set(rows.filter(schema="").exclude(table="").values_list("table", flat=True))
-    removed = remove_unreferenced(deployment_directory(deployment.pk), referenced, older_than_s=grace.total_seconds())
+    removed = remove_unreferenced(
+        deployment_directory(deployment.pk),
+        lambda: set(rows.filter(schema="").exclude(table="").values_list("table", flat=True)),
+        older_than_s=grace.total_seconds(),
+    )
     if home.in_source and tables is not None:
-        live = Q(lease_heartbeat_at__gte=Now() - timedelta(seconds=_settings()["LEASE_STALE_SECONDS"]))
         mine = rows.filter(schema=home.schema)
-        in_use = set(mine.exclude(table="").values_list("table", flat=True))
-        in_use |= set(mine.filter(live).exclude(lease_owner="").values_list("building_table", flat=True))
+
+        def in_use() -> set[str]:
+            # read once the schema is listed: a table swapped in (or named for a build) meanwhile is seen in use
+            live = Q(lease_heartbeat_at__gte=Now() - timedelta(seconds=_settings()["LEASE_STALE_SECONDS"]))
+            used = set(mine.exclude(table="").values_list("table", flat=True))
+            return used | set(mine.filter(live).exclude(lease_owner="").values_list("building_table", flat=True))
+
         removed += tables.unreferenced(
             home.schema, table_prefix(deployment.pk), in_use, older_than_s=grace.total_seconds()
         )

@@ -33,7 +33,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -188,7 +188,9 @@ class SourceTables(Protocol):
 
     def drop(self, schema: str, tables: Sequence[str]) -> None: ...
 
-    def unreferenced(self, schema: str, prefix: str, referenced: set[str], *, older_than_s: float) -> int: ...
+    def unreferenced(
+        self, schema: str, prefix: str, referenced: Callable[[], set[str]], *, older_than_s: float
+    ) -> int: ...
 
 
 def unreferenced_note(now: int) -> str:
@@ -197,22 +199,30 @@ def unreferenced_note(now: int) -> str:
 
 
 def collect_unreferenced(
-    found: Iterable[tuple[str, str | None]],
-    referenced: set[str],
+    found: Sequence[tuple[str, str | None]],
+    referenced: Callable[[], set[str]],
     *,
     older_than_s: float,
     mark: Callable[[str, str], object],
     drop: Callable[[str], object],
 ) -> int:
-    """The garbage collection of one schema: of the tables ``found`` (name, comment), those ``referenced`` does not
-    hold are marked (``mark(name, note)``) when found for the first time, and dropped (``drop(name)``) once
-    ``older_than_s`` has passed since they were marked. Returns how many were dropped."""
+    """The garbage collection of one schema: of the tables ``found`` (name, comment; listed before), those
+    ``referenced()`` does not hold are marked (``mark(name, note)``) when found for the first time, and dropped
+    (``drop(name)``) once ``older_than_s`` has passed since they were marked. Returns how many were dropped.
+
+    ``referenced()`` is asked after the listing: a table swapped in while the schema was listed is in use, never
+    marked. A table in use that carries a mark (marked while a build wrote it under a lease that looked dead, then
+    swapped in) has its mark cleared (``mark(name, "")``): its grace period starts when it is found unreferenced
+    again, never from the old mark."""
+    in_use = referenced()
     now = int(time.time())
     dropped = 0
     for name, comment in found:
-        if name in referenced:
-            continue
         since = _BUILT_AT.search(comment or "")  # BigQuery gives its description as a quoted literal
+        if name in in_use:
+            if since is not None:
+                mark(name, "")
+            continue
         if since is None:
             mark(name, unreferenced_note(now))
         elif now - int(since.group(1)) >= older_than_s:
@@ -301,10 +311,10 @@ class StatementWriter:
             for table in tables:
                 session.run(self.drop_statement(schema, table))
 
-    def unreferenced(self, schema: str, prefix: str, referenced: set[str], *, older_than_s: float) -> int:
-        """Mark, then drop after ``older_than_s``, the tables of ``schema`` named with ``prefix`` that ``referenced``
-        does not hold (:func:`collect_unreferenced`). Returns how many dropped; a failure is logged and retried at
-        the next collection."""
+    def unreferenced(self, schema: str, prefix: str, referenced: Callable[[], set[str]], *, older_than_s: float) -> int:
+        """Mark, then drop after ``older_than_s``, the tables of ``schema`` named with ``prefix`` that ``referenced()``
+        (asked once they are listed) does not hold (:func:`collect_unreferenced`). Returns how many dropped; a
+        failure is logged and retried at the next collection."""
         try:
             with self.session(60.0) as session:
                 found = [(name, comment) for name, comment in self.listed(session, schema) if name.startswith(prefix)]

@@ -265,19 +265,30 @@ def write_partition(
     return WrittenPartition(file=file_name, rows=len(result.rows), bytes=final.stat().st_size)
 
 
-def remove_unreferenced(directory: Path, referenced: set[str], *, older_than_s: float) -> int:
+def remove_unreferenced(directory: Path, referenced: Callable[[], set[str]], *, older_than_s: float) -> int:
     """Delete the files of ``directory`` no partition points to (replaced tables, builds that died) once they are
-    older than ``older_than_s``; returns how many."""
+    older than ``older_than_s``; returns how many.
+
+    ``referenced()`` is asked once the directory is listed: a file swapped in meanwhile is in use. A file found in use
+    has its modification time set to now (a file is never written after its build), so a replaced file's age counts
+    from the last collection that found it in use, not from its build: it is kept for ``older_than_s`` after it was
+    replaced, less at most one collection interval."""
     if not directory.is_dir():
         return 0
+    found = list(directory.iterdir())
+    in_use = referenced()
     removed = 0
-    horizon = time.time() - older_than_s
-    for path in directory.iterdir():
+    now = time.time()
+    horizon = now - older_than_s
+    for path in found:
         base = path.name.removesuffix(".wal").removesuffix(BUILDING_SUFFIX)
-        if base in referenced or not base.endswith(FILE_SUFFIX):
+        if not base.endswith(FILE_SUFFIX):
             continue
         with contextlib.suppress(FileNotFoundError):
-            if path.stat().st_mtime < horizon:
+            if base in in_use:
+                if path.name == base:
+                    os.utime(path, (now, now))
+            elif path.stat().st_mtime < horizon:
                 path.unlink()
                 removed += 1
     return removed

@@ -21,9 +21,15 @@ from typing import Any
 
 import duckdb
 import pytest
+from django.db import connection as db_connection
 
-from embedadmin.accounts.services import TenantDataSources, deployment_configure, duckdb_url
+from embedadmin.accounts.models import Deployment
+from embedadmin.accounts.services import TenantDataSources, deployment_configure, deployment_create, duckdb_url
+from embedadmin.accounts.services.credentials import CREDENTIALS
+from embedadmin.core import credentials
+from embedadmin.semantic import tasks
 from embedadmin.semantic.models import PreAggregationPartition
+from embedadmin.semantic.serving import pre_aggregations
 from embedadmin.semantic.serving.pre_aggregations import (
     pre_aggregation_partition_build,
     pre_aggregations_rebuild,
@@ -44,6 +50,7 @@ from tests.semantic.http_support import (  # noqa: F401
 )
 from tests.semantic.rollup_support import build_rollups, model_with_rollups
 from tests.semantic.sql.test_cross_database import CASES, _api_value, _value, postgres_demo  # noqa: F401
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STATUS_ONLY = {
@@ -361,7 +368,7 @@ def test_a_build_killed_mid_way_leaves_readers_on_the_old_table_and_its_lease_is
     assert partition.table != old_table
     assert _completed(core) == (before + 25, "orders.status_only")
     # the old table's file goes once its grace has passed; the current one stays
-    assert remove_unreferenced(store / str(core.cast.deployment.pk), {partition.table}, older_than_s=0) >= 1
+    assert remove_unreferenced(store / str(core.cast.deployment.pk), lambda: {partition.table}, older_than_s=0) >= 1
     assert (store / str(core.cast.deployment.pk) / partition.table).exists()
 
 
@@ -459,3 +466,86 @@ def test_semantic_sql_is_answered_from_a_rollup_too(core, store, settings, tmp_p
     assert "usedPreAggregations" not in from_source[0]
     assert from_rollup[0]["schema"] == from_source[0]["schema"]
     assert from_rollup[1:] == from_source[1:]
+
+
+@pytest.mark.parametrize("fault", ["unusable rollup home", "internal error"])
+def test_one_deployments_failure_does_not_stop_the_refresh_of_the_deployments_after_it(
+    core, store, tmp_path, caplog, monkeypatch, fault
+):
+    # given: a deployment whose rollup home's writer cannot be opened (a Trino URL naming no catalog: configured
+    # before that was refused, as a deployment whose warehouse driver was uninstalled since) ...
+    broken = core.cast.deployment
+    deployment_configure(
+        deployment=broken,
+        model_dir=str(model_with_rollups(tmp_path / "broken", rollups=STATUS_ONLY)),
+        data_source_url="trino://analyst@trino.example:8080/hive/shop",
+        pre_aggregations_schema="rollups",
+    )
+    no_catalog = credentials.encrypt_secret("trino://analyst@trino.example:8080")
+    Deployment.objects.filter(pk=broken.pk).update(data_source_url_encrypted=no_catalog)
+    CREDENTIALS.bump()
+    # ... and, after it, one whose rollup is due in the store
+    later, _ = deployment_create(account=broken.account, name="Later", slug="later")
+    deployment_configure(
+        deployment=later,
+        model_dir=str(model_with_rollups(tmp_path / "later", rollups=STATUS_ONLY)),
+        data_source_url=duckdb_url(core.dataset),
+    )
+    assert broken.pk < later.pk
+    queued: list[int] = []
+    monkeypatch.setattr(tasks, "enqueue_build", queued.append)
+    message = "Trino URL names no catalog"
+    if fault == "internal error":  # a fault of ours while serving the first deployment's model
+        message = "a fault of ours"
+        served = tasks.serve
+
+        def serve_or_fail(deployment):
+            if deployment.pk == broken.pk:
+                raise RuntimeError(message)
+            return served(deployment)
+
+        monkeypatch.setattr(tasks, "serve", serve_or_fail)
+
+    # when: the periodic task runs
+    tasks.refresh_pre_aggregations()
+
+    # then: the second deployment's rollup is queued and builds; the first one's failure is logged with its id
+    (row,) = PreAggregationPartition.objects.filter(deployment=later)
+    assert row.pk in queued
+    assert pre_aggregation_partition_build(partition_id=row.pk, serve=serve) == "built"
+    assert any(
+        f"deployment {broken.pk}" in r.getMessage() and message in r.getMessage() + str(r.exc_info and r.exc_info[1])
+        for r in caplog.records
+    )
+
+
+@pytest.mark.postgres
+def test_a_heartbeat_whose_database_connection_breaks_renews_the_lease_on_a_new_one(core, store, settings, tmp_path):
+    # given: a partition under a build's lease, renewed every 0.1 s
+    settings.PRE_AGGREGATIONS = {**settings.PRE_AGGREGATIONS, "HEARTBEAT_SECONDS": 0.1}
+    deployment = core.cast.deployment
+    model = model_with_rollups(tmp_path / "model", rollups=STATUS_ONLY)
+    deployment_configure(deployment=deployment, model_dir=str(model))
+    build_rollups(deployment)
+    (row,) = _rows(deployment, "orders.status_only")
+    assert pre_aggregations._claim(row.pk, "beating")
+
+    def renewed_after(moment: datetime) -> bool:
+        return PreAggregationPartition.objects.get(pk=row.pk).lease_heartbeat_at > moment
+
+    with pre_aggregations._Heartbeat(row.pk, "beating") as heartbeat:
+        claimed = PreAggregationPartition.objects.get(pk=row.pk).lease_heartbeat_at
+        wait_until(lambda: renewed_after(claimed), "the lease renewed", timeout=30, every=0.05)
+
+        # when: the database ends the heartbeat's connection (every connection of the test database but this one)
+        with db_connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            cursor.execute("SELECT clock_timestamp()")
+            (ended_at,) = cursor.fetchone()
+
+        # then: the lease is renewed again, on a new connection, and the build goes on
+        wait_until(lambda: renewed_after(ended_at), "the lease renewed after the error", timeout=30, every=0.05)
+        assert heartbeat.alive()

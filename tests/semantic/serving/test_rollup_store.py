@@ -5,6 +5,8 @@ largest (DuckDB alone would type the union of DECIMAL(38, 2) and DECIMAL(38, 0) 
 
 from __future__ import annotations
 
+import os
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from embedadmin.semantic.serving.rollup_store import (
     RollupSource,
     StoreCatalog,
     close_rollup_sources,
+    remove_unreferenced,
     write_partition,
 )
 from embedadmin.semantic.sources.base import QueryResult
@@ -81,3 +84,24 @@ def test_the_union_is_typed_with_the_largest_scale(store: Path) -> None:
         ("line_items__revenue", "DECIMAL(38,2)"),
     ]
     assert total.rows == [(Decimal("3.75"),)]
+
+
+def test_a_file_built_long_ago_then_replaced_is_kept_its_grace_period(store: Path) -> None:
+    # given: a partition's file written an hour ago, and the file that replaces it, written now
+    old = partition(store, "orders__main_aaaa_1.duckdb", [("DE", Decimal("1.00"))])
+    new = partition(store, "orders__main_aaaa_2.duckdb", [("DE", Decimal("2.00"))])
+    hour_ago = time.time() - 3600
+    os.utime(store / old, (hour_ago, hour_ago))
+
+    # when: a collection finds the old file in use, then, once it is replaced, the next one finds it unused
+    assert remove_unreferenced(store, lambda: {old}, older_than_s=600) == 0
+    removed = remove_unreferenced(store, lambda: {new}, older_than_s=600)
+
+    # then: it is kept (its grace period counts from when it was last found in use), then removed after it
+    assert removed == 0
+    assert (store / old).exists()
+    later = time.time() - 601
+    os.utime(store / old, (later, later))
+    assert remove_unreferenced(store, lambda: {new}, older_than_s=600) == 1
+    assert not (store / old).exists()
+    assert (store / new).exists()

@@ -256,10 +256,11 @@ MARKS = {
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_the_garbage_collection_marks_then_drops_unreferenced_tables(monkeypatch, dialect: str) -> None:
-    # given: the schema holds the table in use, one found unreferenced long ago, one not yet marked, another's table
+    # given: the schema holds the table in use (marked long ago, while a build wrote it), one found unreferenced long
+    # ago, one not yet marked, another's table
     long_ago = f"{UNREFERENCED}{int(time.time()) - 3600}"
     described = f'"{long_ago}"' if dialect == "bigquery" else long_ago  # BigQuery's option value is a literal
-    listed = [("r1_current", None), ("r1_old", described), ("r1_new", None), ("r2_other", None)]
+    listed = [("r1_current", described), ("r1_old", described), ("r1_new", None), ("r2_other", None)]
     columns: list[Any] = [("table_name", "STRING"), ("option_value", "STRING")]
     if dialect != "bigquery":
         columns = [("table_name", "string"), ("comment", "string")]
@@ -267,19 +268,21 @@ def test_the_garbage_collection_marks_then_drops_unreferenced_tables(monkeypatch
     install(monkeypatch, dialect, service)
 
     # when
-    dropped = source_tables(URLS[dialect]).unreferenced("rollups", "r1_", {"r1_current"}, older_than_s=600)
+    dropped = source_tables(URLS[dialect]).unreferenced("rollups", "r1_", lambda: {"r1_current"}, older_than_s=600)
 
-    # then: the old one dropped, the new one marked with the time it was found; nothing else touched
+    # then: the mark of the one in use cleared, the old one dropped, the new one marked with the time it was found;
+    # nothing else touched
     assert dropped == 1
     sent = [(sql, params) for sql, params in service.statements if not sql.startswith(("ALTER SESSION", "SET "))]
-    (listing, params), (drop, _), (mark, _) = sent
+    (listing, params), (cleared, _), (drop, _), (mark, _) = sent
     assert (listing, params or []) == (LISTINGS[dialect][0], LISTINGS[dialect][1] or [])
+    assert cleared == MARKS[dialect].replace("r1_new", "r1_current").format(note="")
     assert drop == f"DROP TABLE IF EXISTS {qualified(dialect, 'r1_old')}"
     note = mark.split("'")[1]
     assert note.startswith(UNREFERENCED)
     assert abs(int(note.removeprefix(UNREFERENCED)) - time.time()) < 600
     assert mark == MARKS[dialect].format(note=note)
-    for sql in (listing, drop, mark):
+    for sql in (listing, cleared, drop, mark):
         parses(dialect, sql)
 
 

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ from typing import Any
 import psycopg
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
+from embedadmin.accounts.selectors import deployment_data_source_url
 from embedadmin.accounts.services import TenantDataSources, deployment_configure
 from embedadmin.audit.models import AuditEntry
 from embedadmin.semantic.errors import DataSourceError
@@ -35,6 +38,7 @@ from embedadmin.semantic.serving.pre_aggregations import (
     pre_aggregations_collect_garbage,
     pre_aggregations_status,
 )
+from embedadmin.semantic.serving.rollup_source import UNREFERENCED
 from embedadmin.semantic.serving.rollup_store import BuildStopped
 from embedadmin.semantic.serving.rollup_writers import postgres as postgres_writer
 from embedadmin.semantic.serving.rollup_writers import source_tables
@@ -756,3 +760,114 @@ def test_the_schema_is_part_of_the_rollups_structure(core, store, tmp_path, post
     build_rollups(core.cast.deployment)
     assert set(PreAggregationPartition.objects.values_list("structure", flat=True)) - first
     assert used(load(core, {"measures": ["orders.count"], "dimensions": ["orders.status"]}, core.token()))
+
+
+def mark(home: Home, table: str, note: str) -> None:
+    """Set ``table``'s comment as the garbage collection does."""
+    writer = source_tables(home.url)
+    statement = getattr(writer, "comment_statement", None)
+    if statement is None:  # PostgreSQL
+        home.run(f"COMMENT ON TABLE {home.ddl.table(home.schema, table)} IS {home.ddl.literal(note)}")
+    else:
+        home.run(statement(home.schema, table, note))
+
+
+def test_a_table_marked_while_in_flight_then_referenced_then_replaced_is_kept_its_grace_period(
+    core, store, settings, tmp_path, home
+):
+    # given: a built rollup whose table a collection marked an hour ago, while a build was writing it
+    rollups_in(core, tmp_path, home, rollups=STATUS_ONLY)
+    build_rollups(core.cast.deployment)
+    (partition,) = PreAggregationPartition.objects.filter(deployment=core.cast.deployment)
+    first = partition.table
+    mark(home, first, f"{UNREFERENCED}{int(time.time()) - 3600}")
+
+    # when: a collection finds it referenced
+    assert pre_aggregations_collect_garbage(deployment=core.cast.deployment, serve=serve) == 0
+
+    # then: its mark is void, cleared
+    assert first in home.tables()
+    assert not home.comment(first).startswith(UNREFERENCED)
+
+    # when: a rebuild replaces it, then the collection runs
+    replaced_at = int(time.time())
+    assert pre_aggregation_partition_build(partition_id=partition.pk, serve=serve) == "built"
+    assert pre_aggregations_collect_garbage(deployment=core.cast.deployment, serve=serve) == 0
+
+    # then: it is kept, marked with the time it was found unreferenced (dropped once the grace period has passed)
+    assert first in home.tables()
+    note = home.comment(first)
+    assert note.startswith(UNREFERENCED)
+    assert int(note.removeprefix(UNREFERENCED)) >= replaced_at
+
+
+def test_a_table_swapped_in_while_the_schema_is_collected_is_in_use(core, store, tmp_path, home, monkeypatch):
+    # given: a built rollup in the source
+    rollups_in(core, tmp_path, home, rollups=STATUS_ONLY)
+    build_rollups(core.cast.deployment)
+    (partition,) = PreAggregationPartition.objects.filter(deployment=core.cast.deployment)
+    first = partition.table
+
+    # and a rebuild that swaps its new table in as the collection starts on the schema
+    kind = writer_class(home)
+    unreferenced = kind.unreferenced
+
+    def rebuilt_then_collected(writer, *args, **kwargs):
+        assert pre_aggregation_partition_build(partition_id=partition.pk, serve=serve) == "built"
+        return unreferenced(writer, *args, **kwargs)
+
+    monkeypatch.setattr(kind, "unreferenced", rebuilt_then_collected)
+
+    # when
+    pre_aggregations_collect_garbage(deployment=core.cast.deployment, serve=serve)
+
+    # then: the table swapped in is unmarked, the replaced one marked
+    partition.refresh_from_db()
+    assert partition.table != first
+    assert home.tables() == {first, partition.table}
+    assert not home.comment(partition.table).startswith(UNREFERENCED)
+    assert home.comment(first).startswith(UNREFERENCED)
+
+
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("trino://analyst@trino.example:8080", "preAggregationStorage: Trino URL names no catalog"),
+        ("snowflake://analyst:pw@myorg-acct", "preAggregationStorage: Snowflake URL names no database"),
+    ],
+)
+def test_a_source_whose_rollup_writer_cannot_be_made_is_refused_and_nothing_changes(core, url, error):
+    # given: the deployment on a source of a kind that holds rollups, whose URL does not say where
+    deployment_configure(deployment=core.cast.deployment, data_source_url=url)
+    path = f"/api/v1/deployments/{core.cast.deployment.pk}"
+
+    # when: its rollups are set to live there (with a rename in the same request)
+    response = core.client.patch_json(
+        path,
+        {"name": "renamed", "preAggregationStorage": {"location": "source", "schema": "rollups"}},
+        **core.cast.platform_headers,
+    )
+
+    # then
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(error)
+    core.cast.deployment.refresh_from_db()
+    assert core.cast.deployment.pre_aggregations_schema == ""
+    assert core.cast.deployment.name != "renamed"
+
+
+def test_a_data_source_whose_rollup_writer_cannot_be_made_is_refused_while_rollups_live_in_it(core):
+    # given: rollups kept in a schema of a Trino catalog
+    good = "trino://etl@trino.example/hive/shop"
+    deployment_configure(deployment=core.cast.deployment, data_source_url=good, pre_aggregations_schema="rollups")
+
+    # when: configure_deployment sets a URL naming no catalog
+    with pytest.raises(CommandError, match="Trino URL names no catalog"):
+        call_command(
+            "configure_deployment", str(core.cast.deployment.pk), "--data-source", "trino://etl@trino.example:8080"
+        )
+
+    # then: nothing changed
+    core.cast.deployment.refresh_from_db()
+    assert deployment_data_source_url(deployment=core.cast.deployment) == good
+    assert core.cast.deployment.pre_aggregations_schema == "rollups"

@@ -38,3 +38,15 @@ def source_tables(url: str) -> SourceTables:
         )
     writer: SourceTables = writer_module(dialect).open_writer(url)
     return writer
+
+
+def rollup_home_problem(url: str) -> str | None:
+    """Why the data source at ``url`` cannot hold a deployment's rollups (its writer cannot be made: no writer for its
+    kind, a Trino URL naming no catalog, a Snowflake URL naming no database, a warehouse's driver not installed), or
+    None. Nothing is connected to. Asked when a deployment's rollups are set to live in its data source
+    (``accounts.services.deployment_configure``, for the Platform API, the panel and ``configure_deployment``)."""
+    try:
+        source_tables(url)
+    except (DataSourceError, ValueError) as exc:
+        return str(exc) or type(exc).__name__
+    return None

@@ -126,9 +126,10 @@ class PostgresRollupWriter:
         except psycopg.Error as exc:
             raise DataSourceError(_message(exc, "Dropping a rollup table failed")) from None
 
-    def unreferenced(self, schema: str, prefix: str, referenced: set[str], *, older_than_s: float) -> int:
-        """Drop the tables of ``schema`` named with ``prefix`` that ``referenced`` does not hold and that were found
-        unreferenced at least ``older_than_s`` ago; mark those found for the first time. Returns how many dropped."""
+    def unreferenced(self, schema: str, prefix: str, referenced: Callable[[], set[str]], *, older_than_s: float) -> int:
+        """Drop the tables of ``schema`` named with ``prefix`` that ``referenced()`` (asked once they are listed) does
+        not hold and that were found unreferenced at least ``older_than_s`` ago; mark those found for the first time
+        (:func:`collect_unreferenced`). Returns how many dropped."""
         pattern = prefix.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%") + "%"
         try:
             with self._connect() as connection:
