@@ -717,7 +717,7 @@ def pre_aggregation_partition_build(*, partition_id: int, serve: Serve, worker: 
             compiled = build_query(served.model, layout, date_range, in_source=home.in_source)
             column_names = {c.member: c.name for c in layout.columns}
             if row.schema:
-                written = _write_in_source(served, layout, row, worker, compiled, heartbeat.alive)
+                written = _write_in_source(served, layout, row, worker, compiled, heartbeat)
             else:
                 try:
                     result = _run_build(served, compiled, heartbeat.scope)
@@ -803,7 +803,7 @@ def _write_in_source(
     row: PreAggregationPartition,
     worker: str,
     statement: BuildStatement,
-    keep_going: Callable[[], bool],
+    heartbeat: _Heartbeat,
 ) -> WrittenPartition:
     """Build the partition into a new table of the data source's rollup schema, through a connection of the
     build's own that may write (:mod:`.rollup_source`; the query path's source stays read only). The table a dead
@@ -823,7 +823,8 @@ def _write_in_source(
         columns=[c.name for c in layout.columns],
         indexes=[[column_names[m] for m in i.columns] for i in layout.rollup.indexes],
         timeout_s=_settings()["BUILD_TIMEOUT_SECONDS"],
-        keep_going=keep_going,
+        keep_going=heartbeat.alive,
+        cancel=heartbeat.scope,  # the lease lost: the statement running on the source is stopped
     )
 
 

@@ -42,6 +42,7 @@ from sqlglot import exp
 from embedadmin.accounts.models import Deployment
 from embedadmin.semantic.errors import DataSourceError
 from embedadmin.semantic.serving.rollup_store import BuildStopped, WrittenPartition
+from embedadmin.semantic.sources.base import CancelScope, QueryCancelled, cancellable
 from embedadmin.semantic.sources.registry import writer
 
 logger = logging.getLogger(__name__)
@@ -184,6 +185,7 @@ class SourceTables(Protocol):
         indexes: Sequence[Sequence[str]],
         timeout_s: float,
         keep_going: Callable[[], bool],
+        cancel: CancelScope | None = None,
     ) -> WrittenPartition: ...
 
     def drop(self, schema: str, tables: Sequence[str]) -> None: ...
@@ -238,6 +240,10 @@ class Session(Protocol):
         """Run one statement (its parameters bound by the driver): the columns and rows it answers."""
         ...
 
+    def interrupt(self) -> None:
+        """Stop the statement :meth:`run` runs now, from another thread (nothing where the driver has no cancel)."""
+        ...
+
 
 class StatementWriter:
     """A writer for a source whose DDL is not transactional (MySQL, ClickHouse, the warehouses): the table is
@@ -288,17 +294,21 @@ class StatementWriter:
         indexes: Sequence[Sequence[str]],
         timeout_s: float,
         keep_going: Callable[[], bool],
+        cancel: CancelScope | None = None,
     ) -> WrittenPartition:
         """Create ``schema.table`` as the rows of ``sql`` (its columns named ``columns``) and index it; on any failure,
-        or ``keep_going()`` False once written (:class:`BuildStopped`), the table is dropped."""
+        ``keep_going()`` False once written, or ``cancel`` cancelled (the running statement is stopped in the source:
+        :meth:`Session.interrupt`), the table is dropped (:class:`BuildStopped` for the last two)."""
         with self.session(timeout_s) as session:
             self.ensure_schema(session, schema)
 
             def create() -> tuple[int, int]:
                 options = self.table_options(indexes)
-                _, answer = session.run(self.ddl.create_table_as(schema, table, sql, columns, options=options), params)
-                self.index_statements(session, schema, table, indexes)
-                return self.measured(session, schema, table, answer)
+                with stopped_by(cancel, session.interrupt):
+                    statement = self.ddl.create_table_as(schema, table, sql, columns, options=options)
+                    _, answer = session.run(statement, params)
+                    self.index_statements(session, schema, table, indexes)
+                    return self.measured(session, schema, table, answer)
 
             rows, size = written_whole(create, lambda: session.run(self.drop_statement(schema, table)), keep_going)
         return WrittenPartition(file=table, rows=rows, bytes=size)
@@ -349,6 +359,25 @@ def written_whole(
             logger.warning("a failed rollup build's table was not dropped", exc_info=True)
         raise
     return written
+
+
+@contextlib.contextmanager
+def stopped_by(cancel: CancelScope | None, interrupt: Callable[[], None]) -> Iterator[None]:
+    """Within the block, ``cancel.cancel()`` (the build's lease lost) calls ``interrupt`` to stop the statement
+    running on the source; the block then ends in :class:`BuildStopped`, whatever the stopped statement raised (or
+    if it ended anyway). A scope cancelled before the block runs nothing of it."""
+    try:
+        with cancellable(cancel, interrupt) as fired:
+            try:
+                yield
+            except Exception:
+                if fired.is_set():
+                    raise BuildStopped() from None
+                raise
+            if fired.is_set():
+                raise BuildStopped()
+    except QueryCancelled:
+        raise BuildStopped() from None
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ class BigQuerySession:
         self._source = source
         self._client = source.connect()
         self._timeout_s = timeout_s
+        self._job: Any = None
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
         source = self._source
@@ -35,12 +36,20 @@ class BigQuerySession:
             job = self._client.query(
                 sql, job_config=source.job_config(params, self._timeout_s), timeout=source.request_timeout
             )
+            self._job = job
             result = job.result(timeout=self._timeout_s + source.request_timeout)
             schema = list(getattr(result, "schema", None) or [])
             rows = [tuple(row.values()) for row in result] if schema else []
         except Exception as exc:
             raise bigquery.error_for(exc, self._timeout_s) from None
+        finally:
+            self._job = None
         return [field.name for field in schema], rows
+
+    def interrupt(self) -> None:
+        job = self._job
+        if job is not None:
+            job.cancel()
 
     def close(self) -> None:
         self._client.close()

@@ -5,15 +5,18 @@ query path as ``database.table``.
 ClickHouse's DDL is not transactional: a table is ``CREATE TABLE ... ENGINE = MergeTree ORDER BY ... AS SELECT`` of
 the build statement (typed by the server; ordered by the columns of the rollup's first ``indexes`` entry, else
 ``tuple()``: MergeTree's sorting key is ClickHouse's one index), measured from ``system.parts`` (rows, bytes on
-disk); a build that fails or is stopped drops it. The statements run through a client of the build's own (a source
-of the URL opened for it, never the query path's), with the query path's settings (UTC, outer joins giving NULLs)
-except ``readonly``, and ``max_execution_time`` the build's time limit. Marked by ``ALTER TABLE ... MODIFY
-COMMENT``; dropped with ``SYNC`` (the files go at once, not after the Atomic database's delay).
+disk); a build that fails or is stopped drops it (a build that lost its lease has its running statement stopped
+by ``KILL QUERY``, found by the session's ``log_comment``, as the query path's cancel). The statements run through
+a client of the build's own (a source of the URL opened for it, never the query path's), with the query path's
+settings (UTC, outer joins giving NULLs) except ``readonly``, and ``max_execution_time`` the build's time limit.
+Marked by ``ALTER TABLE ... MODIFY COMMENT``; dropped with ``SYNC`` (the files go at once, not after the Atomic
+database's delay).
 """
 
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -26,14 +29,17 @@ MAX_IDENTIFIER = 255  # a table is a directory: the file system's limit on a nam
 class ClickHouseSession:
     """A build's client: statements with the build's settings, parameters bound by the server."""
 
-    def __init__(self, client: Any, timeout_s: float) -> None:
+    def __init__(self, source: clickhouse.ClickHouseSource, client: Any, timeout_s: float) -> None:
+        self._source = source
         self._client = client
         self._timeout_s = timeout_s
+        self._token = uuid.uuid4().hex  # every statement of the session carries it: KILL QUERY finds them by it
         self._settings = {
             "session_timezone": "UTC",
             "join_use_nulls": 1,
             "max_execution_time": timeout_s,
             "timeout_overflow_mode": "throw",
+            "log_comment": self._token,
         }
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -48,6 +54,10 @@ class ClickHouseSession:
         except ClickHouseError as exc:
             raise clickhouse.error_for(exc, self._timeout_s) from None
         return list(result.column_names), [tuple(row) for row in result.result_rows]
+
+    def interrupt(self) -> None:
+        """``KILL QUERY`` of the session's running statement (the build's lease lost), as the query path's cancel."""
+        self._source._kill(self._token)
 
 
 class ClickHouseRollupWriter(StatementWriter):
@@ -65,7 +75,7 @@ class ClickHouseRollupWriter(StatementWriter):
         source = clickhouse.open_source(self._url)  # a source of its own: its clients are the build's
         try:
             with source.client() as client:
-                yield ClickHouseSession(client, timeout_s)
+                yield ClickHouseSession(source, client, timeout_s)
         finally:
             source.close()
 

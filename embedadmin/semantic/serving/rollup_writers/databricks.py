@@ -40,6 +40,7 @@ class DatabricksRollupWriter(StatementWriter):
             mapped=lambda exc: databricks.error_for(exc, timeout_s),
             bind=named,
             first=f"SET STATEMENT_TIMEOUT = {timeout_seconds(timeout_s)}",
+            stop=lambda cursor: cursor.cancel(),
         )
 
     def measured(self, session: Any, schema: str, table: str, answer: list[tuple[Any, ...]]) -> tuple[int, int]:

@@ -9,7 +9,8 @@ length; rows as the statement answered); a build that fails or is stopped drops 
 path's session (UTC, its ``sql_mode``, its precision of quotients) but not read only, opened for the build, and reading
 at READ COMMITTED (no lock on the source rows the build reads). Its time
 limit: MariaDB's ``max_statement_time`` for the session, and on MySQL (whose ``max_execution_time`` limits SELECT
-only) ``KILL QUERY`` from the watchdog at the limit. Marked by ``ALTER TABLE ... COMMENT``.
+only) ``KILL QUERY`` from the watchdog at the limit; a build that lost its lease has its statement stopped by ``KILL
+QUERY`` too (:meth:`MySQLSession.interrupt`). Marked by ``ALTER TABLE ... COMMENT``.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ class MySQLSession:
             raise mysql.error_for(exc, self._timeout_s) from None
         finally:
             watchdog.cancel(alarm)
+
+    def interrupt(self) -> None:
+        """``KILL QUERY`` of the session's thread, from a connection of its own (the build's lease lost)."""
+        mysql.kill_query(self._kwargs, self._thread_id)
 
     def close(self) -> None:
         self._raw.close()

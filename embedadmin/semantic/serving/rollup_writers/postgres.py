@@ -12,9 +12,9 @@ from typing import Any
 import psycopg
 
 from embedadmin.semantic.errors import DataSourceError, QueryTimeout
-from embedadmin.semantic.serving.rollup_source import Ddl, collect_unreferenced
+from embedadmin.semantic.serving.rollup_source import Ddl, collect_unreferenced, stopped_by
 from embedadmin.semantic.serving.rollup_store import BuildStopped, WrittenPartition
-from embedadmin.semantic.sources.base import DataSourceUnavailable
+from embedadmin.semantic.sources.base import CancelScope, DataSourceUnavailable
 from embedadmin.semantic.sources.postgres import libpq_conninfo
 
 logger = logging.getLogger(__name__)
@@ -61,10 +61,12 @@ class PostgresRollupWriter:
         indexes: Sequence[Sequence[str]],
         timeout_s: float,
         keep_going: Callable[[], bool],
+        cancel: CancelScope | None = None,
     ) -> WrittenPartition:
         """Create ``schema.table`` (``columns``, typed as the build statement's), fill it from ``sql`` and index it
         in one transaction: it exists complete or not at all. ``keep_going()`` False before the commit rolls it
-        back (:class:`BuildStopped`)."""
+        back (:class:`BuildStopped`); so does ``cancel`` cancelled (the build's lease lost), which stops the running
+        statement by a cancel request."""
         ddl = self.ddl
         committed = False
         try:
@@ -72,7 +74,11 @@ class PostgresRollupWriter:
                 found = connection.execute("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]).fetchone()
                 if found is None:
                     connection.execute(ddl.create_schema(schema))
-                with connection.transaction(), connection.cursor() as cursor:
+                with (
+                    stopped_by(cancel, connection.cancel_safe),
+                    connection.transaction(),
+                    connection.cursor() as cursor,
+                ):
                     cursor.execute(f"SET LOCAL statement_timeout = {max(1, round(timeout_s * 1000))}")
                     cursor.execute(ddl.described(sql), list(params))
                     result = cursor.pgresult
@@ -102,7 +108,8 @@ class PostgresRollupWriter:
                     [schema, table],
                 ).fetchone()
         except BuildStopped:
-            if committed:
+            # A scope cancelled while the transaction committed leaves the table written: it is dropped too.
+            if committed or (cancel is not None and cancel.cancelled):
                 self.drop(schema, [table])
             raise
         except psycopg.errors.QueryCanceled:

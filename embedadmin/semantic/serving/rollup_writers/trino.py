@@ -43,6 +43,7 @@ class TrinoRollupWriter(StatementWriter):
             errors=Exception,
             mapped=lambda exc: trino.error_for(exc, exceptions, timeout_s),
             bind=positional,
+            stop=lambda cursor: cursor.cancel(),
         )
 
     def measured(self, session: Any, schema: str, table: str, answer: list[tuple[Any, ...]]) -> tuple[int, int]:
