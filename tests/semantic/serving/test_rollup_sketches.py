@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 
-from embedadmin.accounts.services import deployment_configure
 from embedadmin.semantic.models import PreAggregationPartition
-from tests.schemas import qualified_model
 from tests.semantic.http_support import DEMO_MODEL, CoreApi, core, demo_duckdb, fresh_semantic_state  # noqa: F401
 from tests.semantic.rollup_homes import Home, mysql_demo, new_home  # noqa: F401
-from tests.semantic.rollup_support import APPROX_ROLLUPS, build_rollups, model_with_rollups, with_approx_measures
+from tests.semantic.rollup_support import APPROX_ROLLUPS, build_rollups, with_approx_measures
 from tests.semantic.serving.test_pre_aggregations import load, store, used  # noqa: F401
+from tests.semantic.serving.test_rollups_in_source import rollups_in
 from tests.semantic.sql.test_clickhouse_queries import clickhouse_demo  # noqa: F401
 from tests.semantic.sql.test_cross_database import postgres_demo  # noqa: F401
 from tests.semantic.sql.test_rollup_sketches import MULTIPLIED_ROLLUPS, with_german_customers
@@ -66,17 +65,13 @@ def approx_rollups_in(
     """The deployment on ``home``'s demo data with the count_distinct_approx measures (``german``: and one filtered on
     users, :func:`with_german_customers`) and ``rollups`` (their day rollup), kept in ``home``'s rollup schema,
     built."""
-    plain = qualified_model(DEMO_MODEL, tmp_path / "plain", home.data_schema)
-    model = with_approx_measures(model_with_rollups(tmp_path / "model", source=plain, rollups=rollups))
-    if german:
-        with_german_customers(model)
-    deployment_configure(
-        deployment=core.cast.deployment,
-        model_dir=str(model),
-        data_source_url=home.url,
-        pre_aggregations_schema=home.schema,
-    )
-    core.cast.deployment.refresh_from_db()
+
+    def edit(model: Path) -> None:
+        with_approx_measures(model)
+        if german:
+            with_german_customers(model)
+
+    rollups_in(core, tmp_path, home, rollups, edit=edit)
     build_rollups(core.cast.deployment)
 
 

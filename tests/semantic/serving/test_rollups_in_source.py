@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,10 +97,34 @@ def rollups_in_source(core: CoreApi, tmp_path: Path, postgres_demo, schema: str,
     return rollups_in(core, tmp_path, Home("postgres", url, data_schema, schema), rollups)
 
 
-def rollups_in(core: CoreApi, tmp_path: Path, home: Home, rollups: dict[str, str] | None = None) -> str:
-    """The deployment on ``home``'s demo data, its rollups kept in ``home``'s rollup schema."""
+def _built_once_the_lease_is_stale(partition: Any) -> list[str]:
+    """What an heir's build of ``partition`` answers, tried until it is not "busy" (the stale lease taken over)."""
+    outcomes: list[str] = []
+    wait_until(
+        lambda: (
+            outcomes.append(pre_aggregation_partition_build(partition_id=partition.pk, serve=serve, worker="heir"))
+            or outcomes[-1] != "busy"
+        ),
+        "the stale lease taken over",
+        timeout=30,
+        every=0.2,
+    )
+    return outcomes
+
+
+def rollups_in(
+    core: CoreApi,
+    tmp_path: Path,
+    home: Home,
+    rollups: dict[str, str] | None = None,
+    edit: Callable[[Path], object] | None = None,
+) -> str:
+    """The deployment on ``home``'s demo data, its rollups kept in ``home``'s rollup schema (``edit``: a change to the
+    model's folder before it is configured)."""
     plain = qualified_model(DEMO_MODEL, tmp_path / "plain", home.data_schema)
     model = model_with_rollups(tmp_path / "model", source=plain, rollups=rollups)
+    if edit is not None:
+        edit(model)
     deployment_configure(
         deployment=core.cast.deployment,
         model_dir=str(model),
@@ -434,16 +459,7 @@ def test_a_stalled_builds_table_is_dropped_by_the_build_taking_its_lease_over_an
         assert _completed(core) == before
 
         # when: the lease goes stale, the next build takes it over
-        outcomes: list[str] = []
-        wait_until(
-            lambda: (
-                outcomes.append(pre_aggregation_partition_build(partition_id=partition.pk, serve=serve, worker="heir"))
-                or outcomes[-1] != "busy"
-            ),
-            "the stale lease taken over",
-            timeout=30,
-            every=0.2,
-        )
+        outcomes = _built_once_the_lease_is_stale(partition)
     finally:
         release.set()
         stalled.join(60)
@@ -534,16 +550,7 @@ def test_a_killed_builds_table_is_dropped_by_the_build_taking_its_lease_over_and
     assert _completed(core) == before
 
     # when: the lease goes stale, the next build takes it over
-    outcomes: list[str] = []
-    wait_until(
-        lambda: (
-            outcomes.append(pre_aggregation_partition_build(partition_id=partition.pk, serve=serve, worker="heir"))
-            or outcomes[-1] != "busy"
-        ),
-        "the stale lease taken over",
-        timeout=30,
-        every=0.2,
-    )
+    outcomes = _built_once_the_lease_is_stale(partition)
 
     # then: the orphan is dropped, the new table swapped in
     assert outcomes[-1] == "built"
