@@ -82,6 +82,8 @@ class DatabricksWriter(Databricks):
 
 
 WRITER = DatabricksWriter
+# A session's time limit in whole seconds (``{seconds}``), set by the query path and the rollup writer alike.
+SET_TIMEOUT = "SET STATEMENT_TIMEOUT = {seconds}"
 
 
 class DatabricksSource(warehouses.SessionSource):
@@ -99,11 +101,10 @@ class DatabricksSource(warehouses.SessionSource):
     def execute(
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
     ) -> QueryResult:
-        session = self.statement_session(timeout_s, "SET STATEMENT_TIMEOUT = {seconds}")
+        session = self.statement_session(timeout_s, SET_TIMEOUT)
         with session as (lease, cursor), warehouses.stoppable(timeout_s, cancel, cursor.cancel) as stops:
             try:
-                named = {f"p{i}": value for i, value in enumerate(params, start=1)}
-                cursor.execute(sql, named or None)
+                cursor.execute(sql, warehouses.named(params))
                 rows = [tuple(row) for row in cursor.fetchall()]
                 description = cursor.description or []
             except self._driver.exc.Error:

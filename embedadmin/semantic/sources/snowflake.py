@@ -98,6 +98,8 @@ class SnowflakeWriter(Snowflake):
 
 
 WRITER = SnowflakeWriter
+# A session's time limit in whole seconds (``{seconds}``), set by the query path and the rollup writer alike.
+SET_TIMEOUT = "ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = {seconds}"
 
 
 class SnowflakeSource(warehouses.SessionSource):
@@ -115,8 +117,7 @@ class SnowflakeSource(warehouses.SessionSource):
     def execute(
         self, sql: str, params: Sequence[Any], *, timeout_s: float, cancel: CancelScope | None = None
     ) -> QueryResult:
-        set_timeout = "ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = {seconds}"
-        with self.statement_session(timeout_s, set_timeout) as (lease, cursor):
+        with self.statement_session(timeout_s, SET_TIMEOUT) as (lease, cursor):
             query: dict[str, str | None] = {"id": None}
 
             def stop() -> None:

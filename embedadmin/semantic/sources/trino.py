@@ -121,7 +121,7 @@ class TrinoSource(warehouses.DriverSource):
 
     def session_properties(self, timeout_s: float) -> dict[str, Any]:
         """The session properties of a statement: the URL's, and its time limit (``query_max_run_time``)."""
-        seconds = max(1, int(-(-timeout_s // 1)))
+        seconds = warehouses.timeout_seconds(timeout_s)
         return {**self._connect_args.get("session_properties", {}), "query_max_run_time": f"{seconds}s"}
 
     def execute(
@@ -131,7 +131,7 @@ class TrinoSource(warehouses.DriverSource):
         cursor = connection.cursor()
         with warehouses.stoppable(timeout_s, cancel, cursor.cancel) as stops:
             try:
-                cursor.execute(sql, list(params) or None)
+                cursor.execute(sql, warehouses.positional(params))
                 rows = [tuple(row) for row in cursor.fetchall()]
                 description = cursor.description or []
             except Exception as exc:

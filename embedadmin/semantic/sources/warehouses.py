@@ -14,7 +14,7 @@ import importlib
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -167,6 +167,21 @@ class DriverSource:
         return self._driver.Error
 
 
+def timeout_seconds(timeout_s: float) -> int:
+    """A time limit in whole seconds, rounded up, at least 1 (what the warehouses' settings take)."""
+    return max(1, math.ceil(timeout_s))
+
+
+def positional(params: Sequence[Any]) -> list[Any] | None:
+    """Parameters bound by position (``?``, ``:1``...); None for none (the drivers then leave the text as it is)."""
+    return list(params) or None
+
+
+def named(params: Sequence[Any]) -> dict[str, Any] | None:
+    """Parameters bound by name ``p1``, ``p2``... (``:p1``); None for none."""
+    return {f"p{index}": value for index, value in enumerate(params, start=1)} or None
+
+
 class SessionSource(DriverSource):
     """A warehouse whose sessions take a login round trip to open: a few are kept idle between statements."""
 
@@ -186,7 +201,7 @@ class SessionSource(DriverSource):
         """A kept session for one statement and a cursor on it, its statement time limit set to ``timeout_s`` (whole
         seconds, by ``set_timeout`` with ``{seconds}``) when the session holds another. A driver error becomes the
         caller's (:meth:`error_for`); the session is kept when the warehouse only refused the statement."""
-        seconds = max(1, math.ceil(timeout_s))
+        seconds = timeout_seconds(timeout_s)
         with self._connections.connection() as lease:
             try:
                 cursor = lease.connection.cursor()

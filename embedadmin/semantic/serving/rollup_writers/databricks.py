@@ -16,11 +16,10 @@ from embedadmin.semantic.serving.rollup_writers.warehouses import (
     DriverSession,
     column,
     driver_session,
-    named,
-    timeout_seconds,
     whole_number,
 )
 from embedadmin.semantic.sources import databricks
+from embedadmin.semantic.sources.warehouses import named, timeout_seconds
 
 MAX_IDENTIFIER = 255
 
@@ -39,7 +38,7 @@ class DatabricksRollupWriter(StatementWriter):
             errors=self._source.driver_errors(),
             mapped=lambda exc: databricks.error_for(exc, timeout_s),
             bind=named,
-            first=f"SET STATEMENT_TIMEOUT = {timeout_seconds(timeout_s)}",
+            first=databricks.SET_TIMEOUT.format(seconds=timeout_seconds(timeout_s)),
             stop=lambda cursor: cursor.cancel(),
         )
 

@@ -16,11 +16,10 @@ from embedadmin.semantic.serving.rollup_source import Ddl, StatementWriter
 from embedadmin.semantic.serving.rollup_writers.warehouses import (
     DriverSession,
     driver_session,
-    positional,
-    timeout_seconds,
     whole_number,
 )
 from embedadmin.semantic.sources import snowflake
+from embedadmin.semantic.sources.warehouses import positional, timeout_seconds
 
 MAX_IDENTIFIER = 255
 
@@ -41,7 +40,7 @@ class SnowflakeRollupWriter(StatementWriter):
             errors=self._source.driver_errors(),
             mapped=lambda exc: snowflake.error_for(exc, timeout_s),
             bind=positional,
-            first=f"ALTER SESSION SET STATEMENT_TIMEOUT_IN_SECONDS = {timeout_seconds(timeout_s)}",
+            first=snowflake.SET_TIMEOUT.format(seconds=timeout_seconds(timeout_s)),
         )
 
     def measured(self, session: Any, schema: str, table: str, answer: list[tuple[Any, ...]]) -> tuple[int, int]:

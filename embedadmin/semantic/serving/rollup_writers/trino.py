@@ -16,10 +16,10 @@ from embedadmin.semantic.serving.rollup_source import Ddl, StatementWriter
 from embedadmin.semantic.serving.rollup_writers.warehouses import (
     DriverSession,
     driver_session,
-    positional,
     whole_number,
 )
 from embedadmin.semantic.sources import trino
+from embedadmin.semantic.sources.warehouses import positional
 
 MAX_IDENTIFIER = 128  # the Hive metastore's, the shortest of the common connectors'
 

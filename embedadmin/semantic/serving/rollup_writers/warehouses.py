@@ -84,21 +84,6 @@ def driver_session(
         yield session
 
 
-def timeout_seconds(timeout_s: float) -> int:
-    """A time limit in whole seconds, rounded up, at least 1 (what the warehouses' settings take)."""
-    return max(1, int(-(-timeout_s // 1)))
-
-
-def positional(params: Sequence[Any]) -> list[Any] | None:
-    """Parameters bound by position (``?``, ``:1``...); None for none (the drivers then leave the text as it is)."""
-    return list(params) or None
-
-
-def named(params: Sequence[Any]) -> dict[str, Any] | None:
-    """Parameters bound by name ``p1``, ``p2``... (``:p1``); None for none."""
-    return {f"p{index}": value for index, value in enumerate(params, start=1)} or None
-
-
 def column(columns: list[str], rows: list[tuple[Any, ...]], name: str) -> Any:
     """The value of the column ``name`` (case-insensitive) in the first row; None when there is none."""
     lowered = [c.lower() for c in columns]
