@@ -443,8 +443,9 @@ class ClickHouseSource:
         with contextlib.suppress(Exception):
             client.close()
 
-    def _kill(self, token: str) -> None:
-        """Stop the query sent with ``token`` (from the watchdog or a cancel thread, never the query's own)."""
+    def kill(self, token: str) -> None:
+        """Stop the query sent with ``token`` (from the watchdog or a cancel thread, never the query's own; a rollup
+        writer's interrupt too)."""
         with self._lock:
             killer = self._killer
         if killer is None:
@@ -473,13 +474,13 @@ class ClickHouseSource:
 
         def on_deadline() -> None:
             timed_out.set()
-            self._kill(token)
+            self.kill(token)
 
         with self.client() as client:
             alarm = watchdog.call_later(timeout_s + _KILL_GRACE_S, on_deadline)
             cancelled = threading.Event()
             try:
-                with cancellable(cancel, lambda: self._kill(token)) as cancelled:
+                with cancellable(cancel, lambda: self.kill(token)) as cancelled:
                     result = client.query(text, parameters=values or None, settings=query_settings)
                     columns = [(n, t.name) for n, t in zip(result.column_names, result.column_types, strict=True)]
                     if not columns:

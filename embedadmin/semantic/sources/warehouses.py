@@ -158,6 +158,11 @@ class DriverSource:
     def driver(self) -> Any:
         return self._driver
 
+    @property
+    def connect_args(self) -> dict[str, Any]:
+        """The arguments of the driver's ``connect`` read from the URL (a catalog, a database...)."""
+        return self._connect_args
+
     def connect(self, **changes: Any) -> Any:
         """A new connection of the driver's ``connect`` (``changes``: arguments that differ from the URL's)."""
         return connected(self._driver.connect, {**self._connect_args, **changes}, self.driver_errors(), self.KIND)

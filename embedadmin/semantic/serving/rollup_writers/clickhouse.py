@@ -57,7 +57,7 @@ class ClickHouseSession:
 
     def interrupt(self) -> None:
         """``KILL QUERY`` of the session's running statement (the build's lease lost), as the query path's cancel."""
-        self._source._kill(self._token)
+        self._source.kill(self._token)
 
 
 class ClickHouseRollupWriter(StatementWriter):

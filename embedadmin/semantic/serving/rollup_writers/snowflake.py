@@ -31,7 +31,7 @@ class SnowflakeRollupWriter(StatementWriter):
 
     def __init__(self, url: str) -> None:
         self._source = snowflake.open_source(url)
-        if not self._source._connect_args.get("database"):
+        if not self._source.connect_args.get("database"):
             raise DataSourceError("Snowflake URL names no database: rollups live in a schema of the URL's database")
 
     def session(self, timeout_s: float) -> contextlib.AbstractContextManager[DriverSession]:

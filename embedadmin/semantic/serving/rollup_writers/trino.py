@@ -31,7 +31,7 @@ class TrinoRollupWriter(StatementWriter):
 
     def __init__(self, url: str) -> None:
         self._source = trino.open_source(url)
-        self._catalog = self._source._connect_args.get("catalog")
+        self._catalog = self._source.connect_args.get("catalog")
         if not self._catalog:
             raise DataSourceError("Trino URL names no catalog: rollups live in a schema of the URL's catalog")
 
