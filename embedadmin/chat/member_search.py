@@ -133,6 +133,16 @@ def _synonyms(item: Mapping[str, Any]) -> list[str]:
 
 
 MAX_LABEL_WORDS = 3
+# Everyday words for a field of places that mean the same ("supplier country" for the model's "Supplier nation").
+PLACE_TWINS = (("nation", "country"),)
+# The world's regions as companies name their sales regions: a field whose description names two of them holds
+# regions, and "region" names it when nothing else of the model is called so (the evidence is the model's own).
+WORLD_REGIONS = frozenset(
+    {
+        "emea", "apac", "latam", "amer", "americas", "europe", "asia", "africa", "oceania", "nordics", "dach",
+        "north america", "south america", "latin america", "middle east", "asia pacific",
+    }
+)  # fmt: skip
 NOTE_LABELS = frozenset({"note", "notes", "example", "examples", "warning", "deprecated", "nb", "caution", "see"})
 
 
@@ -148,11 +158,28 @@ def phrases(item: Mapping[str, Any], *, cube_title: str = "") -> list[tuple[str,
     title = str(item.get("title") or "")
     for text in (title, short_title(title, cube_title), *_synonyms(item), _description_label(item)):
         found.append(tuple(stems(text)))
+    for first, second in PLACE_TWINS:
+        one, other = stem(first), stem(second)
+        found += [
+            tuple(other if w == one else one if w == other else w for w in p) for p in found if {one, other} & set(p)
+        ]
     unique: list[tuple[str, ...]] = []
     for phrase in found:
         if phrase and phrase not in unique and not all(word in STOPWORDS for word in phrase):
             unique.append(phrase)
     return unique
+
+
+def names_regions(description: str) -> bool:
+    """Whether a description names two or more of the world's regions ("North America, EMEA, APAC or LATAM")."""
+    text = " " + re.sub(r"[^a-z]+", " ", description.lower()) + " "
+    return sum(f" {region} " in text for region in WORLD_REGIONS) >= 2
+
+
+def value_key(text: str) -> str:
+    """A value as a question may write it: lowercase, its words apart ("starter_monthly", "Starter-Monthly" and
+    "starter monthly" are one value)."""
+    return " ".join(re.split(r"[\s_\-]+", text.lower())).strip()
 
 
 def _description_label(item: Mapping[str, Any]) -> str:

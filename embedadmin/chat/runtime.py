@@ -47,7 +47,7 @@ from embedadmin.chat.providers.base import (
     Suggestions,
     ThinkingDelta,
 )
-from embedadmin.chat.tools import ToolContext, ToolRegistry, default_tools, dimension_values
+from embedadmin.chat.tools import ToolContext, ToolRegistry, date_always_set, default_tools, dimension_values
 from embedadmin.core.errors import ApiError, BadRequest
 from embedadmin.semantic.errors import QueryError
 from embedadmin.semantic.query.dates import canonical_timezone
@@ -144,6 +144,14 @@ class RunExecution:
             None, releasing_connection, dimension_values, self.tool_context, cube, dimension, candidates
         )
 
+    async def dates_always_set(self, cube: str, measure: str, dimension: str, zero_is_none: bool) -> bool:
+        """What providers call to learn whether every row of a measure has a date, off the loop, unlogged."""
+        loop = asyncio.get_running_loop()
+        check = functools.partial(date_always_set, zero_is_none=zero_is_none)
+        return await loop.run_in_executor(
+            None, releasing_connection, check, self.tool_context, cube, measure, dimension
+        )
+
     async def search_model(self, search_query: str) -> dict[str, Any]:
         """What providers call to search the data model with the ``serviceMeta`` tool, off the loop, unlogged."""
         loop = asyncio.get_running_loop()
@@ -170,6 +178,7 @@ class RunExecution:
             timezone=viewer_timezone(self.run.context, self.tool_context.query_context.security_context),
             locale=viewer_locale(self.run.context, self.tool_context.query_context.security_context),
             lookup_values=self.lookup_values,
+            dates_always_set=self.dates_always_set,
             search_model=self.search_model,
             dashboard=dashboard.get("publicId", ""),
             context_filters=[ContextFilter.from_json(f) for f in dashboard.get("filters", [])],

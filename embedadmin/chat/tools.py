@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embedadmin.accounts.models import Deployment
-from embedadmin.chat.member_search import content_stems, local_name, relevance, view_root
+from embedadmin.chat.member_search import content_stems, local_name, relevance, value_key, view_root
 from embedadmin.core.errors import ApiError
 from embedadmin.semantic import cubesql_rows
 from embedadmin.semantic.context import QueryContext
@@ -371,7 +371,12 @@ def dimension_values(context: ToolContext, cube: str, dimension: str, candidates
     if not wanted:
         return []
     column = local_name(dimension)
-    patterns = " OR ".join(f"{column} ILIKE {sql_string(f'%{value}%')}" for value in sorted(wanted))
+    # Each word of a candidate: "starter monthly" finds "starter_monthly" and "Starter-Monthly" too
+    patterns = " OR ".join(
+        "(" + " AND ".join(f"{column} ILIKE {sql_string(f'%{word}%')}" for word in value_key(value).split()) + ")"
+        for value in sorted(wanted)
+        if value_key(value)
+    )
     sql = f"SELECT {column} FROM {cube} WHERE {patterns} GROUP BY 1 LIMIT {MAX_LOOKED_UP}"  # noqa: S608 (semantic SQL)
     try:
         result = semantic_cubesql(
@@ -380,7 +385,35 @@ def dimension_values(context: ToolContext, cube: str, dimension: str, candidates
     except ApiError:
         return []
     rows = cubesql_rows(result.plan, result.rows)
-    return [row[0] for row in rows if isinstance(row[0], str) and row[0].lower() in wanted]
+    keys = {value_key(c) for c in wanted}
+    return [row[0] for row in rows if isinstance(row[0], str) and value_key(row[0]) in keys]
+
+
+def date_always_set(context: ToolContext, cube: str, measure: str, dimension: str, *, zero_is_none: bool) -> bool:
+    """Whether every row ``measure`` (``cube.member``) reads has a value of the time ``dimension``, as the caller
+    may see them: the measure over the rows where the date is empty is no value (or, for ``zero_is_none``, a count
+    or sum, zero). A period on such a date leaves none of the measure's rows out by having no date. A member the
+    caller may not read, or a model error, is not known to be set: False."""
+    sql = (
+        f"SELECT MEASURE({local_name(measure)}) FROM {cube} "  # noqa: S608 (semantic SQL of the model's own names)
+        f"WHERE {local_name(dimension)} IS NULL"
+    )
+    try:
+        result = semantic_cubesql(
+            deployment=_deployment(context), ctx=context.query_context, sql=sql, cancel=context.cancel
+        )
+    except ApiError:
+        return False
+    rows = cubesql_rows(result.plan, result.rows)
+    values = [row[0] for row in rows]
+    if not values or values == [None]:
+        return True
+    if zero_is_none and len(values) == 1:
+        try:
+            return float(values[0]) == 0
+        except (TypeError, ValueError):
+            return False
+    return False
 
 
 def default_tools() -> ToolRegistry:

@@ -68,6 +68,9 @@ ToolCaller = Callable[[str, dict[str, Any]], Awaitable[str]]
 # Looks a dimension's values up in the data for the caller: (cube, dimension, candidate phrases) -> the values equal
 # to one of them without regard to case. Not a tool call: nothing of it is logged in the thread.
 ValueLookup = Callable[[str, str, Sequence[str]], Awaitable[list[str]]]
+# Whether every row a measure reads has a value of a time dimension, for the caller: (cube, measure, dimension,
+# zero_is_none) -> bool (see ``tools.date_always_set``). Unlogged, as a value lookup.
+DateCoverage = Callable[[str, str, str, bool], Awaitable[bool]]
 # Searches the data model for the caller as ``serviceMeta`` does (the same function), unlogged: how an earlier
 # question of the thread is read again against the cubes its own search found.
 ModelSearch = Callable[[str], Awaitable[dict[str, Any]]]
@@ -106,6 +109,7 @@ class ProviderRequest:
     timezone: str = "UTC"  # the viewer's, for dates in the question
     locale: str = "en-US"  # the viewer's (a checked BCP-47 tag), for the numbers and dates of the answer
     lookup_values: ValueLookup | None = None
+    dates_always_set: DateCoverage | None = None
     search_model: ModelSearch | None = None
     dashboard: str = ""  # the publicId of the dashboard the question is asked from
     context_filters: Sequence[ContextFilter] = ()

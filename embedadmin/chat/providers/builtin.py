@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from embedadmin.chat.member_search import value_key
 from embedadmin.chat.providers.analyst.answer import capabilities, write_answer
 from embedadmin.chat.providers.analyst.context import with_dashboard_filters
 from embedadmin.chat.providers.analyst.formatting import ValueFormatter
@@ -25,6 +26,7 @@ from embedadmin.chat.providers.analyst.reading import read
 from embedadmin.chat.providers.analyst.understand import understand
 from embedadmin.chat.providers.base import (
     ContentDelta,
+    DateCoverage,
     ProviderEvent,
     ProviderRequest,
     Suggestions,
@@ -64,10 +66,13 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
         return "I found nothing in the data model that matches your question.", ()
     zone = ZoneInfo(request.timezone)
     lookup = _remembered(request.lookup_values or _no_values)
+    dates_set = _remembered_dates(request.dates_always_set)
     previous = None
     if _is_follow_up(request.question, zone, now):  # only a follow-up reads the thread's earlier questions
-        previous = await _previous_intent(request, cubes, lookup, zone, now)
-    outcome = await understand(request.question, cubes, lookup, zone=zone, now=now, previous=previous)
+        previous = await _previous_intent(request, cubes, lookup, dates_set, zone, now)
+    outcome = await understand(
+        request.question, cubes, lookup, zone=zone, now=now, previous=previous, dates_set=dates_set
+    )
     if isinstance(outcome, Decline):
         if outcome.suggestions:
             offered = "\n".join(f"- {q}" for q in outcome.suggestions)
@@ -89,7 +94,12 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
 
 
 async def _previous_intent(
-    request: ProviderRequest, cubes: Sequence[Cube], lookup: ValueLookup, zone: ZoneInfo, now: datetime
+    request: ProviderRequest,
+    cubes: Sequence[Cube],
+    lookup: ValueLookup,
+    dates_set: DateCoverage | None,
+    zone: ZoneInfo,
+    now: datetime,
 ) -> Intent | None:
     """What the thread's last questions asked, read again (each in the light of the ones before it, against the
     cubes its own search found, as when it was asked)."""
@@ -104,7 +114,9 @@ async def _previous_intent(
         if request.search_model is not None:
             meta = await request.search_model(question)
             found = cubes_of(meta) if "error" not in meta else cubes
-        outcome = await understand(question, found, lookup, zone=zone, now=now, previous=intent, suggest=False)
+        outcome = await understand(
+            question, found, lookup, zone=zone, now=now, previous=intent, suggest=False, dates_set=dates_set
+        )
         intent = outcome if isinstance(outcome, Intent) else None
     return intent
 
@@ -125,8 +137,23 @@ def _remembered(lookup: ValueLookup) -> ValueLookup:
         if missing:
             found = await lookup(cube, dimension, missing)
             for candidate in missing:
-                seen[candidate] = [value for value in found if value.lower() == candidate]
+                seen[candidate] = [value for value in found if value_key(value) == value_key(candidate)]
         return list(dict.fromkeys(value for c in candidates for value in seen[c.lower()]))
+
+    return remembered
+
+
+def _remembered_dates(dates_set: DateCoverage | None) -> DateCoverage | None:
+    """``dates_set``, asking the data once per measure and date in a turn."""
+    if dates_set is None:
+        return None
+    known: dict[tuple[str, str, str, bool], bool] = {}
+
+    async def remembered(cube: str, measure: str, dimension: str, zero_is_none: bool) -> bool:
+        key = (cube, measure, dimension, zero_is_none)
+        if key not in known:
+            known[key] = await dates_set(cube, measure, dimension, zero_is_none)
+        return known[key]
 
     return remembered
 

@@ -26,7 +26,7 @@ from demo.generate import load_postgres
 from embedadmin.accounts.services import deployment_configure, duckdb_url
 from embedadmin.chat.providers.base import CancelToken, ContentDelta, ProviderRequest
 from embedadmin.chat.providers.builtin import analyst_stream
-from embedadmin.chat.tools import ToolContext, default_tools, dimension_values
+from embedadmin.chat.tools import ToolContext, date_always_set, default_tools, dimension_values
 from embedadmin.semantic import load_model
 from embedadmin.semantic.context import QueryContext
 from tests.asgi_server import database_url_for_subprocess
@@ -125,6 +125,9 @@ def ask(context: ToolContext, suite: suites.Suite, question: str, history: list[
     async def lookup(cube: str, dimension: str, candidates: Any) -> list[str]:
         return await sync_to_async(dimension_values)(context, cube, dimension, candidates)
 
+    async def dates_set(cube: str, measure: str, dimension: str, zero_is_none: bool) -> bool:
+        return await sync_to_async(date_always_set)(context, cube, measure, dimension, zero_is_none=zero_is_none)
+
     async def search(words: str) -> dict[str, Any]:
         return dict(json.loads(await sync_to_async(tools.call)(context, "serviceMeta", {"searchQuery": words})))
 
@@ -137,6 +140,7 @@ def ask(context: ToolContext, suite: suites.Suite, question: str, history: list[
             cancel=CancelToken(),
             timezone=suite.timezone,
             lookup_values=lookup,
+            dates_always_set=dates_set,
             search_model=search,
         )
         parts = [e.text async for e in analyst_stream(request, now=suite.now) if isinstance(e, ContentDelta)]

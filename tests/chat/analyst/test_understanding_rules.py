@@ -1439,3 +1439,113 @@ def test_a_range_of_days_without_its_year_is_one_range_and_one_it_cannot_read_is
     for declined in (reversed_days, over_new_year):  # never its two ends as two days
         assert isinstance(declined, Decline)
         assert "range of days" in declined.reason
+
+
+def _dates_set_on(*always: str) -> Any:
+    """What the data says of each date: every row of every measure has the dates named ``always``, and only those."""
+
+    async def dates_set(cube: str, measure: str, dimension: str, zero_is_none: bool) -> bool:
+        return dimension in always
+
+    return dates_set
+
+
+def _ask_with(question: str, cubes: list, *, dates_set: Any = None, lookup: Any = _no_values) -> Intent | Decline:
+    return asyncio.run(understand(question, cubes, lookup, zone=UTC_ZONE, now=NOW, dates_set=dates_set))
+
+
+def test_the_one_date_every_row_has_is_the_periods_when_no_word_names_a_date():
+    """Orders always have their order date; the ship date is empty until they ship. "Revenue in 2024" is by the order
+    date, and says so; a word naming the ship date still names it; two dates always set, or nothing known, is asked."""
+    cubes = _model()
+
+    by_data = _ask_with("Revenue in 2024", cubes, dates_set=_dates_set_on("shop.ordered_at"))
+    shipped = _ask_with("Revenue shipped in 2024", cubes, dates_set=_dates_set_on("shop.ordered_at"))
+    both = _ask_with("Revenue in 2024", cubes, dates_set=_dates_set_on("shop.ordered_at", "shop.signed_up_at"))
+    unknown = _ask_with("Revenue in 2024", cubes)
+
+    assert isinstance(by_data, Intent)
+    assert by_data.time is not None
+    assert by_data.time.name == "shop.ordered_at"
+    assert "ordered at from 2024-01-01 to 2024-12-31" in by_data.computed().lower()
+    assert isinstance(shipped, Intent)
+    assert shipped.time is not None
+    assert shipped.time.name == "shop.shipped_at"
+    _assert_asked_between(both, "Ordered at", "Shipped at", "Signed up at")
+    _assert_asked_between(unknown, "Ordered at", "Shipped at", "Signed up at")
+
+
+def _saas_view(*, described_regions: bool = True) -> list:
+    region = "Sales territory: North America, EMEA, APAC or LATAM." if described_regions else "Where it sits."
+    members = [
+        _member(
+            "subs", "mrr", "MRR", kind="number", alias="s.mrr", agg="sum", meta={"synonyms": ["recurring revenue"]}
+        ),
+        _member("subs", "arr", "ARR", kind="number", alias="s.arr", agg="number"),
+        _member("subs", "sub_count", "Subscriptions", kind="number", alias="s.count", agg="count"),
+        _member("subs", "plan_code", "Plan", kind="string", alias="s.plan_code"),
+        _member("subs", "geo", "Geo", kind="string", alias="a.geo", description=region),
+        _member("subs", "supplier_nation", "Supplier nation", kind="string", alias="a.sn"),
+        _member("subs", "days_to_pay", "Days to pay", kind="number", alias="i.days_to_pay"),
+        _member("subs", "started_at", "Started at", kind="time", alias="s.started_at"),
+    ]
+    return _view("subs", "Subscriptions", members)
+
+
+def test_a_measure_titled_with_an_acronym_is_named_by_the_words_it_stands_for():
+    answer = _ask("What is our annual recurring revenue?", _saas_view())
+    monthly = _ask("What is our recurring revenue?", _saas_view())
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["subs.arr"]
+    assert answer.grain is None
+    assert isinstance(monthly, Intent)
+    assert [m.name for m in monthly.measures] == ["subs.mrr"]
+
+
+def test_a_grain_word_before_a_fields_name_says_which_values_never_a_grain():
+    async def plans(cube: str, dimension: str, candidates: Any) -> list[str]:
+        return ["starter_monthly"] if dimension == "subs.plan_code" else []
+
+    answer = _ask("How many subscriptions are on the starter monthly plan?", _saas_view(), lookup=plans)
+    unplaced = _ask("How many subscriptions are on the monthly plan?", _saas_view())
+    grained = _ask("Monthly MRR in 2024", _saas_view())
+
+    assert isinstance(answer, Intent)
+    assert answer.grain is None
+    assert [(c.member.name, c.values) for c in answer.conditions] == [("subs.plan_code", ("starter_monthly",))]
+    assert isinstance(unplaced, Decline)
+    assert isinstance(grained, Intent)
+    assert grained.grain == "month"
+
+
+def test_an_amount_a_month_is_a_rate_never_a_grain():
+    answer = _ask("How many subscriptions pay us more than $5,000 a month?", _saas_view())
+
+    assert isinstance(answer, Decline)  # "pay" is no grouping by days to pay, and "a month" no grain
+
+
+def test_top_without_a_number_before_a_singular_is_the_one():
+    one = _ask("top plan by MRR", _saas_view())
+    ten = _ask("top plans by MRR", _saas_view())
+
+    assert isinstance(one, Intent)
+    assert isinstance(ten, Intent)
+    assert (one.limit, one.descending) == (1, True)
+    assert (ten.limit, ten.descending) == (10, True)
+
+
+def test_region_names_the_one_field_its_description_fills_with_the_worlds_regions():
+    described = _ask("MRR by region", _saas_view())
+    undescribed = _ask("MRR by region", _saas_view(described_regions=False))
+
+    assert isinstance(described, Intent)
+    assert [g.name for g in described.groups] == ["subs.geo"]
+    assert isinstance(undescribed, Decline)
+
+
+def test_country_and_nation_name_the_same_field():
+    answer = _ask("MRR by supplier country", _saas_view())
+
+    assert isinstance(answer, Intent)
+    assert [g.name for g in answer.groups] == ["subs.supplier_nation"]

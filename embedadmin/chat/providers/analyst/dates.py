@@ -519,8 +519,10 @@ def find_grain(tokens: Sequence[Token], *, taken: set[int], custom: dict[tuple[s
         if unit and words[i + 1 : i + 3] == ["by", word]:
             return Found(frozenset({i, i + 1, i + 2}), grain=unit)  # "month by month"
         lead = words[i - 1] if i else ""
+        # "$5,000 a month": a rate of the amount before it, never a grain
+        rate = lead == "a" and i > 1 and any(c.isdigit() for c in words[i - 2])
         led = lead in ("by", "per", "each", "every") or (
-            lead in ("a", "over", "which", "what") and (i - 1) not in taken
+            lead in ("a", "over", "which", "what") and (i - 1) not in taken and not rate
         )
         for phrase, name in sorted(custom.items(), key=lambda item: -len(item[0])):
             spot = range(i, i + len(phrase))

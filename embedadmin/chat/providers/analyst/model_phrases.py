@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from embedadmin.chat.member_search import local_name, phrases, short_title, stems, view_root
+from embedadmin.chat.member_search import local_name, names_regions, phrases, short_title, stem, stems, view_root
 
 COUNT_TYPES = frozenset({"count", "countDistinct", "countDistinctApprox"})
 EDGE_WORDS = frozenset({"at", "on", "in", "of", "the", "a", "an", "by", "per"})
@@ -136,6 +136,7 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
             )
             for m in cube.get("members", [])
         )
+        members = _with_region_word(members, cube.get("members", []))
         own = phrases({"name": cube["name"], "title": title, "meta": cube.get("meta") or {}})
         cubes.append(
             Cube(
@@ -147,6 +148,22 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
     )
     nouns = {p[0] for cube in cubes for p in cube.phrases if len(p) == 1}
     return [_with_root_phrases(_with_short_names(cube, nouns), cubes) for cube in cubes]
+
+
+def _with_region_word(members: tuple[Member, ...], described: Sequence[Mapping[str, Any]]) -> tuple[Member, ...]:
+    """ "Region" for the one string dimension whose description names two or more of the world's regions ("Sales
+    territory: North America, EMEA, APAC or LATAM"), when no member of the cube is already called so."""
+    word = (stem("region"),)
+    if any(word in m.phrases for m in members):
+        return members
+    regional = {
+        str(m["name"])
+        for m in described
+        if "aggType" not in m and m.get("type") == "string" and names_regions(str(m.get("description") or ""))
+    }
+    if len(regional) != 1:
+        return members
+    return tuple(replace(m, phrases=(*m.phrases, word)) if m.name in regional else m for m in members)
 
 
 def _with_described_nouns(cubes: list[Cube], *, descriptions: Mapping[str, str]) -> list[Cube]:

@@ -49,6 +49,7 @@ FUNCTION_WORDS = _words(
     much many so far ever currently now overall as through via altogether whole entire respectively value values
     number numbers
     data figure figures result results report where only counting combined together
+    whats pls plz actually
     """
 )
 # Verbs that say an event happened, which the data already means ("orders placed in 2024"); placed as function

@@ -100,6 +100,9 @@ class Reading:
     date_positions: set[int] = field(default_factory=set)
     yearless: list[bool] = field(default_factory=list)  # per date range: a month, quarter or half without its year
     limit: int | None = None
+    limit_said: bool = (
+        True  # False for "top" without a number: ten things, or the one a singular names ("top supplier")
+    )
     descending: bool | None = None
     aggregations: dict[int, str] = field(default_factory=dict)  # position -> count, total, average, share, distinct
     ranked_after: set[int] = field(default_factory=set)  # positions right after "top 5": a group is named there
@@ -242,7 +245,7 @@ def _read_ranking(reading: Reading, words: list[str]) -> None:
                 reading.taken.add(i + 1)
                 reading.ranked_after.add(i + 2)
             else:
-                reading.limit = DEFAULT_TOP
+                reading.limit, reading.limit_said = DEFAULT_TOP, False
                 reading.ranked_after.add(i + 1)
         elif (
             (ranked := whole_number(word)) is not None

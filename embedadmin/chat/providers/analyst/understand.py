@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-from embedadmin.chat.member_search import root, stem
-from embedadmin.chat.providers.analyst.dates import DateRange, find_grain, period_grain, two_whole
+from embedadmin.chat.member_search import root, stem, value_key
+from embedadmin.chat.providers.analyst.dates import GRAIN_ADJECTIVES, DateRange, find_grain, period_grain, two_whole
 from embedadmin.chat.providers.analyst.intent import ADDITIVE, Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.model_phrases import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.places import PLACE_FIELD_WORDS, place_names
@@ -36,7 +36,7 @@ from embedadmin.chat.providers.analyst.question_words import (
 )
 from embedadmin.chat.providers.analyst.reading import Reading, read
 from embedadmin.chat.providers.analyst.suggest import MAX_SUGGESTIONS, candidates
-from embedadmin.chat.providers.base import ValueLookup
+from embedadmin.chat.providers.base import DateCoverage, ValueLookup
 
 MAX_VALUE_WORDS = 4
 DISTINCT_STEMS = frozenset(stem(w) for w in DISTINCT_WORDS) | {"count", "number"}
@@ -54,21 +54,28 @@ JOINED_FILLERS = frozenset({"in", "for", "from", "the", "of", "on", "at"})  # "f
 COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
 
 
+async def _not_known_set(_cube: str, _measure: str, _dimension: str, _zero_is_none: bool) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class ModelFacts:
     """What the whole model says, which each cube's reading needs: the one-word names of its cubes and views (with
-    the cubes each names), each cube's own count, and every word its members are named with."""
+    the cubes each names), each cube's own count, and every word its members are named with; and how to ask its
+    data whether every row of a measure has a date (``dates_set``; unknown: never)."""
 
     nouns: Mapping[str, frozenset[str]]
     plain_counts: Mapping[str, str] = field(default_factory=dict)
     words: frozenset[str] = frozenset()
+    dates_set: DateCoverage = _not_known_set
 
     @classmethod
-    def of(cls, cubes: Sequence[Cube]) -> ModelFacts:
+    def of(cls, cubes: Sequence[Cube], dates_set: DateCoverage | None = None) -> ModelFacts:
         return cls(
             nouns=entity_nouns(cubes),
             plain_counts={c.name: n.name for c in cubes if not c.is_view and (n := c.count_measure()) is not None},
             words=frozenset(word for c in cubes for m in c.members for phrase in m.phrases for word in phrase),
+            dates_set=dates_set or _not_known_set,
         )
 
 
@@ -101,6 +108,32 @@ def _as_verb(reading: Reading, start: int, member: Member) -> bool:
     return member.is_count and token.lower == token.stem and start > 0 and reading.tokens[start - 1].lower in VERB_LEADS
 
 
+def _acronym_spans(cube: Cube, reading: Reading) -> list[Span]:
+    """A member titled with an acronym ("ARR", "AOV") named by the words it stands for ("annual recurring revenue",
+    "average order value"): as many words as letters, none a function word, their initials spelling it, and at
+    least one a word the model names something with (the evidence that the words are the model's)."""
+    found: list[Span] = []
+    tokens = reading.tokens
+    for member in cube.members:
+        letters = member.title.lower()
+        if not (member.title.isupper() and member.title.isalpha() and 2 <= len(letters) <= 5):
+            continue
+        for start in range(len(tokens) - len(letters) + 1):
+            words = tokens[start : start + len(letters)]
+            if (
+                "".join(t.lower[0] for t in words) == letters
+                and all(t.lower.isalpha() and t.lower not in FUNCTION_WORDS for t in words)
+                and any(t.stem in _model_stems(cube) for t in words)
+            ):
+                found.append(Span(start, start + len(letters), member, tuple(t.stem for t in words)))
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _model_stems(cube: Cube) -> frozenset[str]:
+    return frozenset(word for m in cube.members for phrase in m.phrases for word in phrase)
+
+
 def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
     """The non-overlapping phrases naming members of ``cube``: longest first, then earliest; a measure before a
     dimension of the same phrase, except where a group is named ("by customers")."""
@@ -111,6 +144,7 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
             for start in range(len(stems) - len(phrase) + 1):
                 if tuple(stems[start : start + len(phrase)]) == phrase and not _as_verb(reading, start, member):
                     candidates.append(Span(start, start + len(phrase), member, phrase))
+    candidates += _acronym_spans(cube, reading)
     # A measure's phrase cut by "were"/"was" ("patients were seen": patients seen), spanning the word between.
     kept = [i for i, t in enumerate(reading.tokens) if t.lower not in COPULAS]
     if len(kept) < len(stems):
@@ -162,7 +196,17 @@ async def attempt(
     taken = set(reading.taken)
     tokens = reading.tokens
     # A grain word inside a longer name of the model ("monthly recurring revenue") is the name's, not a grain.
-    named_positions = {p for span in _spans(cube, reading, taken) if span.end - span.start > 1 for p in span.positions}
+    names = _spans(cube, reading, taken)
+    named_positions = {p for span in names if span.end - span.start > 1 for p in span.positions}
+    # A grain word before a field's name ("the starter monthly plan"): which values, never a grain
+    named_positions |= {
+        span.start - 1
+        for span in names
+        if not span.member.is_measure
+        and span.member.type != "time"
+        and span.start
+        and tokens[span.start - 1].lower in GRAIN_ADJECTIVES
+    }
     grain_found = find_grain(tokens, taken=taken | named_positions, custom=custom_grains(cube.time_dimensions()))
     grain = grain_found.grain if grain_found else None
     if grain_found:
@@ -264,7 +308,11 @@ async def attempt(
                 f"I aggregate {field_member.title.lower()} over the rows of {field_member.owner}, not of {cube.title}."
             )
             return Attempt(cube, decline=Decline(reason))
-    groups += [m for m in numeric_mentions if m not in groups]
+    # A number field named with nothing that says what of it ("by", an aggregation, a comparison) is not placed: "pay"
+    # in "subscriptions that pay us" is a verb, not a grouping by "Days to pay"
+    if numeric_mentions:
+        words = [reading.phrase(s.positions) for s in spans if s.member in numeric_mentions]
+        return Attempt(cube, unplaced=words)
     # Values found in the data for the words left.
     # A dimension named without "by" may be the start of a value ("United States" against "state"): its words are
     # looked up with the others, and a value that takes them releases the dimension.
@@ -430,7 +478,7 @@ async def attempt(
         time = time or event or thread_time
         others = [m for m in cube.time_dimensions() if time_span is None or m != time_span.member]
         if time is None and len(others) > 1:
-            dated = _default_date(cube, others, chosen, wording)
+            dated = await _default_date(cube, others, chosen, wording, facts.dates_set)
             if isinstance(dated, Decline):
                 return Attempt(cube, decline=dated)
             others = [dated]
@@ -615,13 +663,18 @@ def _difference_refused(
 PLAIN_AGGREGATIONS = frozenset({"sum", "count", "countDistinct", "countDistinctApprox", "min", "max", "avg"})
 
 
-def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member], wording: set[str]) -> Member | Decline:
+async def _default_date(
+    cube: Cube, dates: list[Member], measures: Sequence[Member], wording: set[str], dates_set: DateCoverage
+) -> Member | Decline:
     """Which of several dates a period is of when the question names none: never a guess, since it changes the
     answer. The one date a word of the question names as its event ("orders in 2024": the order date; "canceled in
     2024": the cancellation date); else the one date the measures' titles name ("Invoiced amount": the invoice
     date); else the one date of the cube the measures come from (in a view: orders' revenue,
-    the orders' date); else the one the model calls plainly "date" (its title or a synonym); else the question must
-    say. ``wording``: the roots of the question's words that may name an event."""
+    the orders' date); else the one the model calls plainly "date" (its title or a synonym); else, when no word
+    names any date's event, the one date every row of the measures has in the data (a line item's order date, not
+    its ship or receipt date, empty until it ships or arrives: the period leaves none of the measures' rows out),
+    first of the measures' own cube's dates, then of the others; else the question must say. ``wording``: the
+    roots of the question's words that may name an event."""
     evoked = [m for m in dates if _event_roots(m) & wording]
     if len(evoked) == 1:
         return evoked[0]
@@ -638,7 +691,23 @@ def _default_date(cube: Cube, dates: list[Member], measures: Sequence[Member], w
     plain = [m for m in (own or dates) if ("date",) in m.phrases]
     if len(plain) == 1:
         return plain[0]
+    if not evoked and not dated and all(m.is_measure for m in measures):
+        for group in (own, [m for m in dates if m not in own]):
+            kept = [d for d in group if await _always_set(cube, measures, d, dates_set)]
+            if len(kept) == 1:
+                return kept[0]
+            if kept:
+                break
     return _which_date(own or dates)
+
+
+async def _always_set(cube: Cube, measures: Sequence[Member], date: Member, dates_set: DateCoverage) -> bool:
+    """Whether every row of each of ``measures`` has ``date`` in the data."""
+    for measure in measures:
+        additive = measure.is_count or measure.agg_type == "sum"
+        if not await dates_set(cube.name, measure.name, date.name, additive):
+            return False
+    return True
 
 
 def _label(cube: Cube, noun: str, nouns: Mapping[str, frozenset[str]]) -> Member | None:
@@ -993,16 +1062,16 @@ async def _values(
     for member in ordered:
         values = await lookup(cube.name, member.name, sorted(candidates))
         if values:
-            found_values[member.name] = {v.lower(): v for v in values}
+            found_values[member.name] = {value_key(v): v for v in values}
     matched: list[tuple[Member, str, list[int]]] = []
     for run in runs:
         a = 0
         while a < len(run):
             for b in range(min(len(run), a + MAX_VALUE_WORDS), a, -1):
                 text = reading.phrase(run[a:b]).strip('"').lower()
-                keys = (text, singular(text), _plain(text), _participle(text))
+                keys = tuple(value_key(k) for k in (text, singular(text), _plain(text), _participle(text)) if k)
                 owners = [(m, key) for key in keys for m in ordered if key and key in found_values.get(m.name, {})]
-                places = [name.lower() for name in place_names(text)]
+                places = [value_key(name) for name in place_names(text)]
                 owners += [(m, key) for key in places for m in place_fields if key in found_values.get(m.name, {})]
                 if owners:
                     member, key = owners[0]
@@ -1205,6 +1274,12 @@ def _ranked(intent: Intent, reading: Reading, labelled: Mapping[str, list[int]])
     if not intent.groups and not intent.grain:
         return intent  # one number: nothing to rank
     limit = reading.limit
+    if not reading.limit_said and len(intent.groups) == 1:
+        # "top supplier by units": the one supplier; "top suppliers": ten
+        positions = labelled.get(intent.groups[0].name) or _positions_of(intent.groups[0], reading)
+        if positions and positions[0] in reading.ranked_after:
+            last = reading.tokens[positions[-1]]
+            limit = 1 if last.lower == last.stem and not last.lower.endswith("s") else limit
     if limit is None:
         for group in intent.groups:
             positions = labelled.get(group.name) or _positions_of(group, reading)
@@ -1239,11 +1314,12 @@ async def understand(
     now: datetime,
     previous: Intent | None = None,
     suggest: bool = True,
+    dates_set: DateCoverage | None = None,
 ) -> Intent | Decline:
     """The query that answers ``question`` (or, for a follow-up, ``previous`` with the part it changes), or a
     :class:`Decline` naming what could not be placed, with up to three questions like it that it answers (when
-    ``suggest``)."""
-    facts = ModelFacts.of(cubes)
+    ``suggest``). ``dates_set`` asks the data whether every row of a measure has a date (without it: never)."""
+    facts = ModelFacts.of(cubes, dates_set)
     outcome = await _understood(question, cubes, facts, lookup, zone=zone, now=now, previous=previous)
     if isinstance(outcome, Intent) or not suggest:
         return outcome
