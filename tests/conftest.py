@@ -12,9 +12,14 @@ import pytest
 from django.core.cache import cache
 from django.db import connection
 from django.test import Client
+from playwright.sync_api import expect
 
 from embedadmin.accounts import services as accounts
 from embedadmin.accounts.services import CreatedAccount
+
+# A browser test's assertion waits as long as its actions do (15 s): on a busy 2-core machine a page (swagger-ui over
+# the whole spec) can take longer than Playwright's default 5 s to render; what is asserted is what a page shows.
+expect.set_options(timeout=15_000)
 
 
 @dataclass

@@ -1549,3 +1549,41 @@ def test_country_and_nation_name_the_same_field():
 
     assert isinstance(answer, Intent)
     assert [g.name for g in answer.groups] == ["subs.supplier_nation"]
+
+
+def test_a_follow_ups_too_joins_its_grouping_to_the_threads_never_replaces_it():
+    first = _ask("MRR by plan", _saas_view())
+    assert isinstance(first, Intent)
+
+    joined = _ask("break that down by region too", _saas_view(), previous=first)
+    instead = _ask("break that down by region instead", _saas_view(), previous=first)
+
+    assert isinstance(joined, Intent)
+    assert [g.name for g in joined.groups] == ["subs.plan_code", "subs.geo"]
+    assert isinstance(instead, Intent)
+    assert [g.name for g in instead.groups] == ["subs.geo"]
+
+
+def test_how_much_after_a_count_is_declined_never_answered_with_the_count():
+    first = _ask("How many subscriptions per plan?", _saas_view())
+    assert isinstance(first, Intent)
+
+    answer = _ask("how much was billed to each of those?", _saas_view(), previous=first)
+    counted = _ask("how many of those started in 2024?", _saas_view(), previous=first)
+
+    assert isinstance(answer, Decline)
+    assert "amount" in answer.reason
+    assert isinstance(counted, Intent)
+
+
+def test_things_after_on_across_values_and_fields_qualify_the_measure_and_add_none():
+    async def enterprise(cube: str, dimension: str, candidates: Any) -> list[str]:
+        return ["enterprise"] if dimension == "subs.plan_code" and "enterprise" in candidates else []
+
+    answer = _ask("what's the ARR on our enterprise plan subscriptions?", _saas_view(), lookup=enterprise)
+    both = _ask("ARR and subscriptions on the enterprise plan", _saas_view(), lookup=enterprise)
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["subs.arr"]
+    assert isinstance(both, Intent)
+    assert [m.name for m in both.measures] == ["subs.arr", "subs.sub_count"]

@@ -115,6 +115,7 @@ class Reading:
     # "how much more ... in 2024 than in 2023": 1, the first period's minus the second's; "fewer ... than": -1
     difference: int = 0
     pointing: list[int] = field(default_factory=list)  # positions of words pointing into the thread ("those")
+    adds: bool = False  # a follow-up's "too", "as well", "also": its groups or measures join the thread's
 
     @cached_property
     def stems(self) -> list[str]:
@@ -165,6 +166,7 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
             for i in range(len(words) - len(phrase) + 1):
                 if tuple(words[i : i + len(phrase)]) == phrase:
                     reading.taken.update(range(i, i + len(phrase)))
+                    reading.adds = True
     for i, word in enumerate(words):
         if word in ("only", "just") and reading.follow_up:
             reading.taken.add(i)

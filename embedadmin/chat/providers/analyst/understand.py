@@ -1188,17 +1188,35 @@ def _without_subjects(measures: list[Member], spans: list[Span], reading: Readin
     female customers", "average fee, counting attended visits only"."""
     kept = list(measures)
     seen_other = False
+    fields = {p for s in spans if not s.member.is_measure for p in s.positions}
     for span in spans:
         member = span.member
         if member.is_count and seen_other and member in kept:
             before = {t.lower for t in reading.tokens[max(0, span.start - 3) : span.start]}
             after = reading.tokens[span.end].lower if span.end < len(reading.tokens) else ""
             # "revenue have orders placed since April brought in": the orders whose revenue it is
-            if before & OWNER_WORDS or span.start - 1 in valued or after in LIGHT_VERBS:
+            if (
+                before & OWNER_WORDS
+                or span.start - 1 in valued
+                or after in LIGHT_VERBS
+                or _owned_after(span, reading, valued | fields)
+            ):
                 kept.remove(member)
         if member.is_measure:
             seen_other = True
     return kept
+
+
+def _owned_after(span: Span, reading: Reading, qualifiers: set[int]) -> bool:
+    """Whether a word naming whose measure it is leads to ``span`` across values, fields and function words only
+    ("the ARR on our active enterprise plan subscriptions"), never across "and"/"or" (two things asked)."""
+    j = span.start - 1
+    tokens = reading.tokens
+    while j >= 0 and tokens[j].lower not in OWNER_WORDS and tokens[j].lower not in ("and", "or"):
+        if j not in qualifiers and tokens[j].lower not in FUNCTION_WORDS:
+            return False
+        j -= 1
+    return j >= 0 and tokens[j].lower in OWNER_WORDS
 
 
 def _names_subject(cube: Cube, spans: list[Span]) -> bool:
@@ -1485,11 +1503,14 @@ async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup, fa
         # "the bounce rate on those" after "the three pages with the most visits": ranked again by the bounce rate,
         # they would be other pages; the same ones take their names
         return Decline("I could not tell which rows 'those' are once ranked by another measure: name them.")
+    # "break that down by region too", "and revenue as well": joined to the thread's, never in their place
     if change.measures:
-        updated = updated.replaced(measures=change.measures)
+        added = tuple(m for m in change.measures if m not in updated.measures)
+        updated = updated.replaced(measures=(*updated.measures, *added) if reading.adds else change.measures)
     if change.groups:
         kept = tuple(c for c in updated.conditions if c.member not in change.groups)
-        updated = updated.replaced(groups=change.groups, conditions=kept)
+        added = tuple(g for g in change.groups if g not in updated.groups)
+        updated = updated.replaced(groups=(*updated.groups, *added) if reading.adds else change.groups, conditions=kept)
     if change.grain:
         updated = updated.replaced(grain=change.grain, grain_title=change.grain_title, time=change.time)
     if change.conditions:
@@ -1502,4 +1523,15 @@ async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup, fa
     elif reading.descending is not None and (updated.groups or updated.grain):
         # "and the bottom three?": the thread's rows ranked the other way
         updated = updated.replaced(descending=reading.descending, limit=reading.limit or updated.limit)
+    if _asks_amount_of_a_count(reading, updated):
+        # "how much was billed to each of those?" after a count of invoices: an amount the words did not place
+        counted = ", ".join(m.title.lower() for m in updated.measures)
+        return Decline(f"This asks for an amount, but the last question counted ({counted}): name the amount.")
     return updated
+
+
+def _asks_amount_of_a_count(reading: Reading, intent: Intent) -> bool:
+    """Whether "how much" (not "how many") asks a follow-up whose measures are all counts."""
+    words = [t.lower for t in reading.tokens]
+    much = any(w == "much" and i and words[i - 1] in ("how", "so") for i, w in enumerate(words))
+    return much and "count" not in reading.aggregations.values() and all(m.is_count for m in intent.measures)
