@@ -1587,3 +1587,51 @@ def test_things_after_on_across_values_and_fields_qualify_the_measure_and_add_no
     assert [m.name for m in answer.measures] == ["subs.arr"]
     assert isinstance(both, Intent)
     assert [m.name for m in both.measures] == ["subs.arr", "subs.sub_count"]
+
+
+def _orders_view() -> list:
+    members = [
+        _member("sales", "order_value", "Order value", kind="number", alias="o.value", agg="sum", format="currency"),
+        _member("sales", "largest_order", "Largest order", kind="number", alias="o.max", agg="max", format="currency"),
+        _member("sales", "avg_order", "Average order", kind="number", alias="o.avg", agg="avg", format="currency"),
+        _member("sales", "order_count", "Orders", kind="number", alias="o.count", agg="count"),
+        _member("sales", "buyers", "Customers who ordered", kind="number", alias="o.buyers", agg="countDistinct"),
+        _member("sales", "cvr", "Session conversion rate (%)", kind="number", alias="o.cvr", agg="number"),
+        _member("sales", "customer", "Customer", kind="string", alias="c.name"),
+        _member("sales", "ordered_at", "Order date", kind="time", alias="o.ordered_at"),
+    ]
+    return _view("sales", "Sales", members)
+
+
+def test_the_biggest_single_thing_is_the_models_largest_one_not_a_ranking():
+    single = _ask("what was the biggest single order we ever had?", _orders_view())
+    ranked = _ask("which customer had the most orders?", _orders_view())
+
+    assert isinstance(single, Intent)
+    assert [m.name for m in single.measures] == ["sales.largest_order"]
+    assert single.descending is None
+    assert isinstance(ranked, Intent)
+    assert [m.name for m in ranked.measures] == ["sales.order_count"]
+    assert ranked.descending is True
+
+
+def test_a_measure_is_named_by_the_last_words_of_its_title():
+    answer = _ask("conversion rate in 2024", _orders_view())
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["sales.cvr"]
+
+
+def test_amount_after_a_money_measure_says_nothing_more():
+    answer = _ask("average order amount in 2024", _orders_view())
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["sales.avg_order"]
+
+
+def test_different_things_are_counted_by_the_distinct_count_named_like_them():
+    answer = _ask("how many different customers placed an order in 2024?", _orders_view())
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["sales.buyers"]
+    assert answer.groups == ()

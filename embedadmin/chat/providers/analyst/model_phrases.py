@@ -189,8 +189,9 @@ def _with_described_nouns(cubes: list[Cube], *, descriptions: Mapping[str, str])
 def _with_short_names(cube: Cube, nouns: set[str]) -> Cube:
     """Members named by part of their title when no other member's phrases use that part, and it names no cube:
 
-    - a measure by the first word of a longer title ("units" for "Units sold"), or by the head noun of a two-word
-      one ("revenue" for "Gross revenue");
+    - a measure by the first word of a longer title ("units" for "Units sold"), by the head noun of a two-word
+      one ("revenue" for "Gross revenue"), or by the last two words or more of a longer one ("conversion rate" for
+      "Session conversion rate (%)");
     - a dimension by its title without a note in parentheses ("country" for "Country (geo-IP)") and without the
       words that classify ("device" for "Device category", "channel" for "Default channel group")."""
     used: dict[str, int] = {}
@@ -214,6 +215,9 @@ def _with_short_names(cube: Cube, nouns: set[str]) -> Cube:
     for member in cube.members:
         if member.is_measure and len(member.title_phrase) > 1:
             heads = [member.title_phrase[:1]] + ([member.title_phrase[1:]] if len(member.title_phrase) == 2 else [])
+            # a measure by the last words of a longer title ("conversion rate" for "Session conversion rate (%)")
+            plain = tuple(stems(QUALIFIER.sub("", member.title)))
+            heads += [plain[k:] for k in range(1, len(plain) - 1)]
         elif not member.is_measure:
             plain = tuple(stems(QUALIFIER.sub("", member.title)))
             heads = [plain, tuple(word for word in plain if word not in CLASSIFIER_WORDS)]

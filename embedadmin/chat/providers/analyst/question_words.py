@@ -58,7 +58,7 @@ LIGHT_VERBS = _words(
     """placed made created recorded happened occurred generated got came logged registered submitted received
     booked taken lasting lasted costing costed priced brought bring brings make makes making sell sells selling
     sold billed charged paid spent earned invoiced living live lives located based took place saw treated insured
-    waited carry carried offer offered
+    waited carry carried offer offered bought buy buys
     receive place make create record register submit take generate log handle handled handling process processed
     come comes coming drive drives drove driven track tracked move moves moved go goes went
     """

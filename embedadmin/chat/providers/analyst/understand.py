@@ -52,6 +52,11 @@ SINGULAR_VERBS = frozenset({"was", "is", "has"})
 VERSUS = ("vs", "versus", "against")  # "air vs rail": values side by side, as "and" joins them
 JOINED_FILLERS = frozenset({"in", "for", "from", "the", "of", "on", "at"})  # "fintech and in healthcare"
 COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
+MAX_WORDS = frozenset({"largest", "biggest", "highest", "greatest", "maximum", "max"})
+MIN_WORDS = frozenset({"smallest", "lowest", "minimum", "min"})
+EXTREME_STEMS = frozenset(stem(w) for w in (*MAX_WORDS, *MIN_WORDS))
+AMOUNT_NOUNS = frozenset({"amount", "amounts", "value", "values"})
+ONE_ROW_WORDS = frozenset({"single", "one", "individual", "the", "a", "any"})  # "the biggest single order"
 
 
 async def _not_known_set(_cube: str, _measure: str, _dimension: str, _zero_is_none: bool) -> bool:
@@ -108,6 +113,33 @@ def _as_verb(reading: Reading, start: int, member: Member) -> bool:
     return member.is_count and token.lower == token.stem and start > 0 and reading.tokens[start - 1].lower in VERB_LEADS
 
 
+def _extreme_spans(cube: Cube, reading: Reading) -> list[Span]:
+    """The model's largest or smallest of something named by an extreme word and the rest of its name ("biggest
+    single order": Largest Order, a max; "highest MRR on any one subscription": Max Mrr; "lowest order value"): one
+    span per extreme word, when exactly one measure of that aggregation fits."""
+    tokens = reading.tokens
+    found: list[Span] = []
+    for i, token in enumerate(tokens):
+        kind = "max" if token.lower in MAX_WORDS else "min" if token.lower in MIN_WORDS else ""
+        if not kind:
+            continue
+        j = i + 1
+        while j < len(tokens) and tokens[j].lower in ONE_ROW_WORDS:
+            j += 1
+        fits = []
+        for member in cube.measures():
+            if member.agg_type != kind:
+                continue
+            for phrase in member.phrases:
+                rest = tuple(w for w in phrase if w not in EXTREME_STEMS)
+                if rest and tuple(t.stem for t in tokens[j : j + len(rest)]) == rest:
+                    fits.append(Span(i, j + len(rest), member, phrase))
+                    break
+        if len({span.member for span in fits}) == 1:
+            found.append(max(fits, key=lambda span: span.end))
+    return found
+
+
 def _acronym_spans(cube: Cube, reading: Reading) -> list[Span]:
     """A member titled with an acronym ("ARR", "AOV") named by the words it stands for ("annual recurring revenue",
     "average order value"): as many words as letters, none a function word, their initials spelling it, and at
@@ -144,7 +176,7 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
             for start in range(len(stems) - len(phrase) + 1):
                 if tuple(stems[start : start + len(phrase)]) == phrase and not _as_verb(reading, start, member):
                     candidates.append(Span(start, start + len(phrase), member, phrase))
-    candidates += _acronym_spans(cube, reading)
+    candidates += _acronym_spans(cube, reading) + _extreme_spans(cube, reading)
     # A measure's phrase cut by "were"/"was" ("patients were seen": patients seen), spanning the word between.
     kept = [i for i, t in enumerate(reading.tokens) if t.lower not in COPULAS]
     if len(kept) < len(stems):
@@ -193,6 +225,16 @@ async def attempt(
     ``partial`` (a follow-up) asks for no measure; ``thread_time``: the date the thread's periods are of, which a
     follow-up's period is of too unless its words name another ("and in 2023?")."""
     nouns, plain_counts, model_words = facts.nouns, facts.plain_counts, facts.words
+    extremes = _extreme_spans(cube, reading)
+    # "which customer", "by region": a group named; "what was the biggest ...": none
+    named_which = [
+        p for p in reading.which if p < len(reading.tokens) and reading.tokens[p].lower not in FUNCTION_WORDS
+    ]
+    ungrouped = not (named_which or reading.group_starts or reading.ranked_after)
+    if extremes and reading.descending is not None and reading.limit is None and ungrouped:
+        # "the biggest single order": the model's largest order, one number, not orders ranked
+        starts = {span.start for span in extremes}
+        reading = replace(reading, descending=None, taken=set(reading.taken) - starts)
     taken = set(reading.taken)
     tokens = reading.tokens
     # A grain word inside a longer name of the model ("monthly recurring revenue") is the name's, not a grain.
@@ -243,6 +285,9 @@ async def attempt(
     spans = [span for span in spans if not _names_cube_counted(cube, span, reading)]
     for span in spans:
         taken.update(span.positions)
+        after = span.end if span.end < len(tokens) else None
+        if after is not None and span.member.is_money and tokens[after].lower in AMOUNT_NOUNS:
+            taken.add(after)  # "the average invoice amount": Average invoice, an amount already
     aggregations = {flag for at, flag in reading.aggregations.items() if at not in taken}
     taken.update(reading.aggregations)
     measures: list[Member] = []
@@ -375,9 +420,15 @@ async def attempt(
     distinct_at = {p + 1 for p, flag in reading.aggregations.items() if flag == "distinct"}
     for span in holder_spans:
         if span.start in distinct_at and span.member not in named_holders:
-            # "how many different customers": a distinct count of them, never one row per customer
-            reason = f"The data model has no distinct count of {span.member.title.lower()}."
-            return Attempt(cube, decline=Decline(reason))
+            # "how many different customers": a distinct count of them, never one row per customer; the model's
+            # one distinct count named like them ("Customers who ordered"), else declined
+            counted = _distinct_count_named(cube, reading.tokens[span.start].stem, nouns)
+            if counted is None:
+                reason = f"The data model has no distinct count of {span.member.title.lower()}."
+                return Attempt(cube, decline=Decline(reason))
+            # "how many different customers placed an order": the customers counted, the orders only what they did
+            measures = [m for m in measures if not m.is_count] + [counted]
+            value_holders = [m for m in value_holders if m != span.member]
     groups += [m for m in value_holders if m not in named_holders and m not in groups and m not in entities]
     # Values joined by "and" are each answered ("orders from men and women": a row for each), unless the question
     # asks for them together ("combined", "together", "in total"); joined by "or", they are one group.
@@ -1169,6 +1220,15 @@ def _acted(reading: Reading, counts: list[Member]) -> bool:
         return False
     between = [t.lower for t in reading.tokens[first[-1] + 1 : second[0]]]
     return bool(between) and all(w in LIGHT_VERBS or w in FUNCTION_WORDS for w in between)
+
+
+def _distinct_count_named(cube: Cube, word: str, nouns: Mapping[str, frozenset[str]]) -> Member | None:
+    """The one distinct count of ``cube`` a phrase of which says ``word`` or another name of the things it names
+    ("distinct customers": Customers who ordered; Billed accounts, when "customers" and "accounts" name one cube)."""
+    entities = nouns.get(word, frozenset())
+    names = {word} | {other for other, owners in nouns.items() if owners & entities}
+    found = [m for m in cube.measures() if m.is_distinct_count and any(set(p) & names for p in m.phrases)]
+    return found[0] if len(found) == 1 else None
 
 
 def _distinct(cube: Cube, count: Member) -> Member:
