@@ -1635,3 +1635,46 @@ def test_different_things_are_counted_by_the_distinct_count_named_like_them():
     assert isinstance(answer, Intent)
     assert [m.name for m in answer.measures] == ["sales.buyers"]
     assert answer.groups == ()
+
+
+def test_things_of_a_cube_the_view_does_not_hold_are_never_dropped():
+    suppliers = {
+        "name": "suppliers",
+        "title": "Suppliers",
+        "meta": {"synonyms": ["vendors"]},
+        "members": [{"name": "suppliers.count", "title": "Suppliers", "type": "number", "aggType": "count"}],
+    }
+    cubes = [*_orders_view(), *cubes_of({"cubes": [suppliers]})]
+
+    answer = _ask("number of vendors per customer", cubes)
+
+    assert isinstance(answer, Decline)
+
+
+def test_a_grain_word_after_on_says_which_values_never_a_grain():
+    members = [
+        _member("subs", "sub_count", "Subscriptions", kind="number", alias="s.count", agg="count"),
+        _member("subs", "billed", "Billed", kind="number", alias="i.billed", agg="sum", format="currency"),
+        _member(
+            "subs",
+            "billing_cycle",
+            "Billing cycle",
+            kind="string",
+            alias="s.billing_cycle",
+            meta={"synonyms": ["billing"]},
+        ),
+        _member("subs", "started_at", "Started at", kind="time", alias="s.started_at"),
+    ]
+    cubes = _view("subs", "Subscriptions", members)
+
+    async def cycles(cube: str, dimension: str, candidates: Any) -> list[str]:
+        return ["month"] if dimension == "subs.billing_cycle" and "month" in candidates else []
+
+    answer = _ask("How many subscriptions are on monthly billing?", cubes, lookup=cycles)
+    grained = _ask("monthly subscriptions in 2024", cubes, lookup=cycles)
+
+    assert isinstance(answer, Intent)
+    assert answer.grain is None
+    assert [(c.member.name, c.values) for c in answer.conditions] == [("subs.billing_cycle", ("month",))]
+    assert isinstance(grained, Intent)
+    assert grained.grain == "month"

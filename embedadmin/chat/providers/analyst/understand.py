@@ -240,14 +240,15 @@ async def attempt(
     # A grain word inside a longer name of the model ("monthly recurring revenue") is the name's, not a grain.
     names = _spans(cube, reading, taken)
     named_positions = {p for span in names if span.end - span.start > 1 for p in span.positions}
-    # A grain word before a field's name ("the starter monthly plan"): which values, never a grain
+    # A grain word before a field's name or its first word ("the starter monthly plan", "on monthly billing" for
+    # Billing cycle): which values, never a grain
+    measure_heads = {p[0] for m in cube.measures() for p in m.phrases if p}
+    field_heads = {p[0] for m in cube.dimensions() if m.type != "time" for p in m.phrases if p} - measure_heads
     named_positions |= {
-        span.start - 1
-        for span in names
-        if not span.member.is_measure
-        and span.member.type != "time"
-        and span.start
-        and tokens[span.start - 1].lower in GRAIN_ADJECTIVES
+        i
+        for i, token in enumerate(tokens[:-1])
+        if token.lower in GRAIN_ADJECTIVES
+        and (tokens[i + 1].stem in field_heads or (i and tokens[i - 1].lower == "on"))  # "on monthly billing"
     }
     grain_found = find_grain(tokens, taken=taken | named_positions, custom=custom_grains(cube.time_dimensions()))
     grain = grain_found.grain if grain_found else None
@@ -381,7 +382,7 @@ async def attempt(
     # ("private patients", "female customers"), are placed.
     subject = _subject(cube, reading, left)
     left -= subject
-    left -= _qualified(reading, left, valued_positions, nouns)
+    left -= _qualified(reading, left, valued_positions, nouns, cube)
     left -= _owner_nouns(reading, left, spans, nouns, cube)
     labelled: dict[str, list[int]] = {}
     # A thing the model holds, named where a group is ("top 10 customers by revenue", "which customer"): grouped by
@@ -1016,10 +1017,16 @@ def _subject(cube: Cube, reading: Reading, candidates: set[int]) -> set[int]:
     return set()
 
 
-def _qualified(reading: Reading, left: set[int], valued: set[int], nouns: Mapping[str, frozenset[str]]) -> set[int]:
-    """Words left that name an entity of the model right after a value or "of"/"from" ("private patients")."""
+def _qualified(
+    reading: Reading, left: set[int], valued: set[int], nouns: Mapping[str, frozenset[str]], cube: Cube
+) -> set[int]:
+    """Words left that name an entity of ``cube`` right after a value or "of"/"from" ("private patients"); never one
+    the cube does not hold ("number of vendors" on customer accounts)."""
+    held = {m.owner for m in cube.members} | {cube.name}
     placed = set()
     for i in sorted(left):
+        if not nouns.get(reading.tokens[i].stem, frozenset()) & held:
+            continue
         before = i - 1
         while before > 0 and reading.tokens[before].lower in LIGHT_VERBS:
             before -= 1  # "privately insured patients"
