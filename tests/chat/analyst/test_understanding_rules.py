@@ -1678,3 +1678,24 @@ def test_a_grain_word_after_on_says_which_values_never_a_grain():
     assert [(c.member.name, c.values) for c in answer.conditions] == [("subs.billing_cycle", ("month",))]
     assert isinstance(grained, Intent)
     assert grained.grain == "month"
+
+
+def test_best_or_worst_of_a_rate_is_asked_never_guessed():
+    worst = _ask("which customer has the worst conversion rate?", _orders_view())
+    best = _ask("best customers by order value", _orders_view())
+
+    assert isinstance(worst, Decline)
+    assert "highest or lowest" in worst.reason
+    assert isinstance(best, Intent)
+    assert best.descending is True
+
+
+def test_that_before_a_fields_name_is_a_value_the_question_does_not_say():
+    first = _ask("which plan brings in the most MRR?", _saas_view())
+    assert isinstance(first, Intent)
+
+    answer = _ask("and the top geo in that plan?", _saas_view(), previous=first)
+    fresh = _ask("MRR in that plan", _saas_view())
+
+    assert isinstance(answer, Decline)
+    assert isinstance(fresh, Decline)

@@ -115,6 +115,7 @@ class Reading:
     # "how much more ... in 2024 than in 2023": 1, the first period's minus the second's; "fewer ... than": -1
     difference: int = 0
     pointing: list[int] = field(default_factory=list)  # positions of words pointing into the thread ("those")
+    judges: bool = False  # ranked by "best" or "worst": better, not more or less
     adds: bool = False  # a follow-up's "too", "as well", "also": its groups or measures join the thread's
 
     @cached_property
@@ -237,6 +238,7 @@ def _read_ranking(reading: Reading, words: list[str]) -> None:
     for i, word in enumerate(words):
         if not reading.free(i):
             continue
+        reading.judges = reading.judges or word in ("best", "worst")
         following = words[i + 1] if i + 1 < len(words) else ""
         count = whole_number(following)
         if word in ("top", "bottom") or (word in ("best", "worst") and count is not None):

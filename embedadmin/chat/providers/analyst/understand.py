@@ -55,6 +55,7 @@ COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
 MAX_WORDS = frozenset({"largest", "biggest", "highest", "greatest", "maximum", "max"})
 MIN_WORDS = frozenset({"smallest", "lowest", "minimum", "min"})
 EXTREME_STEMS = frozenset(stem(w) for w in (*MAX_WORDS, *MIN_WORDS))
+POINTING_PREPOSITIONS = frozenset({"in", "for", "of", "on", "from", "at", "to", "with", "within", "by"})
 AMOUNT_NOUNS = frozenset({"amount", "amounts", "value", "values"})
 ONE_ROW_WORDS = frozenset({"single", "one", "individual", "the", "a", "any"})  # "the biggest single order"
 
@@ -304,6 +305,14 @@ async def attempt(
     for span in spans:
         member = span.member
         grouped = reading.names_group(span.start)
+        # "in that industry" (not "visits that bounced", where "that" starts a clause)
+        pointed = span.start and tokens[span.start - 1].lower in ("that", "this")
+        led = span.start < 2 or tokens[span.start - 2].lower in POINTING_PREPOSITIONS
+        if pointed and led and not member.is_measure and member.type == "string":
+            # "the top accounts in that industry": a value the thread answered, which the question does not say
+            word = tokens[span.start - 1].text
+            reason = f"I could not tell which {member.title.lower()} '{word}' is: name it."
+            return Attempt(cube, decline=Decline(reason, final=True))
         if member.is_measure and span.start in reading.group_starts and reading.tokens[span.start - 1].lower == "per":
             reason = f"This asks for a ratio per {member.title.lower()}, which the data model has no measure for."
             return Attempt(cube, decline=Decline(reason))
@@ -599,6 +608,12 @@ async def attempt(
     if (reading.limit is not None or reading.descending is not None) and not (groups or grain or partial):
         # "the smallest order" with no grouping: a ranking of nothing, never answered with the measure's total
         return Attempt(cube, decline=Decline("This asks for a ranking, but I could not tell what to rank (by what?)."))
+    judged = [m for m in intent.measures[:1] if not (m.is_count or (m.agg_type == "sum" and m.is_money))]
+    if reading.judges and reading.descending is not None and judged:
+        # "the worst bounce rate": more is worse there, and better for a conversion rate; the model does not say
+        title = judged[0].title
+        reason = f"'Best' and 'worst' depend on whether more {title.lower()} is better: say highest or lowest."
+        return Attempt(cube, decline=Decline(reason, ambiguous=True))
     return Attempt(cube, intent=_ranked(intent, reading, labelled))
 
 
