@@ -363,11 +363,23 @@ def service_sql_api(context: ToolContext, arguments: dict[str, Any]) -> dict[str
 MAX_LOOKED_UP = 200
 
 
+def _viewer_rows(context: ToolContext, sql: str) -> list[Any] | None:
+    """The rows of a semantic SQL query run for the caller (with the caller's access policies); None when the
+    query is refused (a member the caller may not read, a model error)."""
+    try:
+        result = semantic_cubesql(
+            deployment=_deployment(context), ctx=context.query_context, sql=sql, cancel=context.cancel
+        )
+    except ApiError:
+        return None
+    return list(cubesql_rows(result.plan, result.rows))
+
+
 def dimension_values(context: ToolContext, cube: str, dimension: str, candidates: Sequence[str]) -> list[str]:
     """The values of ``dimension`` (``cube.member``) equal to one of ``candidates`` without regard to case, as the
     caller may see them (through the Core Data API with the caller's access policies). A dimension the caller may
     not read, or a model error, finds nothing."""
-    wanted = {c.lower() for c in candidates if c and "%" not in c and "_" not in c and "\\" not in c}
+    wanted = {c.lower() for c in candidates if c and "%" not in c and "_" not in c and "\\" not in c and value_key(c)}
     if not wanted:
         return []
     column = local_name(dimension)
@@ -375,16 +387,11 @@ def dimension_values(context: ToolContext, cube: str, dimension: str, candidates
     patterns = " OR ".join(
         "(" + " AND ".join(f"{column} ILIKE {sql_string(f'%{word}%')}" for word in value_key(value).split()) + ")"
         for value in sorted(wanted)
-        if value_key(value)
     )
     sql = f"SELECT {column} FROM {cube} WHERE {patterns} GROUP BY 1 LIMIT {MAX_LOOKED_UP}"  # noqa: S608 (semantic SQL)
-    try:
-        result = semantic_cubesql(
-            deployment=_deployment(context), ctx=context.query_context, sql=sql, cancel=context.cancel
-        )
-    except ApiError:
+    rows = _viewer_rows(context, sql)
+    if rows is None:
         return []
-    rows = cubesql_rows(result.plan, result.rows)
     keys = {value_key(c) for c in wanted}
     return [row[0] for row in rows if isinstance(row[0], str) and value_key(row[0]) in keys]
 
@@ -398,13 +405,9 @@ def date_always_set(context: ToolContext, cube: str, measure: str, dimension: st
         f"SELECT MEASURE({local_name(measure)}) FROM {cube} "  # noqa: S608 (semantic SQL of the model's own names)
         f"WHERE {local_name(dimension)} IS NULL"
     )
-    try:
-        result = semantic_cubesql(
-            deployment=_deployment(context), ctx=context.query_context, sql=sql, cancel=context.cancel
-        )
-    except ApiError:
+    rows = _viewer_rows(context, sql)
+    if rows is None:
         return False
-    rows = cubesql_rows(result.plan, result.rows)
     values = [row[0] for row in rows]
     if not values or values == [None]:
         return True

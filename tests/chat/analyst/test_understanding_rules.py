@@ -1699,3 +1699,48 @@ def test_that_before_a_fields_name_is_a_value_the_question_does_not_say():
 
     assert isinstance(answer, Decline)
     assert isinstance(fresh, Decline)
+
+
+def test_a_field_named_beside_the_biggest_keeps_the_ranking():
+    ranked = _ask("the customer with the highest order value", _orders_view())
+
+    assert isinstance(ranked, Intent)
+    assert [g.name for g in ranked.groups] == ["sales.customer"]
+    assert (ranked.descending, ranked.limit) == (True, 1)
+
+
+def test_a_date_of_the_measures_own_cube_is_never_chosen_by_the_data():
+    """MRR in 2024: by the subscriptions' start date, or their cancellation date? Both are theirs: asked, even when
+    the data says every subscription has a start date."""
+    members = [
+        _member("subs", "mrr", "MRR", kind="number", alias="subscriptions.mrr", agg="sum", format="currency"),
+        _member("subs", "started_at", "Started at", kind="time", alias="subscriptions.started_at"),
+        _member("subs", "canceled_at", "Canceled at", kind="time", alias="subscriptions.canceled_at"),
+    ]
+    cubes = _view("subs", "Subscriptions", members)
+
+    answer = _ask_with("MRR in 2024", cubes, dates_set=_dates_set_on("subs.started_at"))
+
+    _assert_asked_between(answer, "Started at", "Canceled at")
+
+
+def test_a_grain_word_that_with_the_word_before_it_is_a_value_is_that_value():
+    async def plans(cube: str, dimension: str, candidates: Any) -> list[str]:
+        wanted = {c.lower() for c in candidates}
+        held = ["starter_monthly"] if dimension == "subs.plan_code" else []
+        return [v for v in held if v.replace("_", " ") in wanted]
+
+    answer = _ask("starter monthly MRR", _saas_view(), lookup=plans)
+    grained = _ask("monthly MRR", _saas_view(), lookup=plans)
+
+    assert isinstance(answer, Intent)
+    assert answer.grain is None
+    assert [(c.member.name, c.values) for c in answer.conditions] == [("subs.plan_code", ("starter_monthly",))]
+    assert isinstance(grained, Intent)
+    assert grained.grain == "month"
+
+
+def test_a_stray_contraction_is_declined_never_a_crash():
+    answer = _ask("MRR by plan n't", _saas_view())
+
+    assert isinstance(answer, Decline)

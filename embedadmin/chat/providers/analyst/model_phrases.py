@@ -11,6 +11,7 @@ from typing import Any
 from embedadmin.chat.member_search import local_name, names_regions, phrases, short_title, stem, stems, view_root
 
 COUNT_TYPES = frozenset({"count", "countDistinct", "countDistinctApprox"})
+LINKING_WORDS = frozenset(stems("to for from with at on in of the a an by per and or"))  # "days to pay": no "to pay"
 EDGE_WORDS = frozenset({"at", "on", "in", "of", "the", "a", "an", "by", "per"})
 # A phrase of these words alone names no member: they say how to aggregate ("count", "total").
 AGGREGATION_WORDS = frozenset({"count", "total", "sum", "average", "mean", "number", "amount", "value"})
@@ -217,7 +218,7 @@ def _with_short_names(cube: Cube, nouns: set[str]) -> Cube:
             heads = [member.title_phrase[:1]] + ([member.title_phrase[1:]] if len(member.title_phrase) == 2 else [])
             # a measure by the last words of a longer title ("conversion rate" for "Session conversion rate (%)")
             plain = tuple(stems(QUALIFIER.sub("", member.title)))
-            heads += [plain[k:] for k in range(1, len(plain) - 1)]
+            heads += [plain[k:] for k in range(1, len(plain) - 1) if plain[k] not in LINKING_WORDS]
         elif not member.is_measure:
             plain = tuple(stems(QUALIFIER.sub("", member.title)))
             heads = [plain, tuple(word for word in plain if word not in CLASSIFIER_WORDS)]

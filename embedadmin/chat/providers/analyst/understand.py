@@ -21,7 +21,14 @@ from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from embedadmin.chat.member_search import root, stem, value_key
-from embedadmin.chat.providers.analyst.dates import GRAIN_ADJECTIVES, DateRange, find_grain, period_grain, two_whole
+from embedadmin.chat.providers.analyst.dates import (
+    GRAIN_ADJECTIVES,
+    UNITS,
+    DateRange,
+    find_grain,
+    period_grain,
+    two_whole,
+)
 from embedadmin.chat.providers.analyst.intent import ADDITIVE, Condition, Decline, Intent
 from embedadmin.chat.providers.analyst.model_phrases import Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.places import PLACE_FIELD_WORDS, place_names
@@ -114,6 +121,21 @@ def _as_verb(reading: Reading, start: int, member: Member) -> bool:
     return member.is_count and token.lower == token.stem and start > 0 and reading.tokens[start - 1].lower in VERB_LEADS
 
 
+async def _valued_grain_words(cube: Cube, reading: Reading, lookup: ValueLookup) -> set[int]:
+    """The grain words that with the word before them are a value of the data ("starter monthly": starter_monthly)."""
+    tokens = reading.tokens
+    found: set[int] = set()
+    for i, token in enumerate(tokens):
+        if not i or token.lower not in GRAIN_ADJECTIVES or tokens[i - 1].lower in FUNCTION_WORDS:
+            continue
+        candidate = reading.phrase([i - 1, i])
+        for member in cube.dimensions():
+            if member.type == "string" and await lookup(cube.name, member.name, [candidate]):
+                found.add(i)
+                break
+    return found
+
+
 def _extreme_spans(cube: Cube, reading: Reading) -> list[Span]:
     """The model's largest or smallest of something named by an extreme word and the rest of its name ("biggest
     single order": Largest Order, a max; "highest MRR on any one subscription": Max Mrr; "lowest order value"): one
@@ -154,7 +176,7 @@ def _acronym_spans(cube: Cube, reading: Reading) -> list[Span]:
         for start in range(len(tokens) - len(letters) + 1):
             words = tokens[start : start + len(letters)]
             if (
-                "".join(t.lower[0] for t in words) == letters
+                "".join(t.lower[:1] for t in words) == letters
                 and all(t.lower.isalpha() and t.lower not in FUNCTION_WORDS for t in words)
                 and any(t.stem in _model_stems(cube) for t in words)
             ):
@@ -231,7 +253,17 @@ async def attempt(
     named_which = [
         p for p in reading.which if p < len(reading.tokens) and reading.tokens[p].lower not in FUNCTION_WORDS
     ]
-    ungrouped = not (named_which or reading.group_starts or reading.ranked_after)
+    # "the plan with the highest MRR", "the month with the biggest order": a field or a grain named is ranked
+    within = {p for span in extremes for p in span.positions}
+    fields = any(
+        set(_positions_of(m, reading)) - within for m in cube.dimensions() if m.type != "time" and m.type != "boolean"
+    )
+    grains = any(
+        t.lower.rstrip("s") in UNITS or t.lower in GRAIN_ADJECTIVES
+        for i, t in enumerate(reading.tokens)
+        if i not in reading.date_positions  # "last quarter" is a period, not a grain
+    )
+    ungrouped = not (named_which or reading.group_starts or reading.ranked_after or fields or grains)
     if extremes and reading.descending is not None and reading.limit is None and ungrouped:
         # "the biggest single order": the model's largest order, one number, not orders ranked
         starts = {span.start for span in extremes}
@@ -241,16 +273,23 @@ async def attempt(
     # A grain word inside a longer name of the model ("monthly recurring revenue") is the name's, not a grain.
     names = _spans(cube, reading, taken)
     named_positions = {p for span in names if span.end - span.start > 1 for p in span.positions}
-    # A grain word before a field's name or its first word ("the starter monthly plan", "on monthly billing" for
-    # Billing cycle): which values, never a grain
-    measure_heads = {p[0] for m in cube.measures() for p in m.phrases if p}
-    field_heads = {p[0] for m in cube.dimensions() if m.type != "time" for p in m.phrases if p} - measure_heads
+    # A grain word before a field's name that ends the phrase ("the starter monthly plan", not "monthly supplier
+    # revenue"), after "on" ("on monthly billing"), or joined to the word before it in a value of the data ("starter
+    # monthly" for starter_monthly): which values, never a grain
+    measure_starts = {span.start for span in names if span.member.is_measure}
     named_positions |= {
-        i
-        for i, token in enumerate(tokens[:-1])
-        if token.lower in GRAIN_ADJECTIVES
-        and (tokens[i + 1].stem in field_heads or (i and tokens[i - 1].lower == "on"))  # "on monthly billing"
+        span.start - 1
+        for span in names
+        if not span.member.is_measure
+        and span.member.type != "time"
+        and span.start
+        and tokens[span.start - 1].lower in GRAIN_ADJECTIVES
+        and span.end not in measure_starts
     }
+    named_positions |= {
+        i for i, t in enumerate(tokens) if t.lower in GRAIN_ADJECTIVES and i and tokens[i - 1].lower == "on"
+    }
+    named_positions |= await _valued_grain_words(cube, reading, lookup)
     grain_found = find_grain(tokens, taken=taken | named_positions, custom=custom_grains(cube.time_dimensions()))
     grain = grain_found.grain if grain_found else None
     if grain_found:
@@ -608,11 +647,11 @@ async def attempt(
     if (reading.limit is not None or reading.descending is not None) and not (groups or grain or partial):
         # "the smallest order" with no grouping: a ranking of nothing, never answered with the measure's total
         return Attempt(cube, decline=Decline("This asks for a ranking, but I could not tell what to rank (by what?)."))
-    judged = [m for m in intent.measures[:1] if not (m.is_count or (m.agg_type == "sum" and m.is_money))]
+    judged = [m for m in intent.measures[:1] if not (m.is_count or (m.agg_type == "sum" and not m.is_percent))]
     if reading.judges and reading.descending is not None and judged:
         # "the worst bounce rate": more is worse there, and better for a conversion rate; the model does not say
         title = judged[0].title
-        reason = f"'Best' and 'worst' depend on whether more {title.lower()} is better: say highest or lowest."
+        reason = f"'Best' and 'worst' depend on whether a higher {title.lower()} is better: say highest or lowest."
         return Attempt(cube, decline=Decline(reason, ambiguous=True))
     return Attempt(cube, intent=_ranked(intent, reading, labelled))
 
@@ -738,9 +777,9 @@ async def _default_date(
     2024": the cancellation date); else the one date the measures' titles name ("Invoiced amount": the invoice
     date); else the one date of the cube the measures come from (in a view: orders' revenue,
     the orders' date); else the one the model calls plainly "date" (its title or a synonym); else, when no word
-    names any date's event, the one date every row of the measures has in the data (a line item's order date, not
-    its ship or receipt date, empty until it ships or arrives: the period leaves none of the measures' rows out),
-    first of the measures' own cube's dates, then of the others; else the question must say. ``wording``: the
+    names any date's event and none of the measures' own cube's dates is set on every row, the one date of another
+    cube every row of the measures has in the data (a line item's order date, where its ship and receipt dates are
+    empty until it ships or arrives); else the question must say. ``wording``: the
     roots of the question's words that may name an event."""
     evoked = [m for m in dates if _event_roots(m) & wording]
     if len(evoked) == 1:
@@ -758,13 +797,14 @@ async def _default_date(
     plain = [m for m in (own or dates) if ("date",) in m.phrases]
     if len(plain) == 1:
         return plain[0]
-    if not evoked and not dated and all(m.is_measure for m in measures):
-        for group in (own, [m for m in dates if m not in own]):
-            kept = [d for d in group if await _always_set(cube, measures, d, dates_set)]
-            if len(kept) == 1:
-                return kept[0]
-            if kept:
-                break
+    others = [m for m in dates if m not in own]
+    # Only when the measures' own cube has no date every row has: another cube's, the one they belong to (a line
+    # item's order date); never one of their own cube's dates chosen by the data ("MRR in 2024": by start date?)
+    unnamed = not evoked and not dated and others and all(m.is_measure for m in measures)
+    if unnamed and not [d for d in own if await _always_set(cube, measures, d, dates_set)]:
+        kept = [d for d in others if await _always_set(cube, measures, d, dates_set)]
+        if len(kept) == 1:
+            return kept[0]
     return _which_date(own or dates)
 
 
