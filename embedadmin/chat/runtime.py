@@ -118,6 +118,10 @@ class RunExecution:
         frame = build(self._sorts.setdefault(message_id, seq))
         await self._db(services.run_frame_append, run=self.run, seq=seq, frame=frame, bus=self.bus)
 
+    async def _off_loop(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` on the executor, its database connection released after, so the loop never blocks."""
+        return await asyncio.get_running_loop().run_in_executor(None, releasing_connection, function, *args)
+
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         """What providers call: log the call, run the tool off the loop, log and return its result."""
         self._tool_calls += 1
@@ -130,35 +134,23 @@ class RunExecution:
             )
 
         await self._append(tool_id, frame(None))
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(
-            None, releasing_connection, self.tools.call, self.tool_context, name, arguments
-        )
+        result = await self._off_loop(self.tools.call, self.tool_context, name, arguments)
         await self._append(tool_id, frame(result))
         return result
 
     async def lookup_values(self, cube: str, dimension: str, candidates: Sequence[str]) -> list[str]:
         """What providers call to find values in the data, off the loop, for the run's user; nothing is logged."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            None, releasing_connection, dimension_values, self.tool_context, cube, dimension, candidates
-        )
+        return await self._off_loop(dimension_values, self.tool_context, cube, dimension, candidates)
 
     async def dates_always_set(self, cube: str, measure: str, dimension: str, zero_is_none: bool) -> bool:
         """What providers call to learn whether every row of a measure has a date, off the loop, unlogged."""
-        loop = asyncio.get_running_loop()
         check = functools.partial(date_always_set, zero_is_none=zero_is_none)
-        return await loop.run_in_executor(
-            None, releasing_connection, check, self.tool_context, cube, measure, dimension
-        )
+        return await self._off_loop(check, self.tool_context, cube, measure, dimension)
 
     async def search_model(self, search_query: str) -> dict[str, Any]:
         """What providers call to search the data model with the ``serviceMeta`` tool, off the loop, unlogged."""
-        loop = asyncio.get_running_loop()
         arguments = {"searchQuery": search_query}
-        found = await loop.run_in_executor(
-            None, releasing_connection, self.tools.call, self.tool_context, "serviceMeta", arguments
-        )
+        found = await self._off_loop(self.tools.call, self.tool_context, "serviceMeta", arguments)
         return dict(json.loads(found))
 
     async def _produce(self) -> None:

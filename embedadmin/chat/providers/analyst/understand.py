@@ -37,7 +37,9 @@ from embedadmin.chat.providers.analyst.question_words import (
     DISTINCT_WORDS,
     FUNCTION_WORDS,
     GENERIC_HEADS,
+    LEAST_WORDS,
     LIGHT_VERBS,
+    MOST_WORDS,
     VALUE_WORDS,
     number_text,
 )
@@ -59,8 +61,9 @@ SINGULAR_VERBS = frozenset({"was", "is", "has"})
 VERSUS = ("vs", "versus", "against")  # "air vs rail": values side by side, as "and" joins them
 JOINED_FILLERS = frozenset({"in", "for", "from", "the", "of", "on", "at"})  # "fintech and in healthcare"
 COMBINING_WORDS = frozenset({"combined", "together", "altogether", "overall"})
-MAX_WORDS = frozenset({"largest", "biggest", "highest", "greatest", "maximum", "max"})
-MIN_WORDS = frozenset({"smallest", "lowest", "minimum", "min"})
+# The ranking words that say a size ("biggest", "lowest"), not a count or a judgement ("most", "worst", "top")
+MAX_WORDS = MOST_WORDS - {"most", "best", "top"}
+MIN_WORDS = LEAST_WORDS - {"least", "fewest", "worst", "bottom"}
 EXTREME_STEMS = frozenset(stem(w) for w in (*MAX_WORDS, *MIN_WORDS))
 POINTING_PREPOSITIONS = frozenset({"in", "for", "of", "on", "from", "at", "to", "with", "within", "by"})
 AMOUNT_NOUNS = frozenset({"amount", "amounts", "value", "values"})
