@@ -16,6 +16,7 @@ from typing import Any
 import snowballstemmer
 
 WORD = re.compile(r"[a-z0-9]+")
+HYPHENATED = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")  # the hyphen inside "Sign-ups", "add-on"
 
 STOPWORDS = frozenset(
     {
@@ -75,7 +76,7 @@ def stem(word: str) -> str:
         return word[:-3] + "y"
     if len(word) > 4 and word.endswith("sses"):
         return word[:-2]
-    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
+    if len(word) > 4 and (word.endswith(("xes", "zes", "uses"))):  # "boxes", "statuses"; "purchases" below
         return word[:-2]
     if len(word) > 4 and word.endswith(("ches", "shes")):
         return word[:-2]
@@ -158,6 +159,8 @@ def phrases(item: Mapping[str, Any], *, cube_title: str = "") -> list[tuple[str,
     title = str(item.get("title") or "")
     for text in (title, short_title(title, cube_title), *_synonyms(item), _description_label(item)):
         found.append(tuple(stems(text)))
+        if HYPHENATED.search(text):  # "Sign-ups": also "signups", as people type it
+            found.append(tuple(stems(HYPHENATED.sub("", text))))
     for first, second in PLACE_TWINS:
         one, other = stem(first), stem(second)
         found += [

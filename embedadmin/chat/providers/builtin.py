@@ -61,7 +61,7 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
     """The answer's text, and for a decline with a way forward the questions offered instead (else none)."""
     if "error" in meta:
         return f"I could not search the data model: {meta['error']}", ()
-    cubes = cubes_of(meta)
+    cubes = await _model(request, meta)
     if not cubes:
         return "I found nothing in the data model that matches your question.", ()
     zone = ZoneInfo(request.timezone)
@@ -113,12 +113,27 @@ async def _previous_intent(
         found = cubes
         if request.search_model is not None:
             meta = await request.search_model(question)
-            found = cubes_of(meta) if "error" not in meta else cubes
+            found = await _model(request, meta) if "error" not in meta else cubes
         outcome = await understand(
             question, found, lookup, zone=zone, now=now, previous=intent, suggest=False, dates_set=dates_set
         )
         intent = outcome if isinstance(outcome, Intent) else None
     return intent
+
+
+async def _model(request: ProviderRequest, meta: dict[str, Any]) -> list[Cube]:
+    """Every cube and view the viewer may see, those the search for the question found first, in its order: the
+    model's words are read whole (a word the search does not know, "orders" for the model's "Transactions", may name
+    a cube it left out; a lexicon entry holds only when the whole model says so), and a cube the search ranked
+    higher is tried first."""
+    found = cubes_of(meta)
+    if request.search_model is None:
+        return found
+    everything = await request.search_model("")
+    if "error" in everything:
+        return found
+    rank = {cube.name: i for i, cube in enumerate(found)}
+    return sorted(cubes_of(everything), key=lambda cube: rank.get(cube.name, len(rank)))
 
 
 def _is_follow_up(question: str, zone: ZoneInfo, now: datetime) -> bool:

@@ -1744,3 +1744,255 @@ def test_a_stray_contraction_is_declined_never_a_crash():
     answer = _ask("MRR by plan n't", _saas_view())
 
     assert isinstance(answer, Decline)
+
+
+def _web_model() -> list:
+    """Web traffic as teams name it in a hurry: members named by shortenings ("brwsr", "max_ord_rev"), some with no
+    title of their own (the title is the name's), over a sessions cube people call "visits"."""
+
+    def m(name: str, title: str, kind: str, alias: str, agg: str = "", **more: Any) -> dict:
+        return _member("traffic", name, title, kind=kind, alias=alias, agg=agg, **more)
+
+    money = {"format": "currency"}
+    view = {
+        "name": "traffic",
+        "title": "Site traffic",
+        "type": "view",
+        "members": [
+            m("sess_cnt", "Sessions", "number", "sessions.count", "count"),
+            m("bounced_sessions", "Bounced sessions", "number", "sessions.bounced", "count"),
+            m("avg_sess_dur_s", "Avg. session duration (s)", "number", "sessions.avg_dur", "avg"),
+            m("txn_cnt", "Transactions", "number", "events.txn_cnt", "count"),
+            m("signup_cnt", "Sign-ups", "number", "events.signup_cnt", "count"),
+            m("aov", "AOV", "number", "events.aov", "avg", **money),
+            m("max_ord_rev", "Max Ord Rev", "number", "events.max_ord_rev", "max", **money),
+            m("min_ord_rev", "Min Ord Rev", "number", "events.min_ord_rev", "min", **money),
+            m("brwsr", "Brwsr", "string", "sessions.brwsr"),
+            m("part_no", "Part number", "string", "sessions.part_no"),
+            m("dvc_cat", "Device category", "string", "sessions.dvc_cat"),
+            m("geo_ctry", "Country", "string", "sessions.geo_ctry"),
+            m("stat", "Stat", "string", "sessions.stat"),
+            m("unit", "Unit", "string", "sessions.unit"),
+            m("sess_start_ts", "Session start", "time", "sessions.sess_start_ts"),
+        ],
+    }
+    sessions = {
+        "name": "sessions",
+        "title": "Web sessions",
+        "meta": {"synonyms": ["visits"]},
+        "members": [{"name": "sessions.count", "title": "Sessions", "type": "number", "aggType": "count"}],
+    }
+    return cubes_of({"cubes": [view, sessions]})
+
+
+def test_a_word_the_model_shortens_in_its_names_is_that_name():
+    """ "brwsr" is the model's browser; a word a title of the model says in full ("part") shortens nothing."""
+    by_browser = _ask("sessions by browser", _web_model())
+    partner = _ask("sessions by partner", _web_model())
+
+    assert isinstance(by_browser, Intent)
+    assert [g.name for g in by_browser.groups] == ["traffic.brwsr"]
+    assert [m.name for m in by_browser.measures] == ["traffic.sess_cnt"]
+    assert isinstance(partner, Decline)
+
+
+def test_an_english_word_is_never_read_as_a_shorter_name_it_starts_with():
+    """The model's "stat" and "unit" do not shorten "states" and "united": a country is looked up whole."""
+
+    async def countries(cube: str, dimension: str, candidates: Any) -> list[str]:
+        wanted = {c.lower() for c in candidates}
+        return ["United States"] if dimension == "traffic.geo_ctry" and "united states" in wanted else []
+
+    for question in ("sessions from the United States", "sessions from the united states"):
+        answer = _ask(question, _web_model(), lookup=countries)
+
+        assert isinstance(answer, Intent), question
+        assert answer.groups == ()
+        assert [(c.member.name, c.values) for c in answer.conditions] == [("traffic.geo_ctry", ("United States",))]
+
+
+def test_orders_and_purchases_are_the_models_one_count_of_transactions():
+    orders = _ask("how many orders did we get in 2024?", _web_model())
+    purchases = _ask("purchases by country", _web_model())
+
+    assert isinstance(orders, Intent)
+    assert [m.name for m in orders.measures] == ["traffic.txn_cnt"]
+    assert isinstance(purchases, Intent)
+    assert [m.name for m in purchases.measures] == ["traffic.txn_cnt"]
+
+
+def test_the_biggest_or_cheapest_order_is_the_models_max_or_min_named_by_its_shortened_words():
+    biggest = _ask("biggest single order we've ever had?", _web_model())
+    cheapest = _ask("cheapest order last year", _web_model())
+
+    assert isinstance(biggest, Intent)
+    assert [m.name for m in biggest.measures] == ["traffic.max_ord_rev"]
+    assert biggest.descending is None
+    assert isinstance(cheapest, Intent)
+    assert [m.name for m in cheapest.measures] == ["traffic.min_ord_rev"]
+
+
+def test_average_order_value_is_the_acronym_never_an_average_of_something_else():
+    """ "avg" starts the title "Avg. session duration (s)", but names no measure alone: "avg order value" is AOV."""
+    plain = _ask("average order value", _web_model())
+    ranked = _ask("rank devices by avg order value for 2024", _web_model())
+
+    assert isinstance(plain, Intent)
+    assert [m.name for m in plain.measures] == ["traffic.aov"]
+    assert isinstance(ranked, Intent)
+    assert [m.name for m in ranked.measures] == ["traffic.aov"]
+    assert [g.name for g in ranked.groups] == ["traffic.dvc_cat"]
+    assert ranked.descending is True
+    assert ranked.limit is None
+
+
+def test_a_hyphenated_title_is_named_by_its_words_joined():
+    answer = _ask("signups by country", _web_model())
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["traffic.signup_cnt"]
+
+
+def test_more_than_n_of_the_things_a_cube_names_is_a_condition_on_their_count():
+    answer = _ask("which countries had more than 100 visits in 2024?", _web_model())
+
+    assert isinstance(answer, Intent)
+    assert [g.name for g in answer.groups] == ["traffic.geo_ctry"]
+    assert [(c.member.name, c.operator, c.values) for c in answer.having] == [("traffic.sess_cnt", "gt", ("100",))]
+
+
+def test_days_of_one_month_and_the_end_of_a_period_are_read_as_ranges():
+    assert _period("daily visits for aug 1-7") == (date(2025, 8, 1), date(2025, 8, 8), True)
+    assert _period("visits march 3-16 2025") == (date(2025, 3, 3), date(2025, 3, 17), False)
+    assert _period("visits in dec 1-31") == (date(2024, 12, 1), date(2025, 1, 1), True)  # December 2025 not begun
+    until = _ask("sessions up to the end of march 2024", _web_model())
+    by_end = _ask("sessions by the end of 2023", _web_model())
+
+    assert _range(until) == (None, date(2024, 4, 1))
+    assert _range(by_end) == (None, date(2024, 1, 1))
+
+
+def test_a_follow_up_naming_another_measure_asks_for_it():
+    first = _ask("how many orders in june 2025?", _web_model())
+    assert isinstance(first, Intent)
+
+    answer = _ask("same for sign ups", _web_model(), previous=first)
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["traffic.signup_cnt"]
+    assert answer.date_range == first.date_range
+
+
+def test_a_total_beside_a_count_must_say_of_what():
+    both = _ask("sessions in march 2025, how many and total $?", _web_model())
+    in_total = _ask("how many sessions in total in 2024", _web_model())
+
+    assert isinstance(both, Decline)
+    assert "'total'" in both.reason
+    assert isinstance(in_total, Intent)
+    assert [m.name for m in in_total.measures] == ["traffic.sess_cnt"]
+
+
+def test_a_count_said_the_other_way_round_across_had_been():
+    answer = _ask("how many sessions had been bounced in 2024?", _web_model())
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["traffic.bounced_sessions"]
+
+
+def _invoices_view(*, receivables: bool = True) -> list:
+    members = [
+        _member("inv", "inv_count", "Invoices", kind="number", alias="invoices.count", agg="count"),
+        _member(
+            "inv",
+            "largest_invoice",
+            "Largest invoice",
+            kind="number",
+            alias="invoices.largest",
+            agg="max",
+            format="currency",
+        ),
+        _member(
+            "inv",
+            "issued_at",
+            "Invoice date",
+            kind="time",
+            alias="invoices.issued_at",
+            meta={"synonyms": ["issue date"]},
+        ),
+        _member("inv", "paid_at", "Payment date", kind="time", alias="invoices.paid_at"),
+        _member(
+            "inv",
+            "collected",
+            "Collected",
+            kind="number",
+            alias="invoices.collected",
+            agg="sum",
+            format="currency",
+            meta={"synonyms": ["cash collected", "payments received"]},
+        ),
+        _member("inv", "open_ar", "Open receivables", kind="number", alias="invoices.open_ar", agg="sum"),
+        _member("inv", "status", "Status", kind="string", alias="invoices.status"),
+    ]
+    if not receivables:
+        members = [m for m in members if m["name"] != "inv.open_ar"]
+    return _view("inv", "Invoices", members)
+
+
+def test_an_event_every_row_has_happened_adds_no_condition():
+    """ "the largest invoice we ever issued": every invoice has its invoice date, so all of them; with that not known,
+    those with the date set, as before."""
+    known = _ask_with(
+        "What's the largest invoice we've ever issued?", _invoices_view(), dates_set=_dates_set_on("inv.issued_at")
+    )
+    unknown = _ask_with("What's the largest invoice we've ever issued?", _invoices_view())
+
+    assert isinstance(known, Intent)
+    assert [m.name for m in known.measures] == ["inv.largest_invoice"]
+    assert known.conditions == ()
+    assert isinstance(unknown, Intent)
+    assert [(c.member.name, c.operator) for c in unknown.conditions] == [("inv.issued_at", "set")]
+
+
+async def _invoice_statuses(cube: str, dimension: str, candidates: Any) -> list[str]:
+    wanted = {c.lower() for c in candidates}
+    return [v for v in ("open", "paid", "void") if v in wanted] if dimension == "inv.status" else []
+
+
+def test_an_amount_named_by_a_synonym_is_of_the_date_the_synonym_names():
+    """ "Collected" is also "payments received": by the payment date; and "cash" alone names it."""
+    answer = _ask("daily cash collected last week", _invoices_view())
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["inv.collected"]
+    assert answer.time is not None
+    assert answer.time.name == "inv.paid_at"
+    assert answer.grain == "day"
+
+
+def test_invoices_sent_or_that_went_out_are_the_invoices():
+    for question in ("how many invoices did we send in 2024?", "how many invoices went out in 2024?"):
+        answer = _ask(question, _invoices_view())
+
+        assert isinstance(answer, Intent), question
+        assert [m.name for m in answer.measures] == ["inv.inv_count"]
+        assert answer.time is not None
+        assert answer.time.name == "inv.issued_at"
+        assert answer.conditions == ()
+
+
+def test_still_says_nothing_of_its_own():
+    answer = _ask("how many invoices are still open?", _invoices_view(receivables=False), lookup=_invoice_statuses)
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["inv.inv_count"]
+    assert [(c.member.name, c.values) for c in answer.conditions] == [("inv.status", ("open",))]
+
+
+def test_a_measure_named_beside_a_count_is_never_left_out():
+    """ "open" names Open receivables (its title's first word) as well as a status: counting invoices and leaving the
+    amount out would answer another question."""
+    answer = _ask("how many open receivables invoices", _invoices_view())
+
+    assert isinstance(answer, Decline)
+    assert "open receivables" in answer.reason

@@ -1,9 +1,9 @@
 """Dates and grains in a question: ranges resolved to local days with the viewer's time zone and a clock.
 
 Absolute: ``in March 2024``, ``on 2024-03-05``, ``on March 5, 2024``, ``between January and March 2024``,
-``from June 1 to June 7, 2025``, ``in 2024 Q1``, ``in 2024``. Open on one side: ``since April 1, 2025``, ``after
-2023``, ``before 2024``, ``until March 2025``. Relative, in Cube's vocabulary: ``last year``, ``this month``, ``last 7
-days``, ``yesterday``, ``today``.
+``from June 1 to June 7, 2025``, ``aug 1-7``, ``in 2024 Q1``, ``in 2024``. Open on one side: ``since April 1, 2025``,
+``after 2023``, ``before 2024``, ``until March 2025``, ``by the end of June``. Relative, in Cube's vocabulary:
+``last year``, ``this month``, ``last 7 days``, ``yesterday``, ``today``.
 Grains: ``per month``, ``monthly``, ``weekly``, ``by quarter`` and the model's custom granularities.
 """
 
@@ -43,6 +43,7 @@ ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2
 SHORT_WORDS = frozenset({"may", "mar", "jan", "jun", "oct", "dec", "sept", "sep"})
 YEAR = re.compile(r"^(19|20)\d\d$")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+DAY_SPAN = re.compile(r"(\d{1,2})-(\d{1,2})")  # "aug 1-7": days of one month
 TO_WORDS = ("to", "through", "until", "till", "thru")
 # Words joining two periods that share a year written after the second ("Q1 and Q2 2024").
 PERIOD_JOINERS = frozenset({"and", "or", "vs", "versus", "with", "against", "to", "through"})
@@ -53,6 +54,8 @@ DAY_LEADS = frozenset({"on", "to", "and", "before", "after", "through", "between
 # before its first day, up to its last day.
 EDGES = frozenset({"end", "start", "beginning"})  # "since the start of 2025", "until the end of June"
 OPEN_MARKERS = {"since": "from", "after": "after", "before": "before", "until": "until", "till": "until"}
+# Words that open a range only before an edge of a period: "by the end of March", "up to the end of 2023".
+EDGE_MARKERS = {"by": "until", "to": "until", "through": "until", "thru": "until"}
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,20 @@ def find_dates(tokens: Sequence[Token], *, zone: ZoneInfo, now: datetime, taken:
         elif ISO_DATE.match(word):
             day = date.fromisoformat(word)
             take([i], DateRange(day, day + timedelta(days=1)))
+        elif word in MONTHS and (days := _day_span(words, i + 1)) is not None and free(i + 1):
+            # "aug 1-7", "March 3-16 2025": the days from the first to the last, both included (with no year, those
+            # of the latest year whose first day has begun)
+            year, used = _year_after(words, i + 1, free)
+            if not _valid(year, MONTHS[word], days[0]):
+                i += 1
+                continue
+            first_day, yearless = _day(year, MONTHS[word], days[0], today)
+            assert first_day.start is not None
+            if _valid(first_day.start.year, MONTHS[word], days[1]):
+                last = date(first_day.start.year, MONTHS[word], days[1])
+                take([i, i + 1, *used], DateRange(first_day.start, last + timedelta(days=1)), yearless)
+                i += 2 + len(used)
+                continue
         elif (day_found := _day_at(words, i, free)) is not None:
             (month, number, year), used = day_found
             take(used, *_day(year, month, number, today))
@@ -253,10 +270,11 @@ def _opened(item: Found, words: Sequence[str], taken: set[int]) -> Found:
         if lead >= 0 and words[lead] == "the" and lead not in taken:
             edge.add(lead)
             lead -= 1
-    if item.date_range is None or lead < 0 or lead in taken or words[lead] not in OPEN_MARKERS:
+    markers = OPEN_MARKERS | (EDGE_MARKERS if edge else {})
+    if item.date_range is None or lead < 0 or lead in taken or words[lead] not in markers:
         return item
     start, end = item.date_range.start, item.date_range.end
-    side = OPEN_MARKERS[words[lead]]
+    side = markers[words[lead]]
     edge_word = next((words[p] for p in edge if words[p] in EDGES), "")
     if edge_word == "end":  # "before the end of 2024": up to its last day; "since the end of 2024": after it
         side = {"before": "until", "from": "after"}.get(side, side)
@@ -303,6 +321,15 @@ def _day_at(
             if _valid(year, MONTHS[words[at]], day):
                 return (MONTHS[words[at]], day, year), [*range(i, at + 1), *year_used]
     return None
+
+
+def _day_span(words: Sequence[str], i: int) -> tuple[int, int] | None:
+    """Two days of one month written as a span at ``i`` ("1-7"), the first before the last; None when not."""
+    found = DAY_SPAN.fullmatch(words[i]) if i < len(words) else None
+    if found is None:
+        return None
+    first, last = int(found.group(1)), int(found.group(2))
+    return (first, last) if 1 <= first < last <= 31 else None
 
 
 def _valid(year: int | None, month: int, day: int) -> bool:

@@ -14,10 +14,16 @@ COUNT_TYPES = frozenset({"count", "countDistinct", "countDistinctApprox"})
 LINKING_WORDS = frozenset(stems("to for from with at on in of the a an by per and or"))  # "days to pay": no "to pay"
 EDGE_WORDS = frozenset({"at", "on", "in", "of", "the", "a", "an", "by", "per"})
 # A phrase of these words alone names no member: they say how to aggregate ("count", "total").
-AGGREGATION_WORDS = frozenset({"count", "total", "sum", "average", "mean", "number", "amount", "value"})
+AGGREGATION_WORDS = frozenset(
+    {"count", "total", "sum", "average", "avg", "mean", "number", "amount", "value", "max", "min", "maximum", "minimum"}
+)
 # Everyday words for what a model holds, given to the one cube whose title or description says one of them
 # (``_with_described_nouns``); the stems, as questions are matched.
 BUSINESS_NOUNS = (("customer", "client", "buyer", "shopper"),)
+# Everyday words for what a count counts, given to the one count measure of the model named by one of them
+# ("Transactions": also "orders" and "purchases"), when no cube or member is already named by another
+# (``_with_counted_twins``).
+COUNTED_TWINS = (("order", "purchase", "transaction"),)
 # Words of a dimension's title that classify rather than name ("Device category", "Default channel group"): the
 # rest of the title names the dimension too, when nothing else of the cube says it (``_with_short_names``).
 CLASSIFIER_WORDS = frozenset(stems("category type kind class group default"))
@@ -147,6 +153,7 @@ def cubes_of(meta: Mapping[str, Any]) -> list[Cube]:
     cubes = _with_described_nouns(
         cubes, descriptions={c["name"]: str(c.get("description") or "") for c in meta["cubes"]}
     )
+    cubes = _with_counted_twins(cubes)
     nouns = {p[0] for cube in cubes for p in cube.phrases if len(p) == 1}
     return [_with_root_phrases(_with_short_names(cube, nouns), cubes) for cube in cubes]
 
@@ -187,6 +194,36 @@ def _with_described_nouns(cubes: list[Cube], *, descriptions: Mapping[str, str])
     return cubes
 
 
+def _with_counted_twins(cubes: list[Cube]) -> list[Cube]:
+    """The business lexicon for counts: a count measure named by one word of a :data:`COUNTED_TWINS` group
+    ("Transactions") is named by the others too ("how many orders"), when it is the model's only count so named (a
+    view's member and its cube's are one) and no cube or member is named by another word of the group alone."""
+    for words in COUNTED_TWINS:
+        named = {p for cube in cubes for p in cube.phrases} | {p for c in cubes for m in c.members for p in m.phrases}
+        taken = [w for w in words if (w,) in named]
+        counts = {
+            m.alias or m.name
+            for cube in cubes
+            for m in cube.measures()
+            if m.is_count and any((w,) in m.phrases for w in words)
+        }
+        if len(taken) != 1 or len(counts) != 1 or any((w,) in c.phrases for c in cubes for w in words):
+            continue
+        [counted] = counts
+        extra = tuple((w,) for w in words if w != taken[0])
+        cubes = [
+            replace(
+                cube,
+                members=tuple(
+                    replace(m, phrases=(*m.phrases, *extra)) if (m.alias or m.name) == counted else m
+                    for m in cube.members
+                ),
+            )
+            for cube in cubes
+        ]
+    return cubes
+
+
 def _with_short_names(cube: Cube, nouns: set[str]) -> Cube:
     """Members named by part of their title when no other member's phrases use that part, and it names no cube:
 
@@ -224,6 +261,8 @@ def _with_short_names(cube: Cube, nouns: set[str]) -> Cube:
             heads = [plain, tuple(word for word in plain if word not in CLASSIFIER_WORDS)]
         else:
             heads = []
+        if member.is_measure:  # and by the first word of a two-word synonym ("cash" for "cash collected")
+            heads += [p[:1] for p in member.phrases[1:] if len(p) == 2 and p != member.title_phrase]
         for head in heads:
             if free(head, member):
                 member = replace(member, phrases=(*member.phrases, head))

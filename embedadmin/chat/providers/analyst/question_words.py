@@ -46,7 +46,7 @@ FUNCTION_WORDS = _words(
     have has had
     what which who whose how show me us give list tell please i we our my you your can could would should will
     there it its that these those all any some get find see know want need about just find return display
-    much many so far ever currently now overall as through via altogether whole entire respectively value values
+    much many so far ever currently now still overall as through via altogether whole entire respectively value values
     number numbers
     data figure figures result results report where only counting combined together
     whats pls plz actually
@@ -60,7 +60,7 @@ LIGHT_VERBS = _words(
     sold billed charged paid spent earned invoiced living live lives located based took place saw treated insured
     waited carry carried offer offered bought buy buys
     receive place make create record register submit take generate log handle handled handling process processed
-    come comes coming drive drives drove driven track tracked move moves moved go goes went
+    come comes coming drive drives drove driven track tracked move moves moved go goes went sent send sends
     """
 )
 # Verbs that say which amount a unit measures when the unit alone fits several ("lasting 60 minutes": a duration,
@@ -108,8 +108,10 @@ SUM_WORDS = frozenset({"total", "sum", "overall"})
 AVERAGE_WORDS = frozenset({"average", "mean", "avg", "typical"})
 SHARE_WORDS = frozenset({"share", "percentage", "percent", "%", "proportion", "ratio", "rate", "fraction"})
 DISTINCT_WORDS = frozenset({"distinct", "unique", "different"})
-MOST_WORDS = frozenset({"most", "highest", "largest", "biggest", "greatest", "best", "top", "maximum", "max"})
-LEAST_WORDS = frozenset({"least", "lowest", "smallest", "fewest", "worst", "bottom", "minimum", "min"})
+MOST_WORDS = frozenset(
+    {"most", "highest", "largest", "biggest", "greatest", "best", "top", "maximum", "max", "priciest"}
+)
+LEAST_WORDS = frozenset({"least", "lowest", "smallest", "fewest", "worst", "bottom", "minimum", "min", "cheapest"})
 # Asked for, but the model has no measure that computes it (or it takes more than one query).
 UNSUPPORTED = {
     "median": "a median",
@@ -189,6 +191,11 @@ class Token:
     stem: str
     start: int = 0
     end: int = 0
+
+    @property
+    def plural(self) -> bool:
+        """Whether the word is written in the plural ("orders"), whatever its stem was read as."""
+        return stem(self.lower) != self.lower
 
 
 def tokenize(question: str) -> list[Token]:

@@ -262,6 +262,12 @@ def _read_ranking(reading: Reading, words: list[str]) -> None:
             reading.ranked_after.add(i + 2)
             if i and words[i - 1] == "the":
                 reading.taken.add(i - 1)
+        elif word in ("rank", "ranked") and reading.descending is None:
+            # "rank the regions by revenue": every region, highest first
+            reading.descending = True
+            at = i + 1 + (following == "the")
+            reading.taken.update(range(i, at))
+            reading.ranked_after.add(at)
         elif word == "which" and following in ("one", "ones") and reading.free(i + 1):
             reading.taken.add(i + 1)  # "which one moves more units": which of them, not a ranking's first
         elif word in ("which", "what") and count is not None and reading.free(i + 1):

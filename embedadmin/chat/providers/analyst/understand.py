@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-from embedadmin.chat.member_search import root, stem, value_key
+from embedadmin.chat.member_search import root, stem, stems, value_key
 from embedadmin.chat.providers.analyst.dates import (
     GRAIN_ADJECTIVES,
     UNITS,
@@ -41,6 +41,7 @@ from embedadmin.chat.providers.analyst.question_words import (
     LIGHT_VERBS,
     MOST_WORDS,
     VALUE_WORDS,
+    Token,
     number_text,
 )
 from embedadmin.chat.providers.analyst.reading import Reading, read
@@ -49,7 +50,7 @@ from embedadmin.chat.providers.base import DateCoverage, ValueLookup
 
 MAX_VALUE_WORDS = 4
 DISTINCT_STEMS = frozenset(stem(w) for w in DISTINCT_WORDS) | {"count", "number"}
-COPULAS = frozenset({"were", "was", "are", "is", "been", "being"})
+COPULAS = frozenset({"were", "was", "are", "is", "been", "being", "had", "have", "has", "got"})
 OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to", "on"})  # "revenue on orders placed in 2024"
 # Words of a time dimension's names that say it is a date, not which event it dates.
 DATE_WORDS = frozenset({"date", "time", "ts", "at", "on", "day", "timestamp", "datetime", "dt", "of", "the", "when"})
@@ -84,6 +85,8 @@ class ModelFacts:
     plain_counts: Mapping[str, str] = field(default_factory=dict)
     words: frozenset[str] = frozenset()
     dates_set: DateCoverage = _not_known_set
+    # the words of its members' names ("brwsr", "ord"), which may shorten a question's words (``_spelled_out``)
+    name_words: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, cubes: Sequence[Cube], dates_set: DateCoverage | None = None) -> ModelFacts:
@@ -92,6 +95,7 @@ class ModelFacts:
             plain_counts={c.name: n.name for c in cubes if not c.is_view and (n := c.count_measure()) is not None},
             words=frozenset(word for c in cubes for m in c.members for phrase in m.phrases for word in phrase),
             dates_set=dates_set or _not_known_set,
+            name_words=_shortened_words(cubes),
         )
 
 
@@ -121,7 +125,7 @@ def _as_verb(reading: Reading, start: int, member: Member) -> bool:
     """Whether the word at ``start`` is a verb spelt like a count's noun ("did we invoice the most": an amount
     invoiced, never the count of invoices): after a subject or an auxiliary, in the singular."""
     token = reading.tokens[start]
-    return member.is_count and token.lower == token.stem and start > 0 and reading.tokens[start - 1].lower in VERB_LEADS
+    return member.is_count and not token.plural and start > 0 and reading.tokens[start - 1].lower in VERB_LEADS
 
 
 async def _valued_grain_words(cube: Cube, reading: Reading, lookup: ValueLookup) -> set[int]:
@@ -158,12 +162,24 @@ def _extreme_spans(cube: Cube, reading: Reading) -> list[Span]:
                 continue
             for phrase in member.phrases:
                 rest = tuple(w for w in phrase if w not in EXTREME_STEMS)
-                if rest and tuple(t.stem for t in tokens[j : j + len(rest)]) == rest:
-                    fits.append(Span(i, j + len(rest), member, phrase))
+                said = _said(rest, tokens[j : j + len(rest)])
+                # "the biggest single order" for Max Ord Rev: a money measure's last words may be left unsaid
+                if said == len(rest) or (said and member.is_money):
+                    fits.append(Span(i, j + said, member, phrase))
                     break
         if len({span.member for span in fits}) == 1:
             found.append(max(fits, key=lambda span: span.end))
     return found
+
+
+def _said(phrase: tuple[str, ...], tokens: Sequence[Token]) -> int:
+    """How many of ``phrase``'s first words ``tokens`` say, word by word, each as it is or in full ("ord": "order")."""
+    count = 0
+    for word, token in zip(phrase, tokens, strict=False):
+        if word != token.stem and not (_shortens(word, token.lower) or _shortens(word, token.stem)):
+            break
+        count += 1
+    return count
 
 
 def _acronym_spans(cube: Cube, reading: Reading) -> list[Span]:
@@ -180,7 +196,7 @@ def _acronym_spans(cube: Cube, reading: Reading) -> list[Span]:
             words = tokens[start : start + len(letters)]
             if (
                 "".join(t.lower[:1] for t in words) == letters
-                and all(t.lower.isalpha() and t.lower not in FUNCTION_WORDS for t in words)
+                and all(t.lower.isalpha() and (t.lower not in FUNCTION_WORDS or t.lower in AMOUNT_NOUNS) for t in words)
                 and any(t.stem in _model_stems(cube) for t in words)
             ):
                 found.append(Span(start, start + len(letters), member, tuple(t.stem for t in words)))
@@ -213,12 +229,23 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
                     contiguous = positions[-1] - positions[0] + 1 == len(phrase)
                     if not contiguous and tuple(stems[p] for p in positions) == phrase:
                         candidates.append(Span(positions[0], positions[-1] + 1, member, phrase))
+
+        def ends_name(at: int) -> bool:  # "order lines": "lines" ends a longer name
+            return any(
+                len(p) > 1 and tuple(stems[max(0, at - len(p) + 1) : at + 1]) == p
+                for m in cube.members
+                for p in m.phrases
+            )
+
         # A count's two words said the other way round ("subscriptions were canceled": Canceled subscriptions).
         for member in cube.measures():
             for first, second in (p for p in member.phrases if len(p) == 2 and member.is_count):
                 for a in range(len(stems) - 2):
-                    if stems[a] == second and reading.tokens[a + 1].lower in COPULAS and stems[a + 2] == first:
-                        candidates.append(Span(a, a + 3, member, (first, second)))
+                    b = a + 1  # "subscriptions had been canceled": the copulas between
+                    while b < len(stems) and reading.tokens[b].lower in COPULAS:
+                        b += 1
+                    if stems[a] == second and b > a + 1 and b < len(stems) and stems[b] == first and not ends_name(a):
+                        candidates.append(Span(a, b + 1, member, (first, second)))
 
     def rank(span: Span) -> tuple[int, int, bool, bool]:
         grouped = reading.names_group(span.start)
@@ -307,6 +334,10 @@ async def attempt(
                 taken.add(end)
             continue
         units = _unit_members(cube, reading, end, taken)
+        if not units and end < len(tokens) and end not in taken:
+            # "countries with more than 100 visits": the count of the things a cube's name says
+            counted = _entity_count(cube, tokens[end].stem, nouns, plain_counts)
+            units = [counted] if counted is not None else []
         stems_before = [t.stem for t in reading.tokens[:start]]
         before = [m for m in units if any(len(p) and tuple(stems_before[-len(p) :]) == p for p in m.phrases)]
         units = before if len(before) == 1 else units  # "a waiting time longer than 45 minutes": the wait
@@ -466,7 +497,7 @@ async def attempt(
         and (
             span.start - 1 in valued_positions | qualified_by
             # "how many orders did customers place": the customers who did, not one row per customer
-            or (tokens[span.start].lower != tokens[span.start].stem and not reading.names_group(span.start))
+            or (tokens[span.start].plural and not reading.names_group(span.start))
         )
     }
     distinct_at = {p + 1 for p, flag in reading.aggregations.items() if flag == "distinct"}
@@ -502,7 +533,8 @@ async def attempt(
     unplaced = [
         tokens[i].text
         for i in sorted(left)
-        if tokens[i].lower not in LIGHT_VERBS or {tokens[i].lower, tokens[i].stem} & modelled
+        if (tokens[i].lower not in LIGHT_VERBS or {tokens[i].lower, tokens[i].stem} & modelled)
+        and not (tokens[i].lower == "out" and i and tokens[i - 1].lower in LIGHT_VERBS)  # "invoices went out"
     ]
     # A negation that negates no value or yes/no field ("subscriptions that did not churn") is never dropped.
     negations_placed |= reading.negated & valued_positions
@@ -513,7 +545,9 @@ async def attempt(
         return Attempt(cube, unplaced=unplaced)
     # The measure.
     measures = _without_subjects(measures, spans, reading, valued_positions)
-    if partial:  # "what about just for orders placed in 2024?": the orders qualify the thread's measure
+    if partial and (reading.date_ranges or conditions or groups):
+        # "what about just for orders placed in 2024?": the orders qualify the thread's measure ("same for sign ups"
+        # names a measure: nothing of it qualifies)
         qualifying = {
             s.member
             for s in spans
@@ -539,7 +573,7 @@ async def attempt(
         narrowed = bool(groups or conditions or grain or reading.date_ranges or reading.descending is not None)
         # The count stands for an unnamed measure only where the question counts things it names in the plural
         # ("bookings in Toulouse last year"), never for an amount ("how much did we invoice", "the total").
-        plural_subject = any(tokens[p].lower != tokens[p].stem for p in subject | event_positions)
+        plural_subject = any(tokens[p].plural for p in subject | event_positions)
         asks_amount = "total" in aggregations or any(t.lower == "much" for t in tokens)
         named_subject = (plural_subject or _names_subject(cube, spans)) and not asks_amount
         used = [*groups, *(c.member for c in conditions), *(m for m in (time, event) if m is not None)]
@@ -547,6 +581,19 @@ async def attempt(
             cube, reading, aggregations, measures, named_subject and narrowed, used=used, plain_counts=plain_counts
         )
         counts_only = isinstance(chosen, list) and bool(chosen) and all(m.is_count for m in chosen)
+        named_at = {p for span in spans for p in span.positions}
+        totals = [  # "how many and total $": a total of something, besides the count ("in total" is the count's)
+            p
+            for p, flag in reading.aggregations.items()
+            if flag == "total"
+            and p not in named_at
+            and tokens[p].lower != "overall"
+            and not (p and tokens[p - 1].lower == "in")
+            and not (p + 1 < len(tokens) and tokens[p + 1].lower in ("number", "count", "counts"))
+        ]
+        if "count" in aggregations and totals and counts_only:
+            word = tokens[totals[0]].text
+            chosen = Decline(f"I could not tell what '{word}' is a total of: name the amount.")
         if asks_amount and "count" not in aggregations and counts_only:  # "how much did we invoice": not a count
             assert isinstance(chosen, list)
             counted_names = ", ".join(m.title.lower() for m in chosen)
@@ -596,7 +643,11 @@ async def attempt(
         named_time = time_span is not None and not set(time_span.positions) & valued_positions
         if evoked_by_values and not by_verb and not named_time:
             return Attempt(cube, decline=_which_date([time, *evoked_by_values]))
-    elif event is not None and _event_happened(event, event_positions, reading, conditions):
+    elif (
+        event is not None
+        and _event_happened(event, event_positions, reading, conditions)
+        and not (isinstance(chosen, list) and await _always_set(cube, chosen, event, facts.dates_set))
+    ):
         # "subscriptions that churned": those with a churn date ("patients registered": all, as the data means)
         conditions.append(Condition(event, "set", ()))
     date_range = reading.date_ranges[0] if reading.date_ranges else None
@@ -791,6 +842,10 @@ async def _default_date(
     added = all(m.agg_type in PLAIN_AGGREGATIONS and not m.is_percent for m in measures)
     titled = {root(word) for m in measures for word in m.title_phrase} if added else set()
     dated = [m for m in dates if _event_roots(m) & titled]
+    if not dated and added:  # else its other names ("Collected", also "payments received": the payment date)
+        named = {root(word) for m in measures for phrase in m.phrases for word in phrase}
+        by_names = [m for m in dates if _event_roots(m) & named]
+        dated = by_names if len(by_names) == 1 else []
     if len(dated) == 1:
         return dated[0]
     owners = {m.owner for m in measures}
@@ -864,7 +919,14 @@ def _counted_entity(
     at = max(counts) + 1 if counts else len(reading.tokens)
     if at >= len(reading.tokens) or any(s.start <= at < s.end for s in spans):
         return None
-    entities = {e for e in nouns.get(reading.tokens[at].stem, frozenset()) if e in plain_counts}  # cubes, not views
+    return _entity_count(cube, reading.tokens[at].stem, nouns, plain_counts)
+
+
+def _entity_count(
+    cube: Cube, noun: str, nouns: Mapping[str, frozenset[str]], plain_counts: Mapping[str, str]
+) -> Member | None:
+    """The count, in ``cube``, of the one cube ``noun`` names ("visits": the sessions' count), when it has one."""
+    entities = {e for e in nouns.get(noun, frozenset()) if e in plain_counts}  # cubes, not views
     own = [m for m in cube.measures() if m.owner in entities and m.agg_type == "count"]
     plain = [m for m in own if (m.alias or m.name) in plain_counts.values()]  # the cube's own count, not a filtered one
     own = plain or own
@@ -1379,6 +1441,10 @@ def _measures(
             counts = counts[:1]  # "how many customers placed orders": the customers
         if "distinct" in aggregations:
             counts = [_distinct(cube, m) for m in counts]
+        dropped = [m for m in named if not m.is_count and m not in counts]
+        if counts and dropped:  # "how many open invoices" with "open" read as Open receivables: never left out
+            titles = ", ".join(m.title.lower() for m in dropped)
+            return Decline(f"This counts, but also names {titles}, which is no count: ask for each.")
         if counts:
             return counts
         countable = [m for m in named if m.agg_type == "sum" and not m.is_money and not m.is_percent]
@@ -1422,7 +1488,7 @@ def _ranked(intent: Intent, reading: Reading, labelled: Mapping[str, list[int]])
         positions = labelled.get(intent.groups[0].name) or _positions_of(intent.groups[0], reading)
         if positions and positions[0] in reading.ranked_after:
             last = reading.tokens[positions[-1]]
-            limit = 1 if last.lower == last.stem and not last.lower.endswith("s") else limit
+            limit = 1 if not last.plural and not last.lower.endswith("s") else limit
     if limit is None:
         for group in intent.groups:
             positions = labelled.get(group.name) or _positions_of(group, reading)
@@ -1430,7 +1496,7 @@ def _ranked(intent: Intent, reading: Reading, labelled: Mapping[str, list[int]])
                 last = reading.tokens[positions[-1]]
                 after = reading.tokens[positions[-1] + 1].lower if positions[-1] + 1 < len(reading.tokens) else ""
                 # "which category": one; "which categories": all; "which of those regions was": one
-                limit = 1 if last.lower == last.stem or after in SINGULAR_VERBS else None
+                limit = 1 if not last.plural or after in SINGULAR_VERBS else None
                 break
     if limit is None and intent.grain and not intent.groups:
         words = [t.lower for t in reading.tokens]
@@ -1489,6 +1555,7 @@ async def _understood(
     reading = read(question, zone=zone, now=now)
     if isinstance(reading, Decline):
         return reading
+    reading = _spelled_out(reading, facts)
     if previous is not None and reading.follow_up:
         reading.taken.update(reading.pointing)  # "how many of those": the thread's last question, narrowed
         return await _follow_up(reading, previous, lookup, facts)
@@ -1522,6 +1589,52 @@ async def _understood(
     words = ", ".join(f"'{w}'" for w in dict.fromkeys(best.unplaced))
     reason = f"I did not understand {words}: no measure, dimension or value of the data model matches."
     return Decline(reason, unplaced=tuple(dict.fromkeys(best.unplaced)))
+
+
+def _shortened_words(cubes: Sequence[Cube]) -> frozenset[str]:
+    """The words of members' names that no title or synonym of the model says ("brwsr", "ord", "rev" beside
+    "revenue"): what may be a shortening of a word the question writes in full."""
+    said = {word for c in cubes for phrase in c.phrases for word in phrase}
+    for member in (m for c in cubes for m in c.members):
+        if list(member.title_phrase) != stems(member.column.replace("_", " ")):  # a title of its own, not the name's
+            said |= {word for phrase in member.phrases[1:] for word in phrase}
+    named = {w for c in cubes for m in c.members for w in m.column.split("_") if w.isalpha()}
+    return frozenset(named - said)
+
+
+def _spelled_out(reading: Reading, facts: ModelFacts) -> Reading:
+    """The question with each word the model never says read as the one word of its members' names that shortens
+    it ("browser" as the model's "brwsr", "source" as "src"), when exactly one does (:func:`_shortens`)."""
+    tokens = list(reading.tokens)
+    for i, token in enumerate(tokens):
+        word = token.lower
+        if (
+            not reading.free(i)
+            or i in reading.aggregations
+            or (i and token.text[:1].isupper())  # a name ("United States"), never a shortening's
+            or not word.isalpha()
+            or word in FUNCTION_WORDS
+            or {word, token.stem} & (facts.words | set(facts.nouns))
+        ):
+            continue
+        short = [a for a in facts.name_words if _shortens(a, word) or _shortens(a, token.stem)]
+        if len(short) == 1:
+            tokens[i] = replace(token, stem=short[0])
+    return reading if tokens == reading.tokens else replace(reading, tokens=tokens)
+
+
+def _shortens(short: str, word: str) -> bool:
+    """Whether ``short`` is a way names shorten ``word``: its first three letters or more, at most three fifths of it
+    ("ord", "rev", "sess"), or its first letter and then consonants of it in order ("brwsr", "src", "cmp", "dvc");
+    never the word's own root ("unit" of "united")."""
+    if len(short) < 3 or len(short) >= len(word) or short[0] != word[0] or root(word) == short:
+        return False  # "unit" of "united", "part" of "partly": the word's own root, a word, not a shortening
+    if word.startswith(short):
+        return len(short) <= 0.6 * len(word)  # "ord" of "order"; never "stat" of "states"
+    if any(letter in "aeiou" for letter in short[1:]):
+        return False
+    rest = iter(word[1:])
+    return all(letter in rest for letter in short[1:])
 
 
 def _through_view(intent: Intent, views: Sequence[Cube]) -> Intent:
