@@ -1772,6 +1772,10 @@ def _web_model() -> list:
             m("dvc_cat", "Device category", "string", "sessions.dvc_cat"),
             m("geo_ctry", "Country", "string", "sessions.geo_ctry"),
             m("stat", "Stat", "string", "sessions.stat"),
+            m("utm_cmp", "Utm Cmp", "string", "sessions.utm_cmp"),
+            m("utm_src", "Utm Src", "string", "sessions.utm_src"),
+            m("utm_med", "Utm Med", "string", "sessions.utm_med"),
+            m("gross_rev", "Gross revenue", "number", "events.gross_rev", "sum", **money),
             m("unit", "Unit", "string", "sessions.unit"),
             m("sess_start_ts", "Session start", "time", "sessions.sess_start_ts"),
         ],
@@ -1996,3 +2000,99 @@ def test_a_measure_named_beside_a_count_is_never_left_out():
 
     assert isinstance(answer, Decline)
     assert "open receivables" in answer.reason
+
+
+def test_two_measures_compared_by_vs_are_both_asked_the_first_maybe_by_its_first_word():
+    members = [
+        _member("sales", "gross", "Gross sales", kind="number", alias="lines.gross", agg="sum", format="currency"),
+        _member(
+            "sales", "net", "Revenue", kind="number", alias="lines.net", agg="number", meta={"synonyms": ["net sales"]}
+        ),
+        _member("sales", "ordered_at", "Order date", kind="time", alias="orders.ordered_at"),
+    ]
+    cubes = _view("sales", "Sales", members)
+
+    for question in ("gross vs net sales for Q4 2024", "gross sales vs net sales for Q4 2024"):
+        answer = _ask(question, cubes)
+
+        assert isinstance(answer, Intent), question
+        assert [m.name for m in answer.measures] == ["sales.gross", "sales.net"]
+        assert _range(answer) == (date(2024, 10, 1), date(2025, 1, 1))
+
+
+def test_two_periods_one_after_the_other_by_a_named_grain_are_one_range():
+    cubes = _model(plain_date_on="ordered_at")
+
+    joined = _ask("orders per quarter, 2023 vs 2024", cubes)
+    apart = _ask("orders per quarter, 2022 vs 2024", cubes)
+
+    assert isinstance(joined, Intent)
+    assert joined.grain == "quarter"
+    assert _range(joined) == (date(2023, 1, 1), date(2025, 1, 1))
+    assert isinstance(apart, Decline)
+
+
+async def _mediums(cube: str, dimension: str, candidates: Any) -> list[str]:
+    wanted = {c.lower() for c in candidates}
+    return ["email"] if dimension == "traffic.utm_med" and wanted & {"email", "emails"} else []
+
+
+def test_what_the_shortened_names_and_twins_must_never_answer():
+    """Attacks on the readings above, each a confident wrong answer before it was a decline: an order's value is no
+    count of orders; "cmp" shortens no "company" or "completed", "src" no "search", "arr" no "arrears"; "sent" of a
+    value counts nothing; "the cheapest order" ranks no count."""
+    for question in (
+        "order value by country",
+        "which country has the highest order value?",
+        "sessions by company",
+        "how many sessions completed a purchase?",
+        "sessions from search",
+        "which country had the cheapest order?",
+    ):
+        assert isinstance(_ask(question, _web_model()), Decline), question
+    assert isinstance(_ask("how many emails were sent in 2024?", _web_model(), lookup=_mediums), Decline)
+    assert isinstance(_ask("how much is in arrears?", _saas_view()), Decline)
+
+
+def test_a_follow_up_naming_a_count_after_an_amount_is_asked_never_swapped_in():
+    first = _ask("revenue by country", _web_model())
+    assert isinstance(first, Intent)
+
+    answer = _ask("what about for purchases?", _web_model(), previous=first)
+
+    assert isinstance(answer, Decline)
+
+
+def test_the_first_word_of_a_synonym_names_nothing_when_the_second_is_a_thing_of_the_model():
+    view = {
+        "name": "wholesale",
+        "title": "Wholesale",
+        "type": "view",
+        "members": [
+            {
+                "name": "wholesale.buyers",
+                "title": "Customers who ordered",
+                "type": "number",
+                "aggType": "countDistinct",
+                "aliasMember": "orders.buyers",
+                "meta": {"synonyms": ["active customers"]},
+            },
+            {"name": "wholesale.suppliers", "title": "Suppliers", "type": "number", "aggType": "count"},
+            {"name": "wholesale.nation", "title": "Nation", "type": "string"},
+        ],
+    }
+    customers = {"name": "customers", "title": "Customers", "members": []}
+    cubes = cubes_of({"cubes": [view, customers]})
+
+    assert isinstance(_ask("active suppliers by nation", cubes), Decline)
+    named = _ask("active customers by nation", cubes)
+    assert isinstance(named, Intent)
+    assert [m.name for m in named.measures] == ["wholesale.buyers"]
+
+
+def test_rank_from_lowest_to_highest_ranks_lowest_first():
+    answer = _ask("rank countries from lowest to highest revenue", _web_model())
+
+    assert isinstance(answer, Intent)
+    assert answer.descending is False
+    assert [m.name for m in answer.measures] == ["traffic.gross_rev"]

@@ -171,6 +171,8 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     for i, word in enumerate(words):
         if word in ("only", "just") and reading.follow_up:
             reading.taken.add(i)
+        elif word == "right" and i + 1 < len(words) and words[i + 1] == "now":
+            reading.taken.update({i, i + 1})  # "right now": as things stand, no period
     for i, word in enumerate(words):
         if word in COMPARE_WORDS:
             reading.compares = True
@@ -234,6 +236,9 @@ def _read_choice(reading: Reading, words: list[str]) -> None:
             reading.compares = True
 
 
+RANK_DIRECTIONS = frozenset({*MOST_WORDS, *LEAST_WORDS, "ascending", "descending"}) - {"top", "bottom"}
+
+
 def _read_ranking(reading: Reading, words: list[str]) -> None:
     for i, word in enumerate(words):
         if not reading.free(i):
@@ -263,8 +268,11 @@ def _read_ranking(reading: Reading, words: list[str]) -> None:
             if i and words[i - 1] == "the":
                 reading.taken.add(i - 1)
         elif word in ("rank", "ranked") and reading.descending is None:
-            # "rank the regions by revenue": every region, highest first
-            reading.descending = True
+            # "rank the regions by revenue": every region, highest first; "from lowest to highest": lowest first
+            directions = [j for j in range(i + 1, len(words)) if words[j] in RANK_DIRECTIONS and reading.free(j)]
+            first = words[directions[0]] if directions else ""
+            reading.descending = first not in (*LEAST_WORDS, "ascending")
+            reading.taken.update(directions)
             at = i + 1 + (following == "the")
             reading.taken.update(range(i, at))
             reading.ranked_after.add(at)

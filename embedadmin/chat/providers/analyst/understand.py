@@ -30,7 +30,7 @@ from embedadmin.chat.providers.analyst.dates import (
     two_whole,
 )
 from embedadmin.chat.providers.analyst.intent import ADDITIVE, Condition, Decline, Intent
-from embedadmin.chat.providers.analyst.model_phrases import Cube, Member, custom_grains
+from embedadmin.chat.providers.analyst.model_phrases import AGGREGATION_WORDS, Cube, Member, custom_grains
 from embedadmin.chat.providers.analyst.places import PLACE_FIELD_WORDS, place_names
 from embedadmin.chat.providers.analyst.question_words import (
     AMOUNT_VERBS,
@@ -51,7 +51,8 @@ from embedadmin.chat.providers.base import DateCoverage, ValueLookup
 MAX_VALUE_WORDS = 4
 DISTINCT_STEMS = frozenset(stem(w) for w in DISTINCT_WORDS) | {"count", "number"}
 COPULAS = frozenset({"were", "was", "are", "is", "been", "being", "had", "have", "has", "got"})
-OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to", "on"})  # "revenue on orders placed in 2024"
+# "revenue on orders placed in 2024", "only counting invoices issued in 2025"
+OWNER_WORDS = frozenset({"of", "from", "for", "among", "by", "to", "on", "counting"})
 # Words of a time dimension's names that say it is a date, not which event it dates.
 DATE_WORDS = frozenset({"date", "time", "ts", "at", "on", "day", "timestamp", "datetime", "dt", "of", "the", "when"})
 PARTICLES = frozenset({"up", "in", "out", "off", "over"})  # "signed up", "checked in", "paid out", "written off"
@@ -68,6 +69,9 @@ MIN_WORDS = LEAST_WORDS - {"least", "fewest", "worst", "bottom"}
 EXTREME_STEMS = frozenset(stem(w) for w in (*MAX_WORDS, *MIN_WORDS))
 POINTING_PREPOSITIONS = frozenset({"in", "for", "of", "on", "from", "at", "to", "with", "within", "by"})
 AMOUNT_NOUNS = frozenset({"amount", "amounts", "value", "values"})
+SENDING_VERBS = frozenset({"sent", "send", "sends"})
+PRICE_WORDS = frozenset({"cheapest", "priciest"})
+VALUE_NOUNS = AMOUNT_NOUNS | {"size", "sizes", "total", "totals"}  # what a count is never followed by
 ONE_ROW_WORDS = frozenset({"single", "one", "individual", "the", "a", "any"})  # "the biggest single order"
 
 
@@ -172,6 +176,31 @@ def _extreme_spans(cube: Cube, reading: Reading) -> list[Span]:
     return found
 
 
+def _measures_versus(cube: Cube, spans: list[Span], reading: Reading, taken: set[int]) -> tuple[list[Span], set[int]]:
+    """Two measures compared by "vs" ("gross sales vs net sales"), the first maybe said by its first word alone when
+    the words after the second complete it ("gross vs net sales": Gross sales and Net sales): the spans with the
+    first measure's, and the positions of the "vs" between them (placed, as "and" is between values)."""
+    tokens, stems = reading.tokens, reading.stems
+    starts = {span.start: span for span in spans}
+    ends = {span.end: span for span in spans}
+    placed: set[int] = set()
+    added: list[Span] = []
+    for v, token in enumerate(tokens):
+        second = starts.get(v + 1)
+        if token.lower not in VERSUS or second is None or not second.member.is_measure:
+            continue
+        first = ends.get(v)
+        if first is None and v and v - 1 not in taken and len(second.member_phrase) > 1:
+            whole = (stems[v - 1], *second.member_phrase[1:])  # "gross" + "sales"
+            named = [m for m in cube.measures() if whole in m.phrases and m != second.member]
+            if len(named) == 1:
+                first = Span(v - 1, v, named[0], whole)
+                added.append(first)
+        if first is not None and first.member.is_measure:
+            placed.add(v)
+    return sorted([*spans, *added], key=lambda span: span.start), placed
+
+
 def _said(phrase: tuple[str, ...], tokens: Sequence[Token]) -> int:
     """How many of ``phrase``'s first words ``tokens`` say, word by word, each as it is or in full ("ord": "order")."""
     count = 0
@@ -217,7 +246,10 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
         for phrase in member.phrases:
             for start in range(len(stems) - len(phrase) + 1):
                 if tuple(stems[start : start + len(phrase)]) == phrase and not _as_verb(reading, start, member):
-                    candidates.append(Span(start, start + len(phrase), member, phrase))
+                    after = start + len(phrase)
+                    if member.is_count and after < len(stems) and reading.tokens[after].lower in VALUE_NOUNS:
+                        continue  # "order value", "invoice size": an amount of them, never their count
+                    candidates.append(Span(start, after, member, phrase))
     candidates += _acronym_spans(cube, reading) + _extreme_spans(cube, reading)
     # A measure's phrase cut by "were"/"was" ("patients were seen": patients seen), spanning the word between.
     kept = [i for i, t in enumerate(reading.tokens) if t.lower not in COPULAS]
@@ -358,6 +390,8 @@ async def attempt(
     spans, owners = _owned(spans, reading, nouns)
     taken |= absorbed | owners
     spans = [span for span in spans if not _names_cube_counted(cube, span, reading)]
+    spans, versus = _measures_versus(cube, spans, reading, taken)
+    taken |= versus
     for span in spans:
         taken.update(span.positions)
         after = span.end if span.end < len(tokens) else None
@@ -464,6 +498,10 @@ async def attempt(
     # ("private patients", "female customers"), are placed.
     subject = _subject(cube, reading, left)
     left -= subject
+    # "the site" in "how many visits did the site get": a word of the view's own title ("Site traffic") that names
+    # nothing else of the model, after "the" or "our", says no more than the view asked
+    own_words = set(stems(cube.title)) - _model_stems(cube) - set(nouns)
+    left -= {i for i in left if tokens[i].stem in own_words and i and tokens[i - 1].lower in ("the", "our")}
     left -= _qualified(reading, left, valued_positions, nouns, cube)
     left -= _owner_nouns(reading, left, spans, nouns, cube)
     labelled: dict[str, list[int]] = {}
@@ -520,9 +558,12 @@ async def attempt(
     if reading.compares or not together:
         groups += [m for m in split if m not in groups]
     periods = period_grain(*reading.date_ranges) if len(reading.date_ranges) == 2 and grain is None else None
+    # "orders per quarter, 2023 vs 2024": two whole periods one after the other, by a grain the question names
+    pair = period_grain(*reading.date_ranges) if len(reading.date_ranges) == 2 and grain is not None else None
+    joined = DateRange(pair[1].start, pair[2].end) if pair is not None and pair[1].end == pair[2].start else None
     if reading.compares and not split and grain is None and len(reading.date_ranges) == 1:
         periods = two_whole(reading.date_ranges[0])  # "compare orders in 2023 and 2024": a row per year
-    if reading.compares and not split and len(measures) < 2 and periods is None:
+    if reading.compares and not split and len(measures) < 2 and periods is None and joined is None:
         # "compare 2023 and 2024", "revenue vs last year": two results side by side, which one query cannot hold
         reason = "This compares two results that one query cannot hold: compare values of one field or two measures."
         return Attempt(cube, decline=Decline(reason))
@@ -530,11 +571,14 @@ async def attempt(
     # something by it ("lines returned": a member says "returned"), in this cube or another (a cube without the
     # invoices may not drop "invoiced"): then it must be placed like any word.
     modelled = model_words | {word for member in cube.members for phrase in member.phrases for word in phrase}
+    # "sent" is light only of things the model holds ("invoices we sent"), never of a value ("emails sent")
+    things = bool(subject) or any(w in nouns for span in spans for w in span.member_phrase)
     unplaced = [
         tokens[i].text
         for i in sorted(left)
         if (tokens[i].lower not in LIGHT_VERBS or {tokens[i].lower, tokens[i].stem} & modelled)
-        and not (tokens[i].lower == "out" and i and tokens[i - 1].lower in LIGHT_VERBS)  # "invoices went out"
+        or (tokens[i].lower in SENDING_VERBS and not things)
+        if not (tokens[i].lower == "out" and i and tokens[i - 1].lower in LIGHT_VERBS)  # "invoices went out"
     ]
     # A negation that negates no value or yes/no field ("subscriptions that did not churn") is never dropped.
     negations_placed |= reading.negated & valued_positions
@@ -545,15 +589,20 @@ async def attempt(
         return Attempt(cube, unplaced=unplaced)
     # The measure.
     measures = _without_subjects(measures, spans, reading, valued_positions)
-    if partial and (reading.date_ranges or conditions or groups):
-        # "what about just for orders placed in 2024?": the orders qualify the thread's measure ("same for sign ups"
-        # names a measure: nothing of it qualifies)
-        qualifying = {
-            s.member
-            for s in spans
-            if s.member.is_count and {t.lower for t in tokens[max(0, s.start - 2) : s.start]} & OWNER_WORDS
-        }
+    qualifying = {
+        s.member
+        for s in spans
+        if partial and s.member.is_count and {t.lower for t in tokens[max(0, s.start - 2) : s.start]} & OWNER_WORDS
+    }
+    if qualifying and (reading.date_ranges or conditions or groups):
+        # "what about just for orders placed in 2024?": the orders qualify the thread's measure
         measures = [m for m in measures if m not in qualifying]
+    elif qualifying and not any(t.lower == "same" for t in tokens[:2]):
+        # "what about for urgent orders?" after revenue: those orders' revenue, or their count? ("same for sign ups"
+        # asks the sign-ups instead)
+        named = ", ".join(m.title.lower() for m in qualifying)
+        reason = f"I could not tell whether {named} replaces the last measure or narrows it: ask the whole question."
+        return Attempt(cube, decline=Decline(reason))
     counted_entity = _counted_entity(cube, reading, spans, nouns, plain_counts)
     if counted_entity is not None and measures and all(m.is_count for m in measures):
         auxiliary = next((i for i, t in enumerate(tokens) if t.lower in AUXILIARIES), len(tokens))
@@ -661,6 +710,8 @@ async def attempt(
         grain, date_range, compared = periods
         if date_range.end == compared.start:  # "2023 vs 2024": one range of two years, a row per year
             date_range, compared = DateRange(date_range.start, compared.end), None
+    elif joined is not None:
+        date_range = joined
     elif len(reading.date_ranges) > 1:
         reason = "This names two periods that are not two whole days, months, quarters or years: ask for each."
         return Attempt(cube, decline=Decline(reason))
@@ -681,6 +732,11 @@ async def attempt(
             chosen, conditions = [rate], parts[0]
         else:
             conditions, share = parts
+    spanned = {p for span in spans for p in span.positions}
+    priced = [t.text for i, t in enumerate(tokens) if t.lower in PRICE_WORDS and i not in spanned]
+    if priced and not (chosen and chosen[0].is_money):  # "the cheapest order" ranks money, never a count
+        reason = f"'{priced[0]}' ranks an amount of money: name it ('... by order value')."
+        return Attempt(cube, decline=Decline(reason))
     grain_title = next((title for name, title in (time.granularities if time else ()) if name == grain), "")
     intent = Intent(
         cube=cube,
@@ -1596,10 +1652,11 @@ def _shortened_words(cubes: Sequence[Cube]) -> frozenset[str]:
     "revenue"): what may be a shortening of a word the question writes in full."""
     said = {word for c in cubes for phrase in c.phrases for word in phrase}
     for member in (m for c in cubes for m in c.members):
-        if list(member.title_phrase) != stems(member.column.replace("_", " ")):  # a title of its own, not the name's
-            said |= {word for phrase in member.phrases[1:] for word in phrase}
+        named_title = " ".join(w.capitalize() for w in member.column.split("_"))
+        if member.title != named_title:  # a title of its own ("ARR", "Browser"), not the one the name gives
+            said |= {word for phrase in member.phrases[1:] for word in phrase} | set(member.title_phrase)
     named = {w for c in cubes for m in c.members for w in m.column.split("_") if w.isalpha()}
-    return frozenset(named - said)
+    return frozenset(named - said - AGGREGATION_WORDS)  # "min" of min_ord_rev shortens no "minutes"
 
 
 def _spelled_out(reading: Reading, facts: ModelFacts) -> Reading:
@@ -1631,10 +1688,14 @@ def _shortens(short: str, word: str) -> bool:
         return False  # "unit" of "united", "part" of "partly": the word's own root, a word, not a shortening
     if word.startswith(short):
         return len(short) <= 0.6 * len(word)  # "ord" of "order"; never "stat" of "states"
-    if any(letter in "aeiou" for letter in short[1:]):
-        return False
-    rest = iter(word[1:])
-    return all(letter in rest for letter in short[1:])
+    if any(letter in "aeiou" for letter in short[1:]) or word.endswith(("ed", "ing")):
+        return False  # "cmp" never shortens "completed"
+    # its consonants in order, a double one once ("browser": brwsr, "country": cntry), with at most one left out and
+    # the last kept ("src" of "source", "ctry" of "country", "evt" of "event"; never "src" of "search")
+    outline = word[0] + "".join(c for c in word[1:] if c not in "aeiou")
+    outline = "".join(c for i, c in enumerate(outline) if i == 0 or c != outline[i - 1])
+    rest = iter(outline[1:])
+    return all(letter in rest for letter in short[1:]) and short[-1] == outline[-1] and len(outline) - len(short) <= 1
 
 
 def _through_view(intent: Intent, views: Sequence[Cube]) -> Intent:
