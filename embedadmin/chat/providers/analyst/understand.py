@@ -600,8 +600,8 @@ async def attempt(
     elif qualifying and not any(t.lower == "same" for t in tokens[:2]):
         # "what about for urgent orders?" after revenue: those orders' revenue, or their count? ("same for sign ups"
         # asks the sign-ups instead)
-        named = ", ".join(m.title.lower() for m in qualifying)
-        reason = f"I could not tell whether {named} replaces the last measure or narrows it: ask the whole question."
+        said = ", ".join(m.title.lower() for m in qualifying)
+        reason = f"I could not tell whether {said} replaces the last measure or narrows it: ask the whole question."
         return Attempt(cube, decline=Decline(reason))
     counted_entity = _counted_entity(cube, reading, spans, nouns, plain_counts)
     if counted_entity is not None and measures and all(m.is_count for m in measures):
