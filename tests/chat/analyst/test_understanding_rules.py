@@ -2096,3 +2096,66 @@ def test_rank_from_lowest_to_highest_ranks_lowest_first():
     assert isinstance(answer, Intent)
     assert answer.descending is False
     assert [m.name for m in answer.measures] == ["traffic.gross_rev"]
+
+
+def test_a_follow_up_period_never_moves_to_a_year_where_it_has_not_begun():
+    """ "Revenue in Q1" on 2025-08-20 is Q1 2025; "and in Q4?" is the latest Q4 begun, 2024's, not Q4 2025."""
+    cubes = _model(plain_date_on="ordered_at")
+    first = _ask("Revenue in Q1", cubes)
+    assert isinstance(first, Intent)
+
+    answer = _ask("and in Q4?", cubes, previous=first)
+
+    assert _range(answer) == (date(2024, 10, 1), date(2025, 1, 1))
+
+
+def test_break_that_down_splits_the_threads_rows_further():
+    first = _ask("sessions by country", _web_model())
+    assert isinstance(first, Intent)
+
+    further = _ask("break that down by device", _web_model(), previous=first)
+    instead = _ask("break that down by device instead", _web_model(), previous=first)
+
+    assert isinstance(further, Intent)
+    assert [g.name for g in further.groups] == ["traffic.geo_ctry", "traffic.dvc_cat"]
+    assert isinstance(instead, Intent)
+    assert [g.name for g in instead.groups] == ["traffic.dvc_cat"]
+
+
+def test_a_place_found_on_one_things_field_never_qualifies_another_thing():
+    """China is found as the customers' nation: "chinese vendors" is not "chinese customers"."""
+    view = {
+        "name": "wholesale",
+        "title": "Wholesale",
+        "type": "view",
+        "members": [
+            {
+                "name": "wholesale.revenue",
+                "title": "Revenue",
+                "type": "number",
+                "aggType": "sum",
+                "aliasMember": "l.rev",
+            },
+            {
+                "name": "wholesale.customer_nation",
+                "title": "Customer nation",
+                "type": "string",
+                "aliasMember": "customers.nation",
+            },
+            {"name": "wholesale.supplier_name", "title": "Supplier", "type": "string", "aliasMember": "suppliers.name"},
+        ],
+    }
+    customers = {"name": "customers", "title": "Customers", "members": []}
+    suppliers = {"name": "suppliers", "title": "Suppliers", "meta": {"synonyms": ["vendors"]}, "members": []}
+    cubes = cubes_of({"cubes": [view, customers, suppliers]})
+
+    async def nations(cube: str, dimension: str, candidates: Any) -> list[str]:
+        wanted = {c.lower() for c in candidates}
+        return ["CHINA"] if dimension == "wholesale.customer_nation" and "china" in wanted else []
+
+    vendors = _ask("revenue from chinese vendors", cubes, lookup=nations)
+    customers_of = _ask("revenue from chinese customers", cubes, lookup=nations)
+
+    assert isinstance(vendors, Decline)
+    assert isinstance(customers_of, Intent)
+    assert [(c.member.name, c.values) for c in customers_of.conditions] == [("wholesale.customer_nation", ("CHINA",))]

@@ -321,6 +321,9 @@ def _read_aggregation(reading: Reading, words: list[str]) -> None:
 def _read_markers(reading: Reading, words: list[str]) -> None:
     if "break" in words and "down" in words and "by" in words and words.index("break") < words.index("down"):
         reading.taken.update({words.index("break"), words.index("down")})  # "break the visits down by ..."
+        between = words[words.index("break") + 1 : words.index("down")]
+        if set(between) & {"that", "it", "this", "those", "them", "these"} and "instead" not in words:
+            reading.adds = True  # "break that down by priority": that answer's rows, each split
     for i, word in enumerate(words):
         if word == "breakdown" and reading.free(i) and "by" not in words:
             reading.taken.add(i)  # "attendance breakdown": by attendance

@@ -502,7 +502,7 @@ async def attempt(
     # nothing else of the model, after "the" or "our", says no more than the view asked
     own_words = set(stems(cube.title)) - _model_stems(cube) - set(nouns)
     left -= {i for i in left if tokens[i].stem in own_words and i and tokens[i - 1].lower in ("the", "our")}
-    left -= _qualified(reading, left, valued_positions, nouns, cube)
+    left -= _qualified(reading, left, valued_positions, nouns, cube, found)
     left -= _owner_nouns(reading, left, spans, nouns, cube)
     labelled: dict[str, list[int]] = {}
     # A thing the model holds, named where a group is ("top 10 customers by revenue", "which customer"): grouped by
@@ -1194,21 +1194,41 @@ def _subject(cube: Cube, reading: Reading, candidates: set[int]) -> set[int]:
 
 
 def _qualified(
-    reading: Reading, left: set[int], valued: set[int], nouns: Mapping[str, frozenset[str]], cube: Cube
+    reading: Reading,
+    left: set[int],
+    valued: set[int],
+    nouns: Mapping[str, frozenset[str]],
+    cube: Cube,
+    conditions: Sequence[Condition] = (),
 ) -> set[int]:
     """Words left that name an entity of ``cube`` right after a value or "of"/"from" ("private patients"); never one
-    the cube does not hold ("number of vendors" on customer accounts)."""
+    the cube does not hold ("number of vendors" on customer accounts), nor one after a value of another entity's
+    field ("chinese vendors" with China found as the customers' nation)."""
     held = {m.owner for m in cube.members} | {cube.name}
     placed = set()
     for i in sorted(left):
-        if not nouns.get(reading.tokens[i].stem, frozenset()) & held:
+        entities = nouns.get(reading.tokens[i].stem, frozenset()) & held
+        if not entities:
             continue
         before = i - 1
         while before > 0 and reading.tokens[before].lower in LIGHT_VERBS:
             before -= 1  # "privately insured patients"
+        if before in valued:
+            value = max((c for c in conditions if 0 <= c.at <= before), key=lambda c: c.at, default=None)
+            if value is not None and not _of_entity(value.member, entities, nouns):
+                continue
         if reading.tokens[i].stem in nouns and (before in valued or reading.tokens[before].lower in OWNER_WORDS):
             placed.add(i)
     return placed
+
+
+def _of_entity(member: Member, entities: frozenset[str], nouns: Mapping[str, frozenset[str]]) -> bool:
+    """Whether ``member`` is a field of one of ``entities`` (cubes): its own cube's, or named with one of their
+    names ("Supplier nation" of the suppliers), or of no other entity by name."""
+    if member.owner in entities:
+        return True
+    named = {cube for phrase in member.phrases for word in phrase for cube in nouns.get(word, frozenset())}
+    return bool(named & entities) or not named
 
 
 def _owner_nouns(
@@ -1745,9 +1765,12 @@ def _in_thread_year(reading: Reading, previous: Intent) -> DateRange:
         return day.replace(year=day.year + shift) if day is not None else None
 
     try:
-        return DateRange(shifted(named.start), shifted(named.end))
+        moved = DateRange(shifted(named.start), shifted(named.end))
     except ValueError:  # February 29 in a year without one: the period as named
         return named
+    # the period as named is the latest one begun: in a later year it has not begun ("and in Q4?" after "Q1" read as
+    # Q1 2025 in June 2025 is Q4 2024, never Q4 2025)
+    return named if moved.start is not None and moved.start > named.start else moved
 
 
 def entity_nouns(cubes: Sequence[Cube]) -> dict[str, frozenset[str]]:
