@@ -2159,3 +2159,92 @@ def test_a_place_found_on_one_things_field_never_qualifies_another_thing():
     assert isinstance(vendors, Decline)
     assert isinstance(customers_of, Intent)
     assert [(c.member.name, c.values) for c in customers_of.conditions] == [("wholesale.customer_nation", ("CHINA",))]
+
+
+def _orders_by_customer() -> list:
+    members = [
+        _member("shop", "orders", "Orders", kind="number", alias="orders.count", agg="count"),
+        _member(
+            "shop", "largest", "Largest order", kind="number", alias="orders.largest", agg="max", format="currency"
+        ),
+        _member("shop", "revenue", "Revenue", kind="number", alias="orders.revenue", agg="sum", format="currency"),
+        _member("shop", "customer", "Customer", kind="string", alias="customers.name"),
+        _member("shop", "region", "Region", kind="string", alias="customers.region"),
+        _member("shop", "ordered_at", "Order date", kind="time", alias="orders.ordered_at"),
+    ]
+    return _view("shop", "Shop", members)
+
+
+def test_a_ranking_words_of_a_measures_name_stay_the_measures():
+    answer = _ask("rank the customers by largest order", _orders_by_customer())
+
+    assert isinstance(answer, Intent)
+    assert [m.name for m in answer.measures] == ["shop.largest"]
+    assert answer.descending is True
+
+
+def test_all_but_a_value_is_never_that_value():
+    async def regions(cube: str, dimension: str, candidates: Any) -> list[str]:
+        return ["EUROPE"] if dimension == "shop.region" and "europe" in {c.lower() for c in candidates} else []
+
+    answer = _ask("revenue in 2024 from all regions but EUROPE", _orders_by_customer(), lookup=regions)
+
+    assert isinstance(answer, Decline)
+
+
+def test_break_that_down_after_a_top_n_is_asked_back():
+    first = _ask("top 5 customers by revenue in 2024", _orders_by_customer())
+    assert isinstance(first, Intent)
+
+    answer = _ask("break that down by month", _orders_by_customer(), previous=first)
+
+    assert isinstance(answer, Decline)
+
+
+def test_two_periods_by_a_coarser_grain_are_never_one_row():
+    answer = _ask("revenue by year, January vs February 2024", _orders_by_customer())
+
+    assert isinstance(answer, Decline)
+
+
+def test_a_follow_up_period_not_begun_in_the_year_the_thread_named_is_asked():
+    cubes = _model(plain_date_on="ordered_at")
+    first = _ask("Revenue in Q1 2025", cubes)
+    assert isinstance(first, Intent)
+
+    assert isinstance(_ask("and in Q4?", cubes, previous=first), Decline)
+
+
+def test_a_place_or_segment_of_the_customers_never_qualifies_the_suppliers_field():
+    view = {
+        "name": "wholesale",
+        "title": "Wholesale",
+        "type": "view",
+        "members": [
+            {
+                "name": "wholesale.revenue",
+                "title": "Revenue",
+                "type": "number",
+                "aggType": "sum",
+                "aliasMember": "l.rev",
+            },
+            {"name": "wholesale.nation", "title": "Customer nation", "type": "string", "aliasMember": "customers.n"},
+            {"name": "wholesale.segment", "title": "Market segment", "type": "string", "aliasMember": "customers.seg"},
+            {"name": "wholesale.supplier", "title": "Supplier", "type": "string", "aliasMember": "suppliers.name"},
+        ],
+    }
+    customers = {"name": "customers", "title": "Customers", "members": []}
+    suppliers = {"name": "suppliers", "title": "Suppliers", "members": []}
+    cubes = cubes_of({"cubes": [view, customers, suppliers]})
+
+    async def values(cube: str, dimension: str, candidates: Any) -> list[str]:
+        wanted = {c.lower() for c in candidates}
+        if dimension == "wholesale.nation" and "china" in wanted:
+            return ["CHINA"]
+        return ["AUTOMOBILE"] if dimension == "wholesale.segment" and "automobile" in wanted else []
+
+    assert isinstance(_ask("revenue from chinese suppliers in 2024", cubes, lookup=values), Decline)
+    assert isinstance(_ask("revenue from AUTOMOBILE suppliers", cubes, lookup=values), Decline)
+    customers_of = _ask("revenue from AUTOMOBILE customers", cubes, lookup=values)
+    assert isinstance(customers_of, Intent)
+    assert [(c.member.name, c.values) for c in customers_of.conditions] == [("wholesale.segment", ("AUTOMOBILE",))]

@@ -104,6 +104,8 @@ class Intent:
     difference: int = 0
     # "avg", "sum": the one member of ``measures`` is a numeric dimension, aggregated over the cube's rows.
     aggregate: str = ""
+    # the date range is a month, quarter or half named without its year (the latest one begun)
+    yearless: bool = False
 
     @property
     def computes(self) -> bool:

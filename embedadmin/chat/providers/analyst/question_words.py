@@ -46,7 +46,7 @@ FUNCTION_WORDS = _words(
     have has had
     what which who whose how show me us give list tell please i we our my you your can could would should will
     there it its that these those all any some get find see know want need about just find return display
-    much many so far ever currently now still but overall as through via altogether whole entire respectively
+    much many so far ever currently now still overall as through via altogether whole entire respectively
     value values number numbers
     data figure figures result results report where only counting combined together
     whats pls plz actually

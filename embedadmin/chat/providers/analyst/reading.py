@@ -171,6 +171,8 @@ def read(question: str, *, zone: ZoneInfo, now: datetime) -> Reading | Decline:
     for i, word in enumerate(words):
         if word in ("only", "just") and reading.follow_up:
             reading.taken.add(i)
+        elif word == "but" and i + 1 < len(words) and words[i + 1] in BUT_FOLLOWERS:
+            reading.taken.add(i)  # "same but only for Europe"; never "all regions but Europe"
         elif word == "right" and i + 1 < len(words) and words[i + 1] == "now":
             reading.taken.update({i, i + 1})  # "right now": as things stand, no period
     for i, word in enumerate(words):
@@ -236,6 +238,7 @@ def _read_choice(reading: Reading, words: list[str]) -> None:
             reading.compares = True
 
 
+BUT_FOLLOWERS = frozenset({"only", "just", "by", "for", "in", "with", "now", "as", "per", "number", "counting"})
 RANK_DIRECTIONS = frozenset({*MOST_WORDS, *LEAST_WORDS, "ascending", "descending"}) - {"top", "bottom"}
 
 
@@ -269,7 +272,18 @@ def _read_ranking(reading: Reading, words: list[str]) -> None:
                 reading.taken.add(i - 1)
         elif word in ("rank", "ranked") and reading.descending is None:
             # "rank the regions by revenue": every region, highest first; "from lowest to highest": lowest first
-            directions = [j for j in range(i + 1, len(words)) if words[j] in RANK_DIRECTIONS and reading.free(j)]
+            directions = [  # "from lowest to highest", "highest first", "ascending": never "by largest order"
+                j
+                for j in range(i + 1, len(words))
+                if words[j] in RANK_DIRECTIONS
+                and reading.free(j)
+                and (
+                    words[j] in ("ascending", "descending")
+                    or words[j - 1] == "from"
+                    or (j > 1 and words[j - 1] == "to" and words[j - 2] in RANK_DIRECTIONS)
+                    or (j + 1 < len(words) and words[j + 1] in ("to", "first"))
+                )
+            ]
             first = words[directions[0]] if directions else ""
             reading.descending = first not in (*LEAST_WORDS, "ascending")
             reading.taken.update(directions)

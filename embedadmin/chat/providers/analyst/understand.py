@@ -71,6 +71,7 @@ POINTING_PREPOSITIONS = frozenset({"in", "for", "of", "on", "from", "at", "to", 
 AMOUNT_NOUNS = frozenset({"amount", "amounts", "value", "values"})
 SENDING_VERBS = frozenset({"sent", "send", "sends"})
 PRICE_WORDS = frozenset({"cheapest", "priciest"})
+GRAIN_ORDER = ("day", "week", "month", "quarter", "year")
 VALUE_NOUNS = AMOUNT_NOUNS | {"size", "sizes", "total", "totals"}  # what a count is never followed by
 ONE_ROW_WORDS = frozenset({"single", "one", "individual", "the", "a", "any"})  # "the biggest single order"
 
@@ -168,7 +169,7 @@ def _extreme_spans(cube: Cube, reading: Reading) -> list[Span]:
                 rest = tuple(w for w in phrase if w not in EXTREME_STEMS)
                 said = _said(rest, tokens[j : j + len(rest)])
                 # "the biggest single order" for Max Ord Rev: a money measure's last words may be left unsaid
-                if said == len(rest) or (said and member.is_money):
+                if rest and (said == len(rest) or (said and member.is_money)):
                     fits.append(Span(i, j + said, member, phrase))
                     break
         if len({span.member for span in fits}) == 1:
@@ -330,6 +331,19 @@ async def attempt(
         # "the biggest single order": the model's largest order, one number, not orders ranked
         starts = {span.start for span in extremes}
         reading = replace(reading, descending=None, taken=set(reading.taken) - starts)
+    elif extremes and reading.descending is not None:
+        # "rank the customers by largest order": ranked by the model's largest order, never by their count of orders;
+        # "the plan with the highest MRR" stays ranked by MRR, which "MRR" alone names
+        amount_names = {p for m in cube.measures() if not m.is_count for p in m.phrases}
+
+        def whole(span: Span) -> tuple[str, ...] | None:  # the rest of the measure's name, all of it said
+            said = tuple(t.stem for t in reading.tokens[span.start + 1 : span.end] if t.lower not in ONE_ROW_WORDS)
+            rest = tuple(w for w in span.member_phrase if w not in EXTREME_STEMS)
+            after = reading.tokens[span.end].lower if span.end < len(reading.tokens) else ""
+            return said if len(said) == len(rest) and after not in VALUE_NOUNS else None
+
+        starts = {span.start for span in extremes if (told := whole(span)) is not None and told not in amount_names}
+        reading = replace(reading, taken=set(reading.taken) - starts)
     taken = set(reading.taken)
     tokens = reading.tokens
     # A grain word inside a longer name of the model ("monthly recurring revenue") is the name's, not a grain.
@@ -538,6 +552,12 @@ async def attempt(
             or (tokens[span.start].plural and not reading.names_group(span.start))
         )
     }
+    for span in holder_spans:  # "chinese suppliers" with China found as the customers' nation: not theirs
+        value = max((c for c in found if 0 <= c.at < span.start), key=lambda c: c.at, default=None)
+        kinds = nouns.get(span.member_phrase[0], frozenset()) if len(span.member_phrase) == 1 else frozenset()
+        held_by = span.member in entities and span.start - 1 in valued_positions and value is not None and kinds
+        if held_by and value is not None and not _of_entity(value.member, kinds, nouns):
+            return Attempt(cube, unplaced=[tokens[span.start].text])
     distinct_at = {p + 1 for p, flag in reading.aggregations.items() if flag == "distinct"}
     for span in holder_spans:
         if span.start in distinct_at and span.member not in named_holders:
@@ -560,7 +580,8 @@ async def attempt(
     periods = period_grain(*reading.date_ranges) if len(reading.date_ranges) == 2 and grain is None else None
     # "orders per quarter, 2023 vs 2024": two whole periods one after the other, by a grain the question names
     pair = period_grain(*reading.date_ranges) if len(reading.date_ranges) == 2 and grain is not None else None
-    joined = DateRange(pair[1].start, pair[2].end) if pair is not None and pair[1].end == pair[2].start else None
+    finer = pair is not None and GRAIN_ORDER.index(grain or "day") <= GRAIN_ORDER.index(pair[0])  # never coarser
+    joined = DateRange(pair[1].start, pair[2].end) if pair and finer and pair[1].end == pair[2].start else None
     if reading.compares and not split and grain is None and len(reading.date_ranges) == 1:
         periods = two_whole(reading.date_ranges[0])  # "compare orders in 2023 and 2024": a row per year
     if reading.compares and not split and len(measures) < 2 and periods is None and joined is None:
@@ -750,6 +771,7 @@ async def attempt(
         date_range=date_range,
         compared=compared,
         timezone=timezone,
+        yearless=bool(reading.date_ranges) and reading.yearless[0] and date_range == reading.date_ranges[0],
         share=share,
         difference=reading.difference,
         aggregate=aggregated[0] if aggregated is not None else "",
@@ -1224,11 +1246,11 @@ def _qualified(
 
 def _of_entity(member: Member, entities: frozenset[str], nouns: Mapping[str, frozenset[str]]) -> bool:
     """Whether ``member`` is a field of one of ``entities`` (cubes): its own cube's, or named with one of their
-    names ("Supplier nation" of the suppliers), or of no other entity by name."""
+    names ("Supplier nation" of the suppliers)."""
     if member.owner in entities:
         return True
     named = {cube for phrase in member.phrases for word in phrase for cube in nouns.get(word, frozenset())}
-    return bool(named & entities) or not named
+    return bool(named & entities)
 
 
 def _owner_nouns(
@@ -1753,8 +1775,9 @@ def _worse(best: Attempt, other: Attempt) -> bool:
     return len(other.unplaced) < len(best.unplaced)
 
 
-def _in_thread_year(reading: Reading, previous: Intent) -> DateRange:
-    """A follow-up's period: one named without its year ("and in Q4?") takes the year of the thread's period."""
+def _in_thread_year(reading: Reading, previous: Intent) -> DateRange | Decline:
+    """A follow-up's period: one named without its year ("and in Q4?") takes the year of the thread's period; where
+    it has not begun in that year, the latest one begun when the thread's year was not named either, else asked."""
     named = reading.date_ranges[0]
     thread = previous.date_range
     if not reading.yearless[0] or thread is None or thread.start is None or named.start is None:
@@ -1769,8 +1792,12 @@ def _in_thread_year(reading: Reading, previous: Intent) -> DateRange:
     except ValueError:  # February 29 in a year without one: the period as named
         return named
     # the period as named is the latest one begun: in a later year it has not begun ("and in Q4?" after "Q1" read as
-    # Q1 2025 in June 2025 is Q4 2024, never Q4 2025)
-    return named if moved.start is not None and moved.start > named.start else moved
+    # Q1 2025 in June 2025 is Q4 2024, never Q4 2025; after "Q1 2025", asked)
+    if moved.start is not None and moved.start > named.start:
+        if previous.yearless:
+            return named
+        return Decline(f"That period of {moved.start.year} has not begun: name the year.")
+    return moved
 
 
 def entity_nouns(cubes: Sequence[Cube]) -> dict[str, frozenset[str]]:
@@ -1813,10 +1840,14 @@ async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup, fa
             time=previous.time or change.time,
         )
     elif reading.date_ranges:
+        in_year = _in_thread_year(reading, previous)
+        if isinstance(in_year, Decline):
+            return in_year
         updated = updated.replaced(
-            date_range=_in_thread_year(reading, previous),
+            date_range=in_year,
             compared=None,
             time=previous.time or (change.time if change else None),
+            yearless=previous.yearless and reading.yearless[0],
         )
     if change is None:
         # Only dates (or nothing the model names) changed.
@@ -1829,6 +1860,12 @@ async def _follow_up(reading: Reading, previous: Intent, lookup: ValueLookup, fa
     if change.measures:
         added = tuple(m for m in change.measures if m not in updated.measures)
         updated = updated.replaced(measures=(*updated.measures, *added) if reading.adds else change.measures)
+    if previous.limit is not None and (
+        (change.groups and reading.adds) or (change.grain and change.grain != previous.grain)
+    ):
+        # "break that down by month" after "top 5 customers": the five split by month, which a ranking of the split
+        # rows would not keep
+        return Decline("I could not split the ranked rows of the last answer and keep them: ask the whole question.")
     if change.groups:
         kept = tuple(c for c in updated.conditions if c.member not in change.groups)
         added = tuple(g for g in change.groups if g not in updated.groups)
