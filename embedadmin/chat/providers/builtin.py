@@ -61,7 +61,8 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
     """The answer's text, and for a decline with a way forward the questions offered instead (else none)."""
     if "error" in meta:
         return f"I could not search the data model: {meta['error']}", ()
-    cubes = await _model(request, meta)
+    whole = await _whole_model(request)
+    cubes = _ordered(meta, whole)
     if not cubes:
         return "I found nothing in the data model that matches your question.", ()
     zone = ZoneInfo(request.timezone)
@@ -69,7 +70,7 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
     dates_set = _remembered_dates(request.dates_always_set)
     previous = None
     if _is_follow_up(request.question, zone, now):  # only a follow-up reads the thread's earlier questions
-        previous = await _previous_intent(request, cubes, lookup, dates_set, zone, now)
+        previous = await _previous_intent(request, cubes, whole, lookup, dates_set, zone, now)
     outcome = await understand(
         request.question, cubes, lookup, zone=zone, now=now, previous=previous, dates_set=dates_set
     )
@@ -96,6 +97,7 @@ async def _answer(request: ProviderRequest, meta: dict[str, Any], now: datetime)
 async def _previous_intent(
     request: ProviderRequest,
     cubes: Sequence[Cube],
+    whole: list[Cube] | None,
     lookup: ValueLookup,
     dates_set: DateCoverage | None,
     zone: ZoneInfo,
@@ -113,7 +115,7 @@ async def _previous_intent(
         found = cubes
         if request.search_model is not None:
             meta = await request.search_model(question)
-            found = await _model(request, meta) if "error" not in meta else cubes
+            found = _ordered(meta, whole) if "error" not in meta else cubes
         outcome = await understand(
             question, found, lookup, zone=zone, now=now, previous=intent, suggest=False, dates_set=dates_set
         )
@@ -121,19 +123,23 @@ async def _previous_intent(
     return intent
 
 
-async def _model(request: ProviderRequest, meta: dict[str, Any]) -> list[Cube]:
-    """Every cube and view the viewer may see, those the search for the question found first, in its order: the
-    model's words are read whole (a word the search does not know, "orders" for the model's "Transactions", may name
-    a cube it left out; a lexicon entry holds only when the whole model says so), and a cube the search ranked
-    higher is tried first."""
-    found = cubes_of(meta)
+async def _whole_model(request: ProviderRequest) -> list[Cube] | None:
+    """Every cube and view the viewer may see (the model search without words, so with the viewer's policies), read
+    once per turn; None when the request offers no model search."""
     if request.search_model is None:
-        return found
+        return None
     everything = await request.search_model("")
-    if "error" in everything:
-        return found
-    rank = {cube.name: i for i, cube in enumerate(found)}
-    return sorted(cubes_of(everything), key=lambda cube: rank.get(cube.name, len(rank)))
+    return None if "error" in everything else cubes_of(everything)
+
+
+def _ordered(meta: dict[str, Any], whole: list[Cube] | None) -> list[Cube]:
+    """The whole model, the cubes a question's search found first, in its order: a word the search does not know
+    ("orders" for the model's "Transactions") may name a cube it left out, and a lexicon entry holds only when the
+    whole model says so; without the whole model, what the search found."""
+    if whole is None:
+        return cubes_of(meta)
+    rank = {cube["name"]: i for i, cube in enumerate(meta.get("cubes", []))}
+    return sorted(whole, key=lambda cube: rank.get(cube.name, len(rank)))
 
 
 def _is_follow_up(question: str, zone: ZoneInfo, now: datetime) -> bool:

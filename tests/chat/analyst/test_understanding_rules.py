@@ -57,6 +57,12 @@ def _ask(question: str, cubes: list, previous: Intent | None = None, lookup: Any
     return asyncio.run(understand(question, cubes, lookup, zone=UTC_ZONE, now=NOW, previous=previous))
 
 
+def _measure_names(answer: Intent | Decline) -> list[str]:
+    """The measures an understood question asks for (the question must be understood)."""
+    assert isinstance(answer, Intent)
+    return [m.name for m in answer.measures]
+
+
 def _assert_asked_between(answer: Intent | Decline, *choices: str) -> None:
     """The analyst asked back which of ``choices`` the words mean, never picking one."""
     assert isinstance(answer, Decline)
@@ -152,10 +158,7 @@ def test_distinct_things_without_a_distinct_count_are_declined_never_grouped():
 
 
 def test_a_noun_after_on_qualifies_the_measure_and_adds_none():
-    answer = _ask("What was the revenue on orders placed in 2024?", _orders_model())
-
-    assert isinstance(answer, Intent)
-    assert [m.name for m in answer.measures] == ["sales.revenue"]
+    assert _measure_names(_ask("What was the revenue on orders placed in 2024?", _orders_model())) == ["sales.revenue"]
 
 
 async def _statuses(cube: str, dimension: str, candidates: Any) -> list[str]:
@@ -1616,17 +1619,11 @@ def test_the_biggest_single_thing_is_the_models_largest_one_not_a_ranking():
 
 
 def test_a_measure_is_named_by_the_last_words_of_its_title():
-    answer = _ask("conversion rate in 2024", _orders_view())
-
-    assert isinstance(answer, Intent)
-    assert [m.name for m in answer.measures] == ["sales.cvr"]
+    assert _measure_names(_ask("conversion rate in 2024", _orders_view())) == ["sales.cvr"]
 
 
 def test_amount_after_a_money_measure_says_nothing_more():
-    answer = _ask("average order amount in 2024", _orders_view())
-
-    assert isinstance(answer, Intent)
-    assert [m.name for m in answer.measures] == ["sales.avg_order"]
+    assert _measure_names(_ask("average order amount in 2024", _orders_view())) == ["sales.avg_order"]
 
 
 def test_different_things_are_counted_by_the_distinct_count_named_like_them():
@@ -1851,10 +1848,7 @@ def test_average_order_value_is_the_acronym_never_an_average_of_something_else()
 
 
 def test_a_hyphenated_title_is_named_by_its_words_joined():
-    answer = _ask("signups by country", _web_model())
-
-    assert isinstance(answer, Intent)
-    assert [m.name for m in answer.measures] == ["traffic.signup_cnt"]
+    assert _measure_names(_ask("signups by country", _web_model())) == ["traffic.signup_cnt"]
 
 
 def test_more_than_n_of_the_things_a_cube_names_is_a_condition_on_their_count():
@@ -1898,10 +1892,9 @@ def test_a_total_beside_a_count_must_say_of_what():
 
 
 def test_a_count_said_the_other_way_round_across_had_been():
-    answer = _ask("how many sessions had been bounced in 2024?", _web_model())
-
-    assert isinstance(answer, Intent)
-    assert [m.name for m in answer.measures] == ["traffic.bounced_sessions"]
+    assert _measure_names(_ask("how many sessions had been bounced in 2024?", _web_model())) == [
+        "traffic.bounced_sessions"
+    ]
 
 
 def _invoices_view(*, receivables: bool = True) -> list:

@@ -261,12 +261,10 @@ def _with_short_names(cube: Cube, nouns: set[str]) -> Cube:
             heads = [plain, tuple(word for word in plain if word not in CLASSIFIER_WORDS)]
         else:
             heads = []
-        if (
-            member.is_measure
-        ):  # the first word of a two-word synonym ("cash" of "cash collected"; not "active customers")
-            heads += [
-                p[:1] for p in member.phrases[1:] if len(p) == 2 and p != member.title_phrase and p[1] not in nouns
-            ]
+        if member.is_measure:
+            # and by the first word of a two-word synonym ("cash" of "cash collected"; never "active customers")
+            synonyms = [p for p in member.phrases[1:] if len(p) == 2 and p != member.title_phrase]
+            heads += [p[:1] for p in synonyms if p[1] not in nouns]
         for head in heads:
             if free(head, member):
                 member = replace(member, phrases=(*member.phrases, head))

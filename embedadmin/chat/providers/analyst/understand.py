@@ -238,9 +238,10 @@ def _model_stems(cube: Cube) -> frozenset[str]:
     return frozenset(word for m in cube.members for phrase in m.phrases for word in phrase)
 
 
-def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
+def _spans(cube: Cube, reading: Reading, taken: set[int], named: Sequence[Span] = ()) -> list[Span]:
     """The non-overlapping phrases naming members of ``cube``: longest first, then earliest; a measure before a
-    dimension of the same phrase, except where a group is named ("by customers")."""
+    dimension of the same phrase, except where a group is named ("by customers"). ``named``: the spans found other
+    than by a phrase (acronyms, extremes), read once per attempt."""
     stems = reading.stems
     candidates: list[Span] = []
     for member in cube.members:
@@ -251,7 +252,7 @@ def _spans(cube: Cube, reading: Reading, taken: set[int]) -> list[Span]:
                     if member.is_count and after < len(stems) and reading.tokens[after].lower in VALUE_NOUNS:
                         continue  # "order value", "invoice size": an amount of them, never their count
                     candidates.append(Span(start, after, member, phrase))
-    candidates += _acronym_spans(cube, reading) + _extreme_spans(cube, reading)
+    candidates += named
     # A measure's phrase cut by "were"/"was" ("patients were seen": patients seen), spanning the word between.
     kept = [i for i, t in enumerate(reading.tokens) if t.lower not in COPULAS]
     if len(kept) < len(stems):
@@ -312,6 +313,7 @@ async def attempt(
     follow-up's period is of too unless its words name another ("and in 2023?")."""
     nouns, plain_counts, model_words = facts.nouns, facts.plain_counts, facts.words
     extremes = _extreme_spans(cube, reading)
+    special = [*_acronym_spans(cube, reading), *extremes]  # the question's words are the same for every _spans
     # "which customer", "by region": a group named; "what was the biggest ...": none
     named_which = [
         p for p in reading.which if p < len(reading.tokens) and reading.tokens[p].lower not in FUNCTION_WORDS
@@ -347,7 +349,7 @@ async def attempt(
     taken = set(reading.taken)
     tokens = reading.tokens
     # A grain word inside a longer name of the model ("monthly recurring revenue") is the name's, not a grain.
-    names = _spans(cube, reading, taken)
+    names = _spans(cube, reading, taken, special)
     named_positions = {p for span in names if span.end - span.start > 1 for p in span.positions}
     # A grain word before a field's name that ends the phrase ("the starter monthly plan", not "monthly supplier
     # revenue"), after "on" ("on monthly billing"), or joined to the word before it in a value of the data ("starter
@@ -396,7 +398,7 @@ async def attempt(
             titles = tuple(m.title for m in units)
             decline = Decline(f"'{word}' could be {choices}: say which one.", ambiguous=True, choices=titles)
             return Attempt(cube, decline=decline)
-    spans = _spans(cube, reading, taken)  # aggregation words are free: "average order value" is a measure
+    spans = _spans(cube, reading, taken, special)  # aggregation words are free: "average order value" is a measure
     if grain is None and not any(reading.names_group(span.start) for span in spans):
         spans = [_per_row(cube, span, reading) for span in spans]
     spans = _qualifying_heads(spans)
@@ -553,10 +555,11 @@ async def attempt(
         )
     }
     for span in holder_spans:  # "chinese suppliers" with China found as the customers' nation: not theirs
-        value = max((c for c in found if 0 <= c.at < span.start), key=lambda c: c.at, default=None)
-        kinds = nouns.get(span.member_phrase[0], frozenset()) if len(span.member_phrase) == 1 else frozenset()
-        held_by = span.member in entities and span.start - 1 in valued_positions and value is not None and kinds
-        if held_by and value is not None and not _of_entity(value.member, kinds, nouns):
+        if span.member not in entities or span.start - 1 not in valued_positions or len(span.member_phrase) != 1:
+            continue
+        value = _value_before(found, span.start - 1)
+        kinds = nouns.get(span.member_phrase[0], frozenset())
+        if kinds and value is not None and not _of_entity(value.member, kinds, nouns):
             return Attempt(cube, unplaced=[tokens[span.start].text])
     distinct_at = {p + 1 for p, flag in reading.aggregations.items() if flag == "distinct"}
     for span in holder_spans:
@@ -591,7 +594,7 @@ async def attempt(
     # A verb that only says the event happened ("orders placed in 2024") has no content, unless the model names
     # something by it ("lines returned": a member says "returned"), in this cube or another (a cube without the
     # invoices may not drop "invoiced"): then it must be placed like any word.
-    modelled = model_words | {word for member in cube.members for phrase in member.phrases for word in phrase}
+    modelled = model_words | _model_stems(cube)
     # "sent" is light only of things the model holds ("invoices we sent"), never of a value ("emails sent")
     things = bool(subject) or any(w in nouns for span in spans for w in span.member_phrase)
     unplaced = [
@@ -1236,12 +1239,17 @@ def _qualified(
         while before > 0 and reading.tokens[before].lower in LIGHT_VERBS:
             before -= 1  # "privately insured patients"
         if before in valued:
-            value = max((c for c in conditions if 0 <= c.at <= before), key=lambda c: c.at, default=None)
+            value = _value_before(conditions, before)
             if value is not None and not _of_entity(value.member, entities, nouns):
                 continue
         if reading.tokens[i].stem in nouns and (before in valued or reading.tokens[before].lower in OWNER_WORDS):
             placed.add(i)
     return placed
+
+
+def _value_before(conditions: Sequence[Condition], at: int) -> Condition | None:
+    """The condition read from the last value the question names at or before position ``at``."""
+    return max((c for c in conditions if 0 <= c.at <= at), key=lambda c: c.at, default=None)
 
 
 def _of_entity(member: Member, entities: frozenset[str], nouns: Mapping[str, frozenset[str]]) -> bool:
@@ -1705,6 +1713,7 @@ def _spelled_out(reading: Reading, facts: ModelFacts) -> Reading:
     """The question with each word the model never says read as the one word of its members' names that shortens
     it ("browser" as the model's "brwsr", "source" as "src"), when exactly one does (:func:`_shortens`)."""
     tokens = list(reading.tokens)
+    known = facts.words | facts.nouns.keys()
     for i, token in enumerate(tokens):
         word = token.lower
         if (
@@ -1713,7 +1722,8 @@ def _spelled_out(reading: Reading, facts: ModelFacts) -> Reading:
             or (i and token.text[:1].isupper())  # a name ("United States"), never a shortening's
             or not word.isalpha()
             or word in FUNCTION_WORDS
-            or {word, token.stem} & (facts.words | set(facts.nouns))
+            or word in known
+            or token.stem in known
         ):
             continue
         short = [a for a in facts.name_words if _shortens(a, word) or _shortens(a, token.stem)]
